@@ -1,0 +1,46 @@
+# grstats developer commands. Every target creates and uses the local virtual environment .venv.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+PIP := $(BIN)/python -m pip --disable-pip-version-check
+
+.DEFAULT_GOAL := help
+.PHONY: help install demo test lint format bench clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+
+$(VENV)/.installed: pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "grstats needs Python >= 3.11: run make PYTHON=python3.11 ...")'
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet -e '.[test,dev]'
+	@touch $@
+
+$(VENV)/.installed-bench: $(VENV)/.installed
+	$(PIP) install --quiet -e '.[test,dev,bench]'
+	@touch $@
+
+install: $(VENV)/.installed ## create .venv and install grstats with its test and dev tools
+
+demo: $(VENV)/.installed ## the main job (for now: install and show grstats --help)
+	$(BIN)/grstats --help
+
+test: $(VENV)/.installed ## run the test suite
+	$(BIN)/pytest
+
+lint: $(VENV)/.installed ## ruff (lint and format check) and mypy --strict
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
+
+format: $(VENV)/.installed ## apply ruff's formatter and safe fixes
+	$(BIN)/ruff format .
+	$(BIN)/ruff check --fix .
+
+bench: $(VENV)/.installed-bench ## run the benchmarks (not part of make test); figures go in docs/benchmarks.md
+	$(BIN)/python tests/benchmarks/bench_gtid.py
+
+clean: ## remove the virtual environment and caches
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis .benchmarks *.egg-info

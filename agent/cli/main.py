@@ -1,0 +1,79 @@
+"""Entry point of the ``grstats`` command: builds the parser and dispatches to a subcommand.
+
+Each subcommand lives in its own module that exposes ``register(subparsers)``; the module
+sets ``handler`` on its parser, a callable taking the parsed namespace and returning the
+exit status. Modules are imported lazily by name so that ``grstats --help`` stays fast and
+later packages (collector, spark) can plug in without the agent importing them eagerly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import TYPE_CHECKING
+
+from agent import __version__
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+#: Modules that each add one subcommand, in the order ``--help`` lists them.
+COMMAND_MODULES: tuple[str, ...] = ("agent.cli.version",)
+
+DESCRIPTION = """\
+grstats shows every MySQL Group Replication member's health from wherever you stand.
+
+One agent runs beside each member. It reads its own member (a real MySQL 5.7/8.x server
+through performance_schema, or a built-in group simulator) and gossips the rows to the
+other agents, so any agent serves all members' replication_group_members and
+replication_group_member_stats rows, exactly as MySQL formats them, plus what MySQL
+lacks: lag in seconds, members that are down, and how fresh each row is.
+"""
+
+EPILOG = """\
+exit status: 0 on success, 1 when the work failed, 2 for invalid arguments.
+Run 'grstats COMMAND --help' for the options of one command.
+"""
+
+
+class CliError(Exception):
+    """A failure the user can act on: printed as one line to stderr, exit status ``code``."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the top-level parser with every registered subcommand attached."""
+    parser = argparse.ArgumentParser(
+        prog="grstats",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("-V", "--version", action="version", version=f"grstats {__version__}")
+    subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``grstats`` with ``argv`` (default: ``sys.argv[1:]``) and return the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help()
+        return 2
+    try:
+        return handler(args)
+    except CliError as exc:
+        print(f"grstats: error: {exc}", file=sys.stderr)
+        return exc.code
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""grstats collector: polls agents and spools snapshots durably for the Spark reports."""

@@ -1,0 +1,1 @@
+"""grstats Spark jobs: load spooled snapshots and write group-wide reports."""

@@ -1,0 +1,94 @@
+"""A brute-force model of GTID sets for the property tests: a Python set of (uuid, tag, gno)."""
+
+from __future__ import annotations
+
+from itertools import groupby
+
+from hypothesis import strategies as st
+
+from agent.gtid import GNO_MAX
+
+UUIDS = (
+    "3E11FA47-71CA-11E1-9E33-C80AA9429562",
+    "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa",
+    "8a84f397-aaa4-18df-89ab-c70aa9823561",
+)
+TAGS = ("", "aa", "b_1", "Zz")
+#: GNOs are drawn near both ends of the GNO space so that the edges (1 and 2^63-2) are hit.
+LOW = range(1, 25)
+HIGH = range(GNO_MAX - 12, GNO_MAX + 1)
+
+Model = frozenset[tuple[str, str, int]]
+
+
+def gno_ranges() -> st.SearchStrategy[tuple[int, int]]:
+    """Draw a (start, end) pair, sometimes reversed, from one end of the GNO space."""
+    side = st.sampled_from((LOW, HIGH))
+    return side.flatmap(lambda r: st.tuples(st.sampled_from(r), st.sampled_from(r)))
+
+
+@st.composite
+def gtid_texts(draw: st.DrawFn, tags: bool = True) -> tuple[str, Model]:
+    """Draw lenient GTID set text (as MySQL accepts it) and the model of what it holds."""
+    specs = draw(
+        st.lists(
+            st.tuples(
+                st.sampled_from(UUIDS),
+                st.lists(
+                    st.tuples(
+                        st.sampled_from(TAGS if tags else ("",)), st.lists(gno_ranges(), max_size=4)
+                    ),
+                    max_size=3,
+                ),
+            ),
+            max_size=4,
+        )
+    )
+    ws = st.sampled_from(("", "", " ", "\n", "\t ", "  "))
+    model: set[tuple[str, str, int]] = set()
+    parts = []
+    for uuid, runs in specs:
+        shown = uuid.upper() if draw(st.booleans()) else uuid.lower()
+        text = shown + draw(ws)
+        current = ""  # a tag applies until the next tag: text cannot switch back to untagged
+        for tag, ranges in runs:
+            if tag:
+                text += ":" + draw(ws) + (tag.upper() if draw(st.booleans()) else tag) + draw(ws)
+                current = tag
+            for start, end in ranges:
+                single = start == end and draw(st.booleans())
+                text += (
+                    ":"
+                    + draw(ws)
+                    + (str(start) if single else f"{start}{draw(ws)}-{draw(ws)}{end}")
+                )
+                text += draw(ws)
+                model.update((uuid.lower(), current.lower(), g) for g in range(start, end + 1))
+        parts.append(text)
+    commas = st.sampled_from((",", ",", ", ", ",\n", ",,"))
+    text = draw(ws) + "".join(p + draw(commas) for p in parts)
+    if not draw(st.booleans()):
+        text = text.rstrip(",\n ")
+    return text, frozenset(model)
+
+
+def canonical_text(model: Model, separator: str = ",\n") -> str:
+    """Format ``model`` the way MySQL does, by brute force."""
+    groups = []
+    for uuid, in_uuid in groupby(sorted(model), key=lambda x: x[0]):
+        pieces = [uuid]
+        for tag, in_tag in groupby(in_uuid, key=lambda x: x[1]):
+            if tag:
+                pieces.append(tag)
+            gnos = [g for _, _, g in in_tag]
+            runs = []
+            start = prev = gnos[0]
+            for g in gnos[1:]:
+                if g != prev + 1:
+                    runs.append((start, prev))
+                    start = g
+                prev = g
+            runs.append((start, prev))
+            pieces.append(":".join(str(a) if a == b else f"{a}-{b}" for a, b in runs))
+        groups.append(":".join(pieces))
+    return separator.join(groups)
