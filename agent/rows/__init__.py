@@ -1,0 +1,74 @@
+"""The rows grstats serves, defined once: tables, typed rows, MySQL's value rules and rendering.
+
+The agent builds these rows, the CLI prints them, the collector spools them and the Spark
+jobs derive their schema from :mod:`agent.rows.schema`.
+"""
+
+from __future__ import annotations
+
+from agent.rows.applier import ANONYMOUS, ApplierStatusRow, lag_seconds
+from agent.rows.domains import (
+    ZERO_TIMESTAMP,
+    MemberState,
+    Role,
+    RowValueError,
+    communication_stack,
+    displayed_state,
+    encode_version,
+    member_port,
+    member_role,
+    member_version,
+    timestamp_text,
+    version_string,
+)
+from agent.rows.members import MemberRow
+from agent.rows.render import FORMATS, render, render_json, render_table, render_vertical
+from agent.rows.row import Row, Value
+from agent.rows.schema import (
+    GROUP_REPLICATION_APPLIER,
+    MYSQL57_STATS_COLUMNS,
+    REPLICATION_GROUP_MEMBER_LAG,
+    REPLICATION_GROUP_MEMBER_STATS,
+    REPLICATION_GROUP_MEMBERS,
+    TABLES,
+    Column,
+    Kind,
+    Table,
+)
+from agent.rows.stats import MemberStatsRow
+
+__all__ = [
+    "ANONYMOUS",
+    "FORMATS",
+    "GROUP_REPLICATION_APPLIER",
+    "MYSQL57_STATS_COLUMNS",
+    "REPLICATION_GROUP_MEMBERS",
+    "REPLICATION_GROUP_MEMBER_LAG",
+    "REPLICATION_GROUP_MEMBER_STATS",
+    "TABLES",
+    "ZERO_TIMESTAMP",
+    "ApplierStatusRow",
+    "Column",
+    "Kind",
+    "MemberRow",
+    "MemberState",
+    "MemberStatsRow",
+    "Role",
+    "Row",
+    "RowValueError",
+    "Table",
+    "Value",
+    "communication_stack",
+    "displayed_state",
+    "encode_version",
+    "lag_seconds",
+    "member_port",
+    "member_role",
+    "member_version",
+    "render",
+    "render_json",
+    "render_table",
+    "render_vertical",
+    "timestamp_text",
+    "version_string",
+]

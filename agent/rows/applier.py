@@ -1,0 +1,97 @@
+"""A row of ``replication_group_member_lag``: WL#7374 fields of a member's applier channel.
+
+WL#7374 keeps, per stage, the last transaction that completed it and the one in it now, each
+with its GTID, original and immediate commit times and the stage's start (and end) times, all
+in µs since the epoch (facts §6). A transaction text is ``''`` when nothing is there (F5),
+``ANONYMOUS``, or ``uuid:gno`` / ``uuid:tag:gno``; a time of 0 means "not set" and prints as
+``0000-00-00 00:00:00.000000``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import ClassVar
+
+from agent.gtid import Gtid, GtidError
+from agent.rows.domains import RowValueError, is_uuid
+from agent.rows.row import Row
+from agent.rows.schema import GROUP_REPLICATION_APPLIER, REPLICATION_GROUP_MEMBER_LAG, Table
+
+#: The transaction text of a transaction without a GTID.
+ANONYMOUS = "ANONYMOUS"
+
+_TRANSACTIONS = (
+    "last_queued_transaction",
+    "queueing_transaction",
+    "last_applied_transaction",
+    "applying_transaction",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ApplierStatusRow(Row):
+    """One member's ``group_replication_applier`` transaction monitoring, plus its lag.
+
+    The defaults are an idle channel that has seen nothing: empty transactions, zero times.
+    """
+
+    TABLE: ClassVar[Table] = REPLICATION_GROUP_MEMBER_LAG
+
+    channel_name: str = GROUP_REPLICATION_APPLIER
+    member_id: str = ""
+    last_queued_transaction: str | None = ""
+    last_queued_transaction_original_commit_timestamp: int = 0
+    last_queued_transaction_immediate_commit_timestamp: int = 0
+    last_queued_transaction_start_queue_timestamp: int = 0
+    last_queued_transaction_end_queue_timestamp: int = 0
+    queueing_transaction: str | None = ""
+    queueing_transaction_original_commit_timestamp: int = 0
+    queueing_transaction_immediate_commit_timestamp: int = 0
+    queueing_transaction_start_queue_timestamp: int = 0
+    last_applied_transaction: str | None = ""
+    last_applied_transaction_original_commit_timestamp: int = 0
+    last_applied_transaction_immediate_commit_timestamp: int = 0
+    last_applied_transaction_start_apply_timestamp: int = 0
+    last_applied_transaction_end_apply_timestamp: int = 0
+    applying_transaction: str | None = ""
+    applying_transaction_original_commit_timestamp: int = 0
+    applying_transaction_immediate_commit_timestamp: int = 0
+    applying_transaction_start_apply_timestamp: int = 0
+    applier_lag_seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        super(ApplierStatusRow, self).__post_init__()
+        if self.member_id and not is_uuid(self.member_id):
+            raise RowValueError("MEMBER_ID", self.member_id, "a 36-character UUID or ''")
+        for field in _TRANSACTIONS:
+            text = getattr(self, field)
+            if text and text != ANONYMOUS:
+                try:
+                    canonical = str(Gtid.parse(text))
+                except GtidError as exc:
+                    raise RowValueError(
+                        field.upper(), text, f"'', ANONYMOUS or one GTID ({exc})"
+                    ) from exc
+                object.__setattr__(self, field, canonical)
+
+    def with_lag(self, now_us: int) -> ApplierStatusRow:
+        """Return this row with APPLIER_LAG_SECONDS computed at ``now_us`` (see lag_seconds)."""
+        return replace(self, applier_lag_seconds=lag_seconds(self, now_us))
+
+
+def lag_seconds(row: ApplierStatusRow, now_us: int) -> float | None:
+    """Return how far behind the member's applier is, in seconds, or None if it never applied.
+
+    While a transaction is being applied: ``now`` minus its original commit time, so the figure
+    grows while the applier is stuck. Otherwise: the last applied transaction's end of apply
+    minus its original commit time (WL#7374's own definition of the lag of that transaction).
+    A time that is not set (0) gives None; clock skew between members can make it negative,
+    and it is returned as is so that the skew stays visible.
+    """
+    if row.applying_transaction and row.applying_transaction_original_commit_timestamp:
+        return (now_us - row.applying_transaction_original_commit_timestamp) / 1_000_000
+    end = row.last_applied_transaction_end_apply_timestamp
+    original = row.last_applied_transaction_original_commit_timestamp
+    if row.last_applied_transaction and end and original:
+        return (end - original) / 1_000_000
+    return None

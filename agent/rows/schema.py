@@ -1,0 +1,157 @@
+"""The tables grstats serves: column names, order, SQL types and NULL rules, in one place.
+
+``replication_group_members`` and ``replication_group_member_stats`` are MySQL's own tables
+(facts §1.1, §1.2) and are served exactly as MySQL defines them. ``replication_group_member_lag``
+is grstats's own table: the WL#7374 transaction-monitoring columns of each member's
+``group_replication_applier`` channel, named as MySQL names them in
+``replication_connection_status`` (queue) and ``replication_applier_status_by_worker`` (apply)
+(facts §6), plus the lag in seconds that MySQL does not compute.
+
+WARNING: ONLY APPEND to these column lists. Their order is what users, the collector's spool
+and the Spark schema see; MySQL too only ever appended columns (WL#10380).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class Kind(enum.Enum):
+    """How a column's values are held and rendered."""
+
+    TEXT = "text"  #: str, printed as is
+    INTEGER = "integer"  #: int, right-aligned in tables, a JSON number
+    TIMESTAMP = "timestamp"  #: int µs since the epoch, printed as TIMESTAMP(6); 0 means unset
+    DECIMAL = "decimal"  #: float, printed with 6 decimals (DECIMAL(20,6)), a JSON number
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One column: its exact MySQL name, declared SQL type, nullability and value kind."""
+
+    name: str
+    sql_type: str
+    nullable: bool
+    kind: Kind
+
+    @property
+    def field(self) -> str:
+        """The attribute name that holds this column in a row object (lowercase name)."""
+        return self.name.lower()
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """A table: its name and its columns in MySQL's order."""
+
+    name: str
+    columns: tuple[Column, ...]
+
+    @property
+    def column_names(self) -> tuple[str, ...]:
+        """The column names in order."""
+        return tuple(column.name for column in self.columns)
+
+    def column(self, name: str) -> Column:
+        """Return the column called ``name``."""
+        for column in self.columns:
+            if column.name == name:
+                return column
+        raise KeyError(f"{self.name} has no column {name!r}")
+
+
+def _text(name: str, sql_type: str, *, nullable: bool = False) -> Column:
+    return Column(name, sql_type, nullable, Kind.TEXT)
+
+
+def _count(name: str) -> Column:
+    return Column(name, "BIGINT UNSIGNED", nullable=False, kind=Kind.INTEGER)
+
+
+def _timestamp(name: str) -> Column:
+    return Column(name, "TIMESTAMP(6)", nullable=False, kind=Kind.TIMESTAMP)
+
+
+#: Every Group Replication row's CHANNEL_NAME.
+GROUP_REPLICATION_APPLIER = "group_replication_applier"
+
+#: performance_schema.replication_group_members, 8.0.27+ (facts §1.1): 8 columns.
+REPLICATION_GROUP_MEMBERS = Table(
+    "replication_group_members",
+    (
+        _text("CHANNEL_NAME", "CHAR(64)"),
+        _text("MEMBER_ID", "CHAR(36)"),
+        _text("MEMBER_HOST", "CHAR(255)"),
+        Column("MEMBER_PORT", "INTEGER", nullable=True, kind=Kind.INTEGER),
+        _text("MEMBER_STATE", "CHAR(64)"),
+        _text("MEMBER_ROLE", "CHAR(64)"),  # 8.0.2+ (WL#10380)
+        _text("MEMBER_VERSION", "CHAR(64)"),  # 8.0.2+ (WL#10380)
+        _text("MEMBER_COMMUNICATION_STACK", "CHAR(64)"),  # 8.0.27+
+    ),
+)
+
+#: performance_schema.replication_group_member_stats, 8.0.2+ (facts §1.2): 13 columns, all NOT NULL.
+REPLICATION_GROUP_MEMBER_STATS = Table(
+    "replication_group_member_stats",
+    (
+        _text("CHANNEL_NAME", "CHAR(64)"),
+        _text("VIEW_ID", "CHAR(60)"),
+        _text("MEMBER_ID", "CHAR(36)"),
+        _count("COUNT_TRANSACTIONS_IN_QUEUE"),
+        _count("COUNT_TRANSACTIONS_CHECKED"),
+        _count("COUNT_CONFLICTS_DETECTED"),
+        _count("COUNT_TRANSACTIONS_ROWS_VALIDATING"),
+        _text("TRANSACTIONS_COMMITTED_ALL_MEMBERS", "LONGTEXT"),
+        _text("LAST_CONFLICT_FREE_TRANSACTION", "TEXT"),
+        _count("COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE"),  # columns 9-12: 8.0.2+ (WL#10380)
+        _count("COUNT_TRANSACTIONS_REMOTE_APPLIED"),
+        _count("COUNT_TRANSACTIONS_LOCAL_PROPOSED"),
+        _count("COUNT_TRANSACTIONS_LOCAL_ROLLBACK"),
+    ),
+)
+
+#: MySQL 5.7's replication_group_member_stats has only the first 9 columns (facts §1.2).
+MYSQL57_STATS_COLUMNS = 9
+
+#: grstats's lag table: WL#7374 fields of the group_replication_applier channel (facts §6).
+#: Transaction columns are CHAR(90), the 8.3+ width that holds tagged GTIDs.
+REPLICATION_GROUP_MEMBER_LAG = Table(
+    "replication_group_member_lag",
+    (
+        _text("CHANNEL_NAME", "CHAR(64)"),
+        _text("MEMBER_ID", "CHAR(36)"),
+        # replication_connection_status, columns 11-19
+        _text("LAST_QUEUED_TRANSACTION", "CHAR(90)", nullable=True),
+        _timestamp("LAST_QUEUED_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP"),
+        _timestamp("LAST_QUEUED_TRANSACTION_IMMEDIATE_COMMIT_TIMESTAMP"),
+        _timestamp("LAST_QUEUED_TRANSACTION_START_QUEUE_TIMESTAMP"),
+        _timestamp("LAST_QUEUED_TRANSACTION_END_QUEUE_TIMESTAMP"),
+        _text("QUEUEING_TRANSACTION", "CHAR(90)", nullable=True),
+        _timestamp("QUEUEING_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP"),
+        _timestamp("QUEUEING_TRANSACTION_IMMEDIATE_COMMIT_TIMESTAMP"),
+        _timestamp("QUEUEING_TRANSACTION_START_QUEUE_TIMESTAMP"),
+        # replication_applier_status_by_worker, columns 7-15
+        _text("LAST_APPLIED_TRANSACTION", "CHAR(90)", nullable=True),
+        _timestamp("LAST_APPLIED_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP"),
+        _timestamp("LAST_APPLIED_TRANSACTION_IMMEDIATE_COMMIT_TIMESTAMP"),
+        _timestamp("LAST_APPLIED_TRANSACTION_START_APPLY_TIMESTAMP"),
+        _timestamp("LAST_APPLIED_TRANSACTION_END_APPLY_TIMESTAMP"),
+        _text("APPLYING_TRANSACTION", "CHAR(90)", nullable=True),
+        _timestamp("APPLYING_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP"),
+        _timestamp("APPLYING_TRANSACTION_IMMEDIATE_COMMIT_TIMESTAMP"),
+        _timestamp("APPLYING_TRANSACTION_START_APPLY_TIMESTAMP"),
+        # grstats: how far behind the member is, in seconds (see agent.rows.applier.lag_seconds)
+        Column("APPLIER_LAG_SECONDS", "DECIMAL(20,6)", nullable=True, kind=Kind.DECIMAL),
+    ),
+)
+
+#: The tables by name.
+TABLES: dict[str, Table] = {
+    table.name: table
+    for table in (
+        REPLICATION_GROUP_MEMBERS,
+        REPLICATION_GROUP_MEMBER_STATS,
+        REPLICATION_GROUP_MEMBER_LAG,
+    )
+}
