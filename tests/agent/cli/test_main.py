@@ -1,0 +1,77 @@
+"""The grstats command line: help, version, exit statuses, and the installed console script."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agent import __version__
+from agent.cli import main
+
+
+def test_help_explains_the_product(capsys: pytest.CaptureFixture[str]) -> None:
+    """--help says what grstats is and lists the commands, then exits 0."""
+    with pytest.raises(SystemExit) as caught:
+        main(["--help"])
+    assert caught.value.code == 0
+    out = capsys.readouterr().out
+    assert "Group Replication" in out
+    assert "replication_group_member_stats" in out
+    assert "version" in out
+    assert "exit status" in out
+
+
+def test_no_command_prints_help_and_fails(capsys: pytest.CaptureFixture[str]) -> None:
+    """Running grstats with no command shows the help and exits 2 (usage error)."""
+    assert main([]) == 2
+    assert "usage: grstats" in capsys.readouterr().out
+
+
+def test_unknown_command_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    """An unknown command is a usage error: exit status 2 and a message naming it."""
+    with pytest.raises(SystemExit) as caught:
+        main(["frobnicate"])
+    assert caught.value.code == 2
+    assert "frobnicate" in capsys.readouterr().err
+
+
+def test_version_text(capsys: pytest.CaptureFixture[str]) -> None:
+    """The version command prints the package version."""
+    assert main(["version"]) == 0
+    assert capsys.readouterr().out == f"grstats {__version__}\n"
+
+
+def test_version_json_for_scripts(capsys: pytest.CaptureFixture[str]) -> None:
+    """The version command with --format json --verbose gives library versions for scripts."""
+    assert main(["version", "--format", "json", "--verbose"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert found["grstats"] == __version__
+    assert set(found) >= {"python", "grpcio", "protobuf", "msgpack", "structlog", "pyspark"}
+    assert "not installed" not in found.values()
+
+
+def test_installed_console_script() -> None:
+    """The grstats script installed by pyproject runs and answers --help and version."""
+    script = Path(sys.executable).parent / "grstats"
+    assert script.exists(), "grstats is not installed in this environment: run make install"
+    shown = subprocess.run(
+        [script, "--help"], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert shown.stdout.startswith("usage: grstats")
+    version = subprocess.run(
+        [script, "version"], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert version.stdout.strip() == f"grstats {__version__}"
+    bad = subprocess.run(
+        [script, "version", "--format", "xml"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert bad.returncode == 2
+    assert "xml" in bad.stderr
