@@ -34,13 +34,15 @@ lint: $(VENV)/.installed ## ruff (lint and format check) and mypy --strict
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/mypy tests
 
 format: $(VENV)/.installed ## apply ruff's formatter and safe fixes
 	$(BIN)/ruff format .
 	$(BIN)/ruff check --fix .
 
 bench: $(VENV)/.installed-bench ## run the benchmarks (not part of make test); figures go in docs/benchmarks.md
-	$(BIN)/python tests/benchmarks/bench_gtid.py
+	$(BIN)/pytest tests/benchmarks -p no:cacheprovider --benchmark-columns=min,median,max,rounds
+	$(BIN)/python tests/benchmarks/bench_gtid.py --json bench-results/gtid.json
 
 clean: ## remove the virtual environment and caches
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis .benchmarks *.egg-info

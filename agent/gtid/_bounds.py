@@ -17,10 +17,11 @@ Everything here is pure: no I/O, no validation (callers pass canonical bounds).
 
 from __future__ import annotations
 
+import sys
 from array import array
 from bisect import bisect_right
 from itertools import chain, compress, count
-from operator import add, eq
+from operator import add, eq, lt
 from typing import TYPE_CHECKING, TypeAlias
 
 if TYPE_CHECKING:
@@ -41,8 +42,7 @@ _ONE = 1
 
 def is_canonical(flat: list[int] | Bounds) -> bool:
     """Return whether ``flat`` (even length) is sorted, disjoint and non-touching."""
-    ordered = sorted(flat)  # one C-level pass over data that is already in order
-    return ordered == list(flat) and len(set(ordered)) == len(ordered)
+    return all(map(lt, flat, flat[1:]))
 
 
 def from_pairs(pairs: Iterable[tuple[int, int]]) -> Bounds:
@@ -168,23 +168,32 @@ def _deltas(first: Bounds, others: Sequence[Bounds], budget: int) -> list[Bounds
 def _shared_prefix(first: Bounds, others: Sequence[Bounds]) -> int:
     """Return the longest even ``n`` such that every one of ``others`` starts with ``first[:n]``.
 
-    Edges are packed to bytes so that each probe of the binary search is one ``memcmp``.
+    One C-level tuple comparison settles the usual case, where members differ only in their
+    newest intervals. Otherwise the edges are packed big-endian into one integer per set and
+    the first differing edge is found by one XOR: its highest set bit lies in that edge.
     """
     shared = len(first)
-    packed_first = array("q", first).tobytes()
+    packed_first = _packed(first)
     for other in others:
-        packed = array("q", other[:shared]).tobytes()
-        low, high = 0, min(shared, len(other))
-        while low < high:
-            mid = (low + high + 1) // 2
-            if packed_first[: 8 * mid] == packed[: 8 * mid]:
-                low = mid
-            else:
-                high = mid - 1
-        shared = low
+        common = min(shared, len(other))
+        if other[:common] == first[:common]:  # the usual case: members differ only in their tails
+            shared = common
+            continue
+        differ = (packed_first >> (64 * (len(first) - common))) ^ _packed(other[:common])
+        if differ:  # edges are 64 bits: count whole edges above the highest differing bit
+            common = (64 * common - differ.bit_length()) // 64
+        shared = common
         if shared < 2:
             return 0
     return shared & ~1
+
+
+def _packed(bounds: Bounds) -> int:
+    """Return the edges of ``bounds`` as one big-endian integer, 8 bytes an edge."""
+    packed = array("q", bounds)
+    if sys.byteorder == "little":
+        packed.byteswap()
+    return int.from_bytes(packed.tobytes(), "big")
 
 
 def intersect_many(sets: Sequence[Bounds]) -> Bounds:

@@ -198,7 +198,10 @@ class GtidSet:
 
     def union(self, *others: GtidSet) -> GtidSet:
         """Return the GTIDs in this set or any of ``others``."""
-        return GtidSet.union_of((self, *others))
+        present = [other for other in others if other._map and other is not self]
+        if not present:  # values are immutable: the set itself is the answer
+            return self
+        return GtidSet.union_of((self, *present))
 
     def intersection(self, *others: GtidSet) -> GtidSet:
         """Return the GTIDs in this set and all of ``others``."""
@@ -208,7 +211,8 @@ class GtidSet:
         """Return the GTIDs in this set and in none of ``others`` (GTID_SUBTRACT)."""
         result = self
         for other in others:
-            result = result._combine(other, _bounds.difference, result._map)
+            if other._map and result._map:
+                result = result._combine(other, _bounds.difference, result._map)
         return result
 
     def symmetric_difference(self, other: GtidSet) -> GtidSet:

@@ -13,8 +13,8 @@ is ten) and rejects signs and hex; MySQL never prints them.
 
 from __future__ import annotations
 
+import json
 import re
-from itertools import repeat
 from typing import TYPE_CHECKING, TypeAlias
 
 from agent.gtid._bounds import GNO_END, GNO_MAX, GNO_MIN, Bounds, from_flat, from_pairs
@@ -128,19 +128,17 @@ def _add_tagged(found: dict[Tsid, list[int]], uuid: str, body: str) -> bool:
 def _flat(body: str) -> list[int] | None:
     """Return ``[s0, e0, ...]`` (half-open) of ``a`` / ``a-b`` intervals joined by ``:``.
 
-    Returns None when an interval is not one or two runs of digits.
+    The caller has checked that ``body`` holds only digits, ``:`` and ``-``. Single GNOs are
+    written as ``a-a`` and the numbers are read by the C-level JSON decoder. Returns None for
+    anything that is not one or two runs of digits per interval (an empty number, ``a-b-c``) and
+    for leading zeros, which JSON refuses: the exact scanner then reads the text.
     """
-    elements = body.split(":")
-    dashes = list(map(str.count, elements, repeat("-")))
-    if max(dashes) > 1:
-        return None
-    if min(dashes) == 1:  # every interval is a-b
-        numbers = body.replace(":", "-").split("-")
-    else:
-        numbers = "-".join([e if "-" in e else f"{e}-{e}" for e in elements]).split("-")
+    elements = [e if "-" in e else f"{e}-{e}" for e in body.split(":")]
     try:
-        flat = list(map(int, numbers))  # the caller checked that only digits, ':' and '-' remain
-    except ValueError:  # an empty number: '::', 'a-' or '-b'
+        flat: list[int] = json.loads("[" + ",".join(elements).replace("-", ",") + "]")
+    except ValueError:
+        return None
+    if len(flat) != 2 * len(elements):  # an interval with two dashes
         return None
     flat[1::2] = map(_ONE.__add__, flat[1::2])
     return flat

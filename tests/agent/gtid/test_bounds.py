@@ -55,6 +55,30 @@ class TestPaths:
         assert _bounds.is_subset(bounds_of(left), bounds_of(right)) == (left <= right)
 
 
+@given(small_gno_sets, st.lists(small_gno_sets, min_size=1, max_size=8))
+def test_shared_prefix_is_the_longest(first: frozenset[int], others: list[frozenset[int]]) -> None:
+    """_shared_prefix finds the longest whole-interval prefix common to all sets, no shorter."""
+    head = bounds_of(first)
+    rest = [bounds_of(other) for other in others]
+    expected = 0
+    for n in range(0, len(head) + 1, 2):
+        if all(other[:n] == head[:n] for other in rest):
+            expected = n
+    assert _bounds._shared_prefix(head, rest) == expected
+
+
+@given(
+    st.lists(st.integers(min_value=1, max_value=2**63 - 1), min_size=2, max_size=40, unique=True)
+)
+def test_shared_prefix_with_huge_gnos(edges: list[int]) -> None:
+    """Packing edges near 2^63 into integers finds the same prefix as tuple comparison."""
+    ordered = tuple(sorted(edges))[: len(edges) // 2 * 2]
+    changed = (*ordered[:-1], ordered[-1] + 1) if ordered[-1] < GNO_END else ordered
+    assert _bounds._shared_prefix(ordered, [changed]) == (
+        len(ordered) - 2 if changed != ordered else len(ordered)
+    )
+
+
 def test_complement_at_both_ends_of_the_gno_space() -> None:
     """The complement drops empty gaps at 1 and at 2^63-2, the ends of the GNO space."""
     assert _bounds.complement(()) == (1, GNO_END)

@@ -15,6 +15,8 @@ from agent.rows import (
     ApplierStatusRow,
     MemberRow,
     MemberStatsRow,
+    Row,
+    Table,
 )
 
 MEMBERS_FACTS_1_1 = [
@@ -114,10 +116,10 @@ def test_lag_table_uses_wl7374_names_in_mysql_order() -> None:
         pytest.param(ApplierStatusRow, REPLICATION_GROUP_MEMBER_LAG, id="lag"),
     ],
 )
-def test_row_fields_follow_the_columns(row_type: type, table: object) -> None:
+def test_row_fields_follow_the_columns(row_type: type[Row], table: Table) -> None:
     """Each row type's fields are its table's column names, lowercased, in the same order."""
     fields = [field.name for field in dataclasses.fields(row_type)]
-    assert fields == [name.lower() for name in table.column_names]  # type: ignore[attr-defined]
+    assert fields == [name.lower() for name in table.column_names]
     assert row_type.TABLE is table
 
 
