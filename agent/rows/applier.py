@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from agent.gtid import Gtid, GtidError
-from agent.rows.domains import RowValueError, is_uuid
+from agent.gtid import Gtid
+from agent.rows.domains import RowValueError, canonical_gtid_text, is_uuid
 from agent.rows.row import Row
 from agent.rows.schema import GROUP_REPLICATION_APPLIER, REPLICATION_GROUP_MEMBER_LAG, Table
 
@@ -66,12 +66,9 @@ class ApplierStatusRow(Row):
         for field in _TRANSACTIONS:
             text = getattr(self, field)
             if text and text != ANONYMOUS:
-                try:
-                    canonical = str(Gtid.parse(text))
-                except GtidError as exc:
-                    raise RowValueError(
-                        field.upper(), text, f"'', ANONYMOUS or one GTID ({exc})"
-                    ) from exc
+                canonical = canonical_gtid_text(
+                    field.upper(), text, Gtid.parse, "'', ANONYMOUS or one GTID"
+                )
                 object.__setattr__(self, field, canonical)
 
     def with_lag(self, now_us: int) -> ApplierStatusRow:

@@ -11,6 +11,12 @@ from __future__ import annotations
 import enum
 import re
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+from agent.gtid import GtidError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 #: Largest BIGINT UNSIGNED.
 BIGINT_UNSIGNED_MAX = (1 << 64) - 1
@@ -151,3 +157,14 @@ def is_view_id(text: str) -> bool:
 def is_version(text: str) -> bool:
     """Return whether ``text`` is a MEMBER_VERSION like ``8.0.32``."""
     return _VERSION_RE.fullmatch(text) is not None
+
+
+def canonical_gtid_text(
+    column: str, text: str, parse: Callable[[str], object], expected: str
+) -> str:
+    """Return ``text`` as ``parse`` reads and MySQL prints it; RowValueError names ``column``."""
+    try:
+        return str(parse(text))
+    except GtidError as exc:
+        shown = text if len(text) <= 80 else text[:77] + "..."
+        raise RowValueError(column, shown, f"{expected} ({exc})") from exc

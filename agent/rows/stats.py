@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from agent.gtid import Gtid, GtidError, GtidSet
-from agent.rows.domains import RowValueError, is_uuid, is_view_id
+from agent.gtid import Gtid, GtidSet
+from agent.rows.domains import RowValueError, canonical_gtid_text, is_uuid, is_view_id
 from agent.rows.row import Row
 from agent.rows.schema import GROUP_REPLICATION_APPLIER, REPLICATION_GROUP_MEMBER_STATS, Table
 
@@ -43,24 +43,20 @@ class MemberStatsRow(Row):
             raise RowValueError("VIEW_ID", self.view_id, "a view id like 16036502905383892:9")
         if self.member_id and not is_uuid(self.member_id):
             raise RowValueError("MEMBER_ID", self.member_id, "a 36-character UUID or ''")
-        try:
-            committed = str(GtidSet.parse(self.transactions_committed_all_members))
-        except GtidError as exc:
-            raise RowValueError(
-                "TRANSACTIONS_COMMITTED_ALL_MEMBERS",
-                _short(self.transactions_committed_all_members),
-                f"a GTID set ({exc})",
-            ) from exc
+        committed = canonical_gtid_text(
+            "TRANSACTIONS_COMMITTED_ALL_MEMBERS",
+            self.transactions_committed_all_members,
+            GtidSet.parse,
+            "a GTID set",
+        )
         object.__setattr__(self, "transactions_committed_all_members", committed)
         if self.last_conflict_free_transaction:
-            try:
-                last = str(Gtid.parse(self.last_conflict_free_transaction))
-            except GtidError as exc:
-                raise RowValueError(
-                    "LAST_CONFLICT_FREE_TRANSACTION",
-                    _short(self.last_conflict_free_transaction),
-                    f"one GTID or '' ({exc})",
-                ) from exc
+            last = canonical_gtid_text(
+                "LAST_CONFLICT_FREE_TRANSACTION",
+                self.last_conflict_free_transaction,
+                Gtid.parse,
+                "one GTID or ''",
+            )
             object.__setattr__(self, "last_conflict_free_transaction", last)
 
     @classmethod
@@ -71,8 +67,3 @@ class MemberStatsRow(Row):
     def committed_all_members(self) -> GtidSet:
         """Return TRANSACTIONS_COMMITTED_ALL_MEMBERS as a GtidSet."""
         return GtidSet.parse(self.transactions_committed_all_members)
-
-
-def _short(text: str) -> str:
-    """Return ``text`` cut to 80 characters for an error message."""
-    return text if len(text) <= 80 else text[:77] + "..."
