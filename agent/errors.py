@@ -1,0 +1,33 @@
+"""Errors of the agent, translated once at each seam.
+
+Tree::
+
+    Exception
+    └── AgentError              anything grstats's agent reports as a failure
+        ├── ConfigError         invalid configuration; names the setting and the value
+        └── SourceError         a stats source could not read its member
+            ├── SourceUnavailable   the server is down, refused, or answered too late
+            └── SourceDataError     the server answered with a value outside its domain
+"""
+
+from __future__ import annotations
+
+
+class AgentError(Exception):
+    """Base of the agent's errors."""
+
+
+class ConfigError(AgentError, ValueError):
+    """Invalid configuration; the message names the setting and the value."""
+
+
+class SourceError(AgentError):
+    """A stats source could not read its member; the message says what failed."""
+
+
+class SourceUnavailable(SourceError):
+    """The member's server could not be reached, refused us, or did not answer in time."""
+
+
+class SourceDataError(SourceError):
+    """The member's server returned a value outside its column's domain (names the column)."""

@@ -1,0 +1,23 @@
+"""Stats sources: how an agent reads its own member (a real server or the simulator)."""
+
+from __future__ import annotations
+
+from agent.sources.base import StatsSource
+from agent.sources.memory import MemorySource
+from agent.sources.snapshot import (
+    FLOW_CONTROL_MODES,
+    FlowControlSettings,
+    GroupView,
+    MemberSnapshot,
+    SourceHealth,
+)
+
+__all__ = [
+    "FLOW_CONTROL_MODES",
+    "FlowControlSettings",
+    "GroupView",
+    "MemberSnapshot",
+    "MemorySource",
+    "SourceHealth",
+    "StatsSource",
+]

@@ -1,0 +1,48 @@
+"""``MemorySource``: a source that returns snapshots it is given, for unit tests of the agent."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from agent.errors import SourceError, SourceUnavailable
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from agent.sources.snapshot import MemberSnapshot
+
+
+class MemorySource:
+    """A :class:`~agent.sources.base.StatsSource` backed by a function or a fixed snapshot.
+
+    ``MemorySource(snapshot)`` always returns ``snapshot``; ``MemorySource(fn)`` returns
+    ``fn()``, which may raise :class:`~agent.errors.SourceError` to play a failing server.
+    :meth:`fail` makes the next reads raise SourceUnavailable until :meth:`recover`.
+    """
+
+    def __init__(self, snapshot: MemberSnapshot | Callable[[], MemberSnapshot]) -> None:
+        self._produce = snapshot if callable(snapshot) else (lambda: snapshot)
+        self._failure: str | None = None
+        self.reads = 0
+        self.closed = False
+
+    def fail(self, message: str = "server is down") -> None:
+        """Make reads raise SourceUnavailable(``message``) until :meth:`recover`."""
+        self._failure = message
+
+    def recover(self) -> None:
+        """Let reads succeed again."""
+        self._failure = None
+
+    async def read(self) -> MemberSnapshot:
+        """Return the next snapshot, or raise SourceError as configured."""
+        if self.closed:
+            raise SourceError("read after aclose")
+        self.reads += 1
+        if self._failure is not None:
+            raise SourceUnavailable(self._failure)
+        return self._produce()
+
+    async def aclose(self) -> None:
+        """Mark the source closed."""
+        self.closed = True

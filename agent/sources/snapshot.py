@@ -1,0 +1,109 @@
+"""What a stats source returns: one typed reading of the local member.
+
+Built from the row model (:mod:`agent.rows`), so the agent serves what the source read in
+MySQL's exact names and formats.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from agent.errors import ConfigError
+
+if TYPE_CHECKING:
+    from agent.gtid import GtidSet
+    from agent.rows import ApplierStatusRow, MemberRow, MemberStatsRow
+
+#: group_replication_flow_control_mode values (facts §3.1).
+FLOW_CONTROL_MODES = ("QUOTA", "DISABLED")
+_INT32_MAX = 2_147_483_647
+
+
+@dataclass(frozen=True, slots=True)
+class FlowControlSettings:
+    """The member's ``group_replication_flow_control_*`` variables; defaults are MySQL's (§3.1)."""
+
+    mode: str = "QUOTA"
+    certifier_threshold: int = 25000
+    applier_threshold: int = 25000
+    min_quota: int = 0
+    min_recovery_quota: int = 0
+    max_quota: int = 0
+    member_quota_percent: int = 0
+    period: int = 1
+    hold_percent: int = 10
+    release_percent: int = 50
+
+    def __post_init__(self) -> None:
+        if self.mode not in FLOW_CONTROL_MODES:
+            raise ConfigError(
+                f"group_replication_flow_control_mode: {self.mode!r} is not QUOTA or DISABLED"
+            )
+        ranges = {
+            "certifier_threshold": (0, _INT32_MAX),
+            "applier_threshold": (0, _INT32_MAX),
+            "min_quota": (0, _INT32_MAX),
+            "min_recovery_quota": (0, _INT32_MAX),
+            "max_quota": (0, _INT32_MAX),
+            "member_quota_percent": (0, 100),
+            "period": (1, 60),
+            "hold_percent": (0, 100),
+            "release_percent": (0, 1000),
+        }
+        for name, (low, high) in ranges.items():
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise ConfigError(
+                    f"group_replication_flow_control_{name}: {value!r} is not in {low}..{high}"
+                )
+
+
+@dataclass(frozen=True, slots=True)
+class GroupView:
+    """The group as the local member sees it: ``replication_group_members`` and group settings.
+
+    ``members`` are sorted by MEMBER_ID, as MySQL returns them. ``view_id`` is ``''`` when the
+    member is in no group; ``group_name`` is ``group_replication_group_name``.
+    """
+
+    members: tuple[MemberRow, ...] = ()
+    view_id: str = ""
+    group_name: str = ""
+    single_primary_mode: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class SourceHealth:
+    """How the last read went: ok, or what is degraded (e.g. a table the server lacks)."""
+
+    ok: bool = True
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class MemberSnapshot:
+    """One reading of the local member, as a source returns it.
+
+    ``read_at_us`` is the source's clock (µs since the epoch) when it read; ``server_version`` is
+    the server's ``@@version``. ``stats`` is the member's own row of
+    ``replication_group_member_stats``; ``applier`` its ``group_replication_applier`` WL#7374
+    fields (lag not filled in: the agent computes it when it serves the row).
+    """
+
+    member_id: str
+    read_at_us: int
+    server_version: str
+    view: GroupView
+    stats: MemberStatsRow
+    applier: ApplierStatusRow
+    gtid_executed: GtidSet
+    flow_control: FlowControlSettings = field(default_factory=FlowControlSettings)
+    health: SourceHealth = field(default_factory=SourceHealth)
+
+    def own_row(self) -> MemberRow | None:
+        """Return the local member's row of ``replication_group_members``, if it is listed."""
+        for row in self.view.members:
+            if row.member_id == self.member_id:
+                return row
+        return None
