@@ -21,12 +21,14 @@ from agent.rows.domains import (
     timestamp_text,
     version_string,
 )
+from agent.rows.gtids import GtidExecutedRow
 from agent.rows.members import MemberRow
 from agent.rows.render import FORMATS, render, render_json, render_table, render_vertical
 from agent.rows.row import Row, Value
 from agent.rows.schema import (
     GROUP_REPLICATION_APPLIER,
     MYSQL57_STATS_COLUMNS,
+    REPLICATION_GROUP_MEMBER_GTID_EXECUTED,
     REPLICATION_GROUP_MEMBER_LAG,
     REPLICATION_GROUP_MEMBER_STATS,
     REPLICATION_GROUP_MEMBERS,
@@ -43,12 +45,14 @@ __all__ = [
     "GROUP_REPLICATION_APPLIER",
     "MYSQL57_STATS_COLUMNS",
     "REPLICATION_GROUP_MEMBERS",
+    "REPLICATION_GROUP_MEMBER_GTID_EXECUTED",
     "REPLICATION_GROUP_MEMBER_LAG",
     "REPLICATION_GROUP_MEMBER_STATS",
     "TABLES",
     "ZERO_TIMESTAMP",
     "ApplierStatusRow",
     "Column",
+    "GtidExecutedRow",
     "Kind",
     "MemberRow",
     "MemberState",

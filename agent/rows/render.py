@@ -102,13 +102,19 @@ def json_value(column: Column, value: Value) -> Value:
     return value
 
 
-def render_json(columns: Sequence[Column], rows: Sequence[Sequence[Value]]) -> str:
-    """Return ``rows`` as a JSON list of objects keyed by the exact column names."""
-    objects = [
+def json_objects(
+    columns: Sequence[Column], rows: Sequence[Sequence[Value]]
+) -> list[dict[str, Value]]:
+    """Return ``rows`` as objects keyed by the exact column names, values as for JSON."""
+    return [
         {column.name: json_value(column, value) for column, value in zip(columns, row, strict=True)}
         for row in rows
     ]
-    return json.dumps(objects, indent=2) + "\n"
+
+
+def render_json(columns: Sequence[Column], rows: Sequence[Sequence[Value]]) -> str:
+    """Return ``rows`` as a JSON list of objects keyed by the exact column names."""
+    return json.dumps(json_objects(columns, rows), indent=2) + "\n"
 
 
 def render(

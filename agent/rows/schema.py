@@ -1,11 +1,12 @@
 """The tables grstats serves: column names, order, SQL types and NULL rules, in one place.
 
 ``replication_group_members`` and ``replication_group_member_stats`` are MySQL's own tables
-(facts §1.1, §1.2) and are served exactly as MySQL defines them. ``replication_group_member_lag``
-is grstats's own table: the WL#7374 transaction-monitoring columns of each member's
-``group_replication_applier`` channel, named as MySQL names them in
+(facts §1.1, §1.2) and are served exactly as MySQL defines them. The others are grstats's own:
+``replication_group_member_lag`` holds the WL#7374 transaction-monitoring columns of each
+member's ``group_replication_applier`` channel, named as MySQL names them in
 ``replication_connection_status`` (queue) and ``replication_applier_status_by_worker`` (apply)
-(facts §6), plus the lag in seconds that MySQL does not compute.
+(facts §6), plus the lag in seconds that MySQL does not compute;
+``replication_group_member_gtid_executed`` holds each member's ``gtid_executed``.
 
 WARNING: ONLY APPEND to these column lists. Their order is what users, the collector's spool
 and the Spark schema see; MySQL too only ever appended columns (WL#10380).
@@ -146,6 +147,15 @@ REPLICATION_GROUP_MEMBER_LAG = Table(
     ),
 )
 
+#: grstats's table of each member's ``@@GLOBAL.gtid_executed`` (facts §5 text format).
+REPLICATION_GROUP_MEMBER_GTID_EXECUTED = Table(
+    "replication_group_member_gtid_executed",
+    (
+        _text("MEMBER_ID", "CHAR(36)"),
+        _text("GTID_EXECUTED", "LONGTEXT"),
+    ),
+)
+
 #: The tables by name.
 TABLES: dict[str, Table] = {
     table.name: table
@@ -153,5 +163,6 @@ TABLES: dict[str, Table] = {
         REPLICATION_GROUP_MEMBERS,
         REPLICATION_GROUP_MEMBER_STATS,
         REPLICATION_GROUP_MEMBER_LAG,
+        REPLICATION_GROUP_MEMBER_GTID_EXECUTED,
     )
 }

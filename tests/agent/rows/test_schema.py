@@ -8,11 +8,13 @@ import pytest
 
 from agent.rows import (
     MYSQL57_STATS_COLUMNS,
+    REPLICATION_GROUP_MEMBER_GTID_EXECUTED,
     REPLICATION_GROUP_MEMBER_LAG,
     REPLICATION_GROUP_MEMBER_STATS,
     REPLICATION_GROUP_MEMBERS,
     TABLES,
     ApplierStatusRow,
+    GtidExecutedRow,
     MemberRow,
     MemberStatsRow,
     Row,
@@ -114,6 +116,7 @@ def test_lag_table_uses_wl7374_names_in_mysql_order() -> None:
         pytest.param(MemberRow, REPLICATION_GROUP_MEMBERS, id="members"),
         pytest.param(MemberStatsRow, REPLICATION_GROUP_MEMBER_STATS, id="stats"),
         pytest.param(ApplierStatusRow, REPLICATION_GROUP_MEMBER_LAG, id="lag"),
+        pytest.param(GtidExecutedRow, REPLICATION_GROUP_MEMBER_GTID_EXECUTED, id="gtid-executed"),
     ],
 )
 def test_row_fields_follow_the_columns(row_type: type[Row], table: Table) -> None:
@@ -126,6 +129,7 @@ def test_row_fields_follow_the_columns(row_type: type[Row], table: Table) -> Non
 def test_tables_by_name() -> None:
     """TABLES maps each served table's name to its definition."""
     assert sorted(TABLES) == [
+        "replication_group_member_gtid_executed",
         "replication_group_member_lag",
         "replication_group_member_stats",
         "replication_group_members",

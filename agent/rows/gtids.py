@@ -1,0 +1,33 @@
+"""A row of ``replication_group_member_gtid_executed``: one member's ``gtid_executed``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from agent.gtid import GtidSet
+from agent.rows.domains import RowValueError, canonical_gtid_text, is_uuid
+from agent.rows.row import Row
+from agent.rows.schema import REPLICATION_GROUP_MEMBER_GTID_EXECUTED, Table
+
+
+@dataclass(frozen=True, slots=True)
+class GtidExecutedRow(Row):
+    """A member and its ``gtid_executed``, stored in MySQL's canonical text."""
+
+    TABLE: ClassVar[Table] = REPLICATION_GROUP_MEMBER_GTID_EXECUTED
+
+    member_id: str = ""
+    gtid_executed: str = ""
+
+    def __post_init__(self) -> None:
+        super(GtidExecutedRow, self).__post_init__()
+        if self.member_id and not is_uuid(self.member_id):
+            raise RowValueError("MEMBER_ID", self.member_id, "a 36-character UUID or ''")
+        text = canonical_gtid_text("GTID_EXECUTED", self.gtid_executed, GtidSet.parse, "a GTID set")
+        object.__setattr__(self, "gtid_executed", text)
+
+    @classmethod
+    def of(cls, member_id: str, executed: GtidSet) -> GtidExecutedRow:
+        """Return the row of ``member_id`` with ``executed``."""
+        return cls(member_id=member_id, gtid_executed=str(executed))

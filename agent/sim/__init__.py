@@ -1,0 +1,1 @@
+"""The built-in simulated group: a deterministic Group Replication model for demos and tests."""

@@ -1,0 +1,96 @@
+"""One simulated member's state: its server, its place in the group, its pipeline and counters."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from agent.rows import MemberState
+
+
+@dataclass(slots=True)
+class AppliedTransaction:
+    """A transaction a member's applier finished (or queued): its GTID and WL#7374 times."""
+
+    origin: int
+    rank: int  #: the origin's n-th positively certified transaction: gives its GNO
+    seq: int
+    start_us: int
+    end_us: int
+
+
+@dataclass(slots=True)
+class SimMember:
+    """Mutable state of member ``index``; the group engine is the only writer.
+
+    Counters follow facts §4.3: they restart at 0 when the member (re)joins. ``certified_upto``
+    and ``applied_upto`` are seqs of the total order: every transaction up to them has been
+    certified (applied, or skipped as the member's own or rolled back).
+    """
+
+    index: int
+    uuid: str
+    port: int
+    capacity_tps: float
+    rate_tps: float
+    members: int
+    server_up: bool = True
+    partitioned: bool = False
+    status: MemberState = MemberState.ONLINE
+    in_view: bool = True
+    unreachable_since: float | None = None
+    down_since_us: int | None = None  #: when the server crashed
+    rows_validating_when_down: int = 0  #: its certification database size then
+    rejoin_at: float | None = None
+    view_id: str = ""
+    #: uuids of the view the member last joined, for its own picture while partitioned
+    known_members: tuple[int, ...] = ()
+    # -- counters since the member joined --------------------------------------------
+    join_seq: int = 0
+    base_conflicts: int = 0
+    local_proposed: int = 0
+    local_rollback: int = 0
+    remote_applied: int = 0
+    queue: int = 0  #: COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE
+    # -- pipeline ----------------------------------------------------------------------
+    certified_upto: int = 0
+    applied_upto: int = 0
+    recovering_target: int = 0
+    applier_clock_us: int = 0
+    applied_by_origin: list[int] = field(default_factory=list)
+    stable_by_origin: list[int] = field(default_factory=list)
+    last_conflict_free: tuple[int, int] | None = None  #: (origin, rank)
+    last_applied: AppliedTransaction | None = None
+    last_queued: AppliedTransaction | None = None
+    # -- writer ------------------------------------------------------------------------
+    write_carry: float = 0.0
+    quota_used: int = 0
+    throttled: bool = False
+    # -- flow control bookkeeping: values at the start of the period ---------------------
+    period_checked: int = 0
+    period_applied: int = 0
+    period_local: int = 0
+
+    def __post_init__(self) -> None:
+        if not self.applied_by_origin:
+            self.applied_by_origin = [0] * self.members
+        if not self.stable_by_origin:
+            self.stable_by_origin = [0] * self.members
+
+    @property
+    def reachable(self) -> bool:
+        """Whether the rest of the group can hear this member."""
+        return self.server_up and not self.partitioned
+
+    @property
+    def in_group(self) -> bool:
+        """Whether the member is in the view, reachable and ONLINE or RECOVERING."""
+        return (
+            self.in_view
+            and self.reachable
+            and self.status in (MemberState.ONLINE, MemberState.RECOVERING)
+        )
+
+    @property
+    def online(self) -> bool:
+        """Whether the member is in the group and ONLINE."""
+        return self.in_group and self.status is MemberState.ONLINE

@@ -1,0 +1,326 @@
+"""Scenarios of the simulated group: TOML files with a workload and timed events.
+
+A scenario file looks like this (every key but ``name`` and ``description`` is optional)::
+
+    name = "slow-secondary"
+    description = "One line that `grstats simulate --list` shows."
+    mode = "single-primary"          # or "multi-primary"
+    members = 3                      # default size; `--members` overrides (1-9)
+    version = "8.0.36"
+
+    [workload]
+    rate_tps = 800                   # per writer: the primary, or each multi-primary writer
+    writers = "all"                  # multi-primary: "all" or a list of member indexes
+    key_space = 100000               # rows that transactions write
+    keys_per_transaction = 4         # write-set size
+    skew = 0.0                       # Zipf exponent of key popularity; 0 is uniform
+    transaction_ms = 10              # from a transaction's snapshot (its start) to its commit
+
+    [appliers]
+    capacity_tps = 4000              # each member's applier capacity
+    capacity_overrides = { 2 = 500 } # member index -> capacity
+
+    [group]
+    suspicion_s = 5                  # GR suspects a silent member after 5 s
+    expel_timeout_s = 5              # group_replication_member_expel_timeout
+    autorejoin_delay_s = 5           # an expelled member that can talk again rejoins after this
+    gc_period_s = 60                 # stable set and certification garbage collection
+    block_size = 1000000             # group_replication_gtid_assignment_block_size
+
+    [flow_control]                   # group_replication_flow_control_* overrides
+    applier_threshold = 25000
+
+    [[events]]
+    at = 60                          # seconds after the group starts
+    action = "crash"                 # crash, start, stop, partition, heal, rate, capacity
+    member = 1                       # 0-based member index
+    value = 0                        # rate_tps or capacity_tps for rate and capacity
+
+Member indexes count from 0, like ``--member-index``. Built-in scenarios live beside this
+module and are found by name; any other path is read as a file.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from agent.errors import ConfigError
+from agent.rows import encode_version
+from agent.sources.snapshot import FlowControlSettings
+
+#: Where the built-in scenarios are.
+BUILTIN_DIR = Path(__file__).parent / "scenarios"
+#: Event actions and whether they need a value.
+ACTIONS = {
+    "crash": False,
+    "start": False,
+    "stop": False,
+    "partition": False,
+    "heal": False,
+    "rate": True,
+    "capacity": True,
+}
+MODES = ("single-primary", "multi-primary")
+MAX_MEMBERS = 9
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """Something that happens to one member at ``at`` seconds after the group starts."""
+
+    at: float
+    action: str
+    member: int
+    value: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """Where transactions come from and what they write."""
+
+    rate_tps: float = 500.0
+    writers: tuple[int, ...] | None = None  #: None: every member (multi-primary)
+    key_space: int = 100_000
+    keys_per_transaction: int = 4
+    skew: float = 0.0
+    transaction_ms: float = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class GroupTiming:
+    """Timeouts and periods of the group (GR's defaults)."""
+
+    suspicion_s: float = 5.0
+    expel_timeout_s: float = 5.0
+    autorejoin_delay_s: float = 5.0
+    gc_period_s: int = 60
+    block_size: int = 1_000_000
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    """A whole simulated group: its mode, size, workload, members and timed events."""
+
+    name: str
+    description: str
+    mode: str = "single-primary"
+    members: int = 3
+    version: str = "8.0.36"
+    workload: Workload = field(default_factory=Workload)
+    capacity_tps: float = 4000.0
+    capacity_overrides: dict[int, float] = field(default_factory=dict)
+    timing: GroupTiming = field(default_factory=GroupTiming)
+    flow_control: FlowControlSettings = field(default_factory=FlowControlSettings)
+    events: tuple[Event, ...] = ()
+
+    @property
+    def single_primary(self) -> bool:
+        """Whether the group runs in single-primary mode."""
+        return self.mode == "single-primary"
+
+    def with_members(self, members: int) -> Scenario:
+        """Return this scenario for ``members`` members (checked against its events)."""
+        return _checked(replace(self, members=members))
+
+    def capacity_of(self, index: int) -> float:
+        """Return member ``index``'s applier capacity at the start."""
+        return self.capacity_overrides.get(index, self.capacity_tps)
+
+
+def list_scenarios() -> list[Scenario]:
+    """Return the built-in scenarios, sorted by name."""
+    return sorted((load_file(path) for path in BUILTIN_DIR.glob("*.toml")), key=lambda s: s.name)
+
+
+def load_scenario(name_or_path: str) -> Scenario:
+    """Return the built-in scenario called ``name_or_path``, or the scenario in that file."""
+    builtin = BUILTIN_DIR / f"{name_or_path}.toml"
+    if "/" not in name_or_path and builtin.exists():
+        return load_file(builtin)
+    path = Path(name_or_path)
+    if not path.exists():
+        names = ", ".join(s.name for s in list_scenarios())
+        raise ConfigError(
+            f"scenario: {name_or_path!r} is neither a built-in scenario ({names}) nor a file"
+        )
+    return load_file(path)
+
+
+def load_file(path: Path) -> Scenario:
+    """Read and check the scenario in TOML file ``path``."""
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"scenario: cannot read {path}: {exc}") from exc
+    return from_mapping(data, source=str(path))
+
+
+def from_mapping(data: dict[str, Any], source: str = "scenario") -> Scenario:
+    """Build and check a scenario from parsed TOML ``data``; errors name the key and value."""
+    reader = _Reader(data, source)
+    workload_data = reader.table("workload")
+    members_data = reader.table("appliers")
+    group_data = reader.table("group")
+    flow_data = reader.table("flow_control")
+    writers = workload_data.get("writers", "all")
+    workload = Workload(
+        rate_tps=reader.number(workload_data, "workload.rate_tps", 500.0, 0, 1_000_000),
+        writers=None if writers == "all" else tuple(reader.indexes(writers, "workload.writers")),
+        key_space=int(reader.number(workload_data, "workload.key_space", 100_000, 1, 10_000_000)),
+        keys_per_transaction=int(
+            reader.number(workload_data, "workload.keys_per_transaction", 4, 1, 100)
+        ),
+        skew=reader.number(workload_data, "workload.skew", 0.0, 0, 5),
+        transaction_ms=reader.number(workload_data, "workload.transaction_ms", 10.0, 0, 60_000),
+    )
+    overrides = members_data.get("capacity_overrides", {})
+    if not isinstance(overrides, dict):
+        raise ConfigError(f"{source}: appliers.capacity_overrides: {overrides!r} is not a table")
+    timing = GroupTiming(
+        suspicion_s=reader.number(group_data, "group.suspicion_s", 5.0, 0, 3600),
+        expel_timeout_s=reader.number(group_data, "group.expel_timeout_s", 5.0, 0, 3600),
+        autorejoin_delay_s=reader.number(group_data, "group.autorejoin_delay_s", 5.0, 0, 3600),
+        gc_period_s=int(reader.number(group_data, "group.gc_period_s", 60, 1, 3600)),
+        block_size=int(reader.number(group_data, "group.block_size", 1_000_000, 1, 2**40)),
+    )
+    try:
+        flow = FlowControlSettings(**flow_data)
+    except TypeError as exc:
+        raise ConfigError(f"{source}: flow_control: {exc}") from exc
+    except ConfigError as exc:
+        raise ConfigError(f"{source}: flow_control: {exc}") from exc
+    scenario = Scenario(
+        name=reader.text("name"),
+        description=reader.text("description"),
+        mode=reader.choice("mode", MODES, "single-primary"),
+        members=int(reader.number(data, "members", 3, 1, MAX_MEMBERS)),
+        version=reader.text("version", "8.0.36"),
+        workload=workload,
+        capacity_tps=reader.number(members_data, "appliers.capacity_tps", 4000.0, 1, 1_000_000),
+        capacity_overrides={
+            int(reader.index(key, "appliers.capacity_overrides")): reader.number(
+                overrides, f"appliers.capacity_overrides.{key}", 0, 1, 1_000_000, key=key
+            )
+            for key in overrides
+        },
+        timing=timing,
+        flow_control=flow,
+        events=tuple(reader.events()),
+    )
+    try:
+        encode_version(scenario.version)
+    except ValueError as exc:
+        raise ConfigError(
+            f"{source}: version: {scenario.version!r} is not a MySQL version"
+        ) from exc
+    return _checked(scenario)
+
+
+def _checked(scenario: Scenario) -> Scenario:
+    """Raise ConfigError if an index in ``scenario`` is out of range for its size."""
+    last = scenario.members - 1
+    if not 1 <= scenario.members <= MAX_MEMBERS:
+        raise ConfigError(f"members: {scenario.members} is not in 1..{MAX_MEMBERS}")
+    for position, event in enumerate(scenario.events):
+        if event.member > last:
+            raise ConfigError(
+                f"{scenario.name}: events[{position}].member: {event.member} is not in 0..{last} "
+                f"for {scenario.members} members"
+            )
+    for index in scenario.capacity_overrides:
+        if index > last:
+            raise ConfigError(
+                f"{scenario.name}: appliers.capacity_overrides: {index} is not in 0..{last}"
+            )
+    for index in scenario.workload.writers or ():
+        if index > last:
+            raise ConfigError(f"{scenario.name}: workload.writers: {index} is not in 0..{last}")
+    return scenario
+
+
+class _Reader:
+    """Typed reads from parsed TOML with errors that name the key and the value."""
+
+    def __init__(self, data: dict[str, Any], source: str) -> None:
+        self.data = data
+        self.source = source
+
+    def fail(self, key: str, value: object, expected: str) -> ConfigError:
+        return ConfigError(f"{self.source}: {key}: {value!r} is not {expected}")
+
+    def table(self, key: str) -> dict[str, Any]:
+        value = self.data.get(key, {})
+        if not isinstance(value, dict):
+            raise self.fail(key, value, "a table")
+        return value
+
+    def text(self, key: str, default: str | None = None) -> str:
+        value = self.data.get(key, default)
+        if not isinstance(value, str) or not value:
+            raise self.fail(key, value, "a non-empty string")
+        return value
+
+    def choice(self, key: str, choices: tuple[str, ...], default: str) -> str:
+        value = self.data.get(key, default)
+        if value not in choices:
+            raise self.fail(key, value, " or ".join(choices))
+        return str(value)
+
+    def number(  # noqa: PLR0913, PLR0917  (a range check wants its bounds spelled out)
+        self,
+        table: dict[str, Any],
+        name: str,
+        default: float,
+        low: float,
+        high: float,
+        key: str | None = None,
+    ) -> float:
+        value = table.get(key if key is not None else name.rsplit(".", 1)[-1], default)
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not low <= value <= high
+        ):
+            raise self.fail(name, value, f"a number in {low}..{high}")
+        return float(value)
+
+    def index(self, value: object, name: str) -> int:
+        try:
+            index = int(str(value))
+        except ValueError:
+            raise self.fail(name, value, "a member index") from None
+        if not 0 <= index < MAX_MEMBERS:
+            raise self.fail(name, value, f"a member index in 0..{MAX_MEMBERS - 1}")
+        return index
+
+    def indexes(self, value: object, name: str) -> list[int]:
+        if not isinstance(value, list):
+            raise self.fail(name, value, '"all" or a list of member indexes')
+        return [self.index(item, name) for item in value]
+
+    def events(self) -> list[Event]:
+        raw = self.data.get("events", [])
+        if not isinstance(raw, list):
+            raise self.fail("events", raw, "an array of tables")
+        events = []
+        for position, item in enumerate(raw):
+            where = f"events[{position}]"
+            if not isinstance(item, dict):
+                raise self.fail(where, item, "a table")
+            action = item.get("action")
+            if action not in ACTIONS:
+                raise self.fail(f"{where}.action", action, " or ".join(ACTIONS))
+            if ACTIONS[action] and "value" not in item:
+                raise self.fail(f"{where}.value", None, f"given: {action} needs a value")
+            events.append(
+                Event(
+                    at=self.number(item, f"{where}.at", 0, 0, 10**7),
+                    action=action,
+                    member=self.index(item.get("member"), f"{where}.member"),
+                    value=self.number(item, f"{where}.value", 0, 0, 1_000_000),
+                )
+            )
+        return sorted(events, key=lambda event: event.at)

@@ -1,0 +1,69 @@
+"""The group's transactions in total order, kept compact: one byte each plus one entry a tick.
+
+Every delivered transaction has a sequence number ``seq`` (1, 2, ...) in the total order that
+all members certify in. Its byte holds its origin member (0-8) and, in :data:`NEGATIVE`,
+whether certification rejected it. Commit times are not stored per transaction: each tick
+records where its transactions start, and they are spread evenly over the tick.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+
+#: Flag of a negatively certified (rolled back) transaction.
+NEGATIVE = 0x10
+#: Mask of the origin member index.
+ORIGIN = 0x0F
+
+
+class TxLog:
+    """Origins and certification outcomes by ``seq``, and commit times by tick.
+
+    Entries up to ``base`` have been dropped with :meth:`trim`; asking for them is an error.
+    """
+
+    def __init__(self, tick_us: int) -> None:
+        self.tick_us = tick_us
+        self.base = 0  #: seq of the last dropped entry
+        self.last = 0  #: seq of the last entry
+        self._bytes = bytearray()
+        self._tick_first: list[int] = []  # seq of the first transaction of each kept tick
+        self._tick_start_us: list[int] = []
+
+    def start_tick(self, start_us: int) -> None:
+        """Open a tick starting at ``start_us``: the next transactions committed during it."""
+        self._tick_first.append(self.last + 1)
+        self._tick_start_us.append(start_us)
+
+    def append(self, entry: int) -> int:
+        """Append one transaction's byte and return its seq."""
+        self._bytes.append(entry)
+        self.last += 1
+        return self.last
+
+    def entry(self, seq: int) -> int:
+        """Return the byte of ``seq``."""
+        return self._bytes[seq - self.base - 1]
+
+    def count(self, first: int, last: int, value: int) -> int:
+        """Return how many entries in ``first..last`` equal ``value``."""
+        return self._bytes[first - self.base - 1 : last - self.base].count(value)
+
+    def commit_us(self, seq: int) -> int:
+        """Return when ``seq`` committed at its origin: spread evenly over its tick."""
+        at = bisect_right(self._tick_first, seq) - 1
+        first = self._tick_first[at]
+        after = self._tick_first[at + 1] if at + 1 < len(self._tick_first) else self.last + 1
+        count = after - first
+        return self._tick_start_us[at] + (seq - first + 1) * self.tick_us // (count + 1)
+
+    def trim(self, upto: int) -> None:
+        """Drop entries up to seq ``upto`` (no member will look at them again)."""
+        drop = upto - self.base
+        if drop < 65536:  # trimming is a copy: do it in large steps
+            return
+        del self._bytes[:drop]
+        self.base = upto
+        keep = max(0, bisect_right(self._tick_first, upto) - 1)
+        del self._tick_first[:keep]
+        del self._tick_start_us[:keep]

@@ -1,0 +1,247 @@
+"""Read a simulated member the way a stats source reads a real one: a ``MemberSnapshot``.
+
+What each member shows follows MySQL (facts §1): a member in the group lists every member of
+the view, UNREACHABLE while suspected; a partitioned member still lists its last view and sees
+the others UNREACHABLE; a stopped (OFFLINE) or expelled (ERROR) member lists only itself.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from agent.errors import SourceUnavailable
+from agent.gtid import GtidSet
+from agent.rows import (
+    ApplierStatusRow,
+    MemberRow,
+    MemberState,
+    MemberStatsRow,
+    Role,
+    member_role,
+    member_version,
+)
+from agent.sim.group import DELIVERY_US, TICKS_PER_SECOND
+from agent.sim.txlog import NEGATIVE
+from agent.sources.snapshot import GroupView, MemberSnapshot
+
+if TYPE_CHECKING:
+    from agent.sim.group import SimulatedGroup
+    from agent.sim.member import AppliedTransaction, SimMember
+
+#: Every simulated member's MEMBER_HOST: they all run on this machine.
+HOST = "127.0.0.1"
+#: MEMBER_COMMUNICATION_STACK of the simulated group.
+STACK = "XCom"
+
+
+def snapshot(group: SimulatedGroup, index: int, last_known: bool = False) -> MemberSnapshot:
+    """Return member ``index`` as its stats source would read it now.
+
+    Raises:
+        SourceUnavailable: the member's server is down, unless ``last_known`` asks for what it
+            showed when it went down.
+    """
+    member = group.members[index]
+    if not member.server_up and not last_known:
+        raise SourceUnavailable(f"simulated member {index} ({member.uuid}) is down")
+    read_at = (
+        member.down_since_us if not member.server_up and member.down_since_us else group.now_us
+    )
+    members = (
+        _member_rows(group, member) if member.server_up else (_row(group, member, member.status),)
+    )
+    return MemberSnapshot(
+        member_id=member.uuid,
+        read_at_us=read_at,
+        server_version=group.scenario.version,
+        view=GroupView(
+            members=tuple(sorted(members, key=lambda row: row.member_id)),
+            view_id=_view_id(member),
+            group_name=group.group_name,
+            single_primary_mode=group.scenario.single_primary,
+        ),
+        stats=_stats_row(group, member),
+        applier=_applier_row(group, member),
+        gtid_executed=executed_set(group, member.applied_by_origin),
+        flow_control=group.scenario.flow_control,
+    )
+
+
+def executed_set(group: SimulatedGroup, counts: list[int]) -> GtidSet:
+    """Return the GTIDs of the first ``counts[o]`` positive transactions of each origin ``o``."""
+    size = group.scenario.timing.block_size
+    intervals = []
+    for origin, count in enumerate(counts):
+        for block, start in enumerate(group.blocks[origin]):
+            used = min(size, count - block * size)
+            if used <= 0:
+                break
+            intervals.append((group.group_name, "", start, start + used - 1))
+    return GtidSet(intervals)
+
+
+def gtid_text(group: SimulatedGroup, origin: int, rank: int) -> str:
+    """Return the GTID of ``origin``'s ``rank``-th positive transaction."""
+    return f"{group.group_name}:{group.gno(origin, rank)}"
+
+
+def _view_id(member: SimMember) -> str:
+    """The member's VIEW_ID; a crashed member keeps the one it had (its last known rows)."""
+    return member.view_id if member.in_view or member.partitioned or not member.server_up else ""
+
+
+def _rows_validating(group: SimulatedGroup, member: SimMember) -> int:
+    if not member.server_up:
+        return member.rows_validating_when_down
+    return len(group.certification) if member.in_view else 0
+
+
+def _role(group: SimulatedGroup, member: SimMember) -> Role:
+    if not group.scenario.single_primary or group.primary == member.index:
+        return Role.PRIMARY
+    return Role.SECONDARY
+
+
+def _row(group: SimulatedGroup, member: SimMember, state: MemberState) -> MemberRow:
+    status = member.status if state is MemberState.UNREACHABLE else state
+    return MemberRow(
+        member_id=member.uuid,
+        member_host=HOST,
+        member_port=member.port,
+        member_state=state,
+        member_role=member_role(status, _role(group, member), group.scenario.single_primary),
+        member_version=member_version(group.scenario.version, state),
+        member_communication_stack=STACK,
+    )
+
+
+def _member_rows(group: SimulatedGroup, viewer: SimMember) -> list[MemberRow]:
+    if viewer.partitioned:  # its own picture: the last view, everyone else silent
+        seconds = group.tick / TICKS_PER_SECOND
+        since = viewer.unreachable_since if viewer.unreachable_since is not None else seconds
+        silent = seconds - since >= group.scenario.timing.suspicion_s
+        return [
+            _row(
+                group,
+                other,
+                MemberState.UNREACHABLE if silent and other is not viewer else other.status,
+            )
+            for other in (group.members[i] for i in viewer.known_members)
+        ]
+    if not viewer.in_view:  # OFFLINE after STOP, ERROR after expulsion: only the local row
+        return [_row(group, viewer, viewer.status)]
+    return [
+        _row(group, other, MemberState.UNREACHABLE if group.suspected(other) else other.status)
+        for other in group.members
+        if other.in_view
+    ]
+
+
+def _stats_row(group: SimulatedGroup, member: SimMember) -> MemberStatsRow:
+    if member.status is MemberState.OFFLINE and not member.in_view:
+        return MemberStatsRow(member_id=member.uuid)  # facts §1.2: an OFFLINE member's row
+    stable = (
+        ""
+        if member.status is MemberState.RECOVERING
+        else str(executed_set(group, member.stable_by_origin))
+    )
+    last = member.last_conflict_free
+    return MemberStatsRow(
+        view_id=_view_id(member),
+        member_id=member.uuid,
+        count_transactions_in_queue=group.log.last - member.certified_upto
+        if member.in_group
+        else 0,
+        count_transactions_checked=group.checked(member),
+        count_conflicts_detected=group.conflicts_detected(member),
+        count_transactions_rows_validating=_rows_validating(group, member),
+        transactions_committed_all_members=stable,
+        last_conflict_free_transaction=gtid_text(group, *last) if last else "",
+        count_transactions_remote_in_applier_queue=member.queue,
+        count_transactions_remote_applied=member.remote_applied,
+        count_transactions_local_proposed=member.local_proposed,
+        count_transactions_local_rollback=member.local_rollback,
+    )
+
+
+def _applier_row(group: SimulatedGroup, member: SimMember) -> ApplierStatusRow:
+    queued = member.last_queued
+    applied = member.last_applied
+    fields: dict[str, str | int] = {}
+    if queued is not None:
+        commit = group.log.commit_us(queued.seq) if queued.seq > group.log.base else 0
+        fields |= {
+            "last_queued_transaction": gtid_text(group, queued.origin, queued.rank),
+            "last_queued_transaction_original_commit_timestamp": commit,
+            "last_queued_transaction_immediate_commit_timestamp": commit,
+            "last_queued_transaction_start_queue_timestamp": queued.start_us,
+            "last_queued_transaction_end_queue_timestamp": queued.end_us,
+        }
+    if applied is not None:
+        commit = _commit_us(group, applied)
+        fields |= {
+            "last_applied_transaction": gtid_text(group, applied.origin, applied.rank),
+            "last_applied_transaction_original_commit_timestamp": commit,
+            "last_applied_transaction_immediate_commit_timestamp": commit,
+            "last_applied_transaction_start_apply_timestamp": applied.start_us,
+            "last_applied_transaction_end_apply_timestamp": applied.end_us,
+        }
+    applying = _applying(group, member)
+    if applying is not None:
+        origin, rank, commit = applying
+        fields |= {
+            "applying_transaction": gtid_text(group, origin, rank),
+            "applying_transaction_original_commit_timestamp": commit,
+            "applying_transaction_immediate_commit_timestamp": commit,
+            "applying_transaction_start_apply_timestamp": max(
+                member.applier_clock_us, commit + DELIVERY_US
+            ),
+        }
+    return ApplierStatusRow(member_id=member.uuid, **fields)  # type: ignore[arg-type]
+
+
+def _commit_us(group: SimulatedGroup, transaction: AppliedTransaction) -> int:
+    """Return the origin's commit time of a transaction still in the log, else its start."""
+    return (
+        group.log.commit_us(transaction.seq)
+        if transaction.seq > group.log.base
+        else transaction.start_us
+    )
+
+
+def _applying(group: SimulatedGroup, member: SimMember) -> tuple[int, int, int] | None:
+    """Return (origin, rank, commit µs) of the remote transaction the applier works on, if any."""
+    if member.status is not MemberState.ONLINE or not member.server_up or member.queue <= 0:
+        return None
+    seq = member.applied_upto
+    while seq < member.certified_upto:
+        seq += 1
+        entry = group.log.entry(seq)
+        if entry & NEGATIVE or entry == member.index:
+            continue
+        return entry, member.applied_by_origin[entry] + 1, group.log.commit_us(seq)
+    return None
+
+
+def group_rows(group: SimulatedGroup) -> list[MemberRow]:
+    """Return every member's row as the group shows it; members out of the view as OFFLINE/ERROR.
+
+    This is the ground truth of MEMBER_STATE: what the majority's view says of each member,
+    and for a member outside the view what it says of itself (OFFLINE, or ERROR once expelled).
+    """
+    rows = [_row(group, member, MemberState(group.group_state(member))) for member in group.members]
+    return sorted(rows, key=lambda row: row.member_id)
+
+
+def not_started(group: SimulatedGroup, index: int) -> MemberSnapshot:
+    """Return member ``index`` before the group starts: GR never started (facts §1.1, §1.2)."""
+    return MemberSnapshot(
+        member_id=group.members[index].uuid,
+        read_at_us=group.start_us,
+        server_version=group.scenario.version,
+        view=GroupView(members=(MemberRow(),), single_primary_mode=group.scenario.single_primary),
+        stats=MemberStatsRow(),
+        applier=ApplierStatusRow(member_id=group.members[index].uuid),
+        gtid_executed=GtidSet(),
+        flow_control=group.scenario.flow_control,
+    )

@@ -1,0 +1,70 @@
+"""``SimulatedSource``: read one member of the built-in simulated group as if it were real."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING
+
+from agent.errors import ConfigError, SourceError
+from agent.sim.group import TICK_US, SimulatedGroup
+from agent.sim.views import not_started, snapshot
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from agent.sim.scenario import Scenario
+    from agent.sources.snapshot import MemberSnapshot
+
+
+class SimulatedSource:
+    """A :class:`~agent.sources.base.StatsSource` for member ``member_index`` of a simulated group.
+
+    Every agent of one simulated group is given the same scenario (sized to the group), seed and
+    group start: each steps its own copy of the whole group to the present and reads its own
+    member, and all of them agree, because the group is a function of those and of the time.
+    A member whose server is down (``crash`` in the scenario) raises SourceUnavailable, as a
+    real server that is down would; before the group starts, Group Replication is not started.
+
+    Stepping runs in a worker thread so that catching up on a group that started long ago
+    does not stall the agent's event loop; reads are never concurrent, so the copy is safe.
+    """
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        member_index: int,
+        seed: int,
+        group_start_s: float,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if not 0 <= member_index < scenario.members:
+            raise ConfigError(
+                f"member_index: {member_index} is not in 0..{scenario.members - 1} "
+                f"for a group of {scenario.members}"
+            )
+        self.member_index = member_index
+        self._clock = clock
+        self._group = SimulatedGroup(scenario, seed, int(group_start_s * 1_000_000))
+        self._closed = False
+
+    @property
+    def group(self) -> SimulatedGroup:
+        """The source's copy of the group (for tests and tools)."""
+        return self._group
+
+    async def read(self) -> MemberSnapshot:
+        """Step the group to now and return this member's snapshot."""
+        if self._closed:
+            raise SourceError("read after aclose")
+        elapsed = int(self._clock() * 1_000_000) - self._group.start_us
+        if elapsed < 0:
+            return not_started(self._group, self.member_index)
+        tick = elapsed // TICK_US
+        if tick > self._group.tick:
+            await asyncio.to_thread(self._group.advance_to, tick)
+        return snapshot(self._group, self.member_index)
+
+    async def aclose(self) -> None:
+        """Nothing to release; later reads raise."""
+        self._closed = True
