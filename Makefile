@@ -43,6 +43,7 @@ format: $(VENV)/.installed ## apply ruff's formatter and safe fixes
 bench: $(VENV)/.installed-bench ## run the benchmarks (not part of make test); figures go in docs/benchmarks.md
 	$(BIN)/pytest tests/benchmarks -p no:cacheprovider --benchmark-columns=min,median,max,rounds
 	$(BIN)/python tests/benchmarks/bench_gtid.py --json bench-results/gtid.json
+	$(BIN)/python tests/benchmarks/bench_simulator.py
 
 clean: ## remove the virtual environment and caches
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis .benchmarks *.egg-info

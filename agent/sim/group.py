@@ -413,30 +413,39 @@ class SimulatedGroup:
             return
         recovering = member.status is MemberState.RECOVERING
         limit = member.recovering_target if recovering else member.certified_upto
-        service = int(1_000_000 / member.capacity_tps) if member.capacity_tps > 0 else None
+        applied = member.applied_upto
+        if applied >= limit or member.capacity_tps <= 0:
+            return
+        service = int(1_000_000 / member.capacity_tps)
         clock = max(member.applier_clock_us, tick_end - TICK_US)
         log = self.log
         own = member.index
-        applied = member.applied_upto
+        by_origin = member.applied_by_origin
+        # Commit times of consecutive seqs, tick by tick, without a search per transaction.
+        tick, first, count, start_us = log.tick_of(applied + 1)
+        last: tuple[int, int, int, int] | None = None  # entry, seq, start, end of the last applied
+        done = 0
         while applied < limit:
-            entry = log.entry(applied + 1)
+            seq = applied + 1
+            entry = log.entry(seq)
             if entry & NEGATIVE or entry == own:
-                applied += 1
+                applied = seq
                 continue
-            if service is None:
+            while seq >= first + count:
+                tick, first, count, start_us = log.tick_at(tick + 1)
+            begin = max(clock, start_us + (seq - first + 1) * TICK_US // (count + 1) + DELIVERY_US)
+            if begin + service > tick_end:
                 break
-            start = max(clock, log.commit_us(applied + 1) + DELIVERY_US)
-            if start + service > tick_end:
-                break
-            applied += 1
-            clock = start + service
-            member.applied_by_origin[entry] += 1
-            if not recovering:
-                member.remote_applied += 1
-                member.queue -= 1
-                member.last_applied = AppliedTransaction(
-                    entry, member.applied_by_origin[entry], applied, start, clock
-                )
+            applied = seq
+            clock = begin + service
+            by_origin[entry] += 1
+            done += 1
+            last = (entry, seq, begin, clock)
+        if not recovering and last is not None:
+            member.remote_applied += done
+            member.queue -= done
+            entry, seq, begin, end = last
+            member.last_applied = AppliedTransaction(entry, by_origin[entry], seq, begin, end)
         member.applied_upto = applied
         member.applier_clock_us = clock
         if recovering and applied >= member.recovering_target:

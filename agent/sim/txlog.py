@@ -57,6 +57,20 @@ class TxLog:
         count = after - first
         return self._tick_start_us[at] + (seq - first + 1) * self.tick_us // (count + 1)
 
+    def tick_of(self, seq: int) -> tuple[int, int, int, int]:
+        """Return (index, first seq, transactions, start µs) of the kept tick holding ``seq``.
+
+        With :meth:`tick_at`, lets a loop over consecutive seqs compute commit times without
+        a search per transaction.
+        """
+        return self.tick_at(bisect_right(self._tick_first, seq) - 1)
+
+    def tick_at(self, index: int) -> tuple[int, int, int, int]:
+        """Return (index, first seq, transactions, start µs) of the ``index``-th kept tick."""
+        first = self._tick_first[index]
+        after = self._tick_first[index + 1] if index + 1 < len(self._tick_first) else self.last + 1
+        return index, first, after - first, self._tick_start_us[index]
+
     def trim(self, upto: int) -> None:
         """Drop entries up to seq ``upto`` (no member will look at them again)."""
         drop = upto - self.base

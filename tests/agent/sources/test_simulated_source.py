@@ -1,0 +1,99 @@
+"""SimulatedSource: the StatsSource of one simulated member, driven by a controllable clock."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+from agent.errors import ConfigError, SourceError, SourceUnavailable
+from agent.sim.scenario import load_scenario
+from agent.sources.simulated import SimulatedSource
+
+if TYPE_CHECKING:
+    from agent.sources import StatsSource
+
+START = 1_700_000_000.0
+
+
+class Clock:
+    """A clock the test moves by hand."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def source(member: int, clock: Clock, name: str = "crash-rejoin") -> SimulatedSource:
+    """A source for ``member`` of the scenario's group, started at START."""
+    return SimulatedSource(load_scenario(name), member, seed=3, group_start_s=START, clock=clock)
+
+
+async def test_is_a_stats_source() -> None:
+    """SimulatedSource satisfies the StatsSource protocol."""
+    checked: StatsSource = source(0, Clock(START))
+    assert checked is not None
+
+
+async def test_reads_follow_the_clock() -> None:
+    """Each read steps the group to the clock: counters grow, the read time follows."""
+    clock = Clock(START + 10)
+    member = source(1, clock)
+    first = await member.read()
+    clock.now += 5
+    second = await member.read()
+    assert second.read_at_us - first.read_at_us == 5_000_000
+    assert second.stats.count_transactions_checked > first.stats.count_transactions_checked > 0
+    assert second.member_id == member.group.members[1].uuid
+    assert [row.member_state for row in second.view.members] == ["ONLINE"] * 3
+
+
+async def test_agents_of_one_group_agree() -> None:
+    """Two agents' sources of the same group, read at different times, agree on GTIDs."""
+    clock = Clock(START + 20)
+    primary, secondary = source(0, clock), source(1, clock)
+    early = await primary.read()
+    clock.now = START + 25
+    late = await secondary.read()
+    catch_up = await primary.read()
+    assert early.gtid_executed <= late.gtid_executed
+    assert catch_up.gtid_executed == late.gtid_executed
+    assert (
+        catch_up.stats.last_conflict_free_transaction == late.stats.last_conflict_free_transaction
+    )
+
+
+async def test_crashed_member_is_unavailable_then_back() -> None:
+    """While the scenario has the member's server down, reads raise SourceUnavailable."""
+    clock = Clock(START + 31)
+    crashed = source(2, clock)
+    with pytest.raises(SourceUnavailable, match="is down"):
+        await crashed.read()
+    clock.now = START + 61
+    back = await crashed.read()
+    assert back.own_row() is not None
+    assert back.own_row().member_state == "RECOVERING"  # type: ignore[union-attr]
+
+
+async def test_before_the_group_starts() -> None:
+    """Before the group's start, Group Replication has not started: MySQL's default rows."""
+    read = await source(0, Clock(START - 60)).read()
+    assert [row.member_state for row in read.view.members] == ["OFFLINE"]
+    assert read.stats.count_transactions_checked == 0
+    assert not read.gtid_executed
+
+
+def test_member_index_out_of_the_group() -> None:
+    """A member index outside the group is a ConfigError naming member_index."""
+    with pytest.raises(ConfigError, match=r"^member_index: 3"):
+        source(3, Clock(START))
+
+
+async def test_read_after_close() -> None:
+    """After aclose, a read is an error."""
+    member = source(0, Clock(START + 1))
+    await member.aclose()
+    with pytest.raises(SourceError):
+        await member.read()
