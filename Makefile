@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test lint format bench clean
+.PHONY: help install system-deps demo test lint format bench clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -24,10 +24,21 @@ $(VENV)/.installed-bench: $(VENV)/.installed
 
 install: $(VENV)/.installed ## create .venv and install grstats with its test and dev tools
 
+system-deps: ## install the system packages the tests need (MariaDB server), if missing
+	@if ! command -v mariadbd >/dev/null && ! test -x /usr/sbin/mariadbd; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing mariadb-server (the tests start a MariaDB server of their own)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mariadb-server >/dev/null; \
+	  else \
+	    echo "make test needs the MariaDB server: run 'sudo apt-get install mariadb-server' (or make test as root)" >&2; \
+	    exit 1; \
+	  fi; \
+	fi
+
 demo: $(VENV)/.installed ## the main job (for now: install and show grstats --help)
 	$(BIN)/grstats --help
 
-test: $(VENV)/.installed ## run the test suite
+test: $(VENV)/.installed system-deps ## run the test suite
 	$(BIN)/pytest
 
 lint: $(VENV)/.installed ## ruff (lint and format check) and mypy --strict
