@@ -7,7 +7,7 @@ import inspect
 
 import pytest
 
-PUBLIC_MODULES = ["agent.gtid", "agent.rows"]
+PUBLIC_MODULES = ["agent.gtid", "agent.rows", "agent.sources"]
 
 
 def isort_key(name: str) -> tuple[int, str]:

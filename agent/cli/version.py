@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from agent.cli.types import Subparsers
 
 #: Distributions whose versions matter when reporting a problem.
-LIBRARIES = ("grpcio", "protobuf", "msgpack", "structlog", "pyspark")
+LIBRARIES = ("grpcio", "protobuf", "msgpack", "structlog", "aiomysql", "pyspark")
 
 
 def register(subparsers: Subparsers) -> None:

@@ -1,0 +1,341 @@
+"""Turn what the server returned into the row model: pure functions, no I/O.
+
+A *record* is one result row keyed by its column names in upper case, holding exactly the
+columns the server returned, so a missing column (5.7's 9 stats columns, 8.0 before 8.0.27
+without MEMBER_COMMUNICATION_STACK) shows up as a missing key, not as a guess from the version.
+Every value outside its column's domain raises :class:`~agent.errors.SourceDataError` whose
+message starts ``table.COLUMN:`` and shows the value.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from agent.errors import ConfigError, SourceDataError
+from agent.gtid import GtidError, GtidSet
+from agent.rows import (
+    REPLICATION_GROUP_MEMBER_LAG,
+    REPLICATION_GROUP_MEMBER_STATS,
+    REPLICATION_GROUP_MEMBERS,
+    ApplierStatusRow,
+    MemberRow,
+    MemberState,
+    MemberStatsRow,
+    Role,
+    RowValueError,
+    member_role,
+)
+from agent.sources.snapshot import FlowControlSettings
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping, Sequence
+
+_RowT = TypeVar("_RowT", MemberRow, MemberStatsRow)
+
+#: One result row: column name (upper case) to value.
+Record = dict[str, object]
+
+GLOBAL_VARIABLES = "global_variables"
+GLOBAL_STATUS = "global_status"
+CONNECTION_STATUS = "replication_connection_status"
+WORKER_STATUS = "replication_applier_status_by_worker"
+
+#: Longest VARIABLE_VALUE performance_schema keeps: longer values are cut to this length.
+VARIABLE_VALUE_MAX = 1024
+
+#: The global variables a read needs (names as performance_schema lists them).
+FLOW_CONTROL_PREFIX = "group_replication_flow_control_"
+FLOW_CONTROL_FIELDS = (
+    "mode",
+    "certifier_threshold",
+    "applier_threshold",
+    "min_quota",
+    "min_recovery_quota",
+    "max_quota",
+    "member_quota_percent",
+    "period",
+    "hold_percent",
+    "release_percent",
+)
+VARIABLE_NAMES = (
+    "server_uuid",
+    "version",
+    "gtid_executed",
+    "group_replication_group_name",
+    "group_replication_single_primary_mode",
+    *(FLOW_CONTROL_PREFIX + name for name in FLOW_CONTROL_FIELDS),
+)
+#: 5.7's only record of which member is the primary (the primary's server_uuid, or '').
+PRIMARY_MEMBER_STATUS = "group_replication_primary_member"
+
+_VERSION_RE = re.compile(r"([0-9]+)\.([0-9]+)\.([0-9]+)")
+_TIMESTAMP_RE = re.compile(r"(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?")
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_ON_OFF = {"ON": True, "1": True, "OFF": False, "0": False}
+_QUEUE_PREFIXES = ("LAST_QUEUED_", "QUEUEING_")
+_LAG_COLUMNS = tuple(
+    column.name
+    for column in REPLICATION_GROUP_MEMBER_LAG.columns
+    if column.name not in ("CHANNEL_NAME", "MEMBER_ID", "APPLIER_LAG_SECONDS")
+)
+#: The WL#7374 columns (8.0+) the applier row is built from, per table.
+QUEUE_COLUMNS = tuple(name for name in _LAG_COLUMNS if name.startswith(_QUEUE_PREFIXES))
+APPLY_COLUMNS = tuple(name for name in _LAG_COLUMNS if name not in QUEUE_COLUMNS)
+
+
+@dataclass(frozen=True, slots=True)
+class ServerVariables:
+    """What a read takes from ``global_variables``, checked."""
+
+    server_uuid: str
+    version: str
+    version_tuple: tuple[int, int, int]
+    gtid_executed: GtidSet
+    group_name: str
+    single_primary_mode: bool
+    flow_control: FlowControlSettings
+
+    @property
+    def has_transaction_timestamps(self) -> bool:
+        """Whether the server has WL#7374's columns (MySQL 8.0 and later)."""
+        return self.version_tuple >= (8, 0, 0)
+
+
+def parse_version(text: str) -> tuple[int, int, int]:
+    """Return (major, minor, patch) of a server version such as ``8.0.36-log``."""
+    match = _VERSION_RE.match(text)
+    if match is None:
+        raise SourceDataError(
+            f"{GLOBAL_VARIABLES}.version: {text!r} is not a MySQL version like 8.0.36"
+        )
+    major, minor, patch = (int(part) for part in match.groups())
+    return major, minor, patch
+
+
+def variable_map(table: str, pairs: Iterable[Sequence[object]]) -> dict[str, str]:
+    """Return VARIABLE_NAME (lower case) to VARIABLE_VALUE; NULL values are data errors."""
+    found: dict[str, str] = {}
+    for name, value in pairs:
+        if not isinstance(name, str):
+            raise SourceDataError(f"{table}.VARIABLE_NAME: {name!r} is not a variable name")
+        if not isinstance(value, str):
+            raise SourceDataError(f"{table}.{name.lower()}: VARIABLE_VALUE {value!r} is not text")
+        found[name.lower()] = value
+    return found
+
+
+def is_truncated(value: str) -> bool:
+    """Whether a VARIABLE_VALUE may have been cut by performance_schema's VARCHAR(1024)."""
+    return len(value) >= VARIABLE_VALUE_MAX
+
+
+def server_variables(variables: Mapping[str, str]) -> ServerVariables:
+    """Return the checked variables a read needs from ``variables`` (see VARIABLE_NAMES)."""
+    uuid = _required(variables, "server_uuid")
+    try:
+        MemberRow(member_id=uuid)
+    except RowValueError as exc:
+        raise SourceDataError(f"{GLOBAL_VARIABLES}.server_uuid: {uuid!r} is not a UUID") from exc
+    version = _required(variables, "version")
+    mode_text = variables.get("group_replication_single_primary_mode", "ON")
+    single_primary = _ON_OFF.get(mode_text.upper())
+    if single_primary is None:
+        raise SourceDataError(
+            f"{GLOBAL_VARIABLES}.group_replication_single_primary_mode: {mode_text!r} "
+            "is not ON, OFF, 1 or 0"
+        )
+    return ServerVariables(
+        server_uuid=uuid.lower(),
+        version=version,
+        version_tuple=parse_version(version),
+        gtid_executed=gtid_set(
+            GLOBAL_VARIABLES, "gtid_executed", _required(variables, "gtid_executed")
+        ),
+        group_name=variables.get("group_replication_group_name", ""),
+        single_primary_mode=single_primary,
+        flow_control=flow_control(variables),
+    )
+
+
+def flow_control(variables: Mapping[str, str]) -> FlowControlSettings:
+    """Return the flow-control settings; variables the server lacks keep MySQL's defaults."""
+    values: dict[str, Any] = {}
+    for name in FLOW_CONTROL_FIELDS:
+        text = variables.get(FLOW_CONTROL_PREFIX + name)
+        if text is None:
+            continue
+        if name == "mode":
+            values[name] = text.upper()
+            continue
+        try:
+            values[name] = int(text)
+        except ValueError:
+            raise SourceDataError(
+                f"{GLOBAL_VARIABLES}.{FLOW_CONTROL_PREFIX}{name}: {text!r} is not an integer"
+            ) from None
+    try:
+        return FlowControlSettings(**values)
+    except ConfigError as exc:
+        raise SourceDataError(f"{GLOBAL_VARIABLES}.{exc}") from exc
+
+
+def gtid_set(table: str, column: str, text: str) -> GtidSet:
+    """Return GTID set ``text`` of ``table.column``; SourceDataError if it is malformed."""
+    try:
+        return GtidSet.parse(text)
+    except GtidError as exc:
+        shown = text if len(text) <= 80 else text[:77] + "..."
+        raise SourceDataError(f"{table}.{column}: {shown!r} is not a GTID set ({exc})") from exc
+
+
+def member_rows(
+    records: Iterable[Record], single_primary_mode: bool, primary_member: str | None
+) -> tuple[MemberRow, ...]:
+    """Return ``replication_group_members`` as rows sorted by MEMBER_ID.
+
+    Columns the server lacks keep the row's defaults (``''``). Without MEMBER_ROLE (5.7) the
+    role is derived as 8.0 displays it, from ``primary_member``, the primary's uuid in
+    single-primary mode (``''`` or None when no primary is known).
+    """
+    rows = []
+    for record in records:
+        fields = _fields(REPLICATION_GROUP_MEMBERS.column_names, record)
+        if "member_role" not in fields:
+            fields["member_role"] = _derived_role(record, single_primary_mode, primary_member)
+        rows.append(_row(MemberRow, REPLICATION_GROUP_MEMBERS.name, fields))
+    return tuple(sorted(rows, key=lambda row: row.member_id))
+
+
+def stats_row(record: Record | None) -> MemberStatsRow:
+    """Return the member's ``replication_group_member_stats`` row (MySQL's default if absent)."""
+    if record is None:
+        return MemberStatsRow()
+    fields = _fields(REPLICATION_GROUP_MEMBER_STATS.column_names, record)
+    return _row(MemberStatsRow, REPLICATION_GROUP_MEMBER_STATS.name, fields)
+
+
+def timestamp_us(table: str, column: str, value: object) -> int:
+    """Return a TIMESTAMP(6) read in UTC as µs since the epoch; the zero timestamp is 0."""
+    if isinstance(value, datetime):
+        moment = value if value.tzinfo else value.replace(tzinfo=UTC)
+        return (moment - _EPOCH) // timedelta(microseconds=1)
+    match = _TIMESTAMP_RE.fullmatch(value) if isinstance(value, str) else None
+    if match is None:
+        raise SourceDataError(f"{table}.{column}: {value!r} is not a TIMESTAMP(6)")
+    *parts, fraction = match.groups()
+    year, month, day, hour, minute, second = (int(part) for part in parts)
+    micros = int((fraction or "0").ljust(6, "0"))
+    if year == month == day == hour == minute == second == micros == 0:
+        return 0
+    try:
+        moment = datetime(year, month, day, hour, minute, second, micros, tzinfo=UTC)
+    except ValueError:
+        raise SourceDataError(f"{table}.{column}: {value!r} is not a TIMESTAMP(6)") from None
+    return (moment - _EPOCH) // timedelta(microseconds=1)
+
+
+def applier_row(
+    member_id: str, connection: Record | None, workers: Sequence[Record]
+) -> ApplierStatusRow:
+    """Return the WL#7374 fields of ``group_replication_applier`` for ``member_id``.
+
+    Queue fields come from the channel's ``replication_connection_status`` row. With several
+    applier workers (``replica_parallel_workers`` > 1) apply fields are chosen so that the
+    row answers "how far behind is this member":
+
+    * LAST_APPLIED_* are the worker's whose LAST_APPLIED_TRANSACTION_END_APPLY_TIMESTAMP is
+      greatest (then the greatest original commit time, then the lowest WORKER_ID): the
+      transaction the member finished most recently.
+    * APPLYING_* are the worker's whose APPLYING_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP is the
+      oldest non-zero one: the transaction the member is most behind on. Without such a time,
+      the first worker applying a transaction at all, else nothing (``''`` and 0).
+    """
+    fields: dict[str, Any] = {"member_id": member_id}
+    if connection is not None:
+        fields.update(_channel_fields(CONNECTION_STATUS, connection, QUEUE_COLUMNS))
+    converted = [_channel_fields(WORKER_STATUS, worker, APPLY_COLUMNS) for worker in workers]
+    if converted:
+        done = max(
+            converted,
+            key=lambda worker: (
+                worker["last_applied_transaction_end_apply_timestamp"],
+                worker["last_applied_transaction_original_commit_timestamp"],
+            ),
+        )
+        fields.update({name: value for name, value in done.items() if name.startswith("last_")})
+        busy = _most_behind(converted)
+        if busy is not None:
+            fields.update(
+                {name: value for name, value in busy.items() if name.startswith("applying_")}
+            )
+    try:
+        return ApplierStatusRow(**fields)
+    except RowValueError as exc:
+        table = CONNECTION_STATUS if exc.column.startswith(_QUEUE_PREFIXES) else WORKER_STATUS
+        raise SourceDataError(f"{table}.{exc}") from exc
+
+
+def has_columns(columns: Iterable[str], needed: Iterable[str]) -> bool:
+    """Whether every column in ``needed`` is among ``columns``."""
+    return set(needed) <= set(columns)
+
+
+def _most_behind(workers: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    timed = [w for w in workers if w["applying_transaction_original_commit_timestamp"]]
+    if timed:
+        return min(timed, key=lambda w: w["applying_transaction_original_commit_timestamp"])
+    return next((w for w in workers if w["applying_transaction"]), None)
+
+
+def _channel_fields(table: str, record: Record, columns: Sequence[str]) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    where = f" (WORKER_ID={record.get('WORKER_ID')!r})" if table == WORKER_STATUS else ""
+    for name in columns:
+        value = record.get(name)
+        if name.endswith("_TIMESTAMP"):
+            if value is None:
+                raise SourceDataError(
+                    f"{table}.{name}: None is not allowed: the column is NOT NULL{where}"
+                )
+            fields[name.lower()] = timestamp_us(table, name, value)
+        else:
+            fields[name.lower()] = value
+    return fields
+
+
+def _derived_role(record: Record, single_primary_mode: bool, primary_member: str | None) -> str:
+    state = record.get("MEMBER_STATE")
+    member_id = record.get("MEMBER_ID")
+    if not isinstance(state, str) or not isinstance(member_id, str):
+        return ""  # the row check reports the bad value
+    status = MemberState.from_status(state)
+    if status is MemberState.UNREACHABLE:  # keeps the role of its underlying state (ONLINE)
+        status = MemberState.ONLINE
+    if not primary_member:
+        role = Role.NONE
+    elif member_id.lower() == primary_member.lower():
+        role = Role.PRIMARY
+    else:
+        role = Role.SECONDARY
+    return member_role(status, role, single_primary_mode)
+
+
+def _fields(columns: Iterable[str], record: Record) -> dict[str, Any]:
+    return {name.lower(): record[name] for name in columns if name in record}
+
+
+def _row(kind: type[_RowT], table: str, fields: dict[str, Any]) -> _RowT:
+    try:
+        return kind(**fields)
+    except RowValueError as exc:
+        raise SourceDataError(f"{table}.{exc}") from exc
+
+
+def _required(variables: Mapping[str, str], name: str) -> str:
+    value = variables.get(name)
+    if value is None:
+        raise SourceDataError(f"{GLOBAL_VARIABLES}.{name}: the variable is missing")
+    return value
