@@ -1,0 +1,19 @@
+"""The gossip core: what each agent knows of every member, and how news merges. Pure: no I/O."""
+
+from __future__ import annotations
+
+from agent.gossip.state import LOCAL, Digest, GossipState, Heard, MergeResult, Origin
+from agent.gossip.updates import Counts, Key, Stamp, Update
+
+__all__ = [
+    "LOCAL",
+    "Counts",
+    "Digest",
+    "GossipState",
+    "Heard",
+    "Key",
+    "MergeResult",
+    "Origin",
+    "Stamp",
+    "Update",
+]

@@ -1,0 +1,207 @@
+"""``GossipState``: what one agent knows of every member, and the rules for merging news.
+
+Pure: no I/O, no clock, no asyncio. The agent's loops call it with the time and with what the
+transport delivered; tests drive it directly. Rules:
+
+* per origin and key, the value with the highest :class:`Stamp` wins; an older or equal one is
+  counted as stale and dropped, so replays and relays are harmless;
+* a COUNTS value without fresh GTID columns keeps the previous ones (facts §2.5);
+* only members that some member's Group Replication membership lists (or that the agent
+  already knows) get values: a message about an unknown member never creates one. VIEW values
+  of known members are merged first, so a batch may introduce a member and carry its values;
+* values about the local member come from its own source only: a peer cannot overwrite them;
+* an origin is *fresh* when its stamp advanced recently, whichever peer relayed it: an agent
+  silent for ``silence_us`` is not connected (WL#2860's CONNECTED), and its values stay.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypeAlias
+
+from agent.gossip.updates import Counts, Key, Stamp, Update
+from agent.sources.snapshot import GroupView
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
+
+    from agent.gossip.updates import Value
+
+#: What ``via`` says for values the agent read from its own source.
+LOCAL = "local"
+
+#: Per origin, per key, the stamp of the value held.
+Digest: TypeAlias = "Mapping[str, Mapping[Key, Stamp]]"
+
+
+@dataclass(slots=True)
+class Heard:
+    """A value as this agent holds it: the update, when it arrived and who handed it over."""
+
+    update: Update
+    received_at_us: int
+    via: str
+
+
+@dataclass(slots=True)
+class Origin:
+    """Everything known of one member: its highest stamp and its latest value per key."""
+
+    member_id: str
+    stamp: Stamp
+    first_seen_us: int
+    fresh_at_us: int
+    values: dict[Key, Heard] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class MergeResult:
+    """What a merge did: values taken, stale ones dropped, origins refused as unknown."""
+
+    accepted: int = 0
+    stale: int = 0
+    unknown: tuple[str, ...] = ()
+
+
+class GossipState:
+    """The agent's knowledge of all members, versioned per origin (scuttlebutt).
+
+    ``local_id`` is the local member's server_uuid and ``incarnation`` the agent's start time
+    in µs, which orders its values after those of its previous runs.
+    """
+
+    def __init__(self, local_id: str, incarnation: int) -> None:
+        self.local_id = local_id
+        self.incarnation = incarnation
+        self._version = 0
+        self.origins: dict[str, Origin] = {}
+
+    # -- local values --------------------------------------------------------------------
+
+    def record_local(self, key: Key, value: Value, now_us: int) -> Update:
+        """Record a value read from the local source under the next stamp, and return it."""
+        self._version += 1
+        update = Update(self.local_id, Stamp(self.incarnation, self._version), key, value, now_us)
+        self._store(self._origin(self.local_id, update.stamp, now_us), update, now_us, LOCAL)
+        return update
+
+    # -- exchange ----------------------------------------------------------------------
+
+    def digest(self) -> Digest:
+        """Return the stamp held per origin and key: what a peer compares against.
+
+        Per key rather than one stamp per origin, so that a peer that missed one value (a
+        VIEW, say) while getting later ones is still sent the value it missed.
+        """
+        return {
+            member_id: {key: heard.update.stamp for key, heard in origin.values.items()}
+            for member_id, origin in self.origins.items()
+        }
+
+    def updates_for(self, digest: Digest) -> list[Update]:
+        """Return every held value newer than what ``digest`` says the peer has, VIEWs first."""
+        missing = []
+        for member_id, origin in self.origins.items():
+            held_by_peer = digest.get(member_id, {})
+            for key, heard in origin.values.items():
+                peer = held_by_peer.get(key)
+                if peer is None or heard.update.stamp > peer:
+                    missing.append(heard.update)
+        return sorted(missing, key=lambda update: update.key is not Key.VIEW)
+
+    def merge(self, updates: Iterable[Update], now_us: int, via: str) -> MergeResult:
+        """Merge updates a peer (``via``) delivered; see the module's rules."""
+        pending = list(updates)
+        accepted = stale = 0
+        # VIEW values of known members first: they may make other origins known.
+        progress = True
+        while progress:
+            progress = False
+            for update in [u for u in pending if u.key is Key.VIEW and self._is_known(u.origin)]:
+                pending.remove(update)
+                took = self._take(update, now_us, via)
+                accepted += took
+                stale += not took
+                progress = True
+        unknown: list[str] = []
+        for update in pending:
+            if not self._is_known(update.origin):
+                if update.origin not in unknown:
+                    unknown.append(update.origin)
+                continue
+            took = self._take(update, now_us, via)
+            accepted += took
+            stale += not took
+        return MergeResult(accepted, stale, tuple(unknown))
+
+    # -- questions ---------------------------------------------------------------------
+
+    def known_members(self) -> set[str]:
+        """Return the members this agent may hold values of: listed in a view, or held."""
+        known = set(self.origins) | {self.local_id}
+        for origin in self.origins.values():
+            heard = origin.values.get(Key.VIEW)
+            if heard is not None and isinstance(heard.update.value, GroupView):
+                known.update(row.member_id for row in heard.update.value.members if row.member_id)
+        return known
+
+    def value(self, member_id: str, key: Key) -> Heard | None:
+        """Return the held value of ``member_id`` for ``key``, if any."""
+        origin = self.origins.get(member_id)
+        return origin.values.get(key) if origin is not None else None
+
+    def connected(self, member_id: str, now_us: int, silence_us: int) -> bool:
+        """Return whether the member's agent produced news within ``silence_us`` (WL#2860)."""
+        if member_id == self.local_id:
+            return True
+        origin = self.origins.get(member_id)
+        return origin is not None and now_us - origin.fresh_at_us <= silence_us
+
+    def forget(self, member_id: str) -> bool:
+        """Drop everything known of ``member_id`` (``grstats members forget``)."""
+        return self.origins.pop(member_id, None) is not None
+
+    # -- internals ---------------------------------------------------------------------
+
+    def _is_known(self, member_id: str) -> bool:
+        return member_id in self.origins or member_id in self.known_members()
+
+    def _origin(self, member_id: str, stamp: Stamp, now_us: int) -> Origin:
+        origin = self.origins.get(member_id)
+        if origin is None:
+            origin = Origin(member_id, stamp, first_seen_us=now_us, fresh_at_us=now_us)
+            self.origins[member_id] = origin
+        return origin
+
+    def _take(self, update: Update, now_us: int, via: str) -> bool:
+        """Store ``update`` if it is newer than what is held; return whether it was."""
+        if update.origin == self.local_id:
+            return False  # the local member's values come from its own source only
+        origin = self._origin(update.origin, update.stamp, now_us)
+        held = origin.values.get(update.key)
+        if held is not None and update.stamp <= held.update.stamp:
+            return False
+        self._store(origin, update, now_us, via)
+        return True
+
+    def _store(self, origin: Origin, update: Update, now_us: int, via: str) -> None:
+        held = origin.values.get(update.key)
+        if (
+            update.key is Key.COUNTS
+            and held is not None
+            and isinstance(update.value, Counts)
+            and not update.value.gtids_present
+            and isinstance(held.update.value, Counts)
+        ):
+            kept = held.update.value.row
+            row = dataclasses.replace(
+                update.value.row,
+                transactions_committed_all_members=kept.transactions_committed_all_members,
+                last_conflict_free_transaction=kept.last_conflict_free_transaction,
+            )
+            update = dataclasses.replace(update, value=Counts(row, gtids_present=False))
+        origin.values[update.key] = Heard(update, now_us, via)
+        if update.stamp > origin.stamp or len(origin.values) == 1:
+            origin.stamp = max(origin.stamp, update.stamp)
+            origin.fresh_at_us = now_us

@@ -1,0 +1,69 @@
+"""What an agent shares about its member: keyed values, each stamped with the origin's version.
+
+Versioning follows scuttlebutt: every agent numbers the values it produces about its own member
+with one counter, ``(incarnation, version)``. ``incarnation`` is the agent's start time, so a
+restarted agent's fresh counter still orders after everything it sent before. A receiver keeps,
+per origin and key, the value with the highest stamp, and its digest (origin -> highest stamp)
+tells a peer exactly which values it lacks, whoever produced them: that is how the row of a
+member whose link to us is broken still arrives through the others (relay).
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeAlias
+
+if TYPE_CHECKING:
+    from agent.gtid import GtidSet
+    from agent.rows import ApplierStatusRow, MemberStatsRow
+    from agent.sources.snapshot import GroupView, SourceHealth
+
+
+class Key(enum.StrEnum):
+    """The values an origin shares, each versioned on its own (facts §2, §4.1)."""
+
+    COUNTS = "counts"  #: its replication_group_member_stats row, every period
+    VIEW = "view"  #: its view of the membership, when it changes
+    APPLIER = "applier"  #: its WL#7374 applier fields, every period they change
+    GTID_EXECUTED = "gtid_executed"  #: its gtid_executed, every 30-60 s
+    HEALTH = "health"  #: its source's health, when it changes
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Stamp:
+    """An origin's version of a value: ordered by incarnation, then version."""
+
+    incarnation: int
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class Counts:
+    """The COUNTS value: the member's stats row and whether its GTID columns are fresh.
+
+    Like GR's ``PIT_TRANSACTION_GTIDS_PRESENT`` (facts §2.4, §2.5), the two GTID columns ride
+    only on some messages; a receiver keeps the previous GTID columns when ``gtids_present`` is
+    false.
+    """
+
+    row: MemberStatsRow
+    gtids_present: bool
+
+
+Value: TypeAlias = "Counts | GroupView | ApplierStatusRow | GtidSet | SourceHealth"
+
+
+@dataclass(frozen=True, slots=True)
+class Update:
+    """One value of one origin at one stamp, as it travels between agents.
+
+    ``sent_at_us`` is the origin's clock when it produced the value (freshness and the clock
+    offset estimate); ``origin`` is the member's server_uuid.
+    """
+
+    origin: str
+    stamp: Stamp
+    key: Key
+    value: Value
+    sent_at_us: int
