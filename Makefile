@@ -6,7 +6,7 @@ BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check
 
 .DEFAULT_GOAL := help
-.PHONY: help install system-deps demo test lint format bench clean
+.PHONY: help install system-deps demo test lint format bench proto clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -55,6 +55,9 @@ bench: $(VENV)/.installed-bench ## run the benchmarks (not part of make test); f
 	$(BIN)/pytest tests/benchmarks -p no:cacheprovider --benchmark-columns=min,median,max,rounds
 	$(BIN)/python tests/benchmarks/bench_gtid.py --json bench-results/gtid.json
 	$(BIN)/python tests/benchmarks/bench_simulator.py
+
+proto: $(VENV)/.installed ## regenerate the committed gRPC code from proto/grstats.proto
+	$(BIN)/python proto/generate.py
 
 clean: ## remove the virtual environment and caches
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis .benchmarks *.egg-info

@@ -1,0 +1,245 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class Key(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    KEY_UNSPECIFIED: _ClassVar[Key]
+    KEY_COUNTS: _ClassVar[Key]
+    KEY_VIEW: _ClassVar[Key]
+    KEY_APPLIER: _ClassVar[Key]
+    KEY_GTID_EXECUTED: _ClassVar[Key]
+    KEY_HEALTH: _ClassVar[Key]
+KEY_UNSPECIFIED: Key
+KEY_COUNTS: Key
+KEY_VIEW: Key
+KEY_APPLIER: Key
+KEY_GTID_EXECUTED: Key
+KEY_HEALTH: Key
+
+class Counts(_message.Message):
+    __slots__ = ("transactions_in_queue", "transactions_checked", "conflicts_detected", "transactions_rows_validating", "gtids_present", "transactions_committed_all_members", "last_conflict_free_transaction", "transactions_remote_in_applier_queue", "transactions_remote_applied", "transactions_local_proposed", "transactions_local_rollback")
+    TRANSACTIONS_IN_QUEUE_FIELD_NUMBER: _ClassVar[int]
+    TRANSACTIONS_CHECKED_FIELD_NUMBER: _ClassVar[int]
+    CONFLICTS_DETECTED_FIELD_NUMBER: _ClassVar[int]
+    TRANSACTIONS_ROWS_VALIDATING_FIELD_NUMBER: _ClassVar[int]
+    GTIDS_PRESENT_FIELD_NUMBER: _ClassVar[int]
+    TRANSACTIONS_COMMITTED_ALL_MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    LAST_CONFLICT_FREE_TRANSACTION_FIELD_NUMBER: _ClassVar[int]
+    TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE_FIELD_NUMBER: _ClassVar[int]
+    TRANSACTIONS_REMOTE_APPLIED_FIELD_NUMBER: _ClassVar[int]
+    TRANSACTIONS_LOCAL_PROPOSED_FIELD_NUMBER: _ClassVar[int]
+    TRANSACTIONS_LOCAL_ROLLBACK_FIELD_NUMBER: _ClassVar[int]
+    transactions_in_queue: int
+    transactions_checked: int
+    conflicts_detected: int
+    transactions_rows_validating: int
+    gtids_present: bool
+    transactions_committed_all_members: str
+    last_conflict_free_transaction: str
+    transactions_remote_in_applier_queue: int
+    transactions_remote_applied: int
+    transactions_local_proposed: int
+    transactions_local_rollback: int
+    def __init__(self, transactions_in_queue: _Optional[int] = ..., transactions_checked: _Optional[int] = ..., conflicts_detected: _Optional[int] = ..., transactions_rows_validating: _Optional[int] = ..., gtids_present: _Optional[bool] = ..., transactions_committed_all_members: _Optional[str] = ..., last_conflict_free_transaction: _Optional[str] = ..., transactions_remote_in_applier_queue: _Optional[int] = ..., transactions_remote_applied: _Optional[int] = ..., transactions_local_proposed: _Optional[int] = ..., transactions_local_rollback: _Optional[int] = ...) -> None: ...
+
+class Member(_message.Message):
+    __slots__ = ("member_id", "host", "port", "state", "role", "version", "communication_stack")
+    MEMBER_ID_FIELD_NUMBER: _ClassVar[int]
+    HOST_FIELD_NUMBER: _ClassVar[int]
+    PORT_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    ROLE_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    COMMUNICATION_STACK_FIELD_NUMBER: _ClassVar[int]
+    member_id: bytes
+    host: str
+    port: int
+    state: str
+    role: str
+    version: str
+    communication_stack: str
+    def __init__(self, member_id: _Optional[bytes] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., state: _Optional[str] = ..., role: _Optional[str] = ..., version: _Optional[str] = ..., communication_stack: _Optional[str] = ...) -> None: ...
+
+class View(_message.Message):
+    __slots__ = ("members", "view_id", "group_name", "single_primary_mode", "server_version")
+    MEMBERS_FIELD_NUMBER: _ClassVar[int]
+    VIEW_ID_FIELD_NUMBER: _ClassVar[int]
+    GROUP_NAME_FIELD_NUMBER: _ClassVar[int]
+    SINGLE_PRIMARY_MODE_FIELD_NUMBER: _ClassVar[int]
+    SERVER_VERSION_FIELD_NUMBER: _ClassVar[int]
+    members: _containers.RepeatedCompositeFieldContainer[Member]
+    view_id: str
+    group_name: str
+    single_primary_mode: bool
+    server_version: str
+    def __init__(self, members: _Optional[_Iterable[_Union[Member, _Mapping]]] = ..., view_id: _Optional[str] = ..., group_name: _Optional[str] = ..., single_primary_mode: _Optional[bool] = ..., server_version: _Optional[str] = ...) -> None: ...
+
+class Applier(_message.Message):
+    __slots__ = ("last_queued_transaction", "last_queued_original_commit_us", "last_queued_immediate_commit_us", "last_queued_start_queue_us", "last_queued_end_queue_us", "queueing_transaction", "queueing_original_commit_us", "queueing_immediate_commit_us", "queueing_start_queue_us", "last_applied_transaction", "last_applied_original_commit_us", "last_applied_immediate_commit_us", "last_applied_start_apply_us", "last_applied_end_apply_us", "applying_transaction", "applying_original_commit_us", "applying_immediate_commit_us", "applying_start_apply_us")
+    LAST_QUEUED_TRANSACTION_FIELD_NUMBER: _ClassVar[int]
+    LAST_QUEUED_ORIGINAL_COMMIT_US_FIELD_NUMBER: _ClassVar[int]
+    LAST_QUEUED_IMMEDIATE_COMMIT_US_FIELD_NUMBER: _ClassVar[int]
+    LAST_QUEUED_START_QUEUE_US_FIELD_NUMBER: _ClassVar[int]
+    LAST_QUEUED_END_QUEUE_US_FIELD_NUMBER: _ClassVar[int]
+    QUEUEING_TRANSACTION_FIELD_NUMBER: _ClassVar[int]
+    QUEUEING_ORIGINAL_COMMIT_US_FIELD_NUMBER: _ClassVar[int]
+    QUEUEING_IMMEDIATE_COMMIT_US_FIELD_NUMBER: _ClassVar[int]
+    QUEUEING_START_QUEUE_US_FIELD_NUMBER: _ClassVar[int]
+    LAST_APPLIED_TRANSACTION_FIELD_NUMBER: _ClassVar[int]
+    LAST_APPLIED_ORIGINAL_COMMIT_US_FIELD_NUMBER: _ClassVar[int]
+    LAST_APPLIED_IMMEDIATE_COMMIT_US_FIELD_NUMBER: _ClassVar[int]
+    LAST_APPLIED_START_APPLY_US_FIELD_NUMBER: _ClassVar[int]
+    LAST_APPLIED_END_APPLY_US_FIELD_NUMBER: _ClassVar[int]
+    APPLYING_TRANSACTION_FIELD_NUMBER: _ClassVar[int]
+    APPLYING_ORIGINAL_COMMIT_US_FIELD_NUMBER: _ClassVar[int]
+    APPLYING_IMMEDIATE_COMMIT_US_FIELD_NUMBER: _ClassVar[int]
+    APPLYING_START_APPLY_US_FIELD_NUMBER: _ClassVar[int]
+    last_queued_transaction: str
+    last_queued_original_commit_us: int
+    last_queued_immediate_commit_us: int
+    last_queued_start_queue_us: int
+    last_queued_end_queue_us: int
+    queueing_transaction: str
+    queueing_original_commit_us: int
+    queueing_immediate_commit_us: int
+    queueing_start_queue_us: int
+    last_applied_transaction: str
+    last_applied_original_commit_us: int
+    last_applied_immediate_commit_us: int
+    last_applied_start_apply_us: int
+    last_applied_end_apply_us: int
+    applying_transaction: str
+    applying_original_commit_us: int
+    applying_immediate_commit_us: int
+    applying_start_apply_us: int
+    def __init__(self, last_queued_transaction: _Optional[str] = ..., last_queued_original_commit_us: _Optional[int] = ..., last_queued_immediate_commit_us: _Optional[int] = ..., last_queued_start_queue_us: _Optional[int] = ..., last_queued_end_queue_us: _Optional[int] = ..., queueing_transaction: _Optional[str] = ..., queueing_original_commit_us: _Optional[int] = ..., queueing_immediate_commit_us: _Optional[int] = ..., queueing_start_queue_us: _Optional[int] = ..., last_applied_transaction: _Optional[str] = ..., last_applied_original_commit_us: _Optional[int] = ..., last_applied_immediate_commit_us: _Optional[int] = ..., last_applied_start_apply_us: _Optional[int] = ..., last_applied_end_apply_us: _Optional[int] = ..., applying_transaction: _Optional[str] = ..., applying_original_commit_us: _Optional[int] = ..., applying_immediate_commit_us: _Optional[int] = ..., applying_start_apply_us: _Optional[int] = ...) -> None: ...
+
+class Health(_message.Message):
+    __slots__ = ("ok", "message")
+    OK_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    ok: bool
+    message: str
+    def __init__(self, ok: _Optional[bool] = ..., message: _Optional[str] = ...) -> None: ...
+
+class Update(_message.Message):
+    __slots__ = ("origin", "incarnation", "version", "sent_at_us", "counts", "view", "applier", "gtid_executed", "health")
+    ORIGIN_FIELD_NUMBER: _ClassVar[int]
+    INCARNATION_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    SENT_AT_US_FIELD_NUMBER: _ClassVar[int]
+    COUNTS_FIELD_NUMBER: _ClassVar[int]
+    VIEW_FIELD_NUMBER: _ClassVar[int]
+    APPLIER_FIELD_NUMBER: _ClassVar[int]
+    GTID_EXECUTED_FIELD_NUMBER: _ClassVar[int]
+    HEALTH_FIELD_NUMBER: _ClassVar[int]
+    origin: bytes
+    incarnation: int
+    version: int
+    sent_at_us: int
+    counts: Counts
+    view: View
+    applier: Applier
+    gtid_executed: str
+    health: Health
+    def __init__(self, origin: _Optional[bytes] = ..., incarnation: _Optional[int] = ..., version: _Optional[int] = ..., sent_at_us: _Optional[int] = ..., counts: _Optional[_Union[Counts, _Mapping]] = ..., view: _Optional[_Union[View, _Mapping]] = ..., applier: _Optional[_Union[Applier, _Mapping]] = ..., gtid_executed: _Optional[str] = ..., health: _Optional[_Union[Health, _Mapping]] = ...) -> None: ...
+
+class Stamp(_message.Message):
+    __slots__ = ("key", "incarnation", "version")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    INCARNATION_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    key: Key
+    incarnation: int
+    version: int
+    def __init__(self, key: _Optional[_Union[Key, str]] = ..., incarnation: _Optional[int] = ..., version: _Optional[int] = ...) -> None: ...
+
+class DigestEntry(_message.Message):
+    __slots__ = ("origin", "stamps")
+    ORIGIN_FIELD_NUMBER: _ClassVar[int]
+    STAMPS_FIELD_NUMBER: _ClassVar[int]
+    origin: bytes
+    stamps: _containers.RepeatedCompositeFieldContainer[Stamp]
+    def __init__(self, origin: _Optional[bytes] = ..., stamps: _Optional[_Iterable[_Union[Stamp, _Mapping]]] = ...) -> None: ...
+
+class ExchangeRequest(_message.Message):
+    __slots__ = ("sender", "sender_member", "digest", "updates", "sent_at_us")
+    SENDER_FIELD_NUMBER: _ClassVar[int]
+    SENDER_MEMBER_FIELD_NUMBER: _ClassVar[int]
+    DIGEST_FIELD_NUMBER: _ClassVar[int]
+    UPDATES_FIELD_NUMBER: _ClassVar[int]
+    SENT_AT_US_FIELD_NUMBER: _ClassVar[int]
+    sender: str
+    sender_member: bytes
+    digest: _containers.RepeatedCompositeFieldContainer[DigestEntry]
+    updates: _containers.RepeatedCompositeFieldContainer[Update]
+    sent_at_us: int
+    def __init__(self, sender: _Optional[str] = ..., sender_member: _Optional[bytes] = ..., digest: _Optional[_Iterable[_Union[DigestEntry, _Mapping]]] = ..., updates: _Optional[_Iterable[_Union[Update, _Mapping]]] = ..., sent_at_us: _Optional[int] = ...) -> None: ...
+
+class ExchangeResponse(_message.Message):
+    __slots__ = ("updates", "digest", "received_at_us", "sent_at_us")
+    UPDATES_FIELD_NUMBER: _ClassVar[int]
+    DIGEST_FIELD_NUMBER: _ClassVar[int]
+    RECEIVED_AT_US_FIELD_NUMBER: _ClassVar[int]
+    SENT_AT_US_FIELD_NUMBER: _ClassVar[int]
+    updates: _containers.RepeatedCompositeFieldContainer[Update]
+    digest: _containers.RepeatedCompositeFieldContainer[DigestEntry]
+    received_at_us: int
+    sent_at_us: int
+    def __init__(self, updates: _Optional[_Iterable[_Union[Update, _Mapping]]] = ..., digest: _Optional[_Iterable[_Union[DigestEntry, _Mapping]]] = ..., received_at_us: _Optional[int] = ..., sent_at_us: _Optional[int] = ...) -> None: ...
+
+class Cell(_message.Message):
+    __slots__ = ("text", "unsigned", "signed", "decimal", "null")
+    TEXT_FIELD_NUMBER: _ClassVar[int]
+    UNSIGNED_FIELD_NUMBER: _ClassVar[int]
+    SIGNED_FIELD_NUMBER: _ClassVar[int]
+    DECIMAL_FIELD_NUMBER: _ClassVar[int]
+    NULL_FIELD_NUMBER: _ClassVar[int]
+    text: str
+    unsigned: int
+    signed: int
+    decimal: float
+    null: bool
+    def __init__(self, text: _Optional[str] = ..., unsigned: _Optional[int] = ..., signed: _Optional[int] = ..., decimal: _Optional[float] = ..., null: _Optional[bool] = ...) -> None: ...
+
+class Row(_message.Message):
+    __slots__ = ("cells",)
+    CELLS_FIELD_NUMBER: _ClassVar[int]
+    cells: _containers.RepeatedCompositeFieldContainer[Cell]
+    def __init__(self, cells: _Optional[_Iterable[_Union[Cell, _Mapping]]] = ...) -> None: ...
+
+class Table(_message.Message):
+    __slots__ = ("name", "columns", "rows")
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    COLUMNS_FIELD_NUMBER: _ClassVar[int]
+    ROWS_FIELD_NUMBER: _ClassVar[int]
+    name: str
+    columns: _containers.RepeatedScalarFieldContainer[str]
+    rows: _containers.RepeatedCompositeFieldContainer[Row]
+    def __init__(self, name: _Optional[str] = ..., columns: _Optional[_Iterable[str]] = ..., rows: _Optional[_Iterable[_Union[Row, _Mapping]]] = ...) -> None: ...
+
+class QueryRequest(_message.Message):
+    __slots__ = ("tables", "extended")
+    TABLES_FIELD_NUMBER: _ClassVar[int]
+    EXTENDED_FIELD_NUMBER: _ClassVar[int]
+    tables: _containers.RepeatedScalarFieldContainer[str]
+    extended: bool
+    def __init__(self, tables: _Optional[_Iterable[str]] = ..., extended: _Optional[bool] = ...) -> None: ...
+
+class QueryResponse(_message.Message):
+    __slots__ = ("tables", "agent", "member", "served_at_us")
+    TABLES_FIELD_NUMBER: _ClassVar[int]
+    AGENT_FIELD_NUMBER: _ClassVar[int]
+    MEMBER_FIELD_NUMBER: _ClassVar[int]
+    SERVED_AT_US_FIELD_NUMBER: _ClassVar[int]
+    tables: _containers.RepeatedCompositeFieldContainer[Table]
+    agent: str
+    member: bytes
+    served_at_us: int
+    def __init__(self, tables: _Optional[_Iterable[_Union[Table, _Mapping]]] = ..., agent: _Optional[str] = ..., member: _Optional[bytes] = ..., served_at_us: _Optional[int] = ...) -> None: ...
