@@ -1,0 +1,363 @@
+"""Model <-> wire (``proto.grstats_pb2``): the only module that knows both.
+
+Decoding checks everything a peer or client sends and raises :class:`WireError` naming the
+field path and the value (``updates[2].view.members[0].member_id: ...``); the servers turn it
+into INVALID_ARGUMENT, and nothing is stored. Limits keep what a peer sends bounded.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from agent.errors import AgentError
+from agent.gossip import Counts, Key, Stamp, Update
+from agent.gtid import GtidError, GtidSet
+from agent.rows import ApplierStatusRow, Kind, MemberRow, MemberStatsRow, RowValueError
+from agent.sources.snapshot import GroupView, SourceHealth
+from proto import grstats_pb2 as pb
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from agent.gossip import Digest
+    from agent.rows import Column, Value
+
+#: Most members a view may list: Group Replication groups have at most 9.
+MAX_MEMBERS = 9
+#: Most updates one message may carry: every key of every member, twice over.
+MAX_UPDATES = 2 * MAX_MEMBERS * len(Key)
+#: Longest GTID set text accepted (the stable set or gtid_executed of a big group).
+MAX_GTID_TEXT = 4 * 1024 * 1024
+#: Longest other text (hosts, versions, messages).
+MAX_TEXT = 1024
+
+_KEYS = {
+    Key.COUNTS: pb.KEY_COUNTS,
+    Key.VIEW: pb.KEY_VIEW,
+    Key.APPLIER: pb.KEY_APPLIER,
+    Key.GTID_EXECUTED: pb.KEY_GTID_EXECUTED,
+    Key.HEALTH: pb.KEY_HEALTH,
+}
+_KEYS_BACK = {number: key for key, number in _KEYS.items()}
+_COUNTERS = (
+    "transactions_in_queue",
+    "transactions_checked",
+    "conflicts_detected",
+    "transactions_rows_validating",
+    "transactions_remote_in_applier_queue",
+    "transactions_remote_applied",
+    "transactions_local_proposed",
+    "transactions_local_rollback",
+)
+# Applier message field -> ApplierStatusRow field (transactions and their times, facts 6).
+_APPLIER = {
+    "last_queued_transaction": "last_queued_transaction",
+    "last_queued_original_commit_us": "last_queued_transaction_original_commit_timestamp",
+    "last_queued_immediate_commit_us": "last_queued_transaction_immediate_commit_timestamp",
+    "last_queued_start_queue_us": "last_queued_transaction_start_queue_timestamp",
+    "last_queued_end_queue_us": "last_queued_transaction_end_queue_timestamp",
+    "queueing_transaction": "queueing_transaction",
+    "queueing_original_commit_us": "queueing_transaction_original_commit_timestamp",
+    "queueing_immediate_commit_us": "queueing_transaction_immediate_commit_timestamp",
+    "queueing_start_queue_us": "queueing_transaction_start_queue_timestamp",
+    "last_applied_transaction": "last_applied_transaction",
+    "last_applied_original_commit_us": "last_applied_transaction_original_commit_timestamp",
+    "last_applied_immediate_commit_us": "last_applied_transaction_immediate_commit_timestamp",
+    "last_applied_start_apply_us": "last_applied_transaction_start_apply_timestamp",
+    "last_applied_end_apply_us": "last_applied_transaction_end_apply_timestamp",
+    "applying_transaction": "applying_transaction",
+    "applying_original_commit_us": "applying_transaction_original_commit_timestamp",
+    "applying_immediate_commit_us": "applying_transaction_immediate_commit_timestamp",
+    "applying_start_apply_us": "applying_transaction_start_apply_timestamp",
+}
+
+
+class WireError(AgentError, ValueError):
+    """A message that breaks the contract; the message names the field path and the value."""
+
+
+# -- identities ---------------------------------------------------------------------------
+
+
+def uuid_to_bytes(member_id: str) -> bytes:
+    """Return a server_uuid as its 16 bytes."""
+    return uuid.UUID(member_id).bytes
+
+
+def uuid_from_bytes(raw: bytes, where: str) -> str:
+    """Return the lowercase server_uuid of 16 bytes, or raise WireError for ``where``."""
+    if len(raw) != 16:
+        raise WireError(f"{where}: {raw[:32]!r} is not a 16-byte UUID")
+    return str(uuid.UUID(bytes=raw))
+
+
+# -- updates ------------------------------------------------------------------------------
+
+
+def update_to_wire(update: Update) -> pb.Update:
+    """Return ``update`` as a wire message."""
+    message = pb.Update(
+        origin=uuid_to_bytes(update.origin),
+        incarnation=update.stamp.incarnation,
+        version=update.stamp.version,
+        sent_at_us=update.sent_at_us,
+    )
+    value = update.value
+    if update.key is Key.COUNTS and isinstance(value, Counts):
+        row = value.row
+        message.counts.CopyFrom(
+            pb.Counts(
+                transactions_in_queue=row.count_transactions_in_queue,
+                transactions_checked=row.count_transactions_checked,
+                conflicts_detected=row.count_conflicts_detected,
+                transactions_rows_validating=row.count_transactions_rows_validating,
+                gtids_present=value.gtids_present,
+                transactions_committed_all_members=(
+                    row.transactions_committed_all_members if value.gtids_present else ""
+                ),
+                last_conflict_free_transaction=(
+                    row.last_conflict_free_transaction if value.gtids_present else ""
+                ),
+                transactions_remote_in_applier_queue=row.count_transactions_remote_in_applier_queue,
+                transactions_remote_applied=row.count_transactions_remote_applied,
+                transactions_local_proposed=row.count_transactions_local_proposed,
+                transactions_local_rollback=row.count_transactions_local_rollback,
+            )
+        )
+    elif update.key is Key.VIEW and isinstance(value, GroupView):
+        message.view.CopyFrom(_view_to_wire(value))
+    elif update.key is Key.APPLIER and isinstance(value, ApplierStatusRow):
+        fields: dict[str, Any] = {
+            name: getattr(value, f) or _empty(name) for name, f in _APPLIER.items()
+        }
+        message.applier.CopyFrom(pb.Applier(**fields))
+    elif update.key is Key.GTID_EXECUTED and isinstance(value, GtidSet):
+        message.gtid_executed = value.to_text(",")
+    elif update.key is Key.HEALTH and isinstance(value, SourceHealth):
+        message.health.CopyFrom(pb.Health(ok=value.ok, message=value.message))
+    else:
+        raise TypeError(f"{update.key} cannot hold a {type(value).__name__}")
+    return message
+
+
+def _empty(name: str) -> str | int:
+    return 0 if name.endswith("_us") else ""
+
+
+def _view_to_wire(view: GroupView) -> pb.View:
+    return pb.View(
+        members=[
+            pb.Member(
+                member_id=uuid_to_bytes(row.member_id),
+                host=row.member_host,
+                port=row.member_port or 0,
+                state=row.member_state,
+                role=row.member_role,
+                version=row.member_version,
+                communication_stack=row.member_communication_stack,
+            )
+            for row in view.members
+            if row.member_id
+        ],
+        view_id=view.view_id,
+        group_name=view.group_name,
+        single_primary_mode=view.single_primary_mode,
+    )
+
+
+def updates_from_wire(messages: Sequence[pb.Update], where: str = "updates") -> list[Update]:
+    """Return the model of ``messages``; raise WireError naming the first bad field."""
+    if len(messages) > MAX_UPDATES:
+        raise WireError(f"{where}: {len(messages)} updates is more than {MAX_UPDATES}")
+    return [update_from_wire(message, f"{where}[{i}]") for i, message in enumerate(messages)]
+
+
+def update_from_wire(message: pb.Update, where: str = "update") -> Update:
+    """Return the model of one update; raise WireError naming the bad field."""
+    origin = uuid_from_bytes(message.origin, f"{where}.origin")
+    stamp = Stamp(message.incarnation, message.version)
+    kind = message.WhichOneof("value")
+    try:
+        if kind == "counts":
+            return Update(
+                origin,
+                stamp,
+                Key.COUNTS,
+                _counts(message.counts, origin, where),
+                message.sent_at_us,
+            )
+        if kind == "view":
+            return Update(
+                origin, stamp, Key.VIEW, _view(message.view, f"{where}.view"), message.sent_at_us
+            )
+        if kind == "applier":
+            return Update(
+                origin, stamp, Key.APPLIER, _applier(message.applier, origin), message.sent_at_us
+            )
+        if kind == "gtid_executed":
+            _bounded(message.gtid_executed, MAX_GTID_TEXT, f"{where}.gtid_executed")
+            value = GtidSet.parse(message.gtid_executed)
+            return Update(origin, stamp, Key.GTID_EXECUTED, value, message.sent_at_us)
+        if kind == "health":
+            _bounded(message.health.message, MAX_TEXT, f"{where}.health.message")
+            health = SourceHealth(ok=message.health.ok, message=message.health.message)
+            return Update(origin, stamp, Key.HEALTH, health, message.sent_at_us)
+    except (RowValueError, GtidError) as exc:
+        raise WireError(f"{where}: {exc}") from exc
+    raise WireError(
+        f"{where}.value: no value set (one of counts, view, applier, gtid_executed, health)"
+    )
+
+
+def _bounded(text: str, limit: int, where: str) -> None:
+    if len(text) > limit:
+        raise WireError(f"{where}: {len(text)} characters is more than {limit}")
+
+
+def _counts(message: pb.Counts, origin: str, where: str) -> Counts:
+    _bounded(
+        message.transactions_committed_all_members,
+        MAX_GTID_TEXT,
+        f"{where}.counts.transactions_committed_all_members",
+    )
+    _bounded(
+        message.last_conflict_free_transaction,
+        MAX_TEXT,
+        f"{where}.counts.last_conflict_free_transaction",
+    )
+    row = MemberStatsRow(
+        member_id=origin,
+        count_transactions_in_queue=message.transactions_in_queue,
+        count_transactions_checked=message.transactions_checked,
+        count_conflicts_detected=message.conflicts_detected,
+        count_transactions_rows_validating=message.transactions_rows_validating,
+        transactions_committed_all_members=message.transactions_committed_all_members,
+        last_conflict_free_transaction=message.last_conflict_free_transaction,
+        count_transactions_remote_in_applier_queue=message.transactions_remote_in_applier_queue,
+        count_transactions_remote_applied=message.transactions_remote_applied,
+        count_transactions_local_proposed=message.transactions_local_proposed,
+        count_transactions_local_rollback=message.transactions_local_rollback,
+    )
+    return Counts(row, gtids_present=message.gtids_present)
+
+
+def _view(message: pb.View, where: str) -> GroupView:
+    if len(message.members) > MAX_MEMBERS:
+        raise WireError(
+            f"{where}.members: {len(message.members)} members is more than {MAX_MEMBERS}"
+        )
+    rows = []
+    for i, member in enumerate(message.members):
+        at = f"{where}.members[{i}]"
+        for name in ("host", "state", "role", "version", "communication_stack"):
+            _bounded(getattr(member, name), MAX_TEXT, f"{at}.{name}")
+        try:
+            rows.append(
+                MemberRow(
+                    member_id=uuid_from_bytes(member.member_id, f"{at}.member_id"),
+                    member_host=member.host,
+                    member_port=member.port or None,
+                    member_state=member.state,
+                    member_role=member.role,
+                    member_version=member.version,
+                    member_communication_stack=member.communication_stack,
+                )
+            )
+        except RowValueError as exc:
+            raise WireError(f"{at}: {exc}") from exc
+    _bounded(message.view_id, 60, f"{where}.view_id")
+    _bounded(message.group_name, 36, f"{where}.group_name")
+    return GroupView(
+        members=tuple(sorted(rows, key=lambda row: row.member_id)),
+        view_id=message.view_id,
+        group_name=message.group_name,
+        single_primary_mode=message.single_primary_mode,
+    )
+
+
+def _applier(message: pb.Applier, origin: str) -> ApplierStatusRow:
+    values: dict[str, Any] = {field: getattr(message, name) for name, field in _APPLIER.items()}
+    return ApplierStatusRow(member_id=origin, **values)
+
+
+# -- digests ------------------------------------------------------------------------------
+
+
+def digest_to_wire(digest: Digest) -> list[pb.DigestEntry]:
+    """Return ``digest`` as wire entries."""
+    return [
+        pb.DigestEntry(
+            origin=uuid_to_bytes(member_id),
+            stamps=[
+                pb.Stamp(key=_KEYS[key], incarnation=s.incarnation, version=s.version)
+                for key, s in stamps.items()
+            ],
+        )
+        for member_id, stamps in digest.items()
+    ]
+
+
+def digest_from_wire(
+    entries: Sequence[pb.DigestEntry], where: str = "digest"
+) -> dict[str, dict[Key, Stamp]]:
+    """Return the digest of ``entries``; raise WireError naming the bad field."""
+    if len(entries) > 4 * MAX_MEMBERS:
+        raise WireError(f"{where}: {len(entries)} entries is more than {4 * MAX_MEMBERS}")
+    digest: dict[str, dict[Key, Stamp]] = {}
+    for i, entry in enumerate(entries):
+        origin = uuid_from_bytes(entry.origin, f"{where}[{i}].origin")
+        stamps: dict[Key, Stamp] = {}
+        for j, stamp in enumerate(entry.stamps):
+            key = _KEYS_BACK.get(stamp.key)
+            if key is None:
+                continue  # a key from a newer contract: this agent holds no such value
+            if j >= 2 * len(Key):
+                raise WireError(f"{where}[{i}].stamps: more than {2 * len(Key)} stamps")
+            stamps[key] = Stamp(stamp.incarnation, stamp.version)
+        digest[origin] = stamps
+    return digest
+
+
+# -- query tables -------------------------------------------------------------------------
+
+
+def table_to_wire(
+    name: str, columns: Sequence[Column], rows: Sequence[Sequence[Value]]
+) -> pb.Table:
+    """Return a table as named columns of typed cells."""
+    return pb.Table(
+        name=name,
+        columns=[column.name for column in columns],
+        rows=[
+            pb.Row(cells=[_cell(column, value) for column, value in zip(columns, row, strict=True)])
+            for row in rows
+        ],
+    )
+
+
+def _cell(column: Column, value: Value) -> pb.Cell:
+    if value is None:
+        return pb.Cell(null=True)
+    if column.kind is Kind.DECIMAL:
+        return pb.Cell(decimal=float(value))
+    if isinstance(value, int):
+        return pb.Cell(unsigned=value) if value >= 0 else pb.Cell(signed=value)
+    return pb.Cell(text=str(value))
+
+
+def table_from_wire(table: pb.Table) -> tuple[list[str], list[tuple[Value, ...]]]:
+    """Return (column names, rows) of a wire table."""
+    rows = []
+    for row in table.rows:
+        cells: list[Value] = []
+        for cell in row.cells:
+            kind = cell.WhichOneof("value")
+            cells.append(None if kind in (None, "null") else getattr(cell, kind))
+        rows.append(tuple(cells))
+    return list(table.columns), rows
+
+
+def tables_by_name(response: pb.QueryResponse) -> Mapping[str, pb.Table]:
+    """Return the response's tables by name."""
+    return {table.name: table for table in response.tables}
