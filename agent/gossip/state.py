@@ -158,6 +158,20 @@ class GossipState:
         origin = self.origins.get(member_id)
         return origin is not None and now_us - origin.fresh_at_us <= silence_us
 
+    def seed(self, member_id: str, values: Mapping[Key, Value], seen_us: int, via: str) -> None:
+        """Hold remembered values of ``member_id`` (a registry after a restart).
+
+        They carry the lowest stamp, so any news from the member replaces them, and the member
+        is not connected until it is heard from.
+        """
+        if member_id == self.local_id or member_id in self.origins:
+            return
+        oldest = Stamp(0, 0)
+        origin = Origin(member_id, oldest, first_seen_us=seen_us, fresh_at_us=-(2**62))
+        for key, value in values.items():
+            origin.values[key] = Heard(Update(member_id, oldest, key, value, seen_us), seen_us, via)
+        self.origins[member_id] = origin
+
     def forget(self, member_id: str) -> bool:
         """Drop everything known of ``member_id`` (``grstats members forget``)."""
         return self.origins.pop(member_id, None) is not None
