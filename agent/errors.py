@@ -5,9 +5,12 @@ Tree::
     Exception
     └── AgentError              anything grstats's agent reports as a failure
         ├── ConfigError         invalid configuration; names the setting and the value
-        └── SourceError         a stats source could not read its member
-            ├── SourceUnavailable   the server is down, refused, or answered too late
-            └── SourceDataError     the server answered with a value outside its domain
+        ├── SourceError         a stats source could not read its member
+        │   ├── SourceUnavailable   the server is down, refused, or answered too late
+        │   └── SourceDataError     the server answered with a value outside its domain
+        └── TransportError      an exchange with a peer agent failed
+            ├── PeerUnreachable     the peer could not be reached (or refused the call)
+            └── PeerTimeout         the peer did not answer within the deadline
 """
 
 from __future__ import annotations
@@ -31,3 +34,15 @@ class SourceUnavailable(SourceError):
 
 class SourceDataError(SourceError):
     """The member's server returned a value outside its column's domain (names the column)."""
+
+
+class TransportError(AgentError):
+    """An exchange with a peer agent failed; the message names the peer."""
+
+
+class PeerUnreachable(TransportError):
+    """The peer agent could not be reached, or refused the exchange."""
+
+
+class PeerTimeout(TransportError):
+    """The peer agent did not answer within the deadline."""

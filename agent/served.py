@@ -100,7 +100,7 @@ def served_tables(  # noqa: PLR0913  (every input of the tables is explicit)
     add(
         REPLICATION_GROUP_MEMBERS.columns,
         REPLICATION_GROUP_MEMBERS.name,
-        [(in_view.get(m) or _departed(state, m), m, Key.VIEW) for m in members],
+        [(in_view.get(m) or _departed(state, m), m, Key.COUNTS) for m in members],
     )
     add(
         REPLICATION_GROUP_MEMBER_STATS.columns,

@@ -183,16 +183,18 @@ class ExchangeRequest(_message.Message):
     def __init__(self, sender: _Optional[str] = ..., sender_member: _Optional[bytes] = ..., digest: _Optional[_Iterable[_Union[DigestEntry, _Mapping]]] = ..., updates: _Optional[_Iterable[_Union[Update, _Mapping]]] = ..., sent_at_us: _Optional[int] = ...) -> None: ...
 
 class ExchangeResponse(_message.Message):
-    __slots__ = ("updates", "digest", "received_at_us", "sent_at_us")
+    __slots__ = ("updates", "digest", "received_at_us", "sent_at_us", "member")
     UPDATES_FIELD_NUMBER: _ClassVar[int]
     DIGEST_FIELD_NUMBER: _ClassVar[int]
     RECEIVED_AT_US_FIELD_NUMBER: _ClassVar[int]
     SENT_AT_US_FIELD_NUMBER: _ClassVar[int]
+    MEMBER_FIELD_NUMBER: _ClassVar[int]
     updates: _containers.RepeatedCompositeFieldContainer[Update]
     digest: _containers.RepeatedCompositeFieldContainer[DigestEntry]
     received_at_us: int
     sent_at_us: int
-    def __init__(self, updates: _Optional[_Iterable[_Union[Update, _Mapping]]] = ..., digest: _Optional[_Iterable[_Union[DigestEntry, _Mapping]]] = ..., received_at_us: _Optional[int] = ..., sent_at_us: _Optional[int] = ...) -> None: ...
+    member: bytes
+    def __init__(self, updates: _Optional[_Iterable[_Union[Update, _Mapping]]] = ..., digest: _Optional[_Iterable[_Union[DigestEntry, _Mapping]]] = ..., received_at_us: _Optional[int] = ..., sent_at_us: _Optional[int] = ..., member: _Optional[bytes] = ...) -> None: ...
 
 class Cell(_message.Message):
     __slots__ = ("text", "unsigned", "signed", "decimal", "null")

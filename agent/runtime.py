@@ -1,0 +1,294 @@
+"""``Agent``: one per member. Reads its member every period, gossips, serves the tables.
+
+Each period (``period_s``, 1 s by default like ``group_replication_flow_control_period``):
+
+1. read the local source; record what changed in the gossip state under the agent's stamps:
+   the counts every period (GTID columns on the first one after each ``gtid_interval_s``
+   mark, facts §2.4), the view and applier fields when they change, ``gtid_executed`` every
+   ``executed_interval_s``, the source's health when it changes;
+2. push-pull with the peers (all, or ``fanout`` of them in turn): each gets what its last
+   digest says it lacks, and answers with what we lack; clock offsets are estimated from
+   the four timestamps of each exchange (NTP's formula);
+3. every ``flush_interval_s``, write the registry of seen members in one transaction.
+
+Failures of the source or of a peer are expected: they are logged and the loop goes on.
+Queries are answered from the state without waiting for the loop (WL#3656 F5).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import random
+import time
+from typing import TYPE_CHECKING, Protocol
+
+import structlog
+from grpc_health.v1 import health, health_pb2
+
+from agent.convert import (
+    WireError,
+    digest_from_wire,
+    digest_to_wire,
+    update_to_wire,
+    updates_from_wire,
+    uuid_from_bytes,
+    uuid_to_bytes,
+)
+from agent.errors import ConfigError, SourceError, TransportError
+from agent.gossip import Counts, GossipState, Key, MergeResult
+from agent.served import served_tables
+from agent.server import SERVICE_NAMES, build_server, now_us
+from agent.sources.snapshot import GroupView, SourceHealth
+from agent.transports.rpc import GrpcTransport
+from proto import grstats_pb2 as pb
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    import grpc
+
+    from agent.gossip import Digest, Update
+    from agent.served import Served
+    from agent.sources.base import StatsSource
+    from agent.sources.snapshot import MemberSnapshot
+    from agent.transports.base import Transport
+
+
+class RuntimeSettings(Protocol):
+    """The settings the runtime uses (``agent.config.AgentConfig`` has them all)."""
+
+    @property
+    def listen(self) -> str:
+        """Address to bind, host:port (port 0: any free port)."""
+        ...
+
+    @property
+    def advertise(self) -> str | None:
+        """Address peers reach this agent at (default: the bound one)."""
+        ...
+
+    @property
+    def peers(self) -> tuple[str, ...]:
+        """Peer agents, host:port."""
+        ...
+
+    @property
+    def period_s(self) -> float:
+        """Seconds between periods."""
+        ...
+
+    @property
+    def gtid_interval_s(self) -> float:
+        """GTID columns ride on the first counts after each such mark."""
+        ...
+
+    @property
+    def executed_interval_s(self) -> float:
+        """Seconds between sends of gtid_executed."""
+        ...
+
+    @property
+    def silence_periods(self) -> int:
+        """Periods without news after which a member is not connected."""
+        ...
+
+    @property
+    def fanout(self) -> int:
+        """Peers per period, 0 for all."""
+        ...
+
+    @property
+    def rpc_timeout_s(self) -> float:
+        """Deadline of one exchange."""
+        ...
+
+
+class Agent:
+    """One agent: see the module docstring. Use ``await start()``, then ``await stop()``."""
+
+    def __init__(
+        self,
+        settings: RuntimeSettings,
+        source: StatsSource,
+        *,
+        transport: Transport | None = None,
+        clock: Callable[[], int] = now_us,
+        logger: structlog.typing.FilteringBoundLogger | None = None,
+    ) -> None:
+        self.settings = settings
+        self._source = source
+        self._transport: Transport = transport or GrpcTransport()
+        self._clock = clock
+        self._log = logger or structlog.get_logger()
+        self.incarnation = clock()
+        self.state: GossipState | None = None
+        self.local: MemberSnapshot | None = None
+        self.member_id = ""
+        self.address = settings.advertise or settings.listen
+        self.offsets: dict[str, int] = {}  #: member -> its clock minus ours, µs
+        self._peer_digests: dict[str, Digest] = {}
+        self._gtid_mark = -1
+        self._executed_at = -(2**62)
+        self._health = health.aio.HealthServicer()
+        self._server: grpc.aio.Server | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._turn = 0
+        self.periods = 0
+
+    # -- lifecycle ---------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Bind and start the server (SERVING), then start the period loop."""
+        self._server = build_server(self, self._health)
+        try:
+            port = self._server.add_insecure_port(self.settings.listen)
+        except RuntimeError as exc:
+            raise ConfigError(f"listen: cannot bind {self.settings.listen}: {exc}") from exc
+        host = self.settings.listen.rsplit(":", 1)[0]
+        self.address = self.settings.advertise or f"{host}:{port}"
+        await self._server.start()
+        for name in ("", *SERVICE_NAMES):
+            await self._health.set(name, health_pb2.HealthCheckResponse.SERVING)
+        self._log.info("agent_started", address=self.address, period_s=self.settings.period_s)
+        self._task = asyncio.create_task(self._loop(), name=f"agent-{self.address}")
+
+    async def stop(self, grace_s: float = 1.0) -> None:
+        """Health NOT_SERVING, stop the loop, stop the server, close transport and source."""
+        await self._health.enter_graceful_shutdown()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        if self._server is not None:
+            await self._server.stop(grace_s)
+        await self._transport.aclose()
+        await self._source.aclose()
+        self._log.info("agent_stopped", address=self.address, periods=self.periods)
+
+    async def _loop(self) -> None:
+        period = self.settings.period_s
+        await asyncio.sleep(random.uniform(0, period / 10))  # noqa: S311  (jitter, not secrets)
+        next_at = time.monotonic()
+        while True:
+            await self.run_period()
+            next_at += period
+            delay = next_at - time.monotonic()
+            if delay < 0:  # overran: skip the periods missed rather than bunch them up
+                self._log.warning("period_overrun", late_s=round(-delay, 3))
+                next_at = time.monotonic()
+                delay = 0
+            await asyncio.sleep(delay)
+
+    # -- one period ----------------------------------------------------------------------
+
+    async def run_period(self) -> None:
+        """Read the source, record what changed, exchange with the peers."""
+        self.periods += 1
+        await self._read_source()
+        if self.state is not None:
+            await self._exchange_all()
+
+    async def _read_source(self) -> None:
+        now = self._clock()
+        try:
+            snapshot = await self._source.read()
+        except SourceError as exc:
+            self._log.warning("source_read_failed", error=str(exc))
+            if self.state is not None:
+                self._record_if_changed(Key.HEALTH, SourceHealth(ok=False, message=str(exc)), now)
+            return
+        if self.state is None:
+            self.member_id = snapshot.member_id
+            self.state = GossipState(snapshot.member_id, self.incarnation)
+            self._log = self._log.bind(member_id=snapshot.member_id)
+        self.local = snapshot
+        self._record_if_changed(Key.VIEW, snapshot.view, now)
+        self._record_if_changed(Key.APPLIER, snapshot.applier, now)
+        self._record_if_changed(Key.HEALTH, snapshot.health, now)
+        mark = int(now // (self.settings.gtid_interval_s * 1_000_000))
+        present = mark != self._gtid_mark
+        self._gtid_mark = mark
+        self.state.record_local(Key.COUNTS, Counts(snapshot.stats, gtids_present=present), now)
+        if now - self._executed_at >= self.settings.executed_interval_s * 1_000_000:
+            self._executed_at = now
+            self.state.record_local(Key.GTID_EXECUTED, snapshot.gtid_executed, now)
+
+    def _record_if_changed(self, key: Key, value: GroupView | object, now: int) -> None:
+        assert self.state is not None
+        held = self.state.value(self.member_id, key)
+        if held is None or held.update.value != value:
+            self.state.record_local(key, value, now)  # type: ignore[arg-type]
+
+    def peers(self) -> list[str]:
+        """The peers to exchange with: ``--peers`` without this agent's own address."""
+        return [peer for peer in self.settings.peers if peer != self.address]
+
+    async def _exchange_all(self) -> None:
+        peers = self.peers()
+        fanout = self.settings.fanout
+        if fanout and len(peers) > fanout:  # take turns so that every peer is reached
+            start = self._turn % len(peers)
+            self._turn += fanout
+            peers = (peers + peers)[start : start + fanout]
+        await asyncio.gather(*(self._exchange(peer) for peer in peers))
+
+    async def _exchange(self, peer: str) -> None:
+        state = self.state
+        assert state is not None
+        sent = self._clock()
+        request = pb.ExchangeRequest(
+            sender=self.address,
+            sender_member=uuid_to_bytes(self.member_id),
+            digest=digest_to_wire(state.digest()),
+            updates=[
+                update_to_wire(u) for u in state.updates_for(self._peer_digests.get(peer, {}))
+            ],
+            sent_at_us=sent,
+        )
+        try:
+            response = await self._transport.exchange(peer, request, self.settings.rpc_timeout_s)
+        except TransportError as exc:
+            self._log.info("peer_exchange_failed", peer=peer, error=str(exc))
+            return
+        arrived = self._clock()
+        try:
+            updates = updates_from_wire(response.updates)
+            digest = digest_from_wire(response.digest)
+            responder = uuid_from_bytes(response.member, "member") if response.member else ""
+        except WireError as exc:
+            self._log.warning("peer_answer_refused", peer=peer, error=str(exc))
+            return
+        self._merge(updates, peer)
+        self._peer_digests[peer] = digest
+        if responder and response.received_at_us and response.sent_at_us:
+            offset = ((response.received_at_us - sent) + (response.sent_at_us - arrived)) // 2
+            self.offsets[responder] = offset
+
+    def _merge(self, updates: list[Update], via: str) -> MergeResult:
+        assert self.state is not None
+        result = self.state.merge(updates, self._clock(), via)
+        if result.unknown:
+            self._log.warning("unknown_members_refused", via=via, members=list(result.unknown))
+        return result
+
+    # -- what the servicers use ------------------------------------------------------------
+
+    def accept(self, updates: list[Update], sender: str, sender_member: str) -> MergeResult:
+        """Merge updates a peer pushed (Gossip.Exchange)."""
+        del sender_member  # the updates carry their own origins
+        if self.state is None:
+            return MergeResult()
+        return self._merge(updates, sender)
+
+    def knowledge(self) -> GossipState | None:
+        """The gossip state, once the local member is known."""
+        return self.state
+
+    def tables(self, extended: bool) -> Served:
+        """The served tables now (Query.Read)."""
+        state = self.state or GossipState(self.member_id, self.incarnation)
+        silence = int(self.settings.silence_periods * self.settings.period_s * 1_000_000)
+        return served_tables(
+            state, self.local, self._clock(), silence, offsets_us=self.offsets, extended=extended
+        )

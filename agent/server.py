@@ -1,0 +1,147 @@
+"""The agent's gRPC services: Gossip (between agents) and Query (for clients), plus health.
+
+Servicers check every request through :mod:`agent.convert` and answer INVALID_ARGUMENT naming
+the bad field; nothing from a rejected request is stored, and the agent keeps running.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Protocol
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection
+
+from agent.convert import (
+    WireError,
+    digest_from_wire,
+    digest_to_wire,
+    table_to_wire,
+    update_to_wire,
+    updates_from_wire,
+    uuid_from_bytes,
+    uuid_to_bytes,
+)
+from proto import grstats_pb2 as pb
+from proto import grstats_pb2_grpc as pb_grpc
+
+if TYPE_CHECKING:
+    from agent.gossip import GossipState, MergeResult, Update
+    from agent.served import Served
+
+SERVICE_NAMES = (
+    pb.DESCRIPTOR.services_by_name["Gossip"].full_name,
+    pb.DESCRIPTOR.services_by_name["Query"].full_name,
+)
+
+
+class Node(Protocol):
+    """What the servicers need of the agent (``agent.runtime.Agent`` provides it)."""
+
+    address: str
+    member_id: str
+
+    def accept(self, updates: list[Update], sender: str, sender_member: str) -> MergeResult:
+        """Merge updates a peer pushed; return what was taken."""
+        ...
+
+    def knowledge(self) -> GossipState | None:
+        """The gossip state, once the local member is known."""
+        ...
+
+    def tables(self, extended: bool) -> Served:
+        """The served tables now."""
+        ...
+
+
+def now_us() -> int:
+    """The wall clock in µs since the epoch."""
+    return time.time_ns() // 1000
+
+
+class GossipServicer(pb_grpc.GossipServicer):  # type: ignore[misc]
+    """Answers a peer's push-pull exchange."""
+
+    def __init__(self, node: Node) -> None:
+        self._node = node
+
+    async def Exchange(  # noqa: N802  (the RPC's name)
+        self,
+        request: pb.ExchangeRequest,
+        context: grpc.aio.ServicerContext[pb.ExchangeRequest, pb.ExchangeResponse],
+    ) -> pb.ExchangeResponse:
+        """Merge what the peer pushed, then send what it lacks by its digest."""
+        received = now_us()
+        if len(request.sender) > 255:
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"sender: {len(request.sender)} characters is more than 255",
+            )
+        try:
+            sender_member = uuid_from_bytes(request.sender_member, "sender_member")
+            digest = digest_from_wire(request.digest)
+            updates = updates_from_wire(request.updates)
+        except WireError as exc:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        self._node.accept(updates, request.sender, sender_member)
+        state = self._node.knowledge()
+        if state is None:
+            return pb.ExchangeResponse(received_at_us=received, sent_at_us=now_us())
+        return pb.ExchangeResponse(
+            updates=[update_to_wire(u) for u in state.updates_for(digest)],
+            digest=digest_to_wire(state.digest()),
+            received_at_us=received,
+            sent_at_us=now_us(),
+            member=uuid_to_bytes(self._node.member_id),
+        )
+
+
+class QueryServicer(pb_grpc.QueryServicer):  # type: ignore[misc]
+    """Serves the tables this agent knows."""
+
+    def __init__(self, node: Node) -> None:
+        self._node = node
+
+    async def Read(  # noqa: N802  (the RPC's name)
+        self,
+        request: pb.QueryRequest,
+        context: grpc.aio.ServicerContext[pb.QueryRequest, pb.QueryResponse],
+    ) -> pb.QueryResponse:
+        """Return the requested tables (all when none is named)."""
+        tables = self._node.tables(request.extended)
+        unknown = [name for name in request.tables if name not in tables]
+        if unknown:
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"tables: {unknown[0]!r} is not one of {', '.join(sorted(tables))}",
+            )
+        names = list(request.tables) or list(tables)
+        return pb.QueryResponse(
+            tables=[table_to_wire(name, *tables[name]) for name in names],
+            agent=self._node.address,
+            member=uuid_to_bytes(self._node.member_id) if self._node.member_id else b"",
+            served_at_us=now_us(),
+        )
+
+
+def build_server(node: Node, health_servicer: health.aio.HealthServicer) -> grpc.aio.Server:
+    """Return an unstarted server with Gossip, Query, health and reflection registered."""
+    server = grpc.aio.server(
+        options=[
+            ("grpc.max_receive_message_length", 16 * 1024 * 1024),
+            ("grpc.max_send_message_length", 16 * 1024 * 1024),
+        ]
+    )
+    pb_grpc.add_GossipServicer_to_server(GossipServicer(node), server)
+    pb_grpc.add_QueryServicer_to_server(QueryServicer(node), server)
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+    reflection.enable_server_reflection(
+        (
+            *SERVICE_NAMES,
+            health_pb2.DESCRIPTOR.services_by_name["Health"].full_name,
+            reflection.SERVICE_NAME,
+        ),
+        server,
+    )
+    return server

@@ -1,0 +1,31 @@
+"""``FaultyTransport``: wraps a transport and breaks chosen links, for fault-injection tests."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from agent.errors import PeerUnreachable
+
+if TYPE_CHECKING:
+    from agent.transports.base import Transport
+    from proto import grstats_pb2 as pb
+
+
+class FaultyTransport:
+    """Passes exchanges to ``inner``, except to peers in :attr:`broken`, which are unreachable."""
+
+    def __init__(self, inner: Transport) -> None:
+        self.inner = inner
+        self.broken: set[str] = set()
+
+    async def exchange(
+        self, peer: str, request: pb.ExchangeRequest, timeout_s: float
+    ) -> pb.ExchangeResponse:
+        """Exchange with ``peer`` unless its link is broken."""
+        if peer in self.broken:
+            raise PeerUnreachable(f"{peer}: link broken (fault injection)")
+        return await self.inner.exchange(peer, request, timeout_s)
+
+    async def aclose(self) -> None:
+        """Close the inner transport."""
+        await self.inner.aclose()

@@ -1,0 +1,282 @@
+"""Agents over real gRPC on 127.0.0.1: consistent rows, relay, silence, queries, bad input."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from agent.convert import table_from_wire, uuid_to_bytes
+from agent.runtime import Agent
+from agent.sim.scenario import load_scenario
+from agent.sources.simulated import SimulatedSource
+from agent.transports import FaultyTransport, GrpcTransport
+from proto import grstats_pb2 as pb
+from proto import grstats_pb2_grpc as pb_grpc
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+START_S = 1_700_000_000.0
+
+
+@dataclass
+class Settings:
+    """Runtime settings for tests (peers are filled in once the ports are known)."""
+
+    listen: str = "127.0.0.1:0"
+    advertise: str | None = None
+    peers: tuple[str, ...] = ()
+    period_s: float = 1.0
+    gtid_interval_s: float = 30.0
+    executed_interval_s: float = 60.0
+    silence_periods: int = 10
+    fanout: int = 0
+    rpc_timeout_s: float = 2.0
+
+
+class Clock:
+    """A clock the test moves; agents and simulated sources read it."""
+
+    def __init__(self) -> None:
+        self.seconds = START_S + 10
+
+    def us(self) -> int:
+        return int(self.seconds * 1_000_000)
+
+    def s(self) -> float:
+        return self.seconds
+
+
+@dataclass
+class Group:
+    """Agents of one simulated group, their transports and the shared clock."""
+
+    agents: list[Agent]
+    transports: list[FaultyTransport]
+    clock: Clock
+
+    async def rounds(self, count: int = 1, step_s: float = 1.0) -> None:
+        """Advance the clock and run one period on every agent, ``count`` times."""
+        for _ in range(count):
+            self.clock.seconds += step_s
+            for agent in self.agents:
+                await agent.run_period()
+
+
+async def start_group(members: int, scenario: str = "steady", started: int | None = None) -> Group:
+    """Start ``members`` agents (the first ``started``) with the loop disabled: tests drive it."""
+    clock = Clock()
+    size = load_scenario(scenario).with_members(members)
+    agents, transports = [], []
+    for index in range(members):
+        transport = FaultyTransport(GrpcTransport())
+        source = SimulatedSource(size, index, seed=1, group_start_s=START_S, clock=clock.s)
+        agent = Agent(Settings(), source, transport=transport, clock=clock.us)
+        agents.append(agent)
+        transports.append(transport)
+    for agent in agents[: started or members]:
+        await _start_without_loop(agent)
+    addresses = tuple(agent.address for agent in agents)
+    for agent in agents:
+        agent.settings.peers = addresses  # type: ignore[misc]
+    return Group(agents, transports, clock)
+
+
+async def _start_without_loop(agent: Agent) -> None:
+    await agent.start()
+    assert agent._task is not None
+    agent._task.cancel()
+
+
+@pytest.fixture(name="group")
+async def _group() -> AsyncIterator[Group]:
+    group = await start_group(3)
+    yield group
+    for agent in group.agents:
+        await agent.stop(grace_s=0)
+
+
+def stats(agent: Agent) -> dict[str, dict[str, Any]]:
+    """The agent's replication_group_member_stats rows by MEMBER_ID."""
+    columns, rows = agent.tables(extended=True)["replication_group_member_stats"]
+    named = [{c.name: v for c, v in zip(columns, row, strict=True)} for row in rows]
+    return {str(row["MEMBER_ID"]): row for row in named}
+
+
+async def test_every_agent_serves_every_member(group: Group) -> None:
+    """After two rounds each agent lists all members, each with that member's own counts."""
+    await group.rounds(2)
+    truth = {a.member_id: a.local.stats.count_transactions_checked for a in group.agents}  # type: ignore[union-attr]
+    for agent in group.agents:
+        rows = stats(agent)
+        assert sorted(rows) == sorted(truth)
+        assert {m: r["COUNT_TRANSACTIONS_CHECKED"] for m, r in rows.items()} == truth
+        assert all(r["CONNECTED"] == "YES" for r in rows.values())
+
+
+async def test_broken_link_is_bridged_by_relay(group: Group) -> None:
+    """With the A-C link broken both ways, A and C still get each other's fresh rows via B."""
+    a, b, c = group.agents
+    await group.rounds(1)
+    group.transports[0].broken.add(c.address)
+    group.transports[2].broken.add(a.address)
+    seen = []
+    for _ in range(3):
+        await group.rounds(1)
+        seen.append(c.local.stats.count_transactions_checked)  # type: ignore[union-attr]
+    rows = stats(a)[c.member_id]
+    assert rows["COUNT_TRANSACTIONS_CHECKED"] in seen[-2:]  # at most one period behind, via B
+    assert rows["SOURCE"] == b.address
+    assert rows["CONNECTED"] == "YES"
+    assert rows["AGE_MS"] <= 2_000
+
+
+async def test_silent_agent_is_not_connected_and_its_row_stays(group: Group) -> None:
+    """An agent silent for 10 periods shows as not connected, its last row kept."""
+    a, _, c = group.agents
+    await group.rounds(2)
+    last = stats(a)[c.member_id]["COUNT_TRANSACTIONS_CHECKED"]
+    silent = group.agents.pop()
+    for transport in group.transports[:2]:
+        transport.broken.add(silent.address)
+    await group.rounds(9)
+    assert stats(a)[c.member_id]["CONNECTED"] == "YES"  # 9 periods: not yet
+    await group.rounds(2)
+    row = stats(a)[c.member_id]
+    assert row["CONNECTED"] == "NO"
+    assert row["COUNT_TRANSACTIONS_CHECKED"] == last
+    group.agents.append(silent)
+
+
+async def query(address: str, request: pb.QueryRequest) -> pb.QueryResponse:
+    """One Query.Read over a real channel."""
+    async with grpc.aio.insecure_channel(address) as channel:
+        response: pb.QueryResponse = await pb_grpc.QueryStub(channel).Read(request, timeout=5)
+        return response
+
+
+async def test_query_service(group: Group) -> None:
+    """Query.Read returns the named tables with MySQL's column names; a bad name is refused."""
+    await group.rounds(2)
+    response = await query(
+        group.agents[1].address, pb.QueryRequest(tables=["replication_group_members"])
+    )
+    assert [t.name for t in response.tables] == ["replication_group_members"]
+    columns, rows = table_from_wire(response.tables[0])
+    assert columns[:3] == ["CHANNEL_NAME", "MEMBER_ID", "MEMBER_HOST"]
+    assert len(rows) == 3
+    assert response.agent == group.agents[1].address
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await query(group.agents[1].address, pb.QueryRequest(tables=["nope"]))
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "'nope'" in (caught.value.details() or "")
+
+
+async def exchange(address: str, request: pb.ExchangeRequest) -> pb.ExchangeResponse:
+    """One Gossip.Exchange over a real channel."""
+    async with grpc.aio.insecure_channel(address) as channel:
+        response: pb.ExchangeResponse = await pb_grpc.GossipStub(channel).Exchange(
+            request, timeout=5
+        )
+        return response
+
+
+@pytest.mark.parametrize(
+    ("mutate", "field"),
+    [
+        pytest.param(lambda r: setattr(r, "sender_member", b"x"), "sender_member", id="bad-sender"),
+        pytest.param(
+            lambda r: r.updates.add(origin=b"\x01" * 16, gtid_executed="garbage"),
+            "updates[0]",
+            id="garbage-gtid",
+        ),
+        pytest.param(
+            lambda r: r.updates.add(origin=b"\x01" * 3, health=pb.Health()),
+            "updates[0].origin",
+            id="bad-origin",
+        ),
+        pytest.param(lambda r: r.digest.add(origin=b"\x02"), "digest[0].origin", id="bad-digest"),
+    ],
+)
+async def test_malformed_gossip_is_refused_and_the_agent_goes_on(
+    group: Group, mutate: Any, field: str
+) -> None:
+    """Malformed exchanges get INVALID_ARGUMENT naming the field; rows stay; the agent answers."""
+    a, b, _ = group.agents
+    await group.rounds(2)
+    before = stats(b)
+    request = pb.ExchangeRequest(sender="fuzz:1", sender_member=uuid_to_bytes(a.member_id))
+    mutate(request)
+    with pytest.raises(grpc.aio.AioRpcError) as caught:
+        await exchange(b.address, request)
+    assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert field in (caught.value.details() or "")
+    assert stats(b) == before
+    await group.rounds(1)
+    assert len(stats(b)) == 3
+
+
+async def test_unknown_member_never_gets_a_row(group: Group) -> None:
+    """A well-formed update about a member no membership lists is dropped, not served."""
+    a, b, _ = group.agents
+    await group.rounds(2)
+    stranger = "dddddddd-dddd-dddd-dddd-dddddddddddd"
+    update = pb.Update(origin=uuid_to_bytes(stranger), incarnation=1, version=1)
+    update.counts.transactions_checked = 5
+    request = pb.ExchangeRequest(
+        sender="x:1", sender_member=uuid_to_bytes(a.member_id), updates=[update]
+    )
+    await exchange(b.address, request)
+    assert stranger not in stats(b)
+
+
+async def test_health_serving_then_not_serving() -> None:
+    """Health is SERVING while the agent runs and NOT_SERVING once stop begins."""
+    group = await start_group(1)
+    agent = group.agents[0]
+    async with grpc.aio.insecure_channel(agent.address) as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        reply = await stub.Check(
+            health_pb2.HealthCheckRequest(service="grstats.v1.Query"), timeout=5
+        )
+        assert reply.status == health_pb2.HealthCheckResponse.SERVING
+        await agent._health.enter_graceful_shutdown()
+        reply = await stub.Check(health_pb2.HealthCheckRequest(service=""), timeout=5)
+        assert reply.status == health_pb2.HealthCheckResponse.NOT_SERVING
+    await agent.stop(grace_s=0)
+
+
+async def test_real_loop_converges() -> None:
+    """With the period loop running for real, agents converge within a few periods."""
+    clock_free = load_scenario("steady")
+    agents = []
+    start = time.time() - 5
+    for index in range(3):
+        settings = Settings(period_s=0.2, rpc_timeout_s=0.15)
+        agents.append(
+            Agent(settings, SimulatedSource(clock_free, index, seed=1, group_start_s=start))
+        )
+    for agent in agents:
+        await agent.start()
+    addresses = tuple(agent.address for agent in agents)
+    for agent in agents:
+        agent.settings.peers = addresses  # type: ignore[misc]
+    try:
+        for _ in range(50):
+            await asyncio.sleep(0.1)
+            if all(
+                len(stats(agent)) == 3
+                and all(r["CONNECTED"] == "YES" for r in stats(agent).values())
+                for agent in agents
+            ):
+                break
+        assert all(len(stats(agent)) == 3 for agent in agents)
+    finally:
+        for agent in agents:
+            await agent.stop(grace_s=0)
