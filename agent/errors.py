@@ -8,6 +8,8 @@ Tree::
         ├── SourceError         a stats source could not read its member
         │   ├── SourceUnavailable   the server is down, refused, or answered too late
         │   └── SourceDataError     the server answered with a value outside its domain
+        ├── RegistryError       the member registry could not be read or written
+        │                       (defined in agent.registry, beside its implementations)
         └── TransportError      an exchange with a peer agent failed
             ├── PeerUnreachable     the peer could not be reached (or refused the call)
             └── PeerTimeout         the peer did not answer within the deadline

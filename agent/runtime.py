@@ -37,6 +37,9 @@ from agent.convert import (
 )
 from agent.errors import ConfigError, SourceError, TransportError
 from agent.gossip import Counts, GossipState, Key, MergeResult
+from agent.gtid import GtidSet
+from agent.registry import MemberRecord, RegistryError
+from agent.rows import ApplierStatusRow, MemberRow
 from agent.served import served_tables
 from agent.server import SERVICE_NAMES, build_server, now_us
 from agent.sources.snapshot import GroupView, SourceHealth
@@ -49,6 +52,8 @@ if TYPE_CHECKING:
     import grpc
 
     from agent.gossip import Digest, Update
+    from agent.gossip.updates import Value
+    from agent.registry import MemberRegistry
     from agent.served import Served
     from agent.sources.base import StatsSource
     from agent.sources.snapshot import MemberSnapshot
@@ -103,22 +108,42 @@ class RuntimeSettings(Protocol):
         """Deadline of one exchange."""
         ...
 
+    @property
+    def agent_port(self) -> int:
+        """The port of the other members' agents, for discovery when ``peers`` is empty."""
+        ...
+
+    @property
+    def flush_interval_s(self) -> float:
+        """Seconds between registry saves."""
+        ...
+
+    @property
+    def retention_s(self) -> float:
+        """Seconds a member unheard stays remembered; 0 keeps it forever."""
+        ...
+
 
 class Agent:
     """One agent: see the module docstring. Use ``await start()``, then ``await stop()``."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0913  (the seams are injected: source, transport, registry, clock)
         self,
         settings: RuntimeSettings,
         source: StatsSource,
         *,
         transport: Transport | None = None,
+        registry: MemberRegistry | None = None,
         clock: Callable[[], int] = now_us,
         logger: structlog.typing.FilteringBoundLogger | None = None,
     ) -> None:
         self.settings = settings
         self._source = source
         self._transport: Transport = transport or GrpcTransport()
+        self._registry = registry
+        self._remembered: list[MemberRecord] = []
+        self._agents: dict[str, str] = {}  # member -> its agent's address, as heard directly
+        self._flushed_at = clock()
         self._clock = clock
         self._log = logger or structlog.get_logger()
         self.incarnation = clock()
@@ -140,6 +165,9 @@ class Agent:
 
     async def start(self) -> None:
         """Bind and start the server (SERVING), then start the period loop."""
+        if self._registry is not None:
+            self._remembered = await asyncio.to_thread(self._registry.load)
+            self._log.info("registry_loaded", members=len(self._remembered))
         self._server = build_server(self, self._health)
         try:
             port = self._server.add_insecure_port(self.settings.listen)
@@ -162,6 +190,9 @@ class Agent:
                 await self._task
         if self._server is not None:
             await self._server.stop(grace_s)
+        await self.flush()
+        if self._registry is not None:
+            await asyncio.to_thread(self._registry.close)
         await self._transport.aclose()
         await self._source.aclose()
         self._log.info("agent_stopped", address=self.address, periods=self.periods)
@@ -188,6 +219,8 @@ class Agent:
         await self._read_source()
         if self.state is not None:
             await self._exchange_all()
+        if self._clock() - self._flushed_at >= self.settings.flush_interval_s * 1_000_000:
+            await self.flush()
 
     async def _read_source(self) -> None:
         now = self._clock()
@@ -202,6 +235,10 @@ class Agent:
             self.member_id = snapshot.member_id
             self.state = GossipState(snapshot.member_id, self.incarnation)
             self._log = self._log.bind(member_id=snapshot.member_id)
+            for record in self._remembered:
+                self.state.seed(
+                    record.member_id, remembered_values(record), record.last_seen_us, "registry"
+                )
         self.local = snapshot
         self._record_if_changed(Key.VIEW, snapshot.view, now)
         self._record_if_changed(Key.APPLIER, snapshot.applier, now)
@@ -221,8 +258,15 @@ class Agent:
             self.state.record_local(key, value, now)  # type: ignore[arg-type]
 
     def peers(self) -> list[str]:
-        """The peers to exchange with: ``--peers`` without this agent's own address."""
-        return [peer for peer in self.settings.peers if peer != self.address]
+        """The peers: ``--peers``, or the members' hosts at ``agent_port``; never this agent."""
+        configured = self.settings.peers
+        if not configured and self.local is not None:
+            configured = tuple(
+                f"{row.member_host}:{self.settings.agent_port}"
+                for row in self.local.view.members
+                if row.member_id != self.member_id and row.member_host
+            )
+        return [peer for peer in configured if peer != self.address]
 
     async def _exchange_all(self) -> None:
         peers = self.peers()
@@ -261,6 +305,8 @@ class Agent:
             return
         self._merge(updates, peer)
         self._peer_digests[peer] = digest
+        if responder:
+            self._agents[responder] = peer
         if responder and response.received_at_us and response.sent_at_us:
             offset = ((response.received_at_us - sent) + (response.sent_at_us - arrived)) // 2
             self.offsets[responder] = offset
@@ -276,9 +322,10 @@ class Agent:
 
     def accept(self, updates: list[Update], sender: str, sender_member: str) -> MergeResult:
         """Merge updates a peer pushed (Gossip.Exchange)."""
-        del sender_member  # the updates carry their own origins
         if self.state is None:
             return MergeResult()
+        if sender and sender_member in self.state.known_members():
+            self._agents[sender_member] = sender
         return self._merge(updates, sender)
 
     def knowledge(self) -> GossipState | None:
@@ -286,9 +333,105 @@ class Agent:
         return self.state
 
     def tables(self, extended: bool) -> Served:
-        """The served tables now (Query.Read)."""
-        state = self.state or GossipState(self.member_id, self.incarnation)
+        """The served tables now (Query.Read); before the first read, what the registry holds."""
+        state = self.state
+        if state is None:
+            state = GossipState(self.member_id, self.incarnation)
+            for record in self._remembered:
+                state.seed(
+                    record.member_id, remembered_values(record), record.last_seen_us, "registry"
+                )
         silence = int(self.settings.silence_periods * self.settings.period_s * 1_000_000)
         return served_tables(
             state, self.local, self._clock(), silence, offsets_us=self.offsets, extended=extended
         )
+
+    # -- the registry ------------------------------------------------------------------------
+
+    async def flush(self) -> None:
+        """Save every known member to the registry in one transaction; purge the expired."""
+        now = self._clock()
+        self._flushed_at = now
+        if self._registry is None or self.state is None:
+            return
+        retention = int(self.settings.retention_s * 1_000_000)
+        if retention:
+            for member_id, origin in list(self.state.origins.items()):
+                if (
+                    member_id != self.member_id
+                    and now - max(origin.fresh_at_us, origin.first_seen_us) > retention
+                ):
+                    self.state.forget(member_id)
+        records = member_records(
+            self.state, self.tables(extended=False), self._agents, self.address
+        )
+        try:
+            await asyncio.to_thread(self._registry.save, records)
+            if retention:
+                await asyncio.to_thread(self._registry.purge, now - retention)
+        except RegistryError as exc:
+            self._log.warning("registry_save_failed", error=str(exc))
+
+
+def remembered_values(record: MemberRecord) -> dict[Key, Value]:
+    """The values a registry record gives back to the gossip state after a restart."""
+    values: dict[Key, Value] = {
+        Key.VIEW: GroupView(
+            members=(
+                MemberRow(
+                    member_id=record.member_id,
+                    member_host=record.member_host,
+                    member_port=record.member_port,
+                ),
+            )
+        )
+    }
+    if record.stats is not None:
+        values[Key.COUNTS] = Counts(record.stats, gtids_present=True)
+    if record.applier is not None:
+        values[Key.APPLIER] = record.applier
+    if record.gtid_executed:
+        values[Key.GTID_EXECUTED] = GtidSet.parse(record.gtid_executed)
+    return values
+
+
+def member_records(
+    state: GossipState, tables: Served, agents: dict[str, str], own_address: str
+) -> list[MemberRecord]:
+    """One registry record per member the served tables list."""
+    columns, rows = tables["replication_group_members"]
+    names = [column.name for column in columns]
+    records = []
+    for row in rows:
+        member = dict(zip(names, row, strict=True))
+        member_id = str(member["MEMBER_ID"])
+        origin = state.origins.get(member_id)
+        if not member_id or origin is None:
+            continue
+        counts = state.value(member_id, Key.COUNTS)
+        applier = state.value(member_id, Key.APPLIER)
+        executed = state.value(member_id, Key.GTID_EXECUTED)
+        port = member["MEMBER_PORT"]
+        records.append(
+            MemberRecord(
+                member_id=member_id,
+                member_host=str(member["MEMBER_HOST"]),
+                member_port=port if isinstance(port, int) else None,
+                agent_address=own_address
+                if member_id == state.local_id
+                else agents.get(member_id, ""),
+                first_seen_us=max(0, origin.first_seen_us),
+                last_seen_us=max(0, origin.fresh_at_us, origin.first_seen_us),
+                last_state=str(member["MEMBER_STATE"]),
+                stats=counts.update.value.row
+                if counts and isinstance(counts.update.value, Counts)
+                else None,
+                applier=applier.update.value
+                if applier and isinstance(applier.update.value, ApplierStatusRow)
+                else None,
+                gtid_executed=str(executed.update.value)
+                if executed and isinstance(executed.update.value, GtidSet)
+                else "",
+            )
+        )
+    return records

@@ -12,6 +12,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from agent.convert import table_from_wire, uuid_to_bytes
+from agent.registry import SqliteRegistry
 from agent.runtime import Agent
 from agent.sim.scenario import load_scenario
 from agent.sources.simulated import SimulatedSource
@@ -21,6 +22,7 @@ from proto import grstats_pb2_grpc as pb_grpc
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
+    from pathlib import Path
 
 START_S = 1_700_000_000.0
 
@@ -38,6 +40,9 @@ class Settings:
     silence_periods: int = 10
     fanout: int = 0
     rpc_timeout_s: float = 2.0
+    agent_port: int = 7400
+    flush_interval_s: float = 5.0
+    retention_s: float = 86_400.0
 
 
 class Clock:
@@ -280,3 +285,43 @@ async def test_real_loop_converges() -> None:
     finally:
         for agent in agents:
             await agent.stop(grace_s=0)
+
+
+async def test_restarted_agent_lists_every_member_at_once(tmp_path: Path) -> None:
+    """After a restart, the agent being asked lists all members from its registry at once."""
+    group = await start_group(3)
+    registry_path = tmp_path / "registry.sqlite"
+    asked = group.agents[1]
+    asked._registry = SqliteRegistry(registry_path)
+    await group.rounds(3)
+    members = {a.member_id for a in group.agents}
+    await asked.stop(grace_s=0)  # flushes the registry
+    restarted = Agent(
+        Settings(),
+        SimulatedSource(
+            load_scenario("steady"), 1, seed=1, group_start_s=START_S, clock=group.clock.s
+        ),
+        registry=SqliteRegistry(registry_path),
+        clock=group.clock.us,
+    )
+    await _start_without_loop(restarted)
+    try:
+        rows = stats(restarted)  # before any read or exchange
+        assert set(rows) == members
+        assert all(row["CONNECTED"] == "NO" for row in rows.values())
+        assert all(row["COUNT_TRANSACTIONS_CHECKED"] > 0 for row in rows.values())
+    finally:
+        await restarted.stop(grace_s=0)
+        for agent in (group.agents[0], group.agents[2]):
+            await agent.stop(grace_s=0)
+
+
+async def test_discovers_peers_from_the_membership() -> None:
+    """Without --peers, an agent's peers are the other members' hosts at the agent port."""
+    group = await start_group(3)
+    agent = group.agents[0]
+    agent.settings.peers = ()  # type: ignore[misc]
+    await agent.run_period()
+    assert sorted(agent.peers()) == ["127.0.0.1:7400"] * 2  # every simulated member is 127.0.0.1
+    for other in group.agents:
+        await other.stop(grace_s=0)

@@ -1,0 +1,26 @@
+"""The member registry: every member the agent has seen, kept across restarts (WL#2860).
+
+``SqliteRegistry`` keeps it in the agent's state directory, each save one transaction
+(WL#2775); ``MemoryRegistry`` keeps the same contract in memory for tests of the agent.
+"""
+
+from __future__ import annotations
+
+from agent.registry.base import (
+    DEFAULT_RETENTION_S,
+    MemberRecord,
+    MemberRegistry,
+    RegistryError,
+)
+from agent.registry.memory import MemoryRegistry
+from agent.registry.sqlite import REGISTRY_FILENAME, SqliteRegistry
+
+__all__ = [
+    "DEFAULT_RETENTION_S",
+    "REGISTRY_FILENAME",
+    "MemberRecord",
+    "MemberRegistry",
+    "MemoryRegistry",
+    "RegistryError",
+    "SqliteRegistry",
+]

@@ -1,0 +1,102 @@
+"""``MemoryRegistry``: the registry contract in memory, for unit tests of the agent."""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Self
+
+from agent.registry.base import RegistryError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from types import TracebackType
+
+    from agent.registry.base import MemberRecord
+
+
+class MemoryRegistry:
+    """A :class:`~agent.registry.base.MemberRegistry` held in a dict; nothing survives the process.
+
+    It keeps the real registry's contract (upsert by member_id, all-or-nothing saves,
+    case-insensitive forget, RegistryError after close) and can play a failing disk:
+    :meth:`fail` makes calls raise RegistryError until :meth:`recover`. Calls are serialised
+    by a lock, so any thread may make them.
+    """
+
+    def __init__(self, records: Sequence[MemberRecord] = ()) -> None:
+        self._lock = threading.Lock()
+        self._records = {record.member_id.lower(): record for record in records}
+        self._failure: tuple[str, str | None] | None = None
+        self._closed = False
+        self.saves = 0
+
+    def fail(self, message: str = "disk I/O error", *, member_id: str | None = None) -> None:
+        """Make calls raise RegistryError(``message``) until :meth:`recover`.
+
+        With ``member_id``, only a save that holds that member fails, as if its record could
+        not be stored; the records before it are not applied either.
+        """
+        self._failure = (message, member_id.lower() if member_id is not None else None)
+
+    def recover(self) -> None:
+        """Let calls succeed again."""
+        self._failure = None
+
+    def load(self) -> list[MemberRecord]:
+        """Return every record, ordered by member_id."""
+        with self._lock:
+            self._check("load")
+            return [self._records[key] for key in sorted(self._records)]
+
+    def save(self, records: Sequence[MemberRecord]) -> None:
+        """Insert or replace each record by member_id; all of them or, on failure, none."""
+        with self._lock:
+            self._check("save")
+            staged = dict(self._records)
+            for record in records:
+                self._check("save", record.member_id)
+                staged[record.member_id.lower()] = record
+            self._records = staged
+            self.saves += 1
+
+    def forget(self, member_id: str) -> bool:
+        """Remove the member; return whether it was there."""
+        with self._lock:
+            self._check("forget")
+            return self._records.pop(member_id.lower(), None) is not None
+
+    def purge(self, last_seen_before_us: int) -> int:
+        """Remove every member last seen before ``last_seen_before_us``; return how many."""
+        with self._lock:
+            self._check("purge")
+            kept = {k: r for k, r in self._records.items() if r.last_seen_us >= last_seen_before_us}
+            removed = len(self._records) - len(kept)
+            self._records = kept
+            return removed
+
+    def close(self) -> None:
+        """Mark the registry closed; later calls raise RegistryError."""
+        self._closed = True
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def _check(self, action: str, member_id: str | None = None) -> None:
+        """Raise RegistryError if closed or failing (for ``member_id``, when given)."""
+        if self._closed:
+            raise RegistryError(f"member registry: {action} after close")
+        if self._failure is None:
+            return
+        message, failing = self._failure
+        if failing is None:
+            raise RegistryError(f"member registry: {action} failed: {message}")
+        if member_id is not None and member_id.lower() == failing:
+            raise RegistryError(f"member registry: {action} failed: member {member_id}: {message}")
