@@ -35,8 +35,8 @@ system-deps: ## install the system packages the tests need (MariaDB server), if 
 	  fi; \
 	fi
 
-demo: $(VENV)/.installed ## the main job (for now: install and show grstats --help)
-	$(BIN)/grstats --help
+demo: $(VENV)/.installed ## the main job: a simulated 3-member group, its agents as processes, their tables
+	$(BIN)/grstats demo
 
 test: $(VENV)/.installed system-deps ## run the test suite
 	$(BIN)/pytest

@@ -7,7 +7,14 @@ import inspect
 
 import pytest
 
-PUBLIC_MODULES = ["agent.gtid", "agent.rows", "agent.sources", "agent.registry", "agent.gossip", "agent.transports"]
+PUBLIC_MODULES = [
+    "agent.gtid",
+    "agent.rows",
+    "agent.sources",
+    "agent.registry",
+    "agent.gossip",
+    "agent.transports",
+]
 
 
 def isort_key(name: str) -> tuple[int, str]:

@@ -19,7 +19,13 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
 #: Modules that each add one subcommand, in the order ``--help`` lists them.
-COMMAND_MODULES: tuple[str, ...] = ("agent.cli.simulate", "agent.cli.version")
+COMMAND_MODULES: tuple[str, ...] = (
+    "agent.cli.agent",
+    "agent.cli.demo",
+    "agent.cli.query",
+    "agent.cli.simulate",
+    "agent.cli.version",
+)
 
 DESCRIPTION = """\
 grstats shows every MySQL Group Replication member's health from wherever you stand.

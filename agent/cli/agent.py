@@ -1,0 +1,196 @@
+"""``grstats agent``: run the agent beside one member; ``grstats members forget``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from agent.cli.main import CliError
+from agent.config import AgentConfig, load_config
+from agent.errors import AgentError, ConfigError
+from agent.log import configure_logging, get_logger
+from agent.registry import RegistryError, SqliteRegistry
+from agent.runtime import Agent
+from agent.sources.mysql import MySQLSource
+
+if TYPE_CHECKING:
+    from agent.cli.types import Subparsers
+    from agent.sources.base import StatsSource
+
+EPILOG = """\
+Flags override the same keys of the config file. Every agent of one simulated group is started
+with the same --scenario, --members, --seed and --group-start, and its own --member-index (0..N-1).
+
+examples:
+  grstats agent --config deploy/examples/agent-mysql.toml
+  grstats agent --source simulated --scenario steady --members 3 --member-index 0 \\
+      --group-start "$(date +%s)" --listen 127.0.0.1:7400 \\
+      --peers 127.0.0.1:7400,127.0.0.1:7401,127.0.0.1:7402 --state-dir /tmp/grstats-0
+
+SIGTERM or Ctrl-C: health turns NOT_SERVING, the registry is flushed, the agent stops.
+exit status: 0 after a clean stop, 1 when it could not run, 2 for an invalid configuration.
+"""
+
+#: Flag -> config key (see agent.config.load_config).
+OVERRIDES = {
+    "listen": "listen",
+    "advertise": "advertise",
+    "peers": "peers",
+    "state_dir": "state_dir",
+    "period": "period_s",
+    "fanout": "fanout",
+    "source": "source",
+    "scenario": "simulated.scenario",
+    "member_index": "simulated.member_index",
+    "members": "simulated.members",
+    "seed": "simulated.seed",
+    "group_start": "simulated.group_start_s",
+    "host": "mysql.host",
+    "port": "mysql.port",
+    "user": "mysql.user",
+    "password_file": "mysql.password_file",
+    "password_env": "mysql.password_env",
+    "log_format": "log_format",
+    "log_level": "log_level",
+}
+
+
+def register(subparsers: Subparsers) -> None:
+    """Add the ``agent`` and ``members`` subcommands."""
+    parser = subparsers.add_parser(
+        "agent",
+        help="run the agent beside one member",
+        description="Read one member every period, exchange its rows with the other members' "
+        "agents over gRPC and serve every member's rows (Query service, health, reflection).",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--config", type=Path, metavar="FILE", help="TOML config (see deploy/examples)"
+    )
+    parser.add_argument(
+        "--listen", metavar="HOST:PORT", help="address to serve on (default 127.0.0.1:7400)"
+    )
+    parser.add_argument(
+        "--advertise", metavar="HOST:PORT", help="address other agents reach this one at"
+    )
+    parser.add_argument(
+        "--peers", metavar="HOST:PORT,...", help="the other agents (default: discovered)"
+    )
+    parser.add_argument("--state-dir", metavar="DIR", help="where the member registry lives")
+    parser.add_argument(
+        "--period", type=float, metavar="SECONDS", help="seconds between exchanges, 1-60"
+    )
+    parser.add_argument("--fanout", type=int, metavar="N", help="peers per period, 0 for all")
+    parser.add_argument("--source", choices=("simulated", "mysql"), help="what the agent reads")
+    simulated = parser.add_argument_group("--source simulated")
+    simulated.add_argument("--scenario", metavar="NAME|PATH", help="built-in scenario or TOML file")
+    simulated.add_argument(
+        "--member-index", type=int, metavar="I", help="this agent's member, from 0"
+    )
+    simulated.add_argument("--members", type=int, metavar="N", help="group size, 1-9")
+    simulated.add_argument("--seed", type=int, metavar="K", help="the group's seed")
+    simulated.add_argument(
+        "--group-start", type=float, metavar="UNIX_SECONDS", help="when the group started"
+    )
+    mysql = parser.add_argument_group("--source mysql")
+    mysql.add_argument("--host", metavar="HOST", help="the member's MySQL server")
+    mysql.add_argument("--port", type=int, metavar="PORT", help="its port (default 3306)")
+    mysql.add_argument(
+        "--user", metavar="USER", help="an account with SELECT on performance_schema"
+    )
+    mysql.add_argument("--password-file", metavar="FILE", help="file holding the password")
+    mysql.add_argument(
+        "--password-env", metavar="VAR", help="environment variable holding the password"
+    )
+    parser.add_argument(
+        "--log-format", choices=("auto", "json", "console"), help="auto: console on a terminal"
+    )
+    parser.add_argument("--log-level", choices=("debug", "info", "warning", "error"))
+    parser.set_defaults(handler=run_agent)
+
+    members = subparsers.add_parser(
+        "members",
+        help="manage the registry of members an agent remembers",
+        description="Manage the member registry in an agent's state directory. Stop the agent "
+        "first: a running agent saves what it holds in memory again.",
+    )
+    actions = members.add_subparsers(title="actions", metavar="ACTION")
+    forget = actions.add_parser("forget", help="forget a member that left for good")
+    forget.add_argument("uuid", metavar="UUID", help="the member's server_uuid")
+    forget.add_argument(
+        "--state-dir", required=True, metavar="DIR", help="the agent's state directory"
+    )
+    forget.set_defaults(handler=run_forget)
+
+
+def config_from(args: argparse.Namespace) -> AgentConfig:
+    """Return the config of ``args``: the file, then the flags given."""
+    overrides = {
+        key: getattr(args, flag)
+        for flag, key in OVERRIDES.items()
+        if getattr(args, flag) is not None
+    }
+    try:
+        return load_config(args.config, overrides)
+    except ConfigError as exc:
+        raise CliError(str(exc), code=2) from exc
+
+
+def build_source(config: AgentConfig) -> StatsSource:
+    """Return the source the config names."""
+    if config.source == "simulated":
+        assert config.simulated is not None
+        return config.simulated.build()
+    assert config.mysql is not None
+    return MySQLSource(config.mysql)
+
+
+def run_agent(args: argparse.Namespace) -> int:
+    """Run the agent until SIGTERM or Ctrl-C."""
+    config = config_from(args)
+    configure_logging(config.log_format, config.log_level)
+    try:
+        Path(config.state_dir).mkdir(parents=True, exist_ok=True)
+        asyncio.run(_serve(config))
+    except (AgentError, OSError) as exc:
+        raise CliError(str(exc)) from exc
+    return 0
+
+
+async def _serve(config: AgentConfig) -> None:
+    agent = Agent(
+        config,
+        build_source(config),
+        registry=SqliteRegistry.in_directory(config.state_dir),
+        logger=get_logger(),
+    )
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await agent.start()
+    try:
+        await stop.wait()
+    finally:
+        with contextlib.suppress(asyncio.CancelledError):
+            await agent.stop(grace_s=1.0)
+
+
+def run_forget(args: argparse.Namespace) -> int:
+    """Remove one member from the registry in ``--state-dir``."""
+    registry = SqliteRegistry.in_directory(args.state_dir)
+    try:
+        forgotten = registry.forget(args.uuid)
+    except RegistryError as exc:
+        raise CliError(str(exc)) from exc
+    finally:
+        registry.close()
+    if not forgotten:
+        raise CliError(f"UUID: {args.uuid} is not in the registry in {args.state_dir}")
+    print(f"forgot {args.uuid}")
+    return 0

@@ -1,0 +1,500 @@
+"""``AgentConfig``: everything one ``grstats agent`` needs, read from TOML and overridden by flags.
+
+A config file looks like this; every key but ``source`` and its section has a default::
+
+    source = "simulated"              # or "mysql": exactly that section must be present
+    listen = "127.0.0.1:7400"         # where the gossip server listens (port 0: any free port)
+    advertise = "10.0.0.5:7400"       # the address peers reach this agent at (default: listen)
+    peers = ["10.0.0.6:7400"]         # default none: discovered from the member's view
+    discover_peers = true             # default: true when peers is empty
+    agent_port = 7400                 # discovery dials member host + this (0: listen's port)
+    state_dir = "grstats-state"       # the member registry (relative: to the working directory)
+    period_s = 1                      # read and push every 1-60 s
+    gtid_interval_s = 30              # GTID fields ride every 30-60 s
+    executed_interval_s = 60          # gtid_executed travels every 30-60 s
+    silence_periods = 10              # an agent silent this long (1-1000 periods) is not connected
+    retention_s = 86400               # purge rows unseen this long; 0 never purges
+    fanout = 0                        # peers pushed to each period: 0 all, else 1-8
+    rpc_timeout_s = 0.5               # one push, 0.05-30 s and shorter than period_s
+    flush_interval_s = 5              # registry flush, 1-3600 s
+    log_format = "auto"               # auto, json or console
+    log_level = "info"                # debug, info, warning or error
+
+    [simulated]                       # for source = "simulated"
+    scenario = "steady"               # a built-in scenario's name, or a scenario file
+    member_index = 0                  # this agent's member, from 0 (required)
+    members = 3                       # default: the scenario's own size
+    seed = 1
+    group_start_s = 1767225600        # UNIX seconds (required)
+
+    [mysql]                           # for source = "mysql": MySQLSourceConfig's fields
+    host = "127.0.0.1"
+    password_file = "/etc/grstats/mysql-password"
+
+Every agent of one simulated group must be given the same scenario, members, seed and
+group start; only ``member_index`` differs.
+
+:func:`load_config` reads a file, applies overrides (the command line's flags, as dotted keys)
+and validates the result. Errors are :class:`~agent.errors.ConfigError` whose message starts
+with the key as the file spells it (``period_s: 0 is not in [1, 60] seconds``,
+``mysql.port: ...``, ``peers[1]: ...``), so one message serves the file and the flag.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+import time
+import tomllib
+from dataclasses import MISSING, dataclass, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeGuard
+
+from agent.errors import ConfigError
+from agent.log import LOG_FORMATS, LOG_LEVELS
+from agent.sim.scenario import MAX_MEMBERS, load_scenario
+from agent.sources.mysql_config import MySQLSourceConfig
+from agent.sources.simulated import SimulatedSource
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    from agent.sim.scenario import Scenario
+
+#: The stats sources an agent can read, each configured by the section of the same name.
+SOURCES = ("simulated", "mysql")
+#: The latest group start accepted (9999-12-31T23:59:59Z), in UNIX seconds.
+MAX_UNIX_S = 253_402_300_799
+#: The longest retention, in seconds (366 days).
+MAX_RETENTION_S = 366 * 86_400
+MIN_RETENTION_S = 60
+MAX_FANOUT = 8
+MAX_SEED = 2**63 - 1
+
+_HOST_RE = re.compile(r"[A-Za-z0-9_.-]{1,253}")
+_MISSING_HINTS = {
+    "source": 'give "simulated" or "mysql"',
+    "simulated.member_index": "this agent's member of the group, counted from 0",
+    "simulated.group_start_s": (
+        "the UNIX time the simulated group starts, the same for every agent of the group"
+    ),
+    "mysql.host": "the member's server: a host name or address",
+}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SimulatedSourceConfig:
+    """The ``[simulated]`` section: which member of which simulated group this agent reads.
+
+    Validated on construction; errors name the key as ``simulated.<field>``.
+
+    Attributes:
+        scenario: a built-in scenario's name (``steady``, ``slow-secondary``, ...) or the path of
+            a scenario file.
+        member_index: this agent's member, in ``0..members-1``.
+        members: the group's size, 1..9 (default: the scenario's own).
+        seed: the random seed, 0..2^63-1.
+        group_start_s: when the group starts, in UNIX seconds. It has no default: agents of one
+            group must agree on it, and a start long ago makes the first read replay the group
+            from then on.
+    """
+
+    scenario: str = "steady"
+    member_index: int
+    members: int | None = None
+    seed: int = 1
+    group_start_s: float
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.scenario, str) or not self.scenario.strip():
+            raise ConfigError(
+                f"simulated.scenario: {self.scenario!r} is not a scenario name or file path"
+            )
+        if self.members is not None:
+            _check_int("simulated.members", self.members, 1, MAX_MEMBERS)
+        top = MAX_MEMBERS - 1 if self.members is None else self.members - 1
+        if not _is_int(self.member_index) or not 0 <= self.member_index <= top:
+            size = "" if self.members is None else f" for {self.members} members"
+            raise ConfigError(
+                f"simulated.member_index: {self.member_index!r} is not in 0..{top}{size}"
+            )
+        _check_int("simulated.seed", self.seed, 0, MAX_SEED)
+        if not _is_number(self.group_start_s) or not 0 <= self.group_start_s <= MAX_UNIX_S:
+            raise ConfigError(
+                f"simulated.group_start_s: {self.group_start_s!r} is not a UNIX time "
+                f"in [0, {MAX_UNIX_S}] seconds"
+            )
+
+    def sized_scenario(self) -> Scenario:
+        """Load the scenario and size it to ``members``; ConfigError names the key at fault.
+
+        Also checks ``member_index`` against the size (the scenario's own when ``members`` is
+        None). Reads the scenario file, so :func:`load_config` calls it to fail early.
+        """
+        try:
+            scenario = load_scenario(self.scenario)
+        except ConfigError as exc:
+            reason = str(exc).removeprefix("scenario: ")
+            raise ConfigError(f"simulated.scenario: {reason}") from exc
+        if self.members is not None and self.members != scenario.members:
+            try:
+                scenario = scenario.with_members(self.members)
+            except ConfigError as exc:
+                raise ConfigError(
+                    f"simulated.members: {self.members} does not fit scenario "
+                    f"{scenario.name!r}: {exc}"
+                ) from exc
+        if self.member_index >= scenario.members:
+            raise ConfigError(
+                f"simulated.member_index: {self.member_index} is not in "
+                f"0..{scenario.members - 1} for scenario {scenario.name!r} of "
+                f"{scenario.members} members"
+            )
+        return scenario
+
+    def build(self, clock: Callable[[], float] = time.time) -> SimulatedSource:
+        """Return the source of member ``member_index`` of this simulated group.
+
+        Args:
+            clock: the time in UNIX seconds (tests pass a clock they move by hand).
+
+        Raises:
+            ConfigError: the scenario cannot be loaded or sized, or ``member_index`` is not a
+                member of it.
+        """
+        return SimulatedSource(
+            self.sized_scenario(), self.member_index, self.seed, self.group_start_s, clock=clock
+        )
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentConfig:
+    """How one agent runs: where it listens, whom it gossips with, how often, what it reads.
+
+    Validated on construction (ConfigError names the key and what it accepts). ``advertise``
+    and ``discover_peers`` default to None, resolved by the properties ``advertised`` and
+    ``discovery_enabled``; ``agent_port`` is resolved on construction (0 becomes the listen
+    port), so :func:`dataclasses.replace` of ``listen`` keeps the old ``agent_port``.
+
+    Attributes:
+        source: ``simulated`` or ``mysql``; exactly the section of that name must be given.
+        listen: ``host:port`` the gossip server binds; port 0 picks a free port (tests).
+        advertise: ``host:port`` peers reach this agent at (None: ``listen``).
+        peers: other agents' ``host:port``; empty means discover them.
+        discover_peers: whether to find peers from the member's own membership (member host
+            plus ``agent_port``); None means "when ``peers`` is empty".
+        agent_port: the port the other members' agents listen on, used by discovery;
+            0 (the default) means this agent's listen port (and stays 0 if that is 0).
+        state_dir: the directory of the member registry, kept across restarts.
+        period_s: how often the agent reads its source and pushes, 1..60 s (default 1, like
+            ``group_replication_flow_control_period``).
+        gtid_interval_s: GTID fields ride on the first message after each such mark, 30..60 s.
+        executed_interval_s: each member's ``gtid_executed`` travels this often, 30..60 s.
+        silence_periods: an agent not heard from for this many periods is not connected,
+            1..1000.
+        retention_s: rows of members unseen this long are purged; 0 never purges, else
+            60..31622400 s and longer than the silence.
+        fanout: peers pushed to each period; 0 pushes to every peer (full mesh), else 1..8.
+        rpc_timeout_s: the deadline of one push, 0.05..30 s and shorter than ``period_s``.
+        flush_interval_s: how often the registry is written to ``state_dir``, 1..3600 s.
+        simulated: the simulated source's section (``source = "simulated"``).
+        mysql: the MySQL source's section (``source = "mysql"``).
+        log_format: ``auto`` (console on a terminal, else JSON), ``json`` or ``console``.
+        log_level: ``debug``, ``info``, ``warning`` or ``error``.
+    """
+
+    source: str
+    listen: str = "127.0.0.1:7400"
+    advertise: str | None = None
+    peers: tuple[str, ...] = ()
+    discover_peers: bool | None = None
+    agent_port: int = 0
+    state_dir: Path = Path("grstats-state")
+    period_s: float = 1.0
+    gtid_interval_s: float = 30.0
+    executed_interval_s: float = 60.0
+    silence_periods: int = 10
+    retention_s: float = 86_400.0
+    fanout: int = 0
+    rpc_timeout_s: float = 0.5
+    flush_interval_s: float = 5.0
+    simulated: SimulatedSourceConfig | None = None
+    mysql: MySQLSourceConfig | None = None
+    log_format: str = "auto"
+    log_level: str = "info"
+
+    def __post_init__(self) -> None:
+        self._check_source()
+        self._check_network()
+        self._check_timing()
+        _check_choice("log_format", self.log_format, LOG_FORMATS)
+        _check_choice("log_level", self.log_level, LOG_LEVELS)
+
+    def _check_source(self) -> None:
+        for name, kind in (("simulated", SimulatedSourceConfig), ("mysql", MySQLSourceConfig)):
+            section = getattr(self, name)
+            if section is not None and not isinstance(section, kind):
+                raise ConfigError(f"{name}: {section!r} is not a {kind.__name__}")
+        _check_sections(self.source, [name for name in SOURCES if getattr(self, name) is not None])
+
+    def _check_network(self) -> None:
+        _, listen_port = split_address(self.listen, "listen", lowest_port=0)
+        if self.advertise is not None:
+            split_address(self.advertise, "advertise")
+        peers: object = self.peers  # a list from TOML becomes a tuple
+        if isinstance(peers, list):
+            object.__setattr__(self, "peers", tuple(peers))
+        elif not isinstance(peers, tuple):
+            raise ConfigError(f"peers: {peers!r} is not a list of host:port")
+        seen: dict[str, int] = {}
+        for position, peer in enumerate(self.peers):
+            split_address(peer, f"peers[{position}]")
+            if peer in seen:
+                raise ConfigError(f"peers[{position}]: {peer!r} is already peers[{seen[peer]}]")
+            seen[peer] = position
+        if self.discover_peers is not None and not isinstance(self.discover_peers, bool):
+            raise ConfigError(f"discover_peers: {self.discover_peers!r} is not true or false")
+        _check_int("agent_port", self.agent_port, 0, 65535)
+        if self.agent_port == 0:
+            object.__setattr__(self, "agent_port", listen_port)
+        state_dir: object = self.state_dir  # a string from TOML becomes a Path
+        if not isinstance(state_dir, str | Path) or not str(state_dir).strip():
+            raise ConfigError(f"state_dir: {state_dir!r} is not a directory path")
+        object.__setattr__(self, "state_dir", Path(state_dir))
+
+    def _check_timing(self) -> None:
+        _check_seconds("period_s", self.period_s, 1, 60)
+        _check_seconds("gtid_interval_s", self.gtid_interval_s, 30, 60)
+        _check_seconds("executed_interval_s", self.executed_interval_s, 30, 60)
+        _check_int("silence_periods", self.silence_periods, 1, 1000)
+        if not (_is_number(self.retention_s) and self.retention_s == 0):
+            _check_seconds(
+                "retention_s",
+                self.retention_s,
+                MIN_RETENTION_S,
+                MAX_RETENTION_S,
+                zero="never purges",
+            )
+            silence_s = self.silence_periods * self.period_s
+            if self.retention_s <= silence_s:
+                raise ConfigError(
+                    f"retention_s: {self.retention_s!r} is not longer than silence_periods * "
+                    f"period_s = {_number(silence_s)} seconds (0 never purges)"
+                )
+        if not _is_int(self.fanout) or not 0 <= self.fanout <= MAX_FANOUT:
+            raise ConfigError(
+                f"fanout: {self.fanout!r} is not 0 (every peer) or in 1..{MAX_FANOUT}"
+            )
+        _check_seconds("rpc_timeout_s", self.rpc_timeout_s, 0.05, 30)
+        if self.rpc_timeout_s >= self.period_s:
+            raise ConfigError(
+                f"rpc_timeout_s: {self.rpc_timeout_s!r} is not less than "
+                f"period_s = {self.period_s!r}"
+            )
+        _check_seconds("flush_interval_s", self.flush_interval_s, 1, 3600)
+
+    @property
+    def advertised(self) -> str:
+        """The ``host:port`` peers reach this agent at: ``advertise``, else ``listen``."""
+        return self.listen if self.advertise is None else self.advertise
+
+    @property
+    def discovery_enabled(self) -> bool:
+        """Whether peers are discovered from the member's view (``discover_peers`` resolved)."""
+        return not self.peers if self.discover_peers is None else self.discover_peers
+
+    @property
+    def period_us(self) -> int:
+        """``period_s`` in microseconds."""
+        return round(self.period_s * 1_000_000)
+
+    @property
+    def silence_us(self) -> int:
+        """How long an agent may be silent and still count as connected, in microseconds."""
+        return self.silence_periods * self.period_us
+
+    @property
+    def retention_us(self) -> int:
+        """``retention_s`` in microseconds (0: never purge)."""
+        return round(self.retention_s * 1_000_000)
+
+
+def split_address(address: object, name: str = "address", lowest_port: int = 1) -> tuple[str, int]:
+    """Return ``(host, port)`` of ``host:port`` or ``[ipv6]:port``; ConfigError names ``name``.
+
+    The host is a name or an IPv4 address (letters, digits, ``.``, ``-``, ``_``) or a bracketed
+    IPv6 address; the port is decimal, in ``lowest_port..65535``.
+    """
+    host, port = _split(address) if isinstance(address, str) else ("", -1)
+    if not host or not lowest_port <= port <= 65535:
+        raise ConfigError(
+            f"{name}: {address!r} is not host:port with a port in {lowest_port}..65535"
+        )
+    return host, port
+
+
+def load_config(path: Path | None, overrides: Mapping[str, object] | None = None) -> AgentConfig:
+    """Read the TOML file at ``path`` (None: no file), apply ``overrides`` and validate.
+
+    Args:
+        path: the config file; its keys are :class:`AgentConfig`'s, with the sections
+            ``[simulated]`` and ``[mysql]``. Unknown keys are errors, so a typo never passes.
+        overrides: values that beat the file's, by dotted key: ``"listen"``, ``"peers"`` (a
+            list, or a comma-separated string), ``"simulated.member_index"``,
+            ``"mysql.password_file"``... A None value is skipped (a flag that was not given).
+
+    Raises:
+        ConfigError: the file cannot be read or parsed, a key is unknown, a value is of the
+            wrong type or out of range, a required key is missing, or the simulated scenario
+            does not load; the message starts with the key (``config`` for the file itself).
+    """
+    data = _read(path) if path is not None else {}
+    _check_keys(data)
+    for key, value in (overrides or {}).items():
+        if value is not None:
+            _apply(data, key, value)
+    if "source" not in data:
+        raise ConfigError(f"source: missing; {_MISSING_HINTS['source']}")
+    _check_sections(data["source"], [name for name in SOURCES if name in data])
+    source = data.pop("source")
+    section = data.pop(source)
+    for field in fields(_SECTION_CLASSES[source]):
+        if field.name not in section and _is_required(field.default, field.default_factory):
+            key = f"{source}.{field.name}"
+            raise ConfigError(f"{key}: missing; {_MISSING_HINTS[key]}")
+    if source == "simulated":
+        simulated = SimulatedSourceConfig(**section)
+        simulated.sized_scenario()
+        return AgentConfig(**data, source=source, simulated=simulated)
+    return AgentConfig(**data, source=source, mysql=_mysql_section(section))
+
+
+_TOP_KEYS = tuple(f.name for f in fields(AgentConfig) if f.name not in SOURCES)
+_SECTION_KEYS: dict[str, tuple[str, ...]] = {
+    "simulated": tuple(f.name for f in fields(SimulatedSourceConfig)),
+    "mysql": tuple(f.name for f in fields(MySQLSourceConfig)),
+}
+_SECTION_CLASSES: dict[str, type] = {
+    "simulated": SimulatedSourceConfig,
+    "mysql": MySQLSourceConfig,
+}
+
+
+def _read(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as file:
+            return tomllib.load(file)
+    except OSError as exc:
+        raise ConfigError(f"config: cannot read {str(path)!r}: {exc.strerror}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config: {str(path)!r} is not valid TOML: {exc}") from exc
+
+
+def _check_keys(data: dict[str, Any]) -> None:
+    """Raise ConfigError for a key the file should not have (named as the file spells it)."""
+    for key, value in data.items():
+        if key in _SECTION_KEYS:
+            if not isinstance(value, dict):
+                raise ConfigError(f"{key}: {value!r} is not a table ([{key}])")
+            for inner in value:
+                _check_key(f"{key}.{inner}")
+        else:
+            _check_key(key)
+
+
+def _check_key(key: str) -> None:
+    if key == "mysql.password":
+        raise ConfigError(
+            "mysql.password: a password is never accepted inline; "
+            "use mysql.password_file or mysql.password_env"
+        )
+    section, _, inner = key.rpartition(".")
+    known = _TOP_KEYS if not section else _SECTION_KEYS.get(section, ())
+    if inner in known and "." not in section:
+        return
+    everything = [*_TOP_KEYS, *(f"{s}.{k}" for s, keys in _SECTION_KEYS.items() for k in keys)]
+    close = difflib.get_close_matches(key, everything, n=1)
+    hint = f" (did you mean {close[0]}?)" if close else ""
+    raise ConfigError(f"{key}: unknown setting{hint}")
+
+
+def _apply(data: dict[str, Any], key: str, value: object) -> None:
+    _check_key(key)
+    section, _, inner = key.rpartition(".")
+    if key == "peers" and isinstance(value, str):
+        value = [peer.strip() for peer in value.split(",") if peer.strip()]
+    if not section:
+        data[key] = value
+        return
+    table = data.setdefault(section, {})
+    table[inner] = value
+
+
+def _is_required(default: object, factory: object) -> bool:
+    return default is MISSING and factory is MISSING
+
+
+def _check_sections(source: object, given: list[str]) -> None:
+    """Raise ConfigError (naming ``source``) unless exactly ``source``'s section is given."""
+    _check_choice("source", source, SOURCES)
+    if given != [source]:
+        found = ", ".join(f"[{name}]" for name in given) or "none"
+        raise ConfigError(
+            f"source: {source!r} needs the [{source}] section and no other source section "
+            f"(given: {found})"
+        )
+
+
+def _mysql_section(table: dict[str, Any]) -> MySQLSourceConfig:
+    """Build the MySQL section; its errors (named by field) get the ``mysql.`` prefix."""
+    try:
+        return MySQLSourceConfig(**table)
+    except ConfigError as exc:
+        raise ConfigError(f"mysql.{exc}") from exc
+    except TypeError as exc:
+        raise ConfigError(f"mysql: {exc}") from exc
+
+
+def _split(address: str) -> tuple[str, int]:
+    """Return ``(host, port)``, or ``("", -1)`` when ``address`` is not ``host:port``."""
+    head, colon, port_text = address.rpartition(":")
+    if not colon or not (port_text.isascii() and port_text.isdecimal()) or len(port_text) > 5:
+        return "", -1
+    if head.startswith("[") and head.endswith("]"):
+        host = head[1:-1]
+        ok = ":" in host and re.fullmatch(r"[0-9A-Fa-f:.]+(%[A-Za-z0-9_.-]+)?", host) is not None
+    else:
+        host = head
+        ok = _HOST_RE.fullmatch(host) is not None
+    return (host, int(port_text)) if ok else ("", -1)
+
+
+def _is_int(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: object) -> TypeGuard[float]:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _number(value: float) -> str:
+    """Show ``value`` as a config file would: ``60``, ``0.05``, ``31622400``."""
+    return str(int(value)) if float(value).is_integer() else repr(value)
+
+
+def _check_int(name: str, value: object, low: int, high: int) -> None:
+    if not _is_int(value) or not low <= value <= high:
+        raise ConfigError(f"{name}: {value!r} is not in {low}..{high}")
+
+
+def _check_seconds(name: str, value: object, low: float, high: float, zero: str = "") -> None:
+    if not _is_number(value) or not low <= value <= high:
+        accepted = f"[{_number(low)}, {_number(high)}] seconds"
+        accepted = f"0 ({zero}) or in {accepted}" if zero else f"in {accepted}"
+        raise ConfigError(f"{name}: {value!r} is not {accepted}")
+
+
+def _check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise ConfigError(f"{name}: {value!r} is not {', '.join(choices)}")

@@ -1,0 +1,109 @@
+"""Logging: structlog JSON lines in production, readable console lines on a terminal.
+
+:func:`configure_logging` is the only ``structlog.configure`` call in grstats; a command calls
+it once, before it creates loggers. :func:`get_logger` returns a logger with ``member_id``
+bound: the agent is given that logger (not ``bind_contextvars``, whose context follows task
+creation and so mixes up several agents in one event loop).
+
+Events are snake_case past-tense facts with stable keys::
+
+    log.info("gossip_round_completed", peers=3, merged=2, rtt_ms=4.1)
+
+A JSON line carries ``event``, ``level``, ``timestamp`` (ISO 8601, UTC) and the bound and
+given keys; a logged exception adds ``exception`` (the formatted traceback). Tests read logs
+as event dicts with :func:`structlog.testing.capture_logs`.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import TYPE_CHECKING, Any, TextIO
+
+import structlog
+
+from agent.errors import ConfigError
+
+if TYPE_CHECKING:
+    from structlog.typing import FilteringBoundLogger, Processor
+
+#: Output formats: ``auto`` is ``console`` when the stream is a terminal, else ``json``.
+LOG_FORMATS = ("auto", "json", "console")
+#: Levels, lowest first; a logger drops events below the configured one.
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+_LEVEL_NUMBERS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+}
+
+
+def configure_logging(
+    format: str = "auto",  # noqa: A002  (the name the CLI flag and the config key share)
+    level: str = "info",
+    stream: TextIO | None = None,
+) -> None:
+    """Configure structlog for the whole process; call once, before creating loggers.
+
+    Args:
+        format: ``json`` (one JSON object per line), ``console`` (aligned, readable text,
+            coloured on a terminal) or ``auto`` (``console`` when ``stream`` is a terminal,
+            else ``json``).
+        level: the lowest level written: ``debug``, ``info``, ``warning`` or ``error``.
+        stream: where lines go (default: standard error, looked up at call time, so that
+            standard output stays free for a command's results).
+
+    Raises:
+        ConfigError: ``format`` or ``level`` is not one of the accepted values (the message
+            names ``log_format`` or ``log_level``, the agent's config keys).
+    """
+    if format not in LOG_FORMATS:
+        raise ConfigError(f"log_format: {format!r} is not {', '.join(LOG_FORMATS)}")
+    if level not in _LEVEL_NUMBERS:
+        raise ConfigError(f"log_level: {level!r} is not {', '.join(LOG_LEVELS)}")
+    out = sys.stderr if stream is None else stream
+    terminal = _is_terminal(out)
+    console = format == "console" or (format == "auto" and terminal)
+    processors: list[Processor] = [
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+    ]
+    if console:
+        # ConsoleRenderer formats exceptions itself (and warns if format_exc_info ran first).
+        processors += [
+            structlog.processors.StackInfoRenderer(),
+            structlog.dev.set_exc_info,
+            structlog.dev.ConsoleRenderer(colors=terminal),
+        ]
+    else:
+        processors += [
+            structlog.processors.format_exc_info,
+            structlog.processors.JSONRenderer(),
+        ]
+    structlog.configure(
+        processors=processors,
+        wrapper_class=structlog.make_filtering_bound_logger(_LEVEL_NUMBERS[level]),
+        logger_factory=structlog.WriteLoggerFactory(file=out),
+        cache_logger_on_first_use=True,
+    )
+
+
+def get_logger(member_id: str | None = None, **bound: Any) -> FilteringBoundLogger:
+    """Return a logger with ``member_id`` (when given) and ``bound`` bound to every event.
+
+    The logger is lazy: it takes the configuration in force when it first logs, so it may be
+    created before :func:`configure_logging` runs.
+    """
+    if member_id is not None:
+        bound["member_id"] = member_id
+    logger: FilteringBoundLogger = structlog.get_logger(**bound)
+    return logger
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # no isatty, or a closed file
+        return False

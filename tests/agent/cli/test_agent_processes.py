@@ -1,0 +1,220 @@
+"""Agents as separate processes: the demo, bad configs, kill -9 and restart, forgetting members."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from agent.registry import MemberRecord, SqliteRegistry
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+PYTHON = [sys.executable, "-m", "agent"]
+
+
+def grstats(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """Run grstats (as python -m agent) and capture its output."""
+    return subprocess.run(
+        [*PYTHON, *args], capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def free_ports(count: int) -> list[int]:
+    """Ports free on 127.0.0.1 right now."""
+    sockets = [socket.socket() for _ in range(count)]
+    for sock in sockets:
+        sock.bind(("127.0.0.1", 0))
+    ports = [sock.getsockname()[1] for sock in sockets]
+    for sock in sockets:
+        sock.close()
+    return ports
+
+
+def start_agent(index: int, ports: list[int], start: int, state: Path) -> subprocess.Popen[bytes]:
+    """One agent process of a 3-member simulated group."""
+    peers = ",".join(f"127.0.0.1:{p}" for p in ports)
+    return subprocess.Popen(
+        [
+            *PYTHON,
+            "agent",
+            "--source",
+            "simulated",
+            "--scenario",
+            "steady",
+            "--members",
+            "3",
+            "--member-index",
+            str(index),
+            "--group-start",
+            str(start),
+            "--listen",
+            f"127.0.0.1:{ports[index]}",
+            "--peers",
+            peers,
+            "--state-dir",
+            str(state / str(index)),
+            "--log-format",
+            "json",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def members(port: int) -> dict[str, dict[str, Any]]:
+    """replication_group_members with the freshness columns, as the agent on ``port`` serves it."""
+    done = grstats(
+        "query",
+        "members",
+        "--node",
+        f"127.0.0.1:{port}",
+        "--format",
+        "json",
+        "--extended",
+        "--timeout",
+        "2",
+    )
+    return (
+        {row["MEMBER_ID"]: row for row in json.loads(done.stdout)} if done.returncode == 0 else {}
+    )
+
+
+def stats(port: int) -> dict[str, dict[str, Any]]:
+    """replication_group_member_stats as the agent on ``port`` serves it."""
+    done = grstats(
+        "query", "stats", "--node", f"127.0.0.1:{port}", "--format", "json", "--timeout", "2"
+    )
+    return (
+        {row["MEMBER_ID"]: row for row in json.loads(done.stdout)} if done.returncode == 0 else {}
+    )
+
+
+def wait_until(condition: object, timeout_s: float) -> float:
+    """Poll ``condition`` until true; return the seconds it took (fail after ``timeout_s``)."""
+    started = time.monotonic()
+    while time.monotonic() - started < timeout_s:
+        if condition():  # type: ignore[operator]
+            return time.monotonic() - started
+        time.sleep(0.2)
+    raise AssertionError(f"not true within {timeout_s} s")
+
+
+def test_demo_shows_two_agents_and_stops_them() -> None:
+    """The demo shows tables from two agents, then no agent process is left."""
+    done = grstats("demo", timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "every agent lists every member, all connected" in done.stderr
+    assert done.stderr.count("as agent 127.0.0.1:") == 2
+    assert "3 rows in set" in done.stdout
+    assert "stopped 3 agents" in done.stderr
+    pgrep = shutil.which("pgrep")
+    assert pgrep is not None, "pgrep (procps) is needed to look for leftover processes"
+    leftover = subprocess.run(
+        [pgrep, "-f", "agent agent --source simulated"], capture_output=True, check=False
+    )
+    assert leftover.stdout.strip() == b""
+
+
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        pytest.param(
+            ["--source", "simulated", "--group-start", "1"],
+            "simulated.member_index",
+            id="no-member-index",
+        ),
+        pytest.param(
+            ["--source", "simulated", "--member-index", "0"],
+            "simulated.group_start",
+            id="no-group-start",
+        ),
+        pytest.param(
+            ["--source", "simulated", "--member-index", "0", "--group-start", "1", "--period", "0"],
+            "period_s",
+            id="period-zero",
+        ),
+        pytest.param(
+            [
+                "--source",
+                "simulated",
+                "--member-index",
+                "0",
+                "--group-start",
+                "1",
+                "--peers",
+                "nope",
+            ],
+            "peers[0]",
+            id="bad-peer",
+        ),
+    ],
+)
+def test_invalid_config_exits_2_naming_the_field(args: list[str], field: str) -> None:
+    """An invalid agent configuration exits 2 with one line naming the field."""
+    done = grstats("agent", *args, timeout=30)
+    assert done.returncode == 2
+    assert field in done.stderr
+
+
+@pytest.mark.slow
+def test_kill_9_then_restart(tmp_path: Path) -> None:
+    """A kill -9 of one agent: not connected within 10 periods, last row kept; back within 2 after restart."""
+    ports = free_ports(3)
+    start = int(time.time())
+    agents = [start_agent(i, ports, start, tmp_path) for i in range(3)]
+    try:
+        wait_until(
+            lambda: (
+                len(members(ports[0])) == 3
+                and all(r["CONNECTED"] == "YES" for r in members(ports[0]).values())
+            ),
+            30,
+        )
+        victim_rows = members(ports[2])
+        victim = next(m for m, row in victim_rows.items() if row["SOURCE"] == "local")
+        os.kill(agents[2].pid, signal.SIGKILL)
+        agents[2].wait()
+        killed_at = time.monotonic()
+        last = stats(ports[0])[victim]["COUNT_TRANSACTIONS_CHECKED"]
+        wait_until(lambda: members(ports[0])[victim]["CONNECTED"] == "NO", 15)
+        silent = time.monotonic() - killed_at
+        assert silent <= 12  # 10 periods of 1 s, plus polling
+        kept = stats(ports[0])[victim]
+        assert kept["COUNT_TRANSACTIONS_CHECKED"] >= last  # its last row, not zeros
+        assert (
+            members(ports[0])[victim]["MEMBER_STATE"] == "ONLINE"
+        )  # GR's own view: it is still up
+        agents[2] = start_agent(2, ports, start, tmp_path)
+        back = wait_until(lambda: members(ports[0]).get(victim, {}).get("CONNECTED") == "YES", 15)
+        assert back <= 2 + 3  # 2 periods, plus process start-up
+        assert stats(ports[0])[victim]["COUNT_TRANSACTIONS_CHECKED"] > last
+    finally:
+        for process in agents:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in agents:
+            process.wait(timeout=15)
+
+
+def test_members_forget(tmp_path: Path) -> None:
+    """Forgetting a member removes a member from an agent's registry; an unknown one is an error."""
+    uuid = "d8a706aa-16ee-11eb-8b4c-0800270d5e61"
+    registry = SqliteRegistry.in_directory(tmp_path)
+    registry.save([MemberRecord(uuid, "db1", 3306, "db1:7400", 1, 2, "ONLINE")])
+    registry.close()
+    done = grstats("members", "forget", uuid, "--state-dir", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert SqliteRegistry.in_directory(tmp_path).load() == []
+    again = grstats("members", "forget", uuid, "--state-dir", str(tmp_path))
+    assert again.returncode == 1
+    assert uuid in again.stderr
