@@ -228,6 +228,9 @@ class Agent:
             snapshot = await self._source.read()
         except SourceError as exc:
             self._log.warning("source_read_failed", error=str(exc))
+            # The last read is no longer the member's present: its rows stay in the gossip
+            # state (served as its last values) and the freshest view of the others is served.
+            self.local = None
             if self.state is not None:
                 self._record_if_changed(Key.HEALTH, SourceHealth(ok=False, message=str(exc)), now)
             return

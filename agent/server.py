@@ -7,9 +7,10 @@ the bad field; nothing from a rejected request is stored, and the agent keeps ru
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import grpc
+from google.protobuf.message import DecodeError, Message
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
@@ -27,8 +28,12 @@ from proto import grstats_pb2 as pb
 from proto import grstats_pb2_grpc as pb_grpc
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from agent.gossip import GossipState, MergeResult, Update
     from agent.served import Served
+
+_M = TypeVar("_M", bound=Message)
 
 SERVICE_NAMES = (
     pb.DESCRIPTOR.services_by_name["Gossip"].full_name,
@@ -68,11 +73,13 @@ class GossipServicer(pb_grpc.GossipServicer):  # type: ignore[misc]
 
     async def Exchange(  # noqa: N802  (the RPC's name)
         self,
-        request: pb.ExchangeRequest,
+        request: pb.ExchangeRequest | None,
         context: grpc.aio.ServicerContext[pb.ExchangeRequest, pb.ExchangeResponse],
     ) -> pb.ExchangeResponse:
         """Merge what the peer pushed, then send what it lacks by its digest."""
         received = now_us()
+        if request is None:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "request: not an ExchangeRequest")
         if len(request.sender) > 255:
             await context.abort(
                 grpc.StatusCode.INVALID_ARGUMENT,
@@ -105,10 +112,12 @@ class QueryServicer(pb_grpc.QueryServicer):  # type: ignore[misc]
 
     async def Read(  # noqa: N802  (the RPC's name)
         self,
-        request: pb.QueryRequest,
+        request: pb.QueryRequest | None,
         context: grpc.aio.ServicerContext[pb.QueryRequest, pb.QueryResponse],
     ) -> pb.QueryResponse:
         """Return the requested tables (all when none is named)."""
+        if request is None:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "request: not a QueryRequest")
         tables = self._node.tables(request.extended)
         unknown = [name for name in request.tables if name not in tables]
         if unknown:
@@ -125,6 +134,50 @@ class QueryServicer(pb_grpc.QueryServicer):  # type: ignore[misc]
         )
 
 
+def _lenient(message_type: type[_M]) -> Callable[[bytes], _M | None]:
+    """A request deserializer that returns None for bytes that are not a ``message_type``.
+
+    gRPC's own deserializer raises, which ends the call as UNKNOWN with an error logged by
+    the library; the servicers answer None with INVALID_ARGUMENT instead.
+    """
+
+    def parse(raw: bytes) -> _M | None:
+        try:
+            parsed: _M = message_type.FromString(raw)
+        except DecodeError:
+            return None
+        return parsed
+
+    return parse
+
+
+def _handlers(node: Node) -> list[grpc.GenericRpcHandler]:
+    gossip = GossipServicer(node)
+    query = QueryServicer(node)
+    return [
+        grpc.method_handlers_generic_handler(
+            SERVICE_NAMES[0],
+            {
+                "Exchange": grpc.unary_unary_rpc_method_handler(
+                    gossip.Exchange,
+                    request_deserializer=_lenient(pb.ExchangeRequest),
+                    response_serializer=pb.ExchangeResponse.SerializeToString,
+                )
+            },
+        ),
+        grpc.method_handlers_generic_handler(
+            SERVICE_NAMES[1],
+            {
+                "Read": grpc.unary_unary_rpc_method_handler(
+                    query.Read,
+                    request_deserializer=_lenient(pb.QueryRequest),
+                    response_serializer=pb.QueryResponse.SerializeToString,
+                )
+            },
+        ),
+    ]
+
+
 def build_server(node: Node, health_servicer: health.aio.HealthServicer) -> grpc.aio.Server:
     """Return an unstarted server with Gossip, Query, health and reflection registered."""
     server = grpc.aio.server(
@@ -133,8 +186,7 @@ def build_server(node: Node, health_servicer: health.aio.HealthServicer) -> grpc
             ("grpc.max_send_message_length", 16 * 1024 * 1024),
         ]
     )
-    pb_grpc.add_GossipServicer_to_server(GossipServicer(node), server)
-    pb_grpc.add_QueryServicer_to_server(QueryServicer(node), server)
+    server.add_generic_rpc_handlers(_handlers(node))
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(
         (
