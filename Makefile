@@ -55,6 +55,7 @@ bench: $(VENV)/.installed-bench ## run the benchmarks (not part of make test); f
 	$(BIN)/pytest tests/benchmarks -p no:cacheprovider --benchmark-columns=min,median,max,rounds
 	$(BIN)/python tests/benchmarks/bench_gtid.py --json bench-results/gtid.json
 	$(BIN)/python tests/benchmarks/bench_simulator.py
+	$(BIN)/python tests/benchmarks/bench_agent.py
 
 proto: $(VENV)/.installed ## regenerate the committed gRPC code from proto/grstats.proto
 	$(BIN)/python proto/generate.py

@@ -160,6 +160,7 @@ class Agent:
         self._task: asyncio.Task[None] | None = None
         self._turn = 0
         self.periods = 0
+        self._cached: tuple[tuple[int, int | None, int], Served] | None = None
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -284,13 +285,16 @@ class Agent:
         state = self.state
         assert state is not None
         sent = self._clock()
+        # Push only the agent's own news: the values of third members travel on the pull side,
+        # which is exact (judged by the digest this request carries), so a full mesh does not
+        # deliver each value once per relaying agent, and a broken link is still bridged.
+        lacking = state.updates_for(self._peer_digests.get(peer, {}))
+        own = [update for update in lacking if update.origin == self.member_id]
         request = pb.ExchangeRequest(
             sender=self.address,
             sender_member=uuid_to_bytes(self.member_id),
             digest=digest_to_wire(state.digest()),
-            updates=[
-                update_to_wire(u) for u in state.updates_for(self._peer_digests.get(peer, {}))
-            ],
+            updates=[update_to_wire(update) for update in own],
             sent_at_us=sent,
         )
         try:
@@ -336,7 +340,20 @@ class Agent:
         return self.state
 
     def tables(self, extended: bool) -> Served:
-        """The served tables now (Query.Read); before the first read, what the registry holds."""
+        """The served tables now (Query.Read); before the first read, what the registry holds.
+
+        The plain tables change only when the state or the local read does: they are built once
+        per change and shared by every query until then. The extended columns depend on the
+        time, so they are built per query.
+        """
+        if not extended and self.state is not None:
+            key = (self.state.changes, self.local.read_at_us if self.local else None, self.periods)
+            if self._cached is None or self._cached[0] != key:
+                self._cached = (key, self._tables(extended=False))
+            return self._cached[1]
+        return self._tables(extended)
+
+    def _tables(self, extended: bool) -> Served:
         state = self.state
         if state is None:
             state = GossipState(self.member_id, self.incarnation)

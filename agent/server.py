@@ -109,6 +109,17 @@ class QueryServicer(pb_grpc.QueryServicer):  # type: ignore[misc]
 
     def __init__(self, node: Node) -> None:
         self._node = node
+        self._wire: tuple[Served, dict[str, pb.Table]] | None = None
+
+    def _converted(self, tables: Served, names: list[str]) -> list[pb.Table]:
+        """Wire tables of ``names``, converted once per set of tables the agent built."""
+        if self._wire is None or self._wire[0] is not tables:
+            self._wire = (tables, {})
+        cache = self._wire[1]
+        for name in names:
+            if name not in cache:
+                cache[name] = table_to_wire(name, *tables[name])
+        return [cache[name] for name in names]
 
     async def Read(  # noqa: N802  (the RPC's name)
         self,
@@ -126,8 +137,12 @@ class QueryServicer(pb_grpc.QueryServicer):  # type: ignore[misc]
                 f"tables: {unknown[0]!r} is not one of {', '.join(sorted(tables))}",
             )
         names = list(request.tables) or list(tables)
+        if request.extended:
+            converted = [table_to_wire(name, *tables[name]) for name in names]
+        else:
+            converted = self._converted(tables, names)
         return pb.QueryResponse(
-            tables=[table_to_wire(name, *tables[name]) for name in names],
+            tables=converted,
             agent=self._node.address,
             member=uuid_to_bytes(self._node.member_id) if self._node.member_id else b"",
             served_at_us=now_us(),

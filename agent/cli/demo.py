@@ -41,7 +41,8 @@ def register(subparsers: Subparsers) -> None:
     parser.set_defaults(handler=run)
 
 
-def _free_ports(count: int) -> list[int]:
+def free_ports(count: int) -> list[int]:
+    """Return ``count`` ports that are free on 127.0.0.1 now."""
     sockets = [socket.socket() for _ in range(count)]
     try:
         for sock in sockets:
@@ -68,7 +69,7 @@ def _grstats(*args: str) -> subprocess.CompletedProcess[str]:
 
 def run(args: argparse.Namespace) -> int:
     """Run the demo; always stop every agent started."""
-    ports = _free_ports(MEMBERS)
+    ports = free_ports(MEMBERS)
     peers = ",".join(f"127.0.0.1:{port}" for port in ports)
     start = int(time.time())
     processes: list[subprocess.Popen[bytes]] = []

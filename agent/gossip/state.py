@@ -76,6 +76,7 @@ class GossipState:
         self.incarnation = incarnation
         self._version = 0
         self.origins: dict[str, Origin] = {}
+        self.changes = 0  #: grows whenever a value is stored or dropped (for caches)
 
     # -- local values --------------------------------------------------------------------
 
@@ -174,6 +175,7 @@ class GossipState:
 
     def forget(self, member_id: str) -> bool:
         """Drop everything known of ``member_id`` (``grstats members forget``)."""
+        self.changes += 1
         return self.origins.pop(member_id, None) is not None
 
     # -- internals ---------------------------------------------------------------------
@@ -216,6 +218,7 @@ class GossipState:
             )
             update = dataclasses.replace(update, value=Counts(row, gtids_present=False))
         origin.values[update.key] = Heard(update, now_us, via)
+        self.changes += 1
         if update.stamp > origin.stamp or len(origin.values) == 1:
             origin.stamp = max(origin.stamp, update.stamp)
             origin.fresh_at_us = now_us

@@ -6,7 +6,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -14,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from agent.cli.demo import free_ports
 from agent.registry import MemberRecord, SqliteRegistry
 
 if TYPE_CHECKING:
@@ -27,17 +27,6 @@ def grstats(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]
     return subprocess.run(
         [*PYTHON, *args], capture_output=True, text=True, timeout=timeout, check=False
     )
-
-
-def free_ports(count: int) -> list[int]:
-    """Ports free on 127.0.0.1 right now."""
-    sockets = [socket.socket() for _ in range(count)]
-    for sock in sockets:
-        sock.bind(("127.0.0.1", 0))
-    ports = [sock.getsockname()[1] for sock in sockets]
-    for sock in sockets:
-        sock.close()
-    return ports
 
 
 def start_agent(index: int, ports: list[int], start: int, state: Path) -> subprocess.Popen[bytes]:
