@@ -9,7 +9,7 @@ import pytest
 
 from agent.convert import update_to_wire, uuid_to_bytes
 from proto import grstats_pb2 as pb
-from tests.agent.test_runtime import START_S, Group, start_group, stats
+from tests.agent.test_runtime import Group, start_group, stats
 
 
 def members(agent: object) -> dict[str, dict[str, object]]:
@@ -112,7 +112,3 @@ async def test_fuzzing_the_gossip_service() -> None:
     finally:
         await stop_all(group)
 
-
-def test_start_time_is_the_group_start() -> None:
-    """The tests' group starts at START_S (the crash scenario's times count from it)."""
-    assert START_S == 1_700_000_000.0
