@@ -111,4 +111,3 @@ async def test_fuzzing_the_gossip_service() -> None:
         assert all(row["CONNECTED"] == "YES" for row in members(target).values())
     finally:
         await stop_all(group)
-
