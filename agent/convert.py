@@ -18,7 +18,7 @@ from agent.sources.snapshot import GroupView, SourceHealth
 from proto import grstats_pb2 as pb
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Sequence
 
     from agent.gossip import Digest
     from agent.rows import Column, Value
@@ -356,8 +356,3 @@ def table_from_wire(table: pb.Table) -> tuple[list[str], list[tuple[Value, ...]]
             cells.append(None if kind in (None, "null") else getattr(cell, kind))
         rows.append(tuple(cells))
     return list(table.columns), rows
-
-
-def tables_by_name(response: pb.QueryResponse) -> Mapping[str, pb.Table]:
-    """Return the response's tables by name."""
-    return {table.name: table for table in response.tables}

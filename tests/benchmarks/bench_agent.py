@@ -42,7 +42,6 @@ import math
 import os
 import platform
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -56,6 +55,7 @@ import grpc
 
 from agent.cli import agent as command
 from agent.cli import main as grstats
+from agent.cli.demo import free_ports
 from agent.convert import table_from_wire, update_to_wire, uuid_from_bytes
 from agent.gossip import Counts, Key, Stamp, Update
 from agent.pipeline_stats import PipelineStats, encode
@@ -110,18 +110,6 @@ def change_to_all_ms(read_to_all_ms: list[float], fraction: float) -> float:
     steps = 100
     waits = [PERIOD_S * 1000 * (step + 0.5) / steps for step in range(steps)]
     return percentile([wait + ms for ms in read_to_all_ms for wait in waits], fraction)
-
-
-def free_ports(count: int) -> list[int]:
-    """Return ports free on 127.0.0.1 right now."""
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for sock in sockets:
-            sock.bind(("127.0.0.1", 0))
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
 
 
 # -- inside an agent process ---------------------------------------------------------------
