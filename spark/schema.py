@@ -1,0 +1,111 @@
+"""The ingested table: one row per (snapshot, member), and its Spark schema ``MEMBER_ROWS``.
+
+A snapshot is one spool record: the four tables one agent served at one moment. Ingest joins
+that record's tables on MEMBER_ID into one row per member. Column names are the lower-case
+versions of MySQL's (``count_transactions_in_queue``), shortened only where MySQL's are
+unwieldy (``last_applied_original_commit`` for LAST_APPLIED_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP).
+
+* ``collected_at`` (the collector's clock) and ``collected_date`` (its UTC date, the partition
+  column), ``agent`` (the agent asked) and ``served_at`` (the agent's clock);
+* replication_group_members: ``member_*``;
+* replication_group_member_stats: ``view_id`` and the counters (null when the member has no
+  stats row), the two GTID texts;
+* replication_group_member_lag: the applier's last applied and applying transactions and
+  ``applier_lag_seconds``;
+* replication_group_member_gtid_executed: ``gtid_executed``;
+* derived at ingest: ``gtid_executed_count`` (GTID_COUNT) and ``gtids_ahead_of_committed_all``
+  (how many GTIDs of ``gtid_executed`` are not in TRANSACTIONS_COMMITTED_ALL_MEMBERS; null when
+  either text is empty);
+* freshness, from the extended columns of the member's replication_group_members row:
+  ``connected``, ``in_view``, ``last_seen``, ``age_ms``;
+* lineage: ``segment`` (the spool segment's file name) and ``record_offset`` (the frame's byte
+  offset in it).
+
+Timestamps are UTC; MySQL's zero timestamp is null.
+
+WARNING: ONLY APPEND to this schema. Parquet files already written, the report and users'
+queries read these names and types.
+"""
+
+from __future__ import annotations
+
+from pyspark.sql.types import (
+    BooleanType,
+    DataType,
+    DateType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
+
+#: The partition column of the dataset (``data/collected_date=YYYY-MM-DD/``).
+PARTITION_COLUMN = "collected_date"
+
+#: The stats counters, in MySQL's order; all long, null when the member has no stats row.
+COUNTER_COLUMNS = (
+    "count_transactions_in_queue",
+    "count_transactions_checked",
+    "count_conflicts_detected",
+    "count_transactions_rows_validating",
+    "count_transactions_remote_in_applier_queue",
+    "count_transactions_remote_applied",
+    "count_transactions_local_proposed",
+    "count_transactions_local_rollback",
+)
+
+
+def _field(name: str, data_type: DataType) -> StructField:
+    # Every field is nullable: Spark reads Parquet files back as nullable whatever was written,
+    # so a stricter schema here would differ from the one readers get.
+    return StructField(name, data_type, nullable=True)
+
+
+#: One row per (snapshot, member).
+MEMBER_ROWS = StructType(
+    [
+        # the snapshot
+        _field("collected_at", TimestampType()),
+        _field("collected_date", DateType()),
+        _field("agent", StringType()),
+        _field("served_at", TimestampType()),
+        # replication_group_members
+        _field("member_id", StringType()),
+        _field("member_host", StringType()),
+        _field("member_port", IntegerType()),
+        _field("member_state", StringType()),
+        _field("member_role", StringType()),
+        _field("member_version", StringType()),
+        # replication_group_member_stats
+        _field("view_id", StringType()),
+        *(_field(name, LongType()) for name in COUNTER_COLUMNS),
+        _field("transactions_committed_all_members", StringType()),
+        _field("last_conflict_free_transaction", StringType()),
+        # replication_group_member_lag
+        _field("last_applied_transaction", StringType()),
+        _field("last_applied_original_commit", TimestampType()),
+        _field("last_applied_end_apply", TimestampType()),
+        _field("applying_transaction", StringType()),
+        _field("applying_original_commit", TimestampType()),
+        _field("applier_lag_seconds", DoubleType()),
+        # replication_group_member_gtid_executed
+        _field("gtid_executed", StringType()),
+        # derived at ingest
+        _field("gtid_executed_count", LongType()),
+        _field("gtids_ahead_of_committed_all", LongType()),
+        # freshness (extended columns)
+        _field("connected", BooleanType()),
+        _field("in_view", BooleanType()),
+        _field("last_seen", TimestampType()),
+        _field("age_ms", LongType()),
+        # lineage
+        _field("segment", StringType()),
+        _field("record_offset", LongType()),
+    ]
+)
+
+#: The column names of MEMBER_ROWS, in order.
+MEMBER_ROW_COLUMNS: tuple[str, ...] = tuple(MEMBER_ROWS.fieldNames())
