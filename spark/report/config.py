@@ -1,0 +1,101 @@
+"""What one report run covers: the table, the output directory, the time range, the threshold.
+
+Nothing here imports pyspark, so the command line can validate its arguments (and
+``--help`` can print) without starting a JVM.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import math
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+#: ``group_replication_flow_control_certifier_threshold`` and ``..._applier_threshold`` default.
+DEFAULT_FLOW_CONTROL_THRESHOLD = 25_000
+#: The largest threshold MySQL accepts for either variable (INT_MAX32).
+MAX_FLOW_CONTROL_THRESHOLD = 2_147_483_647
+#: The points one chart series keeps at most; longer series are downsampled.
+DEFAULT_CHART_POINTS = 2_000
+#: How many worst intervals each ranking keeps.
+DEFAULT_WORST_INTERVALS = 10
+
+
+class ReportConfigError(ValueError):
+    """A report argument is invalid; the message names the field and the value."""
+
+
+def parse_time(field: str, text: str) -> dt.datetime:
+    """Return ``text`` (ISO 8601 or unix seconds) as an aware UTC datetime.
+
+    An ISO 8601 time without an offset is read as UTC. Raises ReportConfigError naming
+    ``field`` and ``text`` when it is neither form.
+    """
+    stripped = text.strip()
+    try:
+        seconds = float(stripped)
+    except ValueError:
+        pass
+    else:
+        if not math.isfinite(seconds):
+            raise ReportConfigError(f"{field}: {text!r} is not a finite number of unix seconds")
+        try:
+            return dt.datetime.fromtimestamp(seconds, tz=dt.UTC)
+        except (OverflowError, OSError, ValueError) as exc:
+            raise ReportConfigError(f"{field}: {text!r} is out of range for a time") from exc
+    try:
+        moment = dt.datetime.fromisoformat(stripped)
+    except ValueError as exc:
+        raise ReportConfigError(
+            f"{field}: {text!r} is neither an ISO 8601 time (2026-01-31T12:00:00Z) "
+            "nor unix seconds (1769860800)"
+        ) from exc
+    if moment.tzinfo is None:
+        return moment.replace(tzinfo=dt.UTC)
+    return moment.astimezone(dt.UTC)
+
+
+@dataclasses.dataclass(frozen=True)
+class ReportConfig:
+    """One report run.
+
+    Attributes:
+        table_dir: the ingested Parquet dataset (``grstats spark ingest --table``).
+        out_dir: where report.html, summary.json and the tables go (created if missing).
+        start: include snapshots collected at or after this time (None: from the first).
+        end: include snapshots collected before this time (None: up to the last).
+        flow_control_threshold: the certifier and applier queue size above which flow
+            control throttles writers (MySQL's default 25000).
+        chart_points: at most this many points per series in a chart.
+        worst_intervals: how many minutes each "worst intervals" ranking keeps.
+    """
+
+    table_dir: Path
+    out_dir: Path
+    start: dt.datetime | None = None
+    end: dt.datetime | None = None
+    flow_control_threshold: int = DEFAULT_FLOW_CONTROL_THRESHOLD
+    chart_points: int = DEFAULT_CHART_POINTS
+    worst_intervals: int = DEFAULT_WORST_INTERVALS
+
+    def __post_init__(self) -> None:
+        for name in ("start", "end"):
+            value = getattr(self, name)
+            if value is not None and value.tzinfo is None:
+                raise ReportConfigError(f"{name}: {value.isoformat()} has no time zone")
+        if self.start is not None and self.end is not None and self.start >= self.end:
+            raise ReportConfigError(
+                f"end: {self.end.isoformat()} is not after start {self.start.isoformat()}"
+            )
+        if not 0 < self.flow_control_threshold <= MAX_FLOW_CONTROL_THRESHOLD:
+            raise ReportConfigError(
+                f"flow_control_threshold: {self.flow_control_threshold} is not in "
+                f"[1, {MAX_FLOW_CONTROL_THRESHOLD}]"
+            )
+        if self.chart_points < 10:
+            raise ReportConfigError(f"chart_points: {self.chart_points} is below 10")
+        if self.worst_intervals < 1:
+            raise ReportConfigError(f"worst_intervals: {self.worst_intervals} is below 1")

@@ -1,0 +1,144 @@
+"""``grstats spark report``: turn the ingested member rows into a report for people and scripts.
+
+``spark/cli.py`` adds the ``spark`` command and calls :func:`register` with its
+sub-subparsers. pyspark is imported only when the report runs, so ``--help`` and
+argument errors never start a JVM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from agent.cli.main import CliError
+from spark.report.config import (
+    DEFAULT_FLOW_CONTROL_THRESHOLD,
+    ReportConfig,
+    ReportConfigError,
+    parse_time,
+)
+
+if TYPE_CHECKING:
+    from agent.cli.types import Subparsers
+
+EPILOG = """\
+TIME is ISO 8601 (2026-01-31T12:00:00Z; no offset means UTC) or unix seconds (1769860800).
+The range is [--from, --to): snapshots collected at or after --from and before --to.
+
+written into --out DIR:
+  report.html       for people: charts of applier queue, lag and member state over time
+                    per member, and every table below (self-contained, no network needed)
+  summary.json      for scripts: group and per-member figures
+  tables/NAME/      each result table as Parquet, and tables/NAME.csv as CSV
+
+figures, per member and for the group: throughput (applied, proposed, checked per
+second; a counter that goes down is a reset, e.g. a restart, not a negative rate);
+conflict rate and local rollback ratio; certifier and applier queue p50/p95/max;
+COUNT_TRANSACTIONS_ROWS_VALIDATING per hour and its slope; seconds in each MEMBER_STATE;
+every UNREACHABLE and not-connected episode; APPLIER_LAG_SECONDS p50/p95/p99/max; time
+writers were throttled by flow control; how many GTIDs gtid_executed ran ahead of
+TRANSACTIONS_COMMITTED_ALL_MEMBERS; the worst minutes by lag, applier queue and
+conflict rate. An empty range writes a summary that says so and exits 0.
+
+examples:
+  grstats spark report --table /var/lib/grstats/table --out report
+  grstats spark report --table table --out night --from 2026-01-31T22:00Z --to 2026-02-01T06:00Z
+  grstats spark report --table table --out report --master spark://spark-master:7077 --format json
+"""
+
+
+def register(subparsers: Subparsers) -> None:
+    """Add the ``report`` subcommand to the ``spark`` command."""
+    parser = subparsers.add_parser(
+        "report",
+        help="write the group's report (HTML, JSON, Parquet, CSV) from the ingested table",
+        description="Read the Parquet table that 'grstats spark ingest' keeps, compute per-member "
+        "and group-wide figures over a time range with Spark, and write them as an HTML report "
+        "for people, summary.json for scripts, and one Parquet and CSV table per result.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--table", required=True, type=Path, metavar="DIR", help="the ingested table directory"
+    )
+    parser.add_argument(
+        "--out", required=True, type=Path, metavar="DIR", help="where to write the report"
+    )
+    parser.add_argument(
+        "--from",
+        dest="start",
+        metavar="TIME",
+        help="first moment included (default: the first snapshot)",
+    )
+    parser.add_argument(
+        "--to", dest="end", metavar="TIME", help="end of the range, excluded (default: no end)"
+    )
+    parser.add_argument(
+        "--master",
+        metavar="URL",
+        help="Spark master, e.g. spark://HOST:7077 (default: local mode on this machine)",
+    )
+    parser.add_argument(
+        "--flow-control-threshold",
+        type=int,
+        default=DEFAULT_FLOW_CONTROL_THRESHOLD,
+        metavar="N",
+        help="queue size above which flow control throttles writers, as "
+        "group_replication_flow_control_certifier_threshold and _applier_threshold "
+        f"(default {DEFAULT_FLOW_CONTROL_THRESHOLD})",
+    )
+    parser.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="text: where the report is; json: summary.json on stdout (default text)",
+    )
+    parser.set_defaults(handler=run)
+
+
+def config_from_args(args: argparse.Namespace) -> ReportConfig:
+    """Return the validated run described by ``args``; raises CliError (exit 2) when invalid."""
+    try:
+        start = None if args.start is None else parse_time("--from", args.start)
+        end = None if args.end is None else parse_time("--to", args.end)
+        return ReportConfig(
+            table_dir=args.table,
+            out_dir=args.out,
+            start=start,
+            end=end,
+            flow_control_threshold=args.flow_control_threshold,
+        )
+    except ReportConfigError as exc:
+        message = str(exc)
+        for field, flag in (
+            ("end:", "--to:"),
+            ("start:", "--from:"),
+            ("flow_control_threshold:", "--flow-control-threshold:"),
+        ):
+            if message.startswith(field):
+                message = flag + message[len(field) :]
+        raise CliError(message, code=2) from exc
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the report described by ``args`` and say where it is."""
+    config = config_from_args(args)
+    if not config.table_dir.is_dir():
+        raise CliError(f"--table: {str(config.table_dir)!r} is not a directory", code=2)
+    from spark.report.job import run_report  # noqa: PLC0415 (pyspark only when a report runs)
+
+    def progress(message: str) -> None:
+        print(f"report: {message}", file=sys.stderr, flush=True)
+
+    result = run_report(config, master=args.master, progress=progress)
+    if args.format == "json":
+        print(json.dumps(result.summary, indent=2, sort_keys=True))
+        return 0
+    if result.empty:
+        print(f"the range holds no snapshots: {result.range_text}; empty summary written")
+    print(f"report: {result.html_path}")
+    print(f"summary: {result.summary_path}")
+    return 0
