@@ -1,0 +1,78 @@
+"""The one place that builds a SparkSession for grstats's jobs.
+
+Every job runs in UTC (the spool holds UTC microseconds and the table's dates are UTC dates),
+logs only warnings, and names itself. On one machine (``local[...]``, the default) it also
+keeps Spark small: no web UI, as many shuffle partitions as cores, and Python workers run by
+this very interpreter so that they import this grstats. On a cluster (``spark://...``,
+``yarn``, ``k8s://...``) those choices are the cluster's: see ``deploy/spark/submit.sh``.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from pyspark.sql import SparkSession
+
+#: The master used when none is given: every core of this machine.
+DEFAULT_MASTER = "local[*]"
+
+#: The log4j2 configuration shipped beside this module: warnings only, on stderr.
+LOG4J2_PROPERTIES = Path(__file__).with_name("log4j2.properties")
+
+
+def is_local(master: str) -> bool:
+    """Return True when ``master`` runs everything in this process (``local``, ``local[N]``)."""
+    return master == "local" or master.startswith("local[")
+
+
+def session_conf(master: str, app_name: str) -> dict[str, str]:
+    """Return the settings :func:`build_session` applies for ``master``, before overrides."""
+    conf = {
+        "spark.app.name": app_name,
+        "spark.master": master,
+        "spark.sql.session.timeZone": "UTC",
+        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J2_PROPERTIES.as_uri()}",
+        "spark.ui.showConsoleProgress": "false",
+        # Parquet timestamps as microseconds, the spool's unit (Spark's default is INT96).
+        "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    }
+    if is_local(master):
+        cores = os.cpu_count() or 1
+        conf |= {
+            "spark.ui.enabled": "false",
+            "spark.sql.shuffle.partitions": str(max(2, cores)),
+            "spark.driver.host": "127.0.0.1",
+            "spark.driver.bindAddress": "127.0.0.1",
+            "spark.pyspark.python": sys.executable,
+            "spark.pyspark.driver.python": sys.executable,
+        }
+    return conf
+
+
+def build_session(
+    master: str | None = None,
+    app_name: str = "grstats",
+    *,
+    conf: Mapping[str, str] | None = None,
+) -> SparkSession:
+    """Return a SparkSession on ``master`` (default ``local[*]``) with grstats's settings.
+
+    ``conf`` overrides any setting. When a session already runs in this process (tests share
+    one), Spark returns it and the settings that can only be set at start-up are left as they
+    were.
+    """
+    from pyspark.sql import SparkSession  # noqa: PLC0415 (pyspark is imported only when needed)
+
+    settings = session_conf(master or DEFAULT_MASTER, app_name) | dict(conf or {})
+    builder = SparkSession.builder
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    session = builder.getOrCreate()
+    session.sparkContext.setLogLevel("WARN")
+    return session

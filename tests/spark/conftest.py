@@ -1,0 +1,26 @@
+"""The one local SparkSession every Spark test shares (started once per test run, stopped at the end).
+
+Starting a JVM takes seconds, so the session is session-scoped; tests must not stop it or change
+settings that outlive them. Tests that need a different master (a standalone cluster) run
+``grstats spark ...`` as a subprocess instead.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import pytest
+
+from spark.session import build_session
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+    from pyspark.sql import SparkSession
+
+
+@pytest.fixture(name="spark", scope="session")
+def _spark() -> Iterator[SparkSession]:
+    session = build_session("local[2]", "grstats-tests", conf={"spark.sql.shuffle.partitions": "2"})
+    yield session
+    session.stop()

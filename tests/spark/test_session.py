@@ -1,0 +1,45 @@
+"""spark.session: the settings every grstats job runs with."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from spark.session import LOG4J2_PROPERTIES, build_session, is_local, session_conf
+
+
+class TestSessionConf:
+    @pytest.mark.parametrize("master", ["local", "local[2]", "local[*]"])
+    def test_local_masters_run_workers_with_this_interpreter(self, master: str) -> None:
+        """In local mode the UI is off and Python workers are this interpreter."""
+        conf = session_conf(master, "app")
+        assert is_local(master)
+        assert conf["spark.ui.enabled"] == "false"
+        assert conf["spark.pyspark.python"] == sys.executable
+
+    def test_cluster_masters_keep_the_cluster_choices(self) -> None:
+        """On a cluster grstats does not pick the executors' Python, UI or partitions."""
+        conf = session_conf("spark://10.0.0.1:7077", "app")
+        assert not is_local("spark://10.0.0.1:7077")
+        assert not {
+            "spark.ui.enabled",
+            "spark.pyspark.python",
+            "spark.sql.shuffle.partitions",
+        } & set(conf)
+        assert conf["spark.sql.session.timeZone"] == "UTC"
+
+    def test_the_log_configuration_ships_with_the_package(self) -> None:
+        """The driver JVM is pointed at a log4j2 file that exists and logs warnings only."""
+        options = session_conf("local", "app")["spark.driver.extraJavaOptions"]
+        assert LOG4J2_PROPERTIES.as_uri() in options
+        assert "rootLogger.level = warn" in LOG4J2_PROPERTIES.read_text()
+
+
+@pytest.mark.spark
+def test_the_shared_session_runs_in_utc(spark) -> None:
+    """The session the tests share computes dates in UTC, whatever the machine's zone."""
+    row = spark.sql("SELECT to_date(timestamp_micros(86399999999)) AS d").first()
+    assert str(row["d"]) == "1970-01-01"
+    assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
+    assert build_session("local[2]") is spark
