@@ -1,0 +1,569 @@
+"""The spool: a directory of append-only segment files of checksummed msgpack records.
+
+Layout (the contract with Spark ingest)::
+
+    segment-00000000000000000001.sealed   sealed: complete, fsynced, never written again
+    segment-00000000000000000002.sealed
+    segment-00000000000000000003.open     being written (at most one); readers skip it
+
+A segment starts with the 8-byte magic ``b"GRSPOOL1"``, then frames: the payload's length
+(4 bytes, big-endian), ``zlib.crc32`` of the payload (4 bytes, big-endian), the payload (one
+msgpack record, see :mod:`collector.records`). A frame that runs past the end of the file or
+whose CRC does not match is torn or corrupt.
+
+Sealing is: write out, fsync the file, rename ``.open`` to ``.sealed``, fsync the directory. So
+a reader of ``*.sealed`` never sees a torn frame, whatever moment the writer was killed at.
+
+On start, :class:`SpoolWriter` takes the spool's lock (``.lock``: one writer per spool), then
+recovers a ``.open`` segment a killed writer left: it keeps the frames up to the first bad one,
+truncates the torn tail (and logs how many bytes), seals what is left and goes on with the
+next sequence number. Sequence numbers only ever increase: the highest one used is also kept
+in ``.last-segment``, so a sealed segment that ingest moved away is never written again.
+
+Readers: :func:`sealed_segments`, :func:`read_segment` (the contract), plus
+:func:`read_records` and :func:`iter_frames` that also give each frame's byte offset.
+"""
+
+from __future__ import annotations
+
+import enum
+import fcntl
+import os
+import re
+import struct
+import time
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Self
+
+import structlog
+
+from agent.errors import ConfigError
+from collector.errors import RecordError, SegmentCorrupt, SpoolError, SpoolLocked
+from collector.records import decode, encode
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator, Mapping
+    from types import TracebackType
+
+    from structlog.typing import FilteringBoundLogger
+
+    from collector.records import Record
+
+#: The first 8 bytes of every segment.
+MAGIC = b"GRSPOOL1"
+#: A frame's header: payload length and CRC-32, both unsigned 32-bit big-endian.
+FRAME_HEADER = struct.Struct(">II")
+#: The largest payload a frame can hold.
+MAX_PAYLOAD = 2**32 - 1
+#: The lock file that keeps a second writer out.
+LOCK_NAME = ".lock"
+#: The file holding the highest sequence number ever used.
+LAST_SEGMENT_NAME = ".last-segment"
+
+_NAME = re.compile(r"segment-(\d{20})\.(open|sealed)")
+_MIB = 1024 * 1024
+_BUFFER_BYTES = 1 * _MIB  # SEAL policy: write out once this much is buffered
+
+
+def segment_name(sequence: int, *, sealed: bool) -> str:
+    """Return the file name of segment ``sequence``, open or sealed."""
+    return f"segment-{sequence:020d}.{'sealed' if sealed else 'open'}"
+
+
+def parse_segment_name(name: str) -> tuple[int, bool] | None:
+    """Return ``(sequence, sealed)`` of a segment's file name, or None for any other name."""
+    match = _NAME.fullmatch(name)
+    if match is None:
+        return None
+    return int(match.group(1)), match.group(2) == "sealed"
+
+
+# -- reading ------------------------------------------------------------------------------
+
+
+def sealed_segments(spool_dir: Path | str) -> list[Path]:
+    """Return the sealed segments of ``spool_dir``, by sequence number.
+
+    Raises:
+        SpoolError: ``spool_dir`` is not a directory.
+    """
+    directory = Path(spool_dir)
+    if not directory.is_dir():
+        raise SpoolError(f"spool: {str(directory)!r} is not a directory")
+    found = []
+    for path in directory.iterdir():
+        parsed = parse_segment_name(path.name)
+        if parsed is not None and parsed[1]:
+            found.append((parsed[0], path))
+    return [path for _, path in sorted(found)]
+
+
+def read_segment(path: Path | str) -> Iterator[Record]:
+    """Yield the records (payload maps) of the segment at ``path``, in order.
+
+    Raises:
+        SegmentCorrupt: bad magic, a torn frame, a CRC mismatch or a payload that is not a
+            msgpack map; the message names the file, the frame's byte offset and the reason.
+            Records before the bad frame have been yielded by then.
+    """
+    for _, record in read_records(path):
+        yield record
+
+
+def read_records(path: Path | str) -> Iterator[tuple[int, Record]]:
+    """Yield ``(frame offset, record)`` for each frame of the segment at ``path``.
+
+    Raises:
+        SegmentCorrupt: as :func:`read_segment`.
+    """
+    data = Path(path).read_bytes()
+    for offset, payload in iter_frames(data, path):
+        try:
+            record = decode(payload)
+        except RecordError as exc:
+            raise SegmentCorrupt(path, offset, str(exc)) from exc
+        yield offset, record
+
+
+def iter_frames(data: bytes, path: Path | str) -> Iterator[tuple[int, bytes]]:
+    """Yield ``(frame offset, payload)`` of a whole segment's bytes; ``path`` names it in errors.
+
+    Checks the magic, each frame's length against the end of ``data`` and each CRC.
+
+    Raises:
+        SegmentCorrupt: naming ``path``, the byte offset and the reason.
+    """
+    if data[: len(MAGIC)] != MAGIC:
+        raise SegmentCorrupt(
+            path, 0, f"does not start with the magic {MAGIC!r} (found {data[: len(MAGIC)]!r})"
+        )
+    offset = len(MAGIC)
+    end = len(data)
+    while offset < end:
+        if end - offset < FRAME_HEADER.size:
+            raise SegmentCorrupt(
+                path, offset, f"torn frame: header cut short at {end - offset} of 8 bytes"
+            )
+        length, crc = FRAME_HEADER.unpack_from(data, offset)
+        start = offset + FRAME_HEADER.size
+        if start + length > end:
+            raise SegmentCorrupt(
+                path,
+                offset,
+                f"torn frame: its {length}-byte payload runs past the end of the file "
+                f"({end} bytes)",
+            )
+        payload = data[start : start + length]
+        actual = zlib.crc32(payload)
+        if actual != crc:
+            raise SegmentCorrupt(
+                path,
+                offset,
+                f"CRC mismatch: the frame says {crc:#010x}, the payload has {actual:#010x}",
+            )
+        yield offset, payload
+        offset = start + length
+
+
+def encode_frame(payload: bytes) -> bytes:
+    """Return one frame: header (length, CRC-32) and ``payload``."""
+    if len(payload) > MAX_PAYLOAD:
+        raise SpoolError(f"record: {len(payload)} bytes is more than a frame holds")
+    return FRAME_HEADER.pack(len(payload), zlib.crc32(payload)) + payload
+
+
+@dataclass(frozen=True, slots=True)
+class Scan:
+    """What a segment holds: its valid records, up to the first bad frame.
+
+    Attributes:
+        records: how many valid records precede the first bad frame (all, if none is bad).
+        valid_bytes: the length of the valid prefix (magic included).
+        size: the file's length.
+        problem: the first bad frame, or None when the whole file is valid.
+    """
+
+    records: int
+    valid_bytes: int
+    size: int
+    problem: SegmentCorrupt | None
+
+
+def scan(path: Path | str) -> Scan:
+    """Return how much of the segment at ``path`` is valid (an open one may have a torn tail).
+
+    A bad magic is reported as a problem at offset 0 with no valid bytes.
+    """
+    data = Path(path).read_bytes()
+    records, valid = 0, len(MAGIC)
+    try:
+        for offset, payload in iter_frames(data, path):
+            try:
+                decode(payload)
+            except RecordError as exc:
+                raise SegmentCorrupt(path, offset, str(exc)) from exc
+            records += 1
+            valid = offset + FRAME_HEADER.size + len(payload)
+    except SegmentCorrupt as exc:
+        return Scan(records, exc.offset, len(data), exc)
+    return Scan(records, valid, len(data), None)
+
+
+# -- writing ------------------------------------------------------------------------------
+
+
+class SyncPolicy(enum.Enum):
+    """When appended records reach the disk."""
+
+    #: Each record is written and fsynced before append returns (the default: at most one
+    #: record a second, and nothing acknowledged is lost even on a power cut).
+    RECORD = "record"
+    #: Each record is written to the OS before append returns, fsynced when the segment seals:
+    #: a killed collector loses nothing, a power cut loses the open segment's unsynced tail.
+    WRITE = "write"
+    #: Records are buffered in memory, written out at 1 MiB and fsynced when the segment
+    #: seals: for bulk writers (dataset generators); a kill loses the buffered tail.
+    SEAL = "seal"
+
+
+@dataclass(frozen=True, slots=True)
+class SpoolSettings:
+    """How segments roll and how records reach the disk.
+
+    Attributes:
+        segment_bytes: seal a segment before it would grow past this many bytes (a single
+            larger record gets a segment of its own); 1 KiB to 1 TiB, default 64 MiB.
+        segment_age_s: seal a segment this many seconds after it was opened, so that ingest
+            sees quiet periods too; 1 s to 7 days, default 1 hour.
+        sync: when records reach the disk (:class:`SyncPolicy`), default every record.
+    """
+
+    segment_bytes: int = 64 * _MIB
+    segment_age_s: float = 3600.0
+    sync: SyncPolicy = SyncPolicy.RECORD
+
+    def __post_init__(self) -> None:
+        if (
+            isinstance(self.segment_bytes, bool)
+            or not isinstance(self.segment_bytes, int)
+            or not 1024 <= self.segment_bytes <= 2**40
+        ):
+            raise ConfigError(
+                f"segment_bytes: {self.segment_bytes!r} is not a whole number of bytes "
+                "from 1024 (1 KiB) to 1099511627776 (1 TiB)"
+            )
+        if (
+            isinstance(self.segment_age_s, bool)
+            or not isinstance(self.segment_age_s, int | float)
+            or not 1 <= self.segment_age_s <= 7 * 86_400
+        ):
+            raise ConfigError(
+                f"segment_age_s: {self.segment_age_s!r} is not a number of seconds "
+                "from 1 to 604800 (7 days)"
+            )
+        sync: object = self.sync
+        if not isinstance(sync, SyncPolicy):
+            choices = ", ".join(policy.value for policy in SyncPolicy)
+            raise ConfigError(f"sync: {self.sync!r} is not one of {choices}")
+
+
+@dataclass(frozen=True, slots=True)
+class Position:
+    """Where a record was appended: its segment's sequence number and the frame's offset."""
+
+    sequence: int
+    offset: int
+
+
+class SpoolWriter:
+    """The one writer of a spool directory: appends records, rolls, seals, recovers.
+
+    Creating a writer creates the directory if needed, takes its lock (raising
+    :class:`SpoolLocked` if another writer holds it) and recovers a segment a killed writer
+    left open (see the module docstring). A segment file is created at the first record
+    appended after a seal, so no segment is ever empty. :meth:`close` (or leaving the ``with``
+    block) seals the open segment. Not thread-safe; one writer per process.
+
+    Args:
+        directory: the spool directory.
+        settings: rolling and sync settings.
+        clock: seconds, monotonic; measures segment age (tests move it).
+        logger: where ``segment_sealed`` and the recovery events go.
+    """
+
+    def __init__(
+        self,
+        directory: Path | str,
+        settings: SpoolSettings | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        logger: FilteringBoundLogger | None = None,
+    ) -> None:
+        self.directory = Path(directory)
+        self.settings = settings or SpoolSettings()
+        self._clock = clock
+        self._log: FilteringBoundLogger = logger or structlog.get_logger()
+        self._fd: int | None = None
+        self._sequence = 0
+        self._size = 0
+        self._records = 0
+        self._opened_at = 0.0
+        self._buffer = bytearray()
+        self.sealed = 0  #: segments sealed by this writer (recovered ones included)
+        self.appended = 0  #: records appended by this writer
+        self.appended_bytes = 0  #: frame bytes appended by this writer
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise SpoolError(f"spool: cannot create {str(self.directory)!r}: {exc}") from exc
+        self._lock_fd: int | None = self._lock()
+        try:
+            self._last_sequence = self._recover()
+        except BaseException:
+            self._unlock()
+            raise
+
+    # -- public ------------------------------------------------------------------------
+
+    @property
+    def current(self) -> Path | None:
+        """The open segment's path, or None between a seal and the next record."""
+        if self._fd is None:
+            return None
+        return self.directory / segment_name(self._sequence, sealed=False)
+
+    @property
+    def last_sequence(self) -> int:
+        """The highest sequence number used so far (0 for a new spool)."""
+        return self._last_sequence
+
+    def append(self, record: Mapping[str, Any]) -> Position:
+        """Append one record (msgpack-encoded); return where it went. See :meth:`append_payload`."""
+        return self.append_payload(encode(record))
+
+    def append_payload(self, payload: bytes) -> Position:
+        """Append one already-encoded record, rolling first if the open segment is due.
+
+        With the RECORD policy the record is fsynced when this returns.
+        """
+        if self._lock_fd is None:
+            raise SpoolError(f"spool: the writer of {self.directory} is closed")
+        frame = encode_frame(payload)
+        if self._fd is not None and (
+            self._size + len(frame) > self.settings.segment_bytes or self._age_due()
+        ):
+            self.roll()
+        if self._fd is None:
+            self._open_next()
+        position = Position(self._sequence, self._size)
+        self._write(frame)
+        self._size += len(frame)
+        self._records += 1
+        self.appended += 1
+        self.appended_bytes += len(frame)
+        if self._size >= self.settings.segment_bytes:
+            self.roll()
+        return position
+
+    def roll_if_due(self) -> bool:
+        """Seal the open segment if it is older than ``segment_age_s``; return whether it did."""
+        if self._fd is not None and self._age_due():
+            self.roll()
+            return True
+        return False
+
+    def roll(self) -> None:
+        """Seal the open segment now, if there is one; the next record opens the next."""
+        if self._fd is None:
+            return
+        fd, self._fd = self._fd, None
+        try:
+            self._flush_buffer(fd)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        self._seal(self._sequence, self._records, self._size, "rolled")
+
+    def close(self) -> None:
+        """Seal the open segment and release the lock; a closed writer stays closed."""
+        if self._lock_fd is None:
+            return
+        try:
+            self.roll()
+        finally:
+            self._unlock()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # -- segments ------------------------------------------------------------------------
+
+    def _age_due(self) -> bool:
+        return self._clock() - self._opened_at >= self.settings.segment_age_s
+
+    def _open_next(self) -> None:
+        sequence = self._last_sequence + 1
+        self._save_last_sequence(sequence)
+        self._last_sequence = sequence
+        path = self.directory / segment_name(sequence, sealed=False)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644)
+        self._fd, self._sequence = fd, sequence
+        self._size, self._records, self._opened_at = 0, 0, self._clock()
+        self._write(MAGIC)
+        self._size = len(MAGIC)
+        self._fsync_directory()
+        self._log.debug("segment_opened", segment=path.name)
+
+    def _write(self, data: bytes) -> None:
+        assert self._fd is not None
+        if self.settings.sync is SyncPolicy.SEAL:
+            self._buffer += data
+            if len(self._buffer) >= _BUFFER_BYTES:
+                self._flush_buffer(self._fd)
+            return
+        _write_all(self._fd, data)
+        if self.settings.sync is SyncPolicy.RECORD:
+            os.fsync(self._fd)
+
+    def _flush_buffer(self, fd: int) -> None:
+        if self._buffer:
+            _write_all(fd, bytes(self._buffer))
+            self._buffer.clear()
+
+    def _seal(self, sequence: int, records: int, size: int, why: str) -> None:
+        source = self.directory / segment_name(sequence, sealed=False)
+        target = self.directory / segment_name(sequence, sealed=True)
+        if target.exists():
+            raise SpoolError(f"spool: {target} exists already; {source.name} is left as it is")
+        source.rename(target)
+        self._fsync_directory()
+        self.sealed += 1
+        self._log.info(
+            "segment_sealed", segment=target.name, records=records, bytes=size, reason=why
+        )
+
+    def _fsync_directory(self) -> None:
+        fd = os.open(self.directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def _save_last_sequence(self, sequence: int) -> None:
+        path = self.directory / LAST_SEGMENT_NAME
+        temporary = path.with_name(path.name + ".tmp")
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+        try:
+            _write_all(fd, f"{sequence}\n".encode())
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        temporary.replace(path)
+        # the directory is fsynced when the segment file is created, right after
+
+    # -- lock and recovery ---------------------------------------------------------------
+
+    def _lock(self) -> int:
+        path = self.directory / LOCK_NAME
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        except OSError as exc:
+            raise SpoolError(f"spool: cannot open {path}: {exc}") from exc
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            os.close(fd)
+            raise SpoolLocked(
+                f"spool: {self.directory} is in use by another writer (it holds {path})"
+            ) from exc
+        os.ftruncate(fd, 0)
+        os.write(fd, f"{os.getpid()}\n".encode())
+        return fd
+
+    def _unlock(self) -> None:
+        if self._lock_fd is not None:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def _recover(self) -> int:
+        """Seal or drop every ``.open`` segment; return the highest sequence number used."""
+        highest = self._read_last_sequence()
+        sealed, opened = set(), []
+        for path in self.directory.iterdir():
+            parsed = parse_segment_name(path.name)
+            if parsed is None:
+                continue
+            sequence, is_sealed = parsed
+            highest = max(highest, sequence)
+            if is_sealed:
+                sealed.add(sequence)
+            else:
+                opened.append((sequence, path))
+        for sequence, path in sorted(opened):
+            if sequence in sealed:
+                raise SpoolError(
+                    f"spool: both {path.name} and its sealed twin exist; move one away"
+                )
+            self._recover_one(sequence, path)
+        return highest
+
+    def _recover_one(self, sequence: int, path: Path) -> None:
+        size = path.stat().st_size
+        if size < len(MAGIC) and MAGIC.startswith(path.read_bytes()):
+            path.unlink()  # killed while creating it: nothing was ever written
+            self._fsync_directory()
+            self._log.info("segment_discarded", segment=path.name, bytes=size, reason="empty")
+            return
+        found = scan(path)
+        if found.problem is not None and found.problem.offset == 0:
+            raise found.problem  # not a segment this code wrote: leave it to a person
+        if found.problem is not None:
+            with path.open("r+b") as file:
+                file.truncate(found.valid_bytes)
+                file.flush()
+                os.fsync(file.fileno())
+            self._log.warning(
+                "segment_truncated",
+                segment=path.name,
+                truncated_bytes=found.size - found.valid_bytes,
+                kept_records=found.records,
+                reason=found.problem.reason,
+            )
+        if found.records == 0:
+            path.unlink()
+            self._fsync_directory()
+            self._log.info("segment_discarded", segment=path.name, bytes=size, reason="no record")
+            return
+        if found.problem is None:
+            with path.open("r+b") as file:
+                os.fsync(file.fileno())
+        self._log.info("segment_recovered", segment=path.name, records=found.records)
+        self._seal(sequence, found.records, found.valid_bytes, "recovered")
+
+    def _read_last_sequence(self) -> int:
+        path = self.directory / LAST_SEGMENT_NAME
+        try:
+            text = path.read_text().strip()
+        except FileNotFoundError:
+            return 0
+        if not text.isdigit():
+            raise SpoolError(f"spool: {path} holds {text[:40]!r}, not a sequence number")
+        return int(text)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]

@@ -1,0 +1,360 @@
+"""The spool: framing, corruption detection, rolling, sealing, recovery, locking, sequence numbers."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from structlog.testing import capture_logs
+
+from agent.errors import ConfigError
+from collector.errors import SegmentCorrupt, SpoolError, SpoolLocked
+from collector.records import encode
+from collector.spool import (
+    FRAME_HEADER,
+    MAGIC,
+    SpoolSettings,
+    SpoolWriter,
+    SyncPolicy,
+    encode_frame,
+    iter_frames,
+    parse_segment_name,
+    read_records,
+    read_segment,
+    scan,
+    sealed_segments,
+    segment_name,
+)
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+def record(index: int, pad: int = 100) -> dict[str, Any]:
+    """A small record numbered ``index``."""
+    return {"schema": 1, "index": index, "pad": "x" * pad, "lag": 0.25, "gone": None}
+
+
+class FakeClock:
+    """Monotonic seconds the test moves."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def all_records(spool: Path) -> list[dict[str, Any]]:
+    """Every record of every sealed segment, in order."""
+    return [r for path in sealed_segments(spool) for r in read_segment(path)]
+
+
+def open_segments(spool: Path) -> list[Path]:
+    """The .open segments of ``spool``."""
+    return sorted(spool.glob("segment-*.open"))
+
+
+def write_segment(path: Path, records: list[dict[str, Any]], tail: bytes = b"") -> list[int]:
+    """Write a segment by hand (magic, frames, then ``tail``); return the frame offsets."""
+    offsets, data = [], bytearray(MAGIC)
+    for item in records:
+        offsets.append(len(data))
+        data += encode_frame(encode(item))
+    path.write_bytes(bytes(data) + tail)
+    return offsets
+
+
+class TestFraming:
+    def test_round_trip_with_offsets(self, tmp_path: Path) -> None:
+        """Appended records read back equal, at the offsets append returned, in order."""
+        with SpoolWriter(tmp_path) as writer:
+            positions = [writer.append(record(i)) for i in range(5)]
+        (segment,) = sealed_segments(tmp_path)
+        assert [p.sequence for p in positions] == [1] * 5
+        assert positions[0].offset == len(MAGIC)
+        assert list(read_records(segment)) == [
+            (p.offset, record(i)) for i, p in enumerate(positions)
+        ]
+
+    def test_frame_layout_is_length_crc_payload(self, tmp_path: Path) -> None:
+        """A segment is the magic, then big-endian length and CRC-32 before each payload."""
+        with SpoolWriter(tmp_path) as writer:
+            writer.append(record(7))
+        data = sealed_segments(tmp_path)[0].read_bytes()
+        payload = encode(record(7))
+        assert data[:8] == b"GRSPOOL1"
+        assert data[8:12] == len(payload).to_bytes(4, "big")
+        assert data[16:] == payload
+        assert list(iter_frames(data, "x")) == [(8, payload)]
+
+    def test_segment_names(self) -> None:
+        """Names carry a 20-digit sequence and parse back; other names are not segments."""
+        assert segment_name(42, sealed=True) == "segment-00000000000000000042.sealed"
+        assert parse_segment_name(segment_name(42, sealed=False)) == (42, False)
+        assert parse_segment_name("segment-42.sealed") is None
+        assert parse_segment_name(".last-segment") is None
+
+    def test_sealed_segments_lists_only_sealed_in_order(self, tmp_path: Path) -> None:
+        """Only *.sealed files are listed, by sequence; .open and other files are not."""
+        for sequence in (3, 1, 2):
+            write_segment(tmp_path / segment_name(sequence, sealed=True), [record(sequence)])
+        write_segment(tmp_path / segment_name(4, sealed=False), [record(4)])
+        (tmp_path / "notes.txt").write_text("hello")
+        assert [p.name for p in sealed_segments(tmp_path)] == [
+            segment_name(n, sealed=True) for n in (1, 2, 3)
+        ]
+
+    def test_sealed_segments_of_a_missing_directory(self, tmp_path: Path) -> None:
+        """A spool path that is not a directory is an error naming it."""
+        with pytest.raises(SpoolError, match="nowhere"):
+            sealed_segments(tmp_path / "nowhere")
+
+
+class TestCorruption:
+    def test_bad_magic_names_file_and_offset_zero(self, tmp_path: Path) -> None:
+        """A file without the magic is corrupt at offset 0."""
+        path = tmp_path / segment_name(1, sealed=True)
+        path.write_bytes(b"NOTASPOOL" + encode_frame(encode(record(1))))
+        with pytest.raises(SegmentCorrupt) as caught:
+            list(read_segment(path))
+        assert (caught.value.path, caught.value.offset) == (str(path), 0)
+        assert f"{path}: offset 0: does not start with the magic" in str(caught.value)
+
+    def test_crc_mismatch_names_the_frame(self, tmp_path: Path) -> None:
+        """A flipped payload byte fails the CRC of its frame; earlier records were yielded."""
+        path = tmp_path / segment_name(1, sealed=True)
+        offsets = write_segment(path, [record(0), record(1), record(2)])
+        data = bytearray(path.read_bytes())
+        data[offsets[1] + FRAME_HEADER.size + 20] ^= 0x01
+        path.write_bytes(bytes(data))
+        seen: list[dict[str, Any]] = []
+        with pytest.raises(SegmentCorrupt) as caught:
+            seen.extend(read_segment(path))
+        assert seen == [record(0)]
+        assert caught.value.offset == offsets[1]
+        assert str(caught.value).startswith(f"{path}: offset {offsets[1]}: CRC mismatch")
+
+    def test_torn_payload(self, tmp_path: Path) -> None:
+        """A frame whose payload runs past the end of the file is torn, at that frame's offset."""
+        path = tmp_path / segment_name(1, sealed=True)
+        offsets = write_segment(path, [record(0), record(1)])
+        path.write_bytes(path.read_bytes()[:-5])
+        with pytest.raises(SegmentCorrupt, match=rf"offset {offsets[1]}: torn frame: its \d+-byte"):
+            list(read_segment(path))
+
+    def test_torn_header(self, tmp_path: Path) -> None:
+        """Fewer than 8 bytes after the last frame are a torn header."""
+        path = tmp_path / segment_name(1, sealed=True)
+        write_segment(path, [record(0)], tail=b"\x00\x00\x01")
+        size = path.stat().st_size
+        with pytest.raises(SegmentCorrupt, match=rf"offset {size - 3}: .*header cut short at 3"):
+            list(read_segment(path))
+
+    def test_valid_crc_but_not_a_record(self, tmp_path: Path) -> None:
+        """A frame whose payload is not a msgpack map is corrupt even with a good CRC."""
+        path = tmp_path / segment_name(1, sealed=True)
+        path.write_bytes(MAGIC + encode_frame(b"\x93\x01\x02\x03"))
+        with pytest.raises(SegmentCorrupt, match="offset 8: payload is a msgpack list, not a map"):
+            list(read_segment(path))
+
+    def test_scan_reports_the_valid_prefix(self, tmp_path: Path) -> None:
+        """A scan counts the records before the first bad frame and where they end."""
+        path = tmp_path / segment_name(1, sealed=False)
+        offsets = write_segment(path, [record(0), record(1)], tail=b"\x00\x00\x00\x09abc")
+        found = scan(path)
+        assert (found.records, found.size) == (2, path.stat().st_size)
+        assert found.valid_bytes == found.size - 7
+        assert found.problem is not None
+        assert found.problem.offset == found.valid_bytes > offsets[1]
+
+
+class TestRolling:
+    def test_roll_by_size(self, tmp_path: Path) -> None:
+        """Segments never outgrow segment_bytes; records stay in order over consecutive sequences."""
+        with SpoolWriter(tmp_path, SpoolSettings(segment_bytes=1024)) as writer:
+            for i in range(40):
+                writer.append(record(i))
+        segments = sealed_segments(tmp_path)
+        assert len(segments) > 3
+        assert all(path.stat().st_size <= 1024 for path in segments)
+        assert [parse_segment_name(p.name) for p in segments] == [
+            (n, True) for n in range(1, len(segments) + 1)
+        ]
+        assert all_records(tmp_path) == [record(i) for i in range(40)]
+        assert open_segments(tmp_path) == []
+
+    def test_record_larger_than_a_segment_gets_its_own(self, tmp_path: Path) -> None:
+        """A record bigger than segment_bytes is written whole, alone in a sealed segment."""
+        with SpoolWriter(tmp_path, SpoolSettings(segment_bytes=1024)) as writer:
+            writer.append(record(0))
+            writer.append(record(1, pad=5000))
+            assert writer.current is None  # sealed at once: it is full
+            writer.append(record(2))
+        counts = [len(list(read_segment(p))) for p in sealed_segments(tmp_path)]
+        assert counts == [1, 1, 1]
+
+    def test_roll_by_age(self, tmp_path: Path) -> None:
+        """A segment is sealed once segment_age_s has passed, by roll_if_due or the next append."""
+        clock = FakeClock()
+        settings = SpoolSettings(segment_age_s=60)
+        with capture_logs() as logs, SpoolWriter(tmp_path, settings, clock=clock) as writer:
+            writer.append(record(0))
+            clock.now += 59.9
+            assert not writer.roll_if_due()
+            writer.append(record(1))
+            clock.now += 0.1
+            assert writer.roll_if_due()
+            assert writer.current is None
+            assert not writer.roll_if_due()  # nothing open: nothing to seal
+            writer.append(record(2))
+            clock.now += 60
+            position = writer.append(record(3))
+        assert position.sequence == 3
+        assert [len(list(read_segment(p))) for p in sealed_segments(tmp_path)] == [2, 1, 1]
+        sealed = [e for e in logs if e["event"] == "segment_sealed"]
+        assert [e["records"] for e in sealed] == [2, 1, 1]
+
+    def test_no_empty_segments(self, tmp_path: Path) -> None:
+        """A writer that appends nothing leaves no segment behind."""
+        SpoolWriter(tmp_path).close()
+        assert list(tmp_path.glob("segment-*")) == []
+
+    @pytest.mark.parametrize("sync", list(SyncPolicy))
+    def test_every_sync_policy_round_trips(self, tmp_path: Path, sync: SyncPolicy) -> None:
+        """Whatever the sync policy, closing seals every record appended."""
+        with SpoolWriter(tmp_path, SpoolSettings(segment_bytes=4096, sync=sync)) as writer:
+            for i in range(100):
+                writer.append(record(i))
+        assert all_records(tmp_path) == [record(i) for i in range(100)]
+
+    def test_write_policy_reaches_the_os_per_record(self, tmp_path: Path) -> None:
+        """With the WRITE policy each record is in the file when append returns."""
+        with SpoolWriter(tmp_path, SpoolSettings(sync=SyncPolicy.WRITE)) as writer:
+            position = writer.append(record(0))
+            assert writer.current is not None
+            assert writer.current.stat().st_size == position.offset + len(
+                encode_frame(encode(record(0)))
+            )
+
+    def test_closed_writer_refuses_records(self, tmp_path: Path) -> None:
+        """Appending after close is an error; closing twice is harmless."""
+        writer = SpoolWriter(tmp_path)
+        writer.close()
+        writer.close()
+        with pytest.raises(SpoolError, match="closed"):
+            writer.append(record(0))
+
+
+class TestRecovery:
+    def test_torn_tail_is_truncated_and_sealed(self, tmp_path: Path) -> None:
+        """A killed writer's open segment keeps its valid frames, loses the torn tail, is sealed."""
+        for sequence in (1, 2):
+            write_segment(tmp_path / segment_name(sequence, sealed=True), [record(sequence)])
+        path = tmp_path / segment_name(3, sealed=False)
+        write_segment(path, [record(10), record(11)], tail=encode_frame(encode(record(12)))[:-9])
+        size = path.stat().st_size
+        with capture_logs() as logs, SpoolWriter(tmp_path) as writer:
+            assert not path.exists()
+            truncated = [e for e in logs if e["event"] == "segment_truncated"]
+            assert len(truncated) == 1
+            assert (
+                truncated[0]["truncated_bytes"]
+                == size - scan(tmp_path / segment_name(3, sealed=True)).size
+            )
+            assert truncated[0]["kept_records"] == 2
+            assert writer.append(record(13)).sequence == 4
+        assert all_records(tmp_path) == [record(1), record(2), record(10), record(11), record(13)]
+
+    def test_corrupt_frame_in_the_middle_drops_the_rest(self, tmp_path: Path) -> None:
+        """Recovery keeps only the frames before the first bad one."""
+        path = tmp_path / segment_name(1, sealed=False)
+        offsets = write_segment(path, [record(0), record(1), record(2)])
+        data = bytearray(path.read_bytes())
+        data[offsets[1] + FRAME_HEADER.size + 3] ^= 0xFF
+        path.write_bytes(bytes(data))
+        SpoolWriter(tmp_path).close()
+        (segment,) = sealed_segments(tmp_path)
+        assert segment.stat().st_size == offsets[1]
+        assert list(read_segment(segment)) == [record(0)]
+
+    @pytest.mark.parametrize("content", [b"", b"GRSP", MAGIC, MAGIC + b"\x00\x00"])
+    def test_open_segment_without_records_is_discarded(
+        self, tmp_path: Path, content: bytes
+    ) -> None:
+        """An open segment holding no whole record is removed, and its number is not reused."""
+        (tmp_path / segment_name(5, sealed=False)).write_bytes(content)
+        with SpoolWriter(tmp_path) as writer:
+            assert writer.append(record(0)).sequence == 6
+        assert [p.name for p in tmp_path.glob("segment-*")] == [segment_name(6, sealed=True)]
+
+    def test_foreign_open_file_is_left_alone(self, tmp_path: Path) -> None:
+        """An open segment with a wrong magic stops the writer and is not touched."""
+        path = tmp_path / segment_name(1, sealed=False)
+        path.write_bytes(b"something else entirely")
+        with pytest.raises(SegmentCorrupt, match="offset 0"):
+            SpoolWriter(tmp_path)
+        assert path.read_bytes() == b"something else entirely"
+        SpoolWriter(tmp_path / "other").close()  # and the lock was released: no leak
+
+    def test_never_overwrites_a_sealed_twin(self, tmp_path: Path) -> None:
+        """An open segment whose sealed twin exists is an error; both files stay."""
+        write_segment(tmp_path / segment_name(1, sealed=True), [record(0)])
+        write_segment(tmp_path / segment_name(1, sealed=False), [record(1)])
+        with pytest.raises(SpoolError, match="sealed twin"):
+            SpoolWriter(tmp_path)
+        assert list(read_segment(tmp_path / segment_name(1, sealed=True))) == [record(0)]
+
+    def test_sequence_numbers_survive_removed_segments(self, tmp_path: Path) -> None:
+        """After every sealed segment was moved away, the next segment still gets a new number."""
+        with SpoolWriter(tmp_path, SpoolSettings(segment_bytes=1024)) as writer:
+            for i in range(20):
+                writer.append(record(i))
+            last = writer.last_sequence
+        for path in sealed_segments(tmp_path):
+            path.unlink()
+        with SpoolWriter(tmp_path) as writer:
+            assert writer.append(record(0)).sequence == last + 1
+
+
+class TestLock:
+    def test_second_writer_is_refused(self, tmp_path: Path) -> None:
+        """While one writer holds the spool another is refused, naming the directory."""
+        first = SpoolWriter(tmp_path)
+        with pytest.raises(SpoolLocked, match=str(tmp_path)):
+            SpoolWriter(tmp_path)
+        first.close()
+        SpoolWriter(tmp_path).close()
+
+    def test_unusable_directory(self, tmp_path: Path) -> None:
+        """A spool path under a file is an error naming the path."""
+        (tmp_path / "file").write_text("")
+        with pytest.raises(SpoolError, match="file/spool"):
+            SpoolWriter(tmp_path / "file" / "spool")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"segment_bytes": 100}, "segment_bytes: 100"),
+        ({"segment_bytes": 2**41}, "segment_bytes: 2199023255552"),
+        ({"segment_bytes": 1.5}, "segment_bytes: 1.5"),
+        ({"segment_age_s": 0}, "segment_age_s: 0"),
+        ({"segment_age_s": 10**7}, "segment_age_s: 10000000"),
+        ({"sync": "always"}, "sync: 'always'"),
+    ],
+)
+def test_settings_name_the_bad_field(kwargs: dict[str, Any], field: str) -> None:
+    """Invalid spool settings are refused with the field and its value."""
+    with pytest.raises(ConfigError, match=field):
+        SpoolSettings(**kwargs)
+
+
+def test_segments_are_private_to_the_writer_until_sealed(tmp_path: Path) -> None:
+    """While a segment is open, readers of sealed segments see none of its records."""
+    writer = SpoolWriter(tmp_path)
+    writer.append(record(0))
+    assert sealed_segments(tmp_path) == []
+    writer.close()
+    assert all_records(tmp_path) == [record(0)]
+    assert [p.name for p in tmp_path.glob("segment-*")] == [segment_name(1, sealed=True)]
