@@ -26,6 +26,7 @@ Readers: :func:`sealed_segments`, :func:`read_segment` (the contract), plus
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import fcntl
 import os
@@ -358,7 +359,11 @@ class SpoolWriter:
         if self._fd is None:
             self._open_next()
         position = Position(self._sequence, self._size)
-        self._write(frame)
+        try:
+            self._write(frame)
+        except BaseException:
+            self._abandon()
+            raise
         self._size += len(frame)
         self._records += 1
         self.appended += 1
@@ -434,6 +439,22 @@ class SpoolWriter:
         _write_all(self._fd, data)
         if self.settings.sync is SyncPolicy.RECORD:
             os.fsync(self._fd)
+
+    def _abandon(self) -> None:
+        """Give up the open segment after a failed write: never seal what may be torn.
+
+        It stays ``.open``; the next writer's recovery truncates it at its last whole frame.
+        """
+        fd, self._fd = self._fd, None
+        self._buffer.clear()
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self._log.error(
+            "segment_abandoned",
+            segment=segment_name(self._sequence, sealed=False),
+            reason="a write failed; the next start recovers it",
+        )
 
     def _flush_buffer(self, fd: int) -> None:
         if self._buffer:

@@ -23,6 +23,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "agent.cli.agent",
     "agent.cli.demo",
     "agent.cli.query",
+    "collector.cli",
     "agent.cli.simulate",
     "agent.cli.version",
 )

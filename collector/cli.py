@@ -1,0 +1,221 @@
+"""``grstats collect``: poll the agents every interval and spool the snapshots durably."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import re
+import signal
+from typing import TYPE_CHECKING
+
+from agent.cli.main import CliError
+from agent.config import split_address
+from agent.errors import ConfigError
+from agent.log import LOG_FORMATS, LOG_LEVELS, configure_logging, get_logger
+from collector.collect import Limits, collect
+from collector.errors import CollectorError
+from collector.poller import Poller, PollerSettings
+from collector.spool import SpoolSettings, SpoolWriter, SyncPolicy
+
+if TYPE_CHECKING:
+    from agent.cli.types import Subparsers
+    from collector.collect import Progress
+
+EPILOG = """\
+Each interval the collector asks one agent for every table it serves (members, stats, lag,
+gtids, with the freshness columns) and appends the snapshot to the spool. It keeps asking the
+agent that answered; when that agent stops answering it fails over to the next --node, round
+robin. While no agent answers it keeps trying and says so in the log.
+
+The spool is a directory of segment files (segment-<sequence>.open while written, .sealed
+once complete): checksummed msgpack records, sealed when a segment reaches --segment-size or
+--segment-age and on exit. With --fsync record (the default) every snapshot is on disk before
+the next poll; a kill -9 at any moment loses nothing synced, never leaves a torn record in a
+sealed segment, and the next start recovers the open segment and carries on. Only one collector
+may write a spool. 'grstats spark ingest' reads the sealed segments.
+
+SIGTERM or Ctrl-C: the open segment is sealed and the collector exits 0.
+exit status: 0 after a clean stop, 1 when the spool cannot be used, 2 for invalid arguments.
+examples:
+  grstats collect --node db1:7400 --node db2:7400 --node db3:7400 --spool /var/lib/grstats/spool
+  grstats collect --node 127.0.0.1:7400 --spool ./spool --interval 5 --duration 60 --format json
+"""
+
+#: Setting names in error messages -> the flags that set them.
+FLAGS = {
+    "interval_s": "--interval",
+    "timeout_s": "--timeout",
+    "segment_bytes": "--segment-size",
+    "segment_age_s": "--segment-age",
+    "count": "--count",
+    "duration_s": "--duration",
+    "summary_every_s": "--summary-every",
+}
+
+_SIZE = re.compile(r"(\d+)\s*([KMGT]?)(?:i?B)?", re.IGNORECASE)
+_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+def register(subparsers: Subparsers) -> None:
+    """Add the ``collect`` subcommand."""
+    parser = subparsers.add_parser(
+        "collect",
+        help="poll the agents and spool the group's history",
+        description="Take one snapshot of every member's rows each interval, from the first "
+        "agent that answers, and append it to a durable spool for the Spark reports.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--node",
+        action="append",
+        required=True,
+        metavar="HOST:PORT",
+        help="an agent to ask; repeat for failover, tried in the order given",
+    )
+    parser.add_argument("--spool", required=True, metavar="DIR", help="the spool directory")
+    parser.add_argument(
+        "--interval",
+        type=float,
+        default=1.0,
+        metavar="SECONDS",
+        help="seconds between snapshots, 1-3600 (default 1)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=2.0,
+        metavar="SECONDS",
+        help="seconds to wait for one agent before trying the next (default 2)",
+    )
+    spool = parser.add_argument_group("spool")
+    spool.add_argument(
+        "--segment-size",
+        default="64M",
+        metavar="SIZE",
+        help="seal a segment before it grows past SIZE bytes; K, M, G suffixes (default 64M)",
+    )
+    spool.add_argument(
+        "--segment-age",
+        type=float,
+        default=3600.0,
+        metavar="SECONDS",
+        help="seal a segment this long after it was opened (default 3600)",
+    )
+    spool.add_argument(
+        "--fsync",
+        choices=tuple(policy.value for policy in SyncPolicy),
+        default=SyncPolicy.RECORD.value,
+        help="record: fsync every snapshot (default); write: hand each to the OS, fsync on "
+        "seal (survives a kill, not a power cut); seal: buffer, write and fsync on seal",
+    )
+    stopping = parser.add_argument_group("stopping and reporting")
+    stopping.add_argument("--count", type=int, metavar="N", help="stop after N snapshots")
+    stopping.add_argument("--duration", type=float, metavar="SECONDS", help="stop after SECONDS")
+    stopping.add_argument(
+        "--summary-every",
+        type=float,
+        default=60.0,
+        metavar="SECONDS",
+        help="log a progress summary this often (default 60)",
+    )
+    stopping.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="the final summary on standard output: text, or json for scripts",
+    )
+    parser.add_argument(
+        "--log-format", choices=LOG_FORMATS, default="auto", help="auto: console on a terminal"
+    )
+    parser.add_argument("--log-level", choices=LOG_LEVELS, default="info")
+    parser.set_defaults(handler=run)
+
+
+def parse_size(text: str) -> int:
+    """Return the bytes of ``64M``, ``1G``, ``4096``, ``512KiB`` (binary units)."""
+    match = _SIZE.fullmatch(text.strip())
+    if match is None:
+        raise ConfigError(f"segment_bytes: {text!r} is not a size such as 64M, 1G or 1048576")
+    return int(match.group(1)) * _UNITS[match.group(2).upper()]
+
+
+def settings_from(args: argparse.Namespace) -> tuple[PollerSettings, SpoolSettings, Limits]:
+    """Return the poller, spool and loop settings of ``args``; CliError (exit 2) names the flag."""
+    for node in args.node:
+        try:
+            split_address(node, "--node")
+        except ConfigError as exc:
+            raise CliError(str(exc), code=2) from exc
+    try:
+        return (
+            PollerSettings(tuple(args.node), interval_s=args.interval, timeout_s=args.timeout),
+            SpoolSettings(
+                segment_bytes=parse_size(args.segment_size),
+                segment_age_s=args.segment_age,
+                sync=SyncPolicy(args.fsync),
+            ),
+            Limits(
+                count=args.count,
+                duration_s=args.duration,
+                summary_every_s=args.summary_every,
+            ),
+        )
+    except ConfigError as exc:
+        raise CliError(_flag_named(str(exc), args), code=2) from exc
+
+
+def _flag_named(message: str, args: argparse.Namespace) -> str:
+    field, _, rest = message.partition(": ")
+    flag = FLAGS.get(field)
+    if flag is None:
+        return message
+    if flag == "--segment-size" and not rest.startswith(repr(args.segment_size)):
+        rest = f"{args.segment_size!r} ({rest})"
+    return f"{flag}: {rest}"
+
+
+def run(args: argparse.Namespace) -> int:
+    """Collect until SIGTERM, Ctrl-C, --count or --duration; print the summary."""
+    poller_settings, spool_settings, limits = settings_from(args)
+    configure_logging(args.log_format, args.log_level)
+    logger = get_logger()
+    try:
+        writer = SpoolWriter(args.spool, spool_settings, logger=logger)
+    except (CollectorError, OSError) as exc:
+        raise CliError(str(exc)) from exc
+    try:
+        progress = asyncio.run(_collect(poller_settings, writer, limits))
+    except (CollectorError, OSError) as exc:
+        raise CliError(str(exc)) from exc
+    finally:
+        writer.close()
+    summary = progress.as_dict() | {
+        "spool": args.spool,
+        "segments_sealed": writer.sealed,
+        "last_sequence": writer.last_sequence,
+    }
+    if args.format == "json":
+        print(json.dumps(summary, sort_keys=True))
+    else:
+        print(
+            f"collected {progress.snapshots} snapshots in {progress.elapsed_s:g} s into "
+            f"{args.spool}: {writer.sealed} segments sealed (last {writer.last_sequence}), "
+            f"{progress.failed_polls} polls unanswered, {progress.failovers} failovers, "
+            f"{progress.skipped_ticks} ticks skipped"
+        )
+    return 0
+
+
+async def _collect(settings: PollerSettings, writer: SpoolWriter, limits: Limits) -> Progress:
+    logger = get_logger()
+    poller = Poller(settings, logger=logger)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        return await collect(poller, writer, stop, limits=limits, logger=logger)
+    finally:
+        await poller.aclose()

@@ -1,0 +1,196 @@
+"""Asking the agents: one snapshot per poll from the first agent that answers, and the schedule.
+
+:class:`Poller` keeps asking the agent that answered last. When it stops answering
+(UNAVAILABLE: refused or stopped; DEADLINE_EXCEEDED: hung or too slow; any other failed call or
+an answer that is not a whole snapshot), the same poll asks the next ``--node``, round robin,
+and logs ``agent_failover``; the poller then stays with the agent that answered. Any agent
+serves every member's rows, so which one answers changes nothing but the record's ``agent``.
+
+:class:`Schedule` spaces polls ``interval_s`` apart on a fixed grid; when a poll overruns, the
+ticks it missed are skipped, not bunched up.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import grpc
+import structlog
+
+from agent.config import split_address
+from agent.errors import ConfigError
+from collector.errors import NoAgentAnswered, RecordError
+from collector.records import TABLE_NAMES, record_from_response
+from proto import grstats_pb2 as pb
+from proto import grstats_pb2_grpc as pb_grpc
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from structlog.typing import FilteringBoundLogger
+
+    from collector.records import Record
+
+#: Shortest and longest interval between polls, seconds.
+INTERVAL_RANGE_S = (1.0, 3600.0)
+#: Longest time to wait for one agent's answer, seconds.
+MAX_TIMEOUT_S = 60.0
+# Reconnect soon to an agent that comes back (gRPC's default backoff grows to 120 s).
+_CHANNEL_OPTIONS = [
+    ("grpc.initial_reconnect_backoff_ms", 500),
+    ("grpc.min_reconnect_backoff_ms", 500),
+    ("grpc.max_reconnect_backoff_ms", 5000),
+]
+
+
+@dataclass(frozen=True, slots=True)
+class PollerSettings:
+    """Which agents to ask, how often and how long to wait.
+
+    Attributes:
+        nodes: the agents' ``host:port``, in the order they are tried; at least one.
+        interval_s: seconds between snapshots, 1 to 3600.
+        timeout_s: seconds to wait for one agent before trying the next, over 0 up to 60.
+    """
+
+    nodes: tuple[str, ...]
+    interval_s: float = 1.0
+    timeout_s: float = 2.0
+
+    def __post_init__(self) -> None:
+        if not self.nodes:
+            raise ConfigError("nodes: () is empty; give at least one agent's host:port")
+        for index, node in enumerate(self.nodes):
+            split_address(node, f"nodes[{index}]")
+        low, high = INTERVAL_RANGE_S
+        if not _is_number(self.interval_s) or not low <= self.interval_s <= high:
+            raise ConfigError(
+                f"interval_s: {self.interval_s!r} is not a number of seconds from "
+                f"{low:g} to {high:g}"
+            )
+        if not _is_number(self.timeout_s) or not 0 < self.timeout_s <= MAX_TIMEOUT_S:
+            raise ConfigError(
+                f"timeout_s: {self.timeout_s!r} is not a number of seconds over 0 up to "
+                f"{MAX_TIMEOUT_S:g}"
+            )
+
+
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+class Poller:
+    """Takes one snapshot per :meth:`poll`, failing over between agents; see the module docstring.
+
+    Args:
+        settings: the agents, interval and timeout.
+        clock_us: the collector's wall clock, µs since the epoch (stamps ``collected_at_us``).
+        logger: where ``agent_failover`` and ``agent_answering`` go.
+    """
+
+    def __init__(
+        self,
+        settings: PollerSettings,
+        *,
+        clock_us: Callable[[], int] = lambda: time.time_ns() // 1000,
+        logger: FilteringBoundLogger | None = None,
+    ) -> None:
+        self.settings = settings
+        self._clock_us = clock_us
+        self._log: FilteringBoundLogger = logger or structlog.get_logger()
+        self._channels: dict[str, grpc.aio.Channel] = {}
+        self._index = 0
+        self._answering = True  # until a poll fails; failovers are logged on the way down
+        self.failovers = 0  #: times the poller moved on from an agent that stopped answering
+        self._request = pb.QueryRequest(tables=list(TABLE_NAMES), extended=True)
+
+    @property
+    def node(self) -> str:
+        """The agent the next poll asks first."""
+        return self.settings.nodes[self._index]
+
+    async def poll(self) -> Record:
+        """Return one snapshot of all four tables, from the first agent that answers.
+
+        Raises:
+            NoAgentAnswered: every agent failed this poll; the message names each one and why.
+        """
+        nodes = self.settings.nodes
+        failures = []
+        for _ in nodes:
+            node = nodes[self._index]
+            collected_at_us = self._clock_us()
+            try:
+                response = await self._read(node)
+                record = record_from_response(response, agent=node, collected_at_us=collected_at_us)
+            except grpc.aio.AioRpcError as exc:
+                reason = self._describe(exc)
+            except RecordError as exc:
+                reason = str(exc)
+            else:
+                if not self._answering:
+                    self._log.info("agent_answering", node=node)
+                    self._answering = True
+                return record
+            failures.append(f"{node}: {reason}")
+            self._index = (self._index + 1) % len(nodes)
+            if self._answering and len(nodes) > 1:
+                self.failovers += 1
+                self._log.warning("agent_failover", node=node, next=self.node, reason=reason)
+        self._answering = False
+        raise NoAgentAnswered("no agent answered: " + "; ".join(failures))
+
+    async def _read(self, node: str) -> pb.QueryResponse:
+        channel = self._channels.get(node)
+        if channel is None:
+            channel = grpc.aio.insecure_channel(node, options=_CHANNEL_OPTIONS)
+            self._channels[node] = channel
+        stub = pb_grpc.QueryStub(channel)
+        response: pb.QueryResponse = await stub.Read(self._request, timeout=self.settings.timeout_s)
+        return response
+
+    def _describe(self, exc: grpc.aio.AioRpcError) -> str:
+        code = exc.code()
+        if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+            return f"no answer within {self.settings.timeout_s:g} s"
+        if code == grpc.StatusCode.UNAVAILABLE:
+            return f"unavailable ({exc.details()})"
+        return f"{code.name}: {exc.details()}"
+
+    async def aclose(self) -> None:
+        """Close the channels."""
+        channels, self._channels = self._channels, {}
+        for channel in channels.values():
+            await channel.close()
+
+
+class Schedule:
+    """Ticks ``interval_s`` apart on a fixed grid from the first; missed ticks are skipped.
+
+    Args:
+        interval_s: seconds between ticks.
+    """
+
+    def __init__(self, interval_s: float) -> None:
+        self.interval_s = interval_s
+        self._next: float | None = None
+
+    def next(self, now: float) -> tuple[float, int]:
+        """Return (seconds to wait for the next tick, ticks missed since the last) at ``now``.
+
+        The first call returns ``(0, 0)``: poll at once. A tick already past is missed when
+        the next one on the grid is due too: only the latest of them is kept.
+        """
+        if self._next is None:
+            self._next = now
+            return 0.0, 0
+        self._next += self.interval_s
+        missed = 0
+        if now > self._next:
+            late = math.floor((now - self._next) / self.interval_s)
+            missed = late
+            self._next += late * self.interval_s
+        return max(0.0, self._next - now), missed
