@@ -1,0 +1,510 @@
+"""Write a realistic spool: a 9-member multi-primary group, one snapshot a second, for N days.
+
+The spool is what ``grstats collect`` would have written polling the agent of member 1 once a
+second: every record holds the four tables with the extended columns, and is written through
+the collector's own :class:`collector.spool.SpoolWriter`, so segments roll at the collector's
+defaults (64 MiB or one hour of collection time) and are sealed the same way.
+
+What the group does (deterministic for a given --seed; day d is the same in every run that
+reaches it, so the 1-day dataset is the first day of the 7-day one):
+
+* three writers (members 1-3) share 140-420 tps that follow office hours (busy 08-18 UTC),
+  with minute-to-minute noise; 0.3% of transactions conflict and are rolled back;
+* a few batch jobs a day push 3,000 tps for about a minute: applier queues pass the
+  flow-control threshold of 25,000 and flow control caps the writers until they drain;
+* member 9 applies slowly: its applier queue and lag rise through the busy hours and drain
+  at night;
+* every day a few members are UNREACHABLE for 5-30 s, and a few agents are not heard for
+  20-120 s (CONNECTED = NO, rows frozen, AGE_MS growing);
+* member 7 leaves the group for 20 minutes on the first day and every 7th day after
+  (OFFLINE, out of the view, new view ids), then rejoins: RECOVERING while it catches up,
+  with its counters reset as a restarted member's are;
+* GTID texts are MySQL's: three writers' blocks of 1,000,000 GNOs of the group's UUID;
+  TRANSACTIONS_COMMITTED_ALL_MEMBERS and LAST_CONFLICT_FREE_TRANSACTION change every 30 s and
+  gtid_executed every 60 s, as the agents exchange them.
+
+Examples::
+
+    python tests/benchmarks/gen_dataset.py --days 1 --out /data/spool-1d
+    python tests/benchmarks/gen_dataset.py --days 30 --out /data/spool-30d --format json
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import math
+import random
+import sys
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import msgpack  # type: ignore[import-untyped]
+
+from agent.gtid import GtidSet
+from agent.log import configure_logging
+from agent.rows import TABLES
+from agent.served import EXTENDED_COLUMNS
+from collector.records import SCHEMA_VERSION, TABLE_NAMES
+from collector.spool import SpoolSettings, SpoolWriter, SyncPolicy
+
+MEMBERS = 9
+WRITERS = (0, 1, 2)
+WRITER_SHARE = (0.5, 0.3, 0.2)
+BLOCK = 1_000_000  # group_replication_gtid_assignment_block_size
+BASE_TPS = 420.0
+CONFLICT_RATE = 0.003
+CAPACITY_TPS = 1800.0  # a healthy member's applier
+SLOW_MEMBER = 8
+SLOW_CAPACITY_TPS = 460.0
+FLOW_CONTROL_THRESHOLD = 25_000
+OFFLINE_MEMBER = 6
+OFFLINE_AT_S = 13 * 3600 + 7 * 60  # 13:07 UTC on day 0, 7, 14, ...
+OFFLINE_FOR_S = 20 * 60
+CHANNEL = "group_replication_applier"
+DEFAULT_START = "2026-01-05"
+
+
+def busy(hour: float) -> float:
+    """Office-hours load in [0, 1]: low at night, high from 08 to 18 UTC."""
+    return 0.5 - 0.5 * math.cos(2 * math.pi * max(0.0, min(1.0, (hour - 6) / 14)))
+
+
+@dataclass
+class Member:
+    """One member's true state, stepped every second."""
+
+    index: int
+    member_id: str
+    host: str
+    in_group: bool = True
+    state: str = "ONLINE"
+    checked: int = 0
+    conflicts: int = 0
+    rows_validating: int = 0
+    remote_applied: int = 0
+    local_proposed: int = 0
+    local_rollback: int = 0
+    cert_queue: int = 0
+    applier_queue: float = 0.0
+    applied: list[int] = field(default_factory=lambda: [0, 0, 0])  # per writer
+    last_applied_gno: int = 0
+    last_applied_commit_us: int = 0
+    lag_s: float = 0.0
+    recovering_until: int = -1
+
+
+@dataclass(frozen=True)
+class Episode:
+    """A member not heard (CONNECTED = NO) or UNREACHABLE from ``start`` for ``seconds``."""
+
+    member: int
+    start: int
+    seconds: int
+    unreachable: bool
+
+
+def gno(writer: int, n: int) -> int:
+    """The GNO of writer ``writer``'s ``n``-th transaction (0-based), blocks taken in turn."""
+    return (n // BLOCK) * len(WRITERS) * BLOCK + writer * BLOCK + n % BLOCK + 1
+
+
+def gtid_text(group: str, counts: list[int]) -> str:
+    """MySQL's text of the GTIDs of the first ``counts[w]`` transactions of each writer."""
+    intervals = []
+    for writer, count in enumerate(counts):
+        full, partial = divmod(count, BLOCK)
+        for block in range(full):
+            start = block * len(WRITERS) * BLOCK + writer * BLOCK + 1
+            intervals.append((group, "", start, start + BLOCK - 1))
+        if partial:
+            start = full * len(WRITERS) * BLOCK + writer * BLOCK + 1
+            intervals.append((group, "", start, start + partial - 1))
+    return GtidSet(intervals).to_text(",")
+
+
+class Group:
+    """The whole group, one second at a time; :meth:`record` is the collector's snapshot."""
+
+    def __init__(self, seed: int, start_s: int) -> None:
+        self.seed = seed
+        self.start_s = start_s
+        ids = random.Random(seed)
+        self.group_uuid = str(uuid.UUID(int=ids.getrandbits(128), version=4))
+        self.members = [
+            Member(i, str(uuid.UUID(int=ids.getrandbits(128), version=4)), f"db{i + 1}.example.net")
+            for i in range(MEMBERS)
+        ]
+        self.agents = [f"db{i + 1}.example.net:7400" for i in range(MEMBERS)]
+        self.view_base = f"{start_s * 10_000_000 + ids.randrange(1000)}"
+        self.view_number = 1
+        self.view_id = f"{self.view_base}:{self.view_number}"
+        self.committed = [0, 0, 0]
+        self.carry = [0.0, 0.0, 0.0]
+        self.conflict_carry = 0.0
+        self.throttled_s = 0
+        self.episodes: dict[int, Episode] = {}
+        self.spikes: list[tuple[int, int]] = []
+        self.day = -1
+        self.rng = random.Random(seed)
+        self.noise = 1.0
+        self.texts: dict[str, str] = {}
+        self.stable = [0, 0, 0]
+        self.last_certified_gno = 0
+        self.executed_text = [""] * MEMBERS
+        # What the asked agent last heard of each member: rows frozen while it is not heard.
+        self.heard_at_us = [0] * MEMBERS
+        self.gtid_heard_at_us = [0] * MEMBERS
+        self.served_stats: list[list[Any]] = [[] for _ in range(MEMBERS)]
+        self.served_lag: list[list[Any]] = [[] for _ in range(MEMBERS)]
+        self.served_gtid = [""] * MEMBERS
+        self.columns = {
+            name: [c.name for c in (*TABLES[name].columns, *EXTENDED_COLUMNS)]
+            for name in TABLE_NAMES
+        }
+
+    # -- the day's plan --------------------------------------------------------------------
+
+    def _plan_day(self, day: int) -> None:
+        self.day = day
+        self.rng = random.Random(self.seed * 100_003 + day)
+        rng, base = self.rng, day * 86_400
+        self.spikes = sorted(
+            (base + rng.randrange(9 * 3600, 20 * 3600), rng.randrange(45, 100))
+            for _ in range(rng.randrange(2, 5))
+        )
+        self.episodes = {}
+        for _ in range(rng.randrange(2, 5)):
+            start = base + rng.randrange(86_400 - 200)
+            self.episodes[start] = Episode(
+                rng.randrange(1, 8), start, rng.randrange(5, 31), unreachable=True
+            )
+        for _ in range(rng.randrange(3, 6)):
+            start = base + rng.randrange(86_400 - 200)
+            self.episodes[start] = Episode(
+                rng.randrange(1, 9), start, rng.randrange(20, 121), unreachable=False
+            )
+
+    # -- one second ------------------------------------------------------------------------
+
+    def step(self, t: int) -> None:  # noqa: C901, PLR0912, PLR0915 (one second of the whole group)
+        """Advance the group to second ``t`` since the start."""
+        day, second = divmod(t, 86_400)
+        if day != self.day:
+            self._plan_day(day)
+        rng = self.rng
+        if second % 60 == 0:
+            self.noise = rng.uniform(0.8, 1.2)
+        demand = BASE_TPS * (0.33 + 0.67 * busy(second / 3600)) * self.noise
+        for start, seconds in self.spikes:
+            if start <= t < start + seconds:
+                demand = 3000.0
+        self._membership(t, day, second)
+        online = [m for m in self.members if m.in_group]
+        over = [
+            m
+            for m in online
+            if m.state == "ONLINE" and max(m.applier_queue, m.cert_queue) > FLOW_CONTROL_THRESHOLD
+        ]
+        tps = demand
+        if over:  # flow control: writers get 90% of the slowest member's capacity
+            tps = min(demand, 0.9 * min(self._capacity(m, second) for m in over))
+            self.throttled_s += 1
+        writes = []
+        for w, share in enumerate(WRITER_SHARE):
+            exact = tps * share + self.carry[w]
+            n = int(exact)
+            self.carry[w] = exact - n
+            writes.append(n)
+            self.committed[w] += n
+        total = sum(writes)
+        exact_conflicts = total * CONFLICT_RATE + self.conflict_carry
+        conflicts = int(exact_conflicts)
+        self.conflict_carry = exact_conflicts - conflicts
+        if total:
+            self.last_certified_gno = gno(0, self.committed[0] - 1)
+        now_us = (self.start_s + t) * 1_000_000
+        for m in online:
+            m.checked += total + conflicts
+            m.conflicts += conflicts
+            if m.index in WRITERS:
+                w = m.index
+                m.local_proposed += writes[w] + round(conflicts * WRITER_SHARE[w])
+                m.local_rollback += round(conflicts * WRITER_SHARE[w])
+                m.applied[w] = self.committed[w]
+            remote = total - (writes[m.index] if m.index in WRITERS else 0)
+            capacity = self._capacity(m, second)
+            if m.recovering_until >= t:
+                capacity *= 1.5
+            m.applier_queue += remote
+            done = min(m.applier_queue, capacity * rng.uniform(0.9, 1.1))
+            m.applier_queue -= done
+            m.remote_applied += int(done)
+            for w in WRITERS:
+                if w != m.index:
+                    m.applied[w] = max(
+                        m.applied[w], self.committed[w] - int(m.applier_queue * WRITER_SHARE[w])
+                    )
+            m.cert_queue = (
+                rng.randrange(200, 2000) if demand >= 3000 else rng.choice((0, 0, 0, 1, 2, 3))
+            )
+            m.lag_s = m.applier_queue / capacity + rng.uniform(0.0005, 0.004)
+            m.last_applied_gno = gno(0, max(m.applied[0] - 1, 0))
+            m.last_applied_commit_us = now_us - int(m.lag_s * 1_000_000)
+            if m.state == "RECOVERING" and t > m.recovering_until and m.applier_queue < capacity:
+                m.state = "ONLINE"
+        committed_total = sum(self.committed)
+        for m in online:
+            m.rows_validating = committed_total - sum(self.stable) + rng.randrange(0, 50)
+        if second % 30 == 0:
+            self.stable = [min(m.applied[w] for m in online) for w in WRITERS]
+            self.texts["committed_all"] = gtid_text(self.group_uuid, self.stable)
+            self.texts["conflict_free"] = f"{self.group_uuid}:{self.last_certified_gno}"
+        if second % 60 == 0:
+            for m in online:
+                self.executed_text[m.index] = gtid_text(self.group_uuid, m.applied)
+
+    def _capacity(self, m: Member, second: int) -> float:
+        if m.index == SLOW_MEMBER:
+            return SLOW_CAPACITY_TPS * (1.0 - 0.08 * busy(second / 3600))
+        return CAPACITY_TPS
+
+    def _membership(self, t: int, day: int, second: int) -> None:
+        m = self.members[OFFLINE_MEMBER]
+        if day % 7 == 0 and second == OFFLINE_AT_S:
+            m.in_group, m.state = False, "OFFLINE"
+            self._new_view()
+        elif day % 7 == 0 and second == OFFLINE_AT_S + OFFLINE_FOR_S:
+            backlog = sum(self.committed) - sum(m.applied)
+            restarted = Member(m.index, m.member_id, m.host, applied=list(m.applied))
+            restarted.state, restarted.applier_queue = "RECOVERING", float(backlog)
+            restarted.recovering_until = t + 60
+            self.members[OFFLINE_MEMBER] = restarted
+            self._new_view()
+
+    def _new_view(self) -> None:
+        self.view_number += 1
+        self.view_id = f"{self.view_base}:{self.view_number}"
+
+    # -- the snapshot ----------------------------------------------------------------------
+
+    def record(self, t: int, jitter_us: int) -> dict[str, Any]:
+        """The collector's record of second ``t``: what member 1's agent serves."""
+        collected_us = (self.start_s + t) * 1_000_000 + jitter_us
+        served_us = collected_us + 1200 + jitter_us // 4
+        silent = self._silent(t)
+        members_rows, stats_rows, lag_rows, gtid_rows = [], [], [], []
+        texts = self.texts
+        for m in self.members:
+            i = m.index
+            heard = i not in silent
+            if heard:
+                self.heard_at_us[i] = served_us - (jitter_us * 7 + i * 97_000) % 1_000_000
+                self.served_stats[i] = [
+                    CHANNEL,
+                    self.view_id,
+                    m.member_id,
+                    m.cert_queue,
+                    m.checked,
+                    m.conflicts,
+                    m.rows_validating,
+                    texts.get("committed_all", ""),
+                    texts.get("conflict_free", ""),
+                    int(m.applier_queue),
+                    m.remote_applied,
+                    m.local_proposed,
+                    m.local_rollback,
+                ]
+                self.served_lag[i] = self._lag_row(m, served_us)
+                if self.served_gtid[i] != self.executed_text[i] or not self.gtid_heard_at_us[i]:
+                    self.served_gtid[i] = self.executed_text[i]
+                    self.gtid_heard_at_us[i] = self.heard_at_us[i]
+            last_seen = self.heard_at_us[i]
+            age_ms = (served_us - last_seen) // 1000
+            connected = "NO" if silent.get(i, 0) >= 10 else "YES"
+            in_view = "YES" if m.in_group else "NO"
+            source = self.agents[i]
+            ext = [connected, in_view, last_seen, age_ms, source]
+            state = "UNREACHABLE" if i in silent and self._unreachable(t, i) else m.state
+            members_rows.append(
+                [
+                    CHANNEL,
+                    m.member_id,
+                    m.host,
+                    3306,
+                    state,
+                    "PRIMARY" if m.in_group else "",
+                    "8.0.36",
+                    "XCom",
+                    *ext,
+                ]
+            )
+            stats_rows.append([*self.served_stats[i], *ext])
+            lag_rows.append([*self.served_lag[i], *ext])
+            gtid_seen = self.gtid_heard_at_us[i]
+            gtid_rows.append(
+                [
+                    m.member_id,
+                    self.served_gtid[i],
+                    connected,
+                    in_view,
+                    gtid_seen,
+                    (served_us - gtid_seen) // 1000,
+                    source,
+                ]
+            )
+        columns = self.columns
+        return {
+            "schema": SCHEMA_VERSION,
+            "collected_at_us": collected_us,
+            "agent": self.agents[0],
+            "agent_member": self.members[0].member_id,
+            "served_at_us": served_us,
+            "tables": {
+                TABLE_NAMES[0]: {"columns": columns[TABLE_NAMES[0]], "rows": members_rows},
+                TABLE_NAMES[1]: {"columns": columns[TABLE_NAMES[1]], "rows": stats_rows},
+                TABLE_NAMES[2]: {"columns": columns[TABLE_NAMES[2]], "rows": lag_rows},
+                TABLE_NAMES[3]: {"columns": columns[TABLE_NAMES[3]], "rows": gtid_rows},
+            },
+        }
+
+    def _silent(self, t: int) -> dict[int, int]:
+        """Members whose agent is not heard at ``t``, with how many seconds they have been."""
+        silent = {}
+        for start, episode in self.episodes.items():
+            if start <= t < start + episode.seconds:
+                silent[episode.member] = t - start
+        return silent
+
+    def _unreachable(self, t: int, index: int) -> bool:
+        return any(
+            e.unreachable and e.member == index and s <= t < s + e.seconds
+            for s, e in self.episodes.items()
+        )
+
+    def _lag_row(self, m: Member, now_us: int) -> list[Any]:
+        group = self.group_uuid
+        applied = f"{group}:{m.last_applied_gno}"
+        commit = m.last_applied_commit_us
+        queued = f"{group}:{gno(0, max(self.committed[0] - 1, 0))}"
+        queued_commit = now_us - 900 - m.index * 13
+        busy_applier = m.applier_queue >= 1
+        applying = f"{group}:{m.last_applied_gno + 1}" if busy_applier else ""
+        applying_commit = commit + 2500 if busy_applier else 0
+        return [
+            CHANNEL,
+            m.member_id,
+            queued,
+            queued_commit,
+            queued_commit,
+            queued_commit + 500,
+            queued_commit + 550,
+            "",
+            0,
+            0,
+            0,
+            applied,
+            commit,
+            commit,
+            now_us - 400,
+            now_us - 150,
+            applying,
+            applying_commit,
+            applying_commit,
+            now_us - 100 if busy_applier else 0,
+            round(m.lag_s, 6),
+        ]
+
+
+def generate(
+    out: Path, days: float, seed: int, start: dt.date, progress: bool = True
+) -> dict[str, Any]:
+    """Write the spool into ``out`` and return what was written."""
+    start_s = int(dt.datetime.combine(start, dt.time(), dt.UTC).timestamp())
+    seconds = int(days * 86_400)
+    group = Group(seed, start_s)
+    sim_clock = [0.0]
+    settings = SpoolSettings(sync=SyncPolicy.SEAL)
+    packer = msgpack.Packer(use_bin_type=True)
+    began = time.monotonic()
+    jitter = random.Random(seed + 1)
+    with SpoolWriter(out, settings, clock=lambda: sim_clock[0]) as writer:
+        if writer.last_sequence:
+            raise SystemExit(f"--out: {out} already holds a spool; give an empty directory")
+        for t in range(seconds):
+            sim_clock[0] = float(t)
+            group.step(t)
+            writer.append_payload(packer.pack(group.record(t, jitter.randrange(0, 4000))))
+            if progress and (t + 1) % 3600 == 0:
+                hours = (t + 1) // 3600
+                rate = (t + 1) / (time.monotonic() - began)
+                print(
+                    f"gen: {hours} h of {seconds // 3600} h, {rate:,.0f} records/s",
+                    file=sys.stderr,
+                    flush=True,
+                )
+    sealed, size = writer.sealed, writer.appended_bytes
+    elapsed = time.monotonic() - began
+    return {
+        "out": str(out),
+        "days": days,
+        "seed": seed,
+        "start": start.isoformat(),
+        "members": MEMBERS,
+        "records": seconds,
+        "member_rows": seconds * MEMBERS,
+        "segments": sealed,
+        "bytes": size,
+        "seconds": round(elapsed, 1),
+        "records_per_second": round(seconds / elapsed) if elapsed else None,
+        "throttled_seconds": group.throttled_s,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the arguments, write the spool and print what was written."""
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="\n\n".join(__doc__.split("\n\n")[1:]),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--out", type=Path, required=True, help="spool directory (new or empty)")
+    parser.add_argument(
+        "--days", type=float, default=1.0, help="days of snapshots (e.g. 1, 7, 30; default 1)"
+    )
+    parser.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
+    parser.add_argument(
+        "--start",
+        default=DEFAULT_START,
+        help=f"first day, YYYY-MM-DD, 00:00 UTC (default {DEFAULT_START})",
+    )
+    parser.add_argument("--format", choices=("text", "json"), default="text")
+    parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+    args = parser.parse_args(argv)
+    if not 0 < args.days <= 366:
+        parser.error(f"--days: {args.days:g} is not a number of days from above 0 to 366")
+    try:
+        start = dt.date.fromisoformat(args.start)
+    except ValueError:
+        parser.error(f"--start: {args.start!r} is not a date YYYY-MM-DD")
+    if args.out.exists() and any(args.out.iterdir()):
+        parser.error(f"--out: {str(args.out)!r} is not empty")
+    configure_logging(level="warning")
+    summary = generate(args.out, args.days, args.seed, start, progress=not args.quiet)
+    if args.format == "json":
+        print(json.dumps(summary, indent=2))
+    else:
+        print(
+            f"wrote {summary['records']:,} records ({summary['member_rows']:,} member rows) in "
+            f"{summary['segments']} segments, {summary['bytes'] / 2**20:,.0f} MiB, to "
+            f"{summary['out']} in {summary['seconds']} s"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
