@@ -7,7 +7,7 @@ and logs ``agent_failover``; the poller then stays with the agent that answered.
 serves every member's rows, so which one answers changes nothing but the record's ``agent``.
 
 :class:`Schedule` spaces polls ``interval_s`` apart on a fixed grid; when a poll overruns, the
-ticks it missed are skipped, not bunched up.
+ticks it covered are skipped (and counted), never made up in a burst.
 """
 
 from __future__ import annotations
@@ -41,7 +41,6 @@ MAX_TIMEOUT_S = 60.0
 # Reconnect soon to an agent that comes back (gRPC's default backoff grows to 120 s).
 _CHANNEL_OPTIONS = [
     ("grpc.initial_reconnect_backoff_ms", 500),
-    ("grpc.min_reconnect_backoff_ms", 500),
     ("grpc.max_reconnect_backoff_ms", 5000),
 ]
 
@@ -168,7 +167,10 @@ class Poller:
 
 
 class Schedule:
-    """Ticks ``interval_s`` apart on a fixed grid from the first; missed ticks are skipped.
+    """Ticks ``interval_s`` apart on a fixed grid from the first; overdue ticks are skipped.
+
+    A poll that overruns its interval makes the ticks it covered miss: the next poll waits for
+    the next tick on the grid, so polls never bunch up and stay evenly spaced.
 
     Args:
         interval_s: seconds between ticks.
@@ -179,10 +181,9 @@ class Schedule:
         self._next: float | None = None
 
     def next(self, now: float) -> tuple[float, int]:
-        """Return (seconds to wait for the next tick, ticks missed since the last) at ``now``.
+        """Return (seconds to wait for the next tick, ticks skipped since the last) at ``now``.
 
-        The first call returns ``(0, 0)``: poll at once. A tick already past is missed when
-        the next one on the grid is due too: only the latest of them is kept.
+        The first call returns ``(0, 0)``: poll at once; it anchors the grid.
         """
         if self._next is None:
             self._next = now
@@ -190,7 +191,6 @@ class Schedule:
         self._next += self.interval_s
         missed = 0
         if now > self._next:
-            late = math.floor((now - self._next) / self.interval_s)
-            missed = late
-            self._next += late * self.interval_s
+            missed = math.ceil((now - self._next) / self.interval_s)
+            self._next += missed * self.interval_s
         return max(0.0, self._next - now), missed

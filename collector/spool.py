@@ -352,10 +352,11 @@ class SpoolWriter:
         if self._lock_fd is None:
             raise SpoolError(f"spool: the writer of {self.directory} is closed")
         frame = encode_frame(payload)
-        if self._fd is not None and (
-            self._size + len(frame) > self.settings.segment_bytes or self._age_due()
-        ):
-            self.roll()
+        if self._fd is not None:
+            if self._size + len(frame) > self.settings.segment_bytes:
+                self.roll("size")
+            elif self._age_due():
+                self.roll("age")
         if self._fd is None:
             self._open_next()
         position = Position(self._sequence, self._size)
@@ -369,18 +370,21 @@ class SpoolWriter:
         self.appended += 1
         self.appended_bytes += len(frame)
         if self._size >= self.settings.segment_bytes:
-            self.roll()
+            self.roll("size")
         return position
 
     def roll_if_due(self) -> bool:
         """Seal the open segment if it is older than ``segment_age_s``; return whether it did."""
         if self._fd is not None and self._age_due():
-            self.roll()
+            self.roll("age")
             return True
         return False
 
-    def roll(self) -> None:
-        """Seal the open segment now, if there is one; the next record opens the next."""
+    def roll(self, reason: str = "asked") -> None:
+        """Seal the open segment now, if there is one; the next record opens the next.
+
+        ``reason`` goes in the ``segment_sealed`` log event (size, age, closed, asked).
+        """
         if self._fd is None:
             return
         fd, self._fd = self._fd, None
@@ -389,14 +393,14 @@ class SpoolWriter:
             os.fsync(fd)
         finally:
             os.close(fd)
-        self._seal(self._sequence, self._records, self._size, "rolled")
+        self._seal(self._sequence, self._records, self._size, reason)
 
     def close(self) -> None:
         """Seal the open segment and release the lock; a closed writer stays closed."""
         if self._lock_fd is None:
             return
         try:
-            self.roll()
+            self.roll("closed")
         finally:
             self._unlock()
 

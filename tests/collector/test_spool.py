@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import errno
 from typing import TYPE_CHECKING, Any
 
 import pytest
 from structlog.testing import capture_logs
 
 from agent.errors import ConfigError
+from collector import spool
 from collector.errors import SegmentCorrupt, SpoolError, SpoolLocked
 from collector.records import encode
 from collector.spool import (
@@ -213,7 +215,11 @@ class TestRolling:
         assert position.sequence == 3
         assert [len(list(read_segment(p))) for p in sealed_segments(tmp_path)] == [2, 1, 1]
         sealed = [e for e in logs if e["event"] == "segment_sealed"]
-        assert [e["records"] for e in sealed] == [2, 1, 1]
+        assert [(e["records"], e["reason"]) for e in sealed] == [
+            (2, "age"),
+            (1, "age"),
+            (1, "closed"),
+        ]
 
     def test_no_empty_segments(self, tmp_path: Path) -> None:
         """A writer that appends nothing leaves no segment behind."""
@@ -315,6 +321,31 @@ class TestRecovery:
             path.unlink()
         with SpoolWriter(tmp_path) as writer:
             assert writer.append(record(0)).sequence == last + 1
+
+    def test_failed_write_is_never_sealed(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A write that fails halfway (disk full) leaves the segment open; recovery cuts it."""
+        writer = SpoolWriter(tmp_path)
+        writer.append(record(0))
+        real = spool._write_all
+
+        def disk_full(fd: int, data: bytes) -> None:
+            real(fd, data[: len(data) // 2])
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+        monkeypatch.setattr(spool, "_write_all", disk_full)
+        with capture_logs() as logs, pytest.raises(OSError, match="No space"):
+            writer.append(record(1))
+        monkeypatch.undo()
+        assert writer.current is None
+        writer.close()
+        assert sealed_segments(tmp_path) == []  # the half-written segment was not sealed
+        assert [e["event"] for e in logs] == ["segment_abandoned"]
+        with capture_logs() as logs:
+            SpoolWriter(tmp_path).close()
+        assert [e["event"] for e in logs][:1] == ["segment_truncated"]
+        assert all_records(tmp_path) == [record(0)]
 
 
 class TestLock:
