@@ -66,7 +66,7 @@ async def test_one_snapshot_per_interval(group: Group, tmp_path: Path) -> None:
     assert [r["agent"] for r in records] == [first] * 3
     stamps = [r["collected_at_us"] for r in records]
     gaps = [(later - earlier) / 1e6 for earlier, later in itertools.pairwise(stamps)]
-    assert all(0.9 <= gap <= 1.2 for gap in gaps), gaps
+    assert all(0.8 <= gap <= 1.5 for gap in gaps), gaps
 
 
 async def test_overrun_skips_ticks(group: Group, tmp_path: Path) -> None:
@@ -81,7 +81,7 @@ async def test_overrun_skips_ticks(group: Group, tmp_path: Path) -> None:
     assert [e["missed"] for e in logs if e["event"] == "polls_skipped"] == [1]
     stamps = [r["collected_at_us"] / 1e6 for r in records]
     assert stamps[1] - stamps[0] >= 0.3  # the next poll waited for the grid's next tick
-    assert 0.9 <= stamps[2] - stamps[1] <= 1.2
+    assert 0.8 <= stamps[2] - stamps[1] <= 1.5
 
 
 async def test_duration_stops_the_loop(group: Group, tmp_path: Path) -> None:
