@@ -15,6 +15,7 @@ A config file looks like this; every key but ``source`` and its section has a de
     silence_periods = 10              # an agent silent this long (1-1000 periods) is not connected
     retention_s = 86400               # purge rows unseen this long; 0 never purges
     fanout = 0                        # peers pushed to each period: 0 all, else 1-8
+    pull_fanout = 1                   # peers push-pulled with each period (relay), 1-8
     rpc_timeout_s = 0.5               # one push, 0.05-30 s and shorter than period_s
     flush_interval_s = 5              # registry flush, 1-3600 s
     log_format = "auto"               # auto, json or console
@@ -164,7 +165,12 @@ class SimulatedSourceConfig:
                 member of it.
         """
         return SimulatedSource(
-            self.sized_scenario(), self.member_index, self.seed, self.group_start_s, clock=clock
+            self.sized_scenario(),
+            self.member_index,
+            self.seed,
+            self.group_start_s,
+            clock=clock,
+            step_ahead=True,
         )
 
 
@@ -195,7 +201,10 @@ class AgentConfig:
             1..1000.
         retention_s: rows of members unseen this long are purged; 0 never purges, else
             60..31622400 s and longer than the silence.
-        fanout: peers pushed to each period; 0 pushes to every peer (full mesh), else 1..8.
+        fanout: peers the agent pushes its own news to each period, on a stream per peer;
+            0 pushes to every peer (full mesh, like GR's stats message), else 1..8 in turn.
+        pull_fanout: peers the agent push-pulls with each period (anti-entropy: the values of
+            third members, which bridge broken links), 1..8 in turn; unreachable ones skipped.
         rpc_timeout_s: the deadline of one push, 0.05..30 s and shorter than ``period_s``.
         flush_interval_s: how often the registry is written to ``state_dir``, 1..3600 s.
         simulated: the simulated source's section (``source = "simulated"``).
@@ -217,6 +226,7 @@ class AgentConfig:
     silence_periods: int = 10
     retention_s: float = 86_400.0
     fanout: int = 0
+    pull_fanout: int = 1
     rpc_timeout_s: float = 0.5
     flush_interval_s: float = 5.0
     simulated: SimulatedSourceConfig | None = None
@@ -286,6 +296,7 @@ class AgentConfig:
             raise ConfigError(
                 f"fanout: {self.fanout!r} is not 0 (every peer) or in 1..{MAX_FANOUT}"
             )
+        _check_int("pull_fanout", self.pull_fanout, 1, MAX_FANOUT)
         _check_seconds("rpc_timeout_s", self.rpc_timeout_s, 0.05, 30)
         if self.rpc_timeout_s >= self.period_s:
             raise ConfigError(

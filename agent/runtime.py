@@ -6,10 +6,14 @@ Each period (``period_s``, 1 s by default like ``group_replication_flow_control_
    the counts every period (GTID columns on the first one after each ``gtid_interval_s``
    mark, facts §2.4), the view and applier fields when they change, ``gtid_executed`` every
    ``executed_interval_s``, the source's health when it changes;
-2. push-pull with the peers (all, or ``fanout`` of them in turn): each gets what its last
-   digest says it lacks, and answers with what we lack; clock offsets are estimated from
-   the four timestamps of each exchange (NTP's formula);
-3. every ``flush_interval_s``, write the registry of seen members in one transaction.
+2. push its own news to every peer (or ``fanout`` of them in turn) on a long-lived stream per
+   peer, serialized once for all: like GR's stats message, one small message per peer and
+   period (all its values on the first message of a stream, then what changed);
+3. push-pull with ``pull_fanout`` reachable peers in turn (anti-entropy): each side gets what
+   the other's digest says it lacks, including third members' values, so a broken link is
+   bridged through the others; clock offsets are estimated from the four timestamps of each
+   exchange (NTP's formula);
+4. every ``flush_interval_s``, write the registry of seen members in one transaction.
 
 Failures of the source or of a peer are expected: they are logged and the loop goes on.
 Queries are answered from the state without waiting for the loop (WL#3656 F5).
@@ -19,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import random
 import time
 from typing import TYPE_CHECKING, Protocol
 
@@ -36,7 +39,7 @@ from agent.convert import (
     uuid_to_bytes,
 )
 from agent.errors import ConfigError, SourceError, TransportError
-from agent.gossip import Counts, GossipState, Key, MergeResult
+from agent.gossip import Counts, GossipState, Key, MergeResult, Stamp
 from agent.gtid import GtidSet
 from agent.registry import MemberRecord, RegistryError
 from agent.rows import ApplierStatusRow, MemberRow
@@ -100,7 +103,12 @@ class RuntimeSettings(Protocol):
 
     @property
     def fanout(self) -> int:
-        """Peers per period, 0 for all."""
+        """Peers pushed to per period, 0 for all."""
+        ...
+
+    @property
+    def pull_fanout(self) -> int:
+        """Peers push-pulled with per period."""
         ...
 
     @property
@@ -159,6 +167,9 @@ class Agent:
         self._server: grpc.aio.Server | None = None
         self._task: asyncio.Task[None] | None = None
         self._turn = 0
+        self._pull_turn = 0
+        self._pushed_upto = Stamp(0, 0)  # the newest own value pushed
+        self.unreachable: set[str] = set()  #: peers whose last push or exchange failed
         self.periods = 0
         self._cached: tuple[tuple[int, int | None, int], Served] | None = None
 
@@ -191,6 +202,7 @@ class Agent:
                 await self._task
         if self._server is not None:
             await self._server.stop(grace_s)
+            self._server = None
         await self.flush()
         if self._registry is not None:
             await asyncio.to_thread(self._registry.close)
@@ -198,9 +210,18 @@ class Agent:
         await self._source.aclose()
         self._log.info("agent_stopped", address=self.address, periods=self.periods)
 
+    @property
+    def serving(self) -> bool:
+        """Whether the agent's server is started and not yet stopped."""
+        return self._server is not None
+
     async def _loop(self) -> None:
         period = self.settings.period_s
-        await asyncio.sleep(random.uniform(0, period / 10))  # noqa: S311  (jitter, not secrets)
+        # Periods start at multiples of the period on the wall clock: the agents of a group
+        # (on hosts whose clocks NTP keeps within a few ms) read their members at the same
+        # instants, so every row an agent serves samples the group at about one moment, and
+        # the pushes of all peers arrive together, waking the agent once rather than 8 times.
+        await asyncio.sleep(period - time.time() % period)
         next_at = time.monotonic()
         while True:
             await self.run_period()
@@ -219,7 +240,12 @@ class Agent:
         self.periods += 1
         await self._read_source()
         if self.state is not None:
-            await self._exchange_all()
+            peers = self.peers()
+            await asyncio.gather(
+                self._push_all(_in_turn(peers, self.settings.fanout, self._turn)),
+                *(self._exchange(peer) for peer in self._pull_peers(peers)),
+            )
+            self._turn += self.settings.fanout
         if self._clock() - self._flushed_at >= self.settings.flush_interval_s * 1_000_000:
             await self.flush()
 
@@ -272,14 +298,53 @@ class Agent:
             )
         return [peer for peer in configured if peer != self.address]
 
-    async def _exchange_all(self) -> None:
-        peers = self.peers()
-        fanout = self.settings.fanout
-        if fanout and len(peers) > fanout:  # take turns so that every peer is reached
-            start = self._turn % len(peers)
-            self._turn += fanout
-            peers = (peers + peers)[start : start + fanout]
-        await asyncio.gather(*(self._exchange(peer) for peer in peers))
+    def _pull_peers(self, peers: list[str]) -> list[str]:
+        """The peers to push-pull with this period: ``pull_fanout`` reachable ones, in turn."""
+        reachable = [peer for peer in peers if peer not in self.unreachable] or peers
+        chosen = _in_turn(reachable, self.settings.pull_fanout, self._pull_turn)
+        self._pull_turn += self.settings.pull_fanout
+        return chosen
+
+    async def _push_all(self, peers: list[str]) -> None:
+        """Push the agent's own news to ``peers``: serialized once, sent on each one's stream."""
+        state = self.state
+        assert state is not None
+        own = state.origins.get(self.member_id)
+        if own is None or not peers:
+            return
+        sent = self._clock()
+        news = [
+            heard.update for heard in own.values.values() if heard.update.stamp > self._pushed_upto
+        ]
+        self._pushed_upto = own.stamp
+        payloads: dict[bool, bytes] = {}
+
+        def payload(opening: bool) -> bytes:
+            if opening not in payloads:
+                updates = [heard.update for heard in own.values.values()] if opening else news
+                payloads[opening] = pb.ExchangeRequest(
+                    sender=self.address,
+                    sender_member=uuid_to_bytes(self.member_id),
+                    updates=[update_to_wire(update) for update in updates],
+                    sent_at_us=sent,
+                ).SerializeToString()
+            return payloads[opening]
+
+        await asyncio.gather(
+            *(self._push(peer, payload(not self._transport.streaming(peer))) for peer in peers)
+        )
+
+    async def _push(self, peer: str, payload: bytes) -> None:
+        try:
+            await self._transport.push(peer, payload, self.settings.rpc_timeout_s)
+        except TransportError as exc:
+            if peer not in self.unreachable:
+                self._log.info("peer_push_failed", peer=peer, error=str(exc))
+            self.unreachable.add(peer)
+            return
+        if peer in self.unreachable:
+            self.unreachable.discard(peer)
+            self._log.info("peer_push_resumed", peer=peer)
 
     async def _exchange(self, peer: str) -> None:
         state = self.state
@@ -301,6 +366,7 @@ class Agent:
             response = await self._transport.exchange(peer, request, self.settings.rpc_timeout_s)
         except TransportError as exc:
             self._log.info("peer_exchange_failed", peer=peer, error=str(exc))
+            self.unreachable.add(peer)
             return
         arrived = self._clock()
         try:
@@ -310,6 +376,7 @@ class Agent:
         except WireError as exc:
             self._log.warning("peer_answer_refused", peer=peer, error=str(exc))
             return
+        self.unreachable.discard(peer)
         self._merge(updates, peer)
         self._peer_digests[peer] = digest
         if responder:
@@ -391,6 +458,14 @@ class Agent:
                 await asyncio.to_thread(self._registry.purge, now - retention)
         except RegistryError as exc:
             self._log.warning("registry_save_failed", error=str(exc))
+
+
+def _in_turn(peers: list[str], count: int, turn: int) -> list[str]:
+    """``count`` of ``peers`` starting at ``turn`` (all when ``count`` is 0 or covers them)."""
+    if not count or len(peers) <= count:
+        return peers
+    start = turn % len(peers)
+    return (peers + peers)[start : start + count]
 
 
 def remembered_values(record: MemberRecord) -> dict[Key, Value]:

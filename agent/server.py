@@ -7,7 +7,7 @@ the bad field; nothing from a rejected request is stored, and the agent keeps ru
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import grpc
 from google.protobuf.message import DecodeError, Message
@@ -28,12 +28,15 @@ from proto import grstats_pb2 as pb
 from proto import grstats_pb2_grpc as pb_grpc
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import AsyncIterator, Callable
 
     from agent.gossip import GossipState, MergeResult, Update
     from agent.served import Served
 
 _M = TypeVar("_M", bound=Message)
+
+#: Longest ``sender`` address accepted (a host name is at most 253 characters, plus the port).
+MAX_SENDER_CHARS = 255
 
 SERVICE_NAMES = (
     pb.DESCRIPTOR.services_by_name["Gossip"].full_name,
@@ -66,7 +69,7 @@ def now_us() -> int:
 
 
 class GossipServicer(pb_grpc.GossipServicer):  # type: ignore[misc]
-    """Answers a peer's push-pull exchange."""
+    """Answers a peer's push-pull exchanges and takes its push stream."""
 
     def __init__(self, node: Node) -> None:
         self._node = node
@@ -78,17 +81,10 @@ class GossipServicer(pb_grpc.GossipServicer):  # type: ignore[misc]
     ) -> pb.ExchangeResponse:
         """Merge what the peer pushed, then send what it lacks by its digest."""
         received = now_us()
-        if request is None:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "request: not an ExchangeRequest")
-        if len(request.sender) > 255:
-            await context.abort(
-                grpc.StatusCode.INVALID_ARGUMENT,
-                f"sender: {len(request.sender)} characters is more than 255",
-            )
+        sender_member, updates = await self._checked(request, context)
+        assert request is not None
         try:
-            sender_member = uuid_from_bytes(request.sender_member, "sender_member")
             digest = digest_from_wire(request.digest)
-            updates = updates_from_wire(request.updates)
         except WireError as exc:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         self._node.accept(updates, request.sender, sender_member)
@@ -103,29 +99,69 @@ class GossipServicer(pb_grpc.GossipServicer):  # type: ignore[misc]
             member=uuid_to_bytes(self._node.member_id),
         )
 
+    async def Push(  # noqa: N802  (the RPC's name)
+        self,
+        requests: AsyncIterator[pb.ExchangeRequest | None],
+        context: grpc.aio.ServicerContext[pb.ExchangeRequest, pb.PushReply],
+    ) -> pb.PushReply:
+        """Merge each message of a peer's push stream; a malformed one ends the stream."""
+        accepted = 0
+        async for request in requests:
+            sender_member, updates = await self._checked(request, context)
+            assert request is not None
+            self._node.accept(updates, request.sender, sender_member)
+            accepted += 1
+        return pb.PushReply(accepted=accepted)
+
+    async def _checked(
+        self, request: pb.ExchangeRequest | None, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> tuple[str, list[Update]]:
+        """The sender's member and the updates of ``request``, or abort INVALID_ARGUMENT."""
+        if request is None:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "request: not an ExchangeRequest")
+        if len(request.sender) > MAX_SENDER_CHARS:
+            await context.abort(
+                grpc.StatusCode.INVALID_ARGUMENT,
+                f"sender: {len(request.sender)} characters is more than {MAX_SENDER_CHARS}",
+            )
+        try:
+            return (
+                uuid_from_bytes(request.sender_member, "sender_member"),
+                updates_from_wire(request.updates),
+            )
+        except WireError as exc:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        raise AssertionError  # not reached: abort raises
+
 
 class QueryServicer(pb_grpc.QueryServicer):  # type: ignore[misc]
-    """Serves the tables this agent knows."""
+    """Serves the tables this agent knows.
+
+    The plain tables change only when the agent's knowledge does (``Node.tables`` returns the
+    same object until then): their wire encoding is made once per change and each answer is
+    those bytes plus a few fields of its own. Extended tables hold the time, so they are built
+    per query.
+    """
 
     def __init__(self, node: Node) -> None:
         self._node = node
-        self._wire: tuple[Served, dict[str, pb.Table]] | None = None
+        self._encoded: tuple[Served, dict[tuple[str, ...], bytes]] | None = None
 
-    def _converted(self, tables: Served, names: list[str]) -> list[pb.Table]:
-        """Wire tables of ``names``, converted once per set of tables the agent built."""
-        if self._wire is None or self._wire[0] is not tables:
-            self._wire = (tables, {})
-        cache = self._wire[1]
-        for name in names:
-            if name not in cache:
-                cache[name] = table_to_wire(name, *tables[name])
-        return [cache[name] for name in names]
+    def _encoded_tables(self, tables: Served, names: tuple[str, ...]) -> bytes:
+        """``QueryResponse.tables`` of ``names``, encoded once per set of tables built."""
+        if self._encoded is None or self._encoded[0] is not tables:
+            self._encoded = (tables, {})
+        cache = self._encoded[1]
+        if names not in cache:
+            converted = [table_to_wire(name, *tables[name]) for name in names]
+            cache[names] = pb.QueryResponse(tables=converted).SerializeToString()
+        return cache[names]
 
     async def Read(  # noqa: N802  (the RPC's name)
         self,
         request: pb.QueryRequest | None,
         context: grpc.aio.ServicerContext[pb.QueryRequest, pb.QueryResponse],
-    ) -> pb.QueryResponse:
+    ) -> pb.QueryResponse | bytes:
         """Return the requested tables (all when none is named)."""
         if request is None:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "request: not a QueryRequest")
@@ -136,17 +172,23 @@ class QueryServicer(pb_grpc.QueryServicer):  # type: ignore[misc]
                 grpc.StatusCode.INVALID_ARGUMENT,
                 f"tables: {unknown[0]!r} is not one of {', '.join(sorted(tables))}",
             )
-        names = list(request.tables) or list(tables)
-        if request.extended:
-            converted = [table_to_wire(name, *tables[name]) for name in names]
-        else:
-            converted = self._converted(tables, names)
-        return pb.QueryResponse(
-            tables=converted,
+        names = tuple(request.tables) or tuple(tables)
+        answer = pb.QueryResponse(
             agent=self._node.address,
             member=uuid_to_bytes(self._node.member_id) if self._node.member_id else b"",
             served_at_us=now_us(),
         )
+        if request.extended:
+            answer.tables.extend(table_to_wire(name, *tables[name]) for name in names)
+            return answer
+        # Serialized messages concatenate as a merge: the cached tables, then this answer's fields.
+        own: bytes = answer.SerializeToString()
+        return self._encoded_tables(tables, names) + own
+
+
+def _serialized(response: Message | bytes) -> bytes:
+    """A response serializer that passes bytes already encoded through."""
+    return response if isinstance(response, bytes) else response.SerializeToString()
 
 
 def _lenient(message_type: type[_M]) -> Callable[[bytes], _M | None]:
@@ -177,7 +219,12 @@ def _handlers(node: Node) -> list[grpc.GenericRpcHandler]:
                     gossip.Exchange,
                     request_deserializer=_lenient(pb.ExchangeRequest),
                     response_serializer=pb.ExchangeResponse.SerializeToString,
-                )
+                ),
+                "Push": grpc.stream_unary_rpc_method_handler(
+                    gossip.Push,
+                    request_deserializer=_lenient(pb.ExchangeRequest),
+                    response_serializer=pb.PushReply.SerializeToString,
+                ),
             },
         ),
         grpc.method_handlers_generic_handler(
@@ -186,7 +233,7 @@ def _handlers(node: Node) -> list[grpc.GenericRpcHandler]:
                 "Read": grpc.unary_unary_rpc_method_handler(
                     query.Read,
                     request_deserializer=_lenient(pb.QueryRequest),
-                    response_serializer=pb.QueryResponse.SerializeToString,
+                    response_serializer=_serialized,
                 )
             },
         ),

@@ -196,6 +196,12 @@ class ExchangeResponse(_message.Message):
     member: bytes
     def __init__(self, updates: _Optional[_Iterable[_Union[Update, _Mapping]]] = ..., digest: _Optional[_Iterable[_Union[DigestEntry, _Mapping]]] = ..., received_at_us: _Optional[int] = ..., sent_at_us: _Optional[int] = ..., member: _Optional[bytes] = ...) -> None: ...
 
+class PushReply(_message.Message):
+    __slots__ = ("accepted",)
+    ACCEPTED_FIELD_NUMBER: _ClassVar[int]
+    accepted: int
+    def __init__(self, accepted: _Optional[int] = ...) -> None: ...
+
 class Cell(_message.Message):
     __slots__ = ("text", "unsigned", "signed", "decimal", "null")
     TEXT_FIELD_NUMBER: _ClassVar[int]

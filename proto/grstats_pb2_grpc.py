@@ -40,6 +40,11 @@ class GossipStub:
                 request_serializer=proto_dot_grstats__pb2.ExchangeRequest.SerializeToString,
                 response_deserializer=proto_dot_grstats__pb2.ExchangeResponse.FromString,
                 _registered_method=True)
+        self.Push = channel.stream_unary(
+                '/grstats.v1.Gossip/Push',
+                request_serializer=proto_dot_grstats__pb2.ExchangeRequest.SerializeToString,
+                response_deserializer=proto_dot_grstats__pb2.PushReply.FromString,
+                _registered_method=True)
 
 
 class GossipServicer:
@@ -53,6 +58,17 @@ class GossipServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Push(self, request_iterator, context):
+        """A long-lived stream of the sender's own news, one message per period: an ExchangeRequest
+        with an empty digest and only the sender's own values (all of them in the first message of
+        a stream, then what changed). Like GR's stats message, sent to every peer; far cheaper
+        than one Exchange per peer and period. A malformed message ends the stream with
+        INVALID_ARGUMENT, and the sender opens a new one.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_GossipServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -60,6 +76,11 @@ def add_GossipServicer_to_server(servicer, server):
                     servicer.Exchange,
                     request_deserializer=proto_dot_grstats__pb2.ExchangeRequest.FromString,
                     response_serializer=proto_dot_grstats__pb2.ExchangeResponse.SerializeToString,
+            ),
+            'Push': grpc.stream_unary_rpc_method_handler(
+                    servicer.Push,
+                    request_deserializer=proto_dot_grstats__pb2.ExchangeRequest.FromString,
+                    response_serializer=proto_dot_grstats__pb2.PushReply.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -90,6 +111,33 @@ class Gossip:
             '/grstats.v1.Gossip/Exchange',
             proto_dot_grstats__pb2.ExchangeRequest.SerializeToString,
             proto_dot_grstats__pb2.ExchangeResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Push(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_unary(
+            request_iterator,
+            target,
+            '/grstats.v1.Gossip/Push',
+            proto_dot_grstats__pb2.ExchangeRequest.SerializeToString,
+            proto_dot_grstats__pb2.PushReply.FromString,
             options,
             channel_credentials,
             insecure,

@@ -43,6 +43,7 @@ OVERRIDES = {
     "state_dir": "state_dir",
     "period": "period_s",
     "fanout": "fanout",
+    "pull_fanout": "pull_fanout",
     "source": "source",
     "scenario": "simulated.scenario",
     "member_index": "simulated.member_index",
@@ -85,7 +86,15 @@ def register(subparsers: Subparsers) -> None:
     parser.add_argument(
         "--period", type=float, metavar="SECONDS", help="seconds between exchanges, 1-60"
     )
-    parser.add_argument("--fanout", type=int, metavar="N", help="peers per period, 0 for all")
+    parser.add_argument(
+        "--fanout", type=int, metavar="N", help="peers pushed to per period, 0 for all (default)"
+    )
+    parser.add_argument(
+        "--pull-fanout",
+        type=int,
+        metavar="N",
+        help="peers push-pulled with per period, for relay (default 1)",
+    )
     parser.add_argument("--source", choices=("simulated", "mysql"), help="what the agent reads")
     simulated = parser.add_argument_group("--source simulated")
     simulated.add_argument("--scenario", metavar="NAME|PATH", help="built-in scenario or TOML file")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from typing import TYPE_CHECKING
 
@@ -28,15 +29,22 @@ class SimulatedSource:
 
     Stepping runs in a worker thread so that catching up on a group that started long ago
     does not stall the agent's event loop; reads are never concurrent, so the copy is safe.
+
+    With ``step_ahead``, the group is also stepped in the background, one tick (0.1 s) at a
+    time from the first read on, as a real server's state moves on its own: a read then finds
+    the group nearly at the present and returns at once, and the simulator's CPU is spread over
+    the period instead of landing on its start, when the agents exchange. ``aclose`` stops it.
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913  (the group's definition, plus how to run it)
         self,
         scenario: Scenario,
         member_index: int,
         seed: int,
         group_start_s: float,
         clock: Callable[[], float] = time.time,
+        *,
+        step_ahead: bool = False,
     ) -> None:
         if not 0 <= member_index < scenario.members:
             raise ConfigError(
@@ -47,6 +55,9 @@ class SimulatedSource:
         self._clock = clock
         self._group = SimulatedGroup(scenario, seed, int(group_start_s * 1_000_000))
         self._closed = False
+        self._step_ahead = step_ahead
+        self._stepper: asyncio.Task[None] | None = None
+        self._stepping = asyncio.Lock()
 
     @property
     def group(self) -> SimulatedGroup:
@@ -60,11 +71,31 @@ class SimulatedSource:
         elapsed = int(self._clock() * 1_000_000) - self._group.start_us
         if elapsed < 0:
             return not_started(self._group, self.member_index)
-        tick = elapsed // TICK_US
-        if tick > self._group.tick:
-            await asyncio.to_thread(self._group.advance_to, tick)
+        async with self._stepping:
+            await self._advance(elapsed // TICK_US)
+        if self._step_ahead and self._stepper is None:
+            self._stepper = asyncio.create_task(self._step_in_background(), name="simulator")
         return snapshot(self._group, self.member_index)
 
+    async def _advance(self, tick: int) -> None:
+        if tick > self._group.tick + 1:  # catching up: many ticks, off the event loop
+            await asyncio.to_thread(self._group.advance_to, tick)
+        elif tick > self._group.tick:
+            self._group.advance_to(tick)
+
+    async def _step_in_background(self) -> None:
+        tick_s = TICK_US / 1_000_000
+        while not self._closed:
+            await asyncio.sleep(tick_s)
+            elapsed = int(self._clock() * 1_000_000) - self._group.start_us
+            async with self._stepping:
+                await self._advance(elapsed // TICK_US)
+
     async def aclose(self) -> None:
-        """Nothing to release; later reads raise."""
+        """Stop stepping in the background; later reads raise."""
         self._closed = True
+        if self._stepper is not None:
+            self._stepper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._stepper
+            self._stepper = None

@@ -9,17 +9,27 @@ if TYPE_CHECKING:
 
 
 class Transport(Protocol):
-    """Carries one push-pull exchange to a peer agent.
+    """Carries the agent's own news to its peers (push) and push-pull exchanges (pull).
 
     Calling contract:
 
-    * Who calls: the agent's exchange loop, once per chosen peer per period; exchanges with
-      different peers run concurrently, never two with the same peer.
-    * It must return or raise within ``timeout_s``.
+    * Who calls: the agent's period loop. Every period it calls :meth:`push` once per peer
+      (its own news, on a long-lived stream) and :meth:`exchange` with ``pull_fanout`` peers;
+      calls to different peers run concurrently, never two of a kind with the same peer.
+    * Each must return or raise within ``timeout_s``.
     * Failures raise :class:`agent.errors.PeerUnreachable` or :class:`agent.errors.PeerTimeout`
-      naming the peer; nothing else for expected failures. The loop logs them and goes on.
+      naming the peer; nothing else for expected failures. The loop logs them and goes on; a
+      broken push stream is dropped and the next :meth:`push` opens a new one.
     * :meth:`aclose` closes every connection; it is called once, at shutdown.
     """
+
+    def streaming(self, peer: str) -> bool:
+        """Whether a push stream to ``peer`` is open (else the next push opens one)."""
+        ...
+
+    async def push(self, peer: str, payload: bytes, timeout_s: float) -> None:
+        """Send one serialized ``ExchangeRequest`` to ``peer`` on its push stream."""
+        ...
 
     async def exchange(
         self, peer: str, request: pb.ExchangeRequest, timeout_s: float

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 
 class FaultyTransport:
-    """Passes exchanges to ``inner``, except to peers in :attr:`broken`, which are unreachable."""
+    """Passes pushes and exchanges to ``inner``, except to peers in :attr:`broken` (unreachable)."""
 
     def __init__(self, inner: Transport) -> None:
         self.inner = inner
@@ -25,6 +25,16 @@ class FaultyTransport:
         if peer in self.broken:
             raise PeerUnreachable(f"{peer}: link broken (fault injection)")
         return await self.inner.exchange(peer, request, timeout_s)
+
+    def streaming(self, peer: str) -> bool:
+        """Whether the inner transport has a push stream to ``peer``."""
+        return peer not in self.broken and self.inner.streaming(peer)
+
+    async def push(self, peer: str, payload: bytes, timeout_s: float) -> None:
+        """Push to ``peer`` unless its link is broken."""
+        if peer in self.broken:
+            raise PeerUnreachable(f"{peer}: link broken (fault injection)")
+        await self.inner.push(peer, payload, timeout_s)
 
     async def aclose(self) -> None:
         """Close the inner transport."""

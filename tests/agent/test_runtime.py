@@ -12,6 +12,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from agent.convert import table_from_wire, uuid_to_bytes
+from agent.gossip import Key
 from agent.registry import SqliteRegistry
 from agent.runtime import Agent
 from agent.sim.scenario import load_scenario
@@ -39,6 +40,7 @@ class Settings:
     executed_interval_s: float = 60.0
     silence_periods: int = 10
     fanout: int = 0
+    pull_fanout: int = 1
     rpc_timeout_s: float = 2.0
     agent_port: int = 7400
     flush_interval_s: float = 5.0
@@ -67,11 +69,38 @@ class Group:
     clock: Clock
 
     async def rounds(self, count: int = 1, step_s: float = 1.0) -> None:
-        """Advance the clock and run one period on every agent, ``count`` times."""
+        """Advance the clock and run one period on every agent, ``count`` times.
+
+        Pushes travel on streams that no one waits for: after each round, wait (up to 5 s of
+        real time) until every serving agent holds the latest counts of every agent that can
+        reach it, as it would within a few ms of a real period.
+        """
         for _ in range(count):
             self.clock.seconds += step_s
             for agent in self.agents:
                 await agent.run_period()
+            await self.settle()
+
+    async def settle(self, timeout_s: float = 5.0) -> None:
+        """Wait until the pushes of the last round have arrived (see :meth:`rounds`)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and not self._delivered():  # noqa: ASYNC110  (polls a condition over agents)
+            await asyncio.sleep(0.002)
+
+    def _delivered(self) -> bool:
+        for sender, transport in zip(self.agents, self.transports, strict=False):
+            own = sender.state.value(sender.member_id, Key.COUNTS) if sender.state else None
+            if own is None:
+                continue
+            for receiver in self.agents:
+                if receiver is sender or not receiver.serving or receiver.state is None:
+                    continue
+                if receiver.address in transport.broken:
+                    continue
+                held = receiver.state.value(sender.member_id, Key.COUNTS)
+                if held is None or held.update.stamp != own.update.stamp:
+                    return False
+        return True
 
 
 async def start_group(members: int, scenario: str = "steady", started: int | None = None) -> Group:
@@ -177,10 +206,24 @@ async def test_query_service(group: Group) -> None:
     assert columns[:3] == ["CHANNEL_NAME", "MEMBER_ID", "MEMBER_HOST"]
     assert len(rows) == 3
     assert response.agent == group.agents[1].address
+    assert response.member == uuid_to_bytes(group.agents[1].member_id)
     with pytest.raises(grpc.aio.AioRpcError) as caught:
         await query(group.agents[1].address, pb.QueryRequest(tables=["nope"]))
     assert caught.value.code() == grpc.StatusCode.INVALID_ARGUMENT
     assert "'nope'" in (caught.value.details() or "")
+
+
+async def test_cached_answers_are_the_same_tables_with_their_own_time(group: Group) -> None:
+    """Plain answers reuse the encoded tables until the state changes; each has its own time."""
+    await group.rounds(2)
+    address = group.agents[0].address
+    first, second = [await query(address, pb.QueryRequest()) for _ in range(2)]
+    assert first.tables == second.tables
+    assert [t.name for t in first.tables] == list(group.agents[0].tables(extended=False))
+    assert second.served_at_us > first.served_at_us
+    await group.rounds(1)
+    third = await query(address, pb.QueryRequest())
+    assert third.tables != second.tables  # the counts moved on
 
 
 async def exchange(address: str, request: pb.ExchangeRequest) -> pb.ExchangeResponse:

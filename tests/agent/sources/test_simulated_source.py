@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING
 
 import pytest
@@ -97,3 +98,34 @@ async def test_read_after_close() -> None:
     await member.aclose()
     with pytest.raises(SourceError):
         await member.read()
+
+
+async def test_step_ahead_steps_the_group_between_reads() -> None:
+    """With step_ahead the group follows the clock without reads, and aclose stops it."""
+    clock = Clock(START + 10)
+    member = SimulatedSource(
+        load_scenario("steady"), 0, seed=3, group_start_s=START, clock=clock, step_ahead=True
+    )
+    await member.read()
+    read_tick = member.group.tick
+    clock.now += 3
+    for _ in range(100):  # the stepper wakes every 0.1 s
+        if member.group.tick == read_tick + 30:
+            break
+        await asyncio.sleep(0.02)
+    assert member.group.tick == read_tick + 30
+    await member.aclose()
+    clock.now += 3
+    await asyncio.sleep(0.25)
+    assert member.group.tick == read_tick + 30
+
+
+async def test_without_step_ahead_only_reads_step_the_group() -> None:
+    """By default the group moves only when it is read."""
+    clock = Clock(START + 10)
+    member = source(0, clock, "steady")
+    await member.read()
+    read_tick = member.group.tick
+    clock.now += 3
+    await asyncio.sleep(0.25)
+    assert member.group.tick == read_tick
