@@ -3,7 +3,8 @@
 Every job runs in UTC (the spool holds UTC microseconds and the table's dates are UTC dates),
 logs only warnings, and names itself. On one machine (``local[...]``, the default) it also
 keeps Spark small: no web UI, as many shuffle partitions as cores, and Python workers run by
-this very interpreter so that they import this grstats. On a cluster (``spark://...``,
+this very interpreter (``$PYSPARK_PYTHON`` unless already set) so that they import this
+grstats. On a cluster (``spark://...``,
 ``yarn``, ``k8s://...``) those choices are the cluster's: see ``deploy/spark/submit.sh``.
 """
 
@@ -49,8 +50,6 @@ def session_conf(master: str, app_name: str) -> dict[str, str]:
             "spark.sql.shuffle.partitions": str(max(2, cores)),
             "spark.driver.host": "127.0.0.1",
             "spark.driver.bindAddress": "127.0.0.1",
-            "spark.pyspark.python": sys.executable,
-            "spark.pyspark.driver.python": sys.executable,
         }
     return conf
 
@@ -69,7 +68,12 @@ def build_session(
     """
     from pyspark.sql import SparkSession  # noqa: PLC0415 (pyspark is imported only when needed)
 
-    settings = session_conf(master or DEFAULT_MASTER, app_name) | dict(conf or {})
+    master = master or DEFAULT_MASTER
+    settings = session_conf(master, app_name) | dict(conf or {})
+    if is_local(master):
+        # PySpark starts its Python workers with $PYSPARK_PYTHON (default: python3 on PATH),
+        # not with the spark.pyspark.python setting, which only spark-submit reads.
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     builder = SparkSession.builder
     for key, value in settings.items():
         builder = builder.config(key, value)

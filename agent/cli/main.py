@@ -26,6 +26,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "collector.cli",
     "agent.cli.simulate",
     "agent.cli.version",
+    "spark.cli",
 )
 
 DESCRIPTION = """\

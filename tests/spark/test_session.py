@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 from spark.session import LOG4J2_PROPERTIES, build_session, is_local, session_conf
 
@@ -12,11 +16,11 @@ from spark.session import LOG4J2_PROPERTIES, build_session, is_local, session_co
 class TestSessionConf:
     @pytest.mark.parametrize("master", ["local", "local[2]", "local[*]"])
     def test_local_masters_run_workers_with_this_interpreter(self, master: str) -> None:
-        """In local mode the UI is off and Python workers are this interpreter."""
+        """In local mode the UI is off and the driver binds to the loopback address."""
         conf = session_conf(master, "app")
         assert is_local(master)
         assert conf["spark.ui.enabled"] == "false"
-        assert conf["spark.pyspark.python"] == sys.executable
+        assert conf["spark.driver.host"] == "127.0.0.1"
 
     def test_cluster_masters_keep_the_cluster_choices(self) -> None:
         """On a cluster grstats does not pick the executors' Python, UI or partitions."""
@@ -37,9 +41,17 @@ class TestSessionConf:
 
 
 @pytest.mark.spark
-def test_the_shared_session_runs_in_utc(spark) -> None:
+def test_the_shared_session_runs_in_utc(spark: SparkSession) -> None:
     """The session the tests share computes dates in UTC, whatever the machine's zone."""
     row = spark.sql("SELECT to_date(timestamp_micros(86399999999)) AS d").first()
+    assert row is not None
     assert str(row["d"]) == "1970-01-01"
     assert spark.conf.get("spark.sql.session.timeZone") == "UTC"
     assert build_session("local[2]") is spark
+
+
+@pytest.mark.spark
+def test_python_workers_run_this_interpreter(spark: SparkSession) -> None:
+    """Python code shipped to local workers runs with the interpreter that runs the tests."""
+    found = spark.sparkContext.parallelize([0], 1).map(lambda _: sys.executable).collect()
+    assert found == [sys.executable]

@@ -1,0 +1,385 @@
+"""Load a spool's sealed segments into the table, exactly once (``grstats spark ingest``).
+
+One run:
+
+1. takes the table's lock, reads its commit log and deletes what a crashed run left
+   (:meth:`TableLog.clean`);
+2. lists the spool's sealed segments and keeps those no commit names (a segment a commit
+   names but whose size changed is an error: the spool is not the one this table loads);
+3. runs one Spark job, one task per segment: the executors decode their segment and stage
+   its Parquet files (:mod:`spark.stage`), so the work scales with the executors;
+4. refuses the whole run if a record has an unknown schema version (nothing is committed;
+   the message names the version and the file); copies corrupt segments to the quarantine;
+5. moves the staged files into ``data/`` and commits one log entry naming the segments
+   loaded and quarantined and their files: that rename is the only step that makes the
+   rows visible;
+6. deletes the staging directory and the quarantined segments from the spool.
+
+A crash anywhere loses nothing and duplicates nothing: before 5 no entry names the new
+files, so the next run deletes them and loads the same segments again; after 5 they are
+loaded and are skipped. On a cluster the spool and the table must be on storage that the
+driver and every executor see at the same paths (NFS, a shared volume).
+
+For tests only: ``GRSTATS_TEST_CRASH_AT=<point>`` makes the process kill itself with
+SIGKILL at that point (``job:N`` once N segments are staged, ``staged``, ``quarantined``,
+``moving:N`` after moving N files, ``moved``, ``committed``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from collector.spool import sealed_segments
+from spark.stage import CORRUPT, LOADED, UNKNOWN_SCHEMA, StagedSegment, stage_partition
+from spark.table import (
+    DATA_DIR,
+    META_DIR,
+    QUARANTINE_DIR,
+    STAGING_DIR,
+    Commit,
+    TableError,
+    TableLock,
+    TableLog,
+    data_file_name,
+    fsync_directory,
+    now_text,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from pyspark.sql import SparkSession
+
+#: The environment variable of the crash points (tests only).
+CRASH_ENV = "GRSTATS_TEST_CRASH_AT"
+
+
+class IngestError(Exception):
+    """Ingest cannot go on: the message says what and where; nothing was committed."""
+
+
+@dataclass(frozen=True, slots=True)
+class Quarantined:
+    """A corrupt segment set aside: where it was, the bad frame's offset, what is wrong."""
+
+    name: str
+    bytes: int
+    offset: int
+    reason: str
+    copy: str
+
+
+@dataclass(frozen=True, slots=True)
+class IngestResult:
+    """What one ingest run did.
+
+    Attributes:
+        commit: the commit it made, or None when there was nothing new.
+        segments_total: sealed segments in the spool.
+        segments_skipped: those an earlier commit had loaded or quarantined.
+        segments_loaded: those this run loaded.
+        records: records (snapshots) loaded.
+        rows: member rows loaded.
+        quarantined: the corrupt segments this run set aside.
+        seconds: wall time of the run.
+        cleaned: leftovers of a crashed run that were deleted first.
+    """
+
+    commit: int | None
+    segments_total: int
+    segments_skipped: int
+    segments_loaded: int
+    records: int
+    rows: int
+    quarantined: tuple[Quarantined, ...] = ()
+    seconds: float = 0.0
+    cleaned: int = 0
+    files: int = field(default=0)
+
+    @property
+    def rows_per_second(self) -> float:
+        """Member rows loaded per second of wall time."""
+        return self.rows / self.seconds if self.seconds > 0 else 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the summary scripts get with ``--format json``."""
+        return {
+            "commit": self.commit,
+            "segments": {
+                "total": self.segments_total,
+                "skipped": self.segments_skipped,
+                "loaded": self.segments_loaded,
+                "quarantined": len(self.quarantined),
+            },
+            "records": self.records,
+            "rows": self.rows,
+            "files": self.files,
+            "quarantined": [
+                {"segment": q.name, "offset": q.offset, "reason": q.reason, "copy": q.copy}
+                for q in self.quarantined
+            ],
+            "cleaned": self.cleaned,
+            "seconds": round(self.seconds, 3),
+            "rows_per_second": round(self.rows_per_second),
+        }
+
+
+def run_ingest(
+    spark: SparkSession,
+    spool_dir: Path | str,
+    table_dir: Path | str,
+    *,
+    progress: Callable[[str], None] | None = None,
+) -> IngestResult:
+    """Load the sealed segments of ``spool_dir`` that ``table_dir`` lacks; see the module doc.
+
+    Raises:
+        IngestError: a record of an unknown schema version, or a loaded segment that changed.
+        TableError: the table directory is not a grstats table, its log is broken, or another
+            ingest holds its lock.
+        SpoolError: the spool is not a directory.
+    """
+    began = time.monotonic()
+    say = progress or (lambda _message: None)
+    spool, table = Path(spool_dir).resolve(), Path(table_dir).resolve()
+    segments = sealed_segments(spool)
+    _check_table_dir(table)
+    with TableLock(table):
+        log = TableLog(table)
+        cleaned = log.clean()
+        if cleaned:
+            say(f"deleted {len(cleaned)} leftovers of an unfinished ingest")
+        known = log.known_segments()
+        pending = []
+        for path in segments:
+            earlier = known.get(path.name)
+            if earlier is None:
+                pending.append(path)
+                continue
+            size = path.stat().st_size
+            if size != earlier["bytes"]:
+                raise IngestError(
+                    f"{path}: commit {earlier['commit']} loaded this segment with "
+                    f"{earlier['bytes']} bytes, it now has {size}: is {spool} the spool "
+                    f"this table was loaded from?"
+                )
+        skipped = len(segments) - len(pending)
+        _remove_quarantined(segments, known, say)
+        if not pending:
+            say(f"nothing to load: all {len(segments)} sealed segments are in the table")
+            return IngestResult(
+                None, len(segments), skipped, 0, 0, 0, (), time.monotonic() - began, len(cleaned)
+            )
+        number = log.next_number
+        staging = table / STAGING_DIR / f"commit-{number:020d}"
+        staging.mkdir(parents=True)
+        say(f"loading {len(pending)} of {len(segments)} sealed segments (commit {number})")
+        staged = _stage(spark, pending, staging, say)
+        _crash_point("staged")
+        refused = [s for s in staged if s.status == UNKNOWN_SCHEMA]
+        if refused:
+            shutil.rmtree(staging)
+            details = "; ".join(str(s.reason) for s in refused)
+            raise IngestError(
+                f"{len(refused)} segment(s) hold records of a schema version this grstats "
+                f"does not read; nothing was loaded. {details}"
+            )
+        quarantined = _quarantine(table, spool, [s for s in staged if s.status == CORRUPT], say)
+        _crash_point("quarantined")
+        loaded = [s for s in staged if s.status == LOADED]
+        entries = _move_into_data(table, staging, number, loaded)
+        _crash_point("moved")
+        commit = Commit(
+            number,
+            now_text(),
+            str(spool),
+            tuple(entries),
+            tuple(
+                {
+                    "name": q.name,
+                    "bytes": q.bytes,
+                    "offset": q.offset,
+                    "reason": q.reason,
+                    "copy": q.copy,
+                }
+                for q in quarantined
+            ),
+        )
+        log.commit(commit)
+        _crash_point("committed")
+        shutil.rmtree(staging, ignore_errors=True)
+        _remove_quarantined(segments, log.known_segments(), say)
+        return IngestResult(
+            number,
+            len(segments),
+            skipped,
+            len(loaded),
+            sum(s.records for s in loaded),
+            sum(s.rows for s in loaded),
+            tuple(quarantined),
+            time.monotonic() - began,
+            len(cleaned),
+            sum(len(s.files) for s in loaded),
+        )
+
+
+def _check_table_dir(table: Path) -> None:
+    if table.exists() and not table.is_dir():
+        raise TableError(f"--table: {table} is not a directory")
+    if table.is_dir() and any(table.iterdir()) and not (table / META_DIR).is_dir():
+        raise TableError(
+            f"--table: {table} is not a grstats table (it holds other files and no {META_DIR}/)"
+        )
+
+
+def _stage(
+    spark: SparkSession, pending: list[Path], staging: Path, say: Callable[[str], None]
+) -> list[StagedSegment]:
+    """Run the Spark job: one task per segment, each staging its files; return the outcomes."""
+    context = spark.sparkContext
+    group = f"grstats-ingest-{staging.name}"
+    context.setJobGroup(group, f"grstats ingest: {len(pending)} segments", interruptOnCancel=True)
+    tasks = [(str(path), str(staging)) for path in pending]
+    done = threading.Event()
+    watcher = threading.Thread(
+        target=_watch, args=(spark, group, len(pending), done, say), daemon=True
+    )
+    watcher.start()
+    try:
+        results = context.parallelize(tasks, len(tasks)).mapPartitions(stage_partition).collect()
+    except Exception as exc:  # Py4JJavaError: a task failed for a reason a segment cannot explain
+        first = next((line for line in str(exc).splitlines() if line.strip()), repr(exc))
+        raise IngestError(f"the Spark job that stages the segments failed: {first}") from exc
+    finally:
+        done.set()
+        watcher.join()
+    staged = [StagedSegment.from_dict(result) for result in results]
+    say(f"staged {len(staged)}/{len(pending)} segments, {sum(s.rows for s in staged):,} rows")
+    return staged
+
+
+def _watch(
+    spark: SparkSession,
+    group: str,
+    total: int,
+    done: threading.Event,
+    say: Callable[[str], None],
+) -> None:
+    """Report the job's progress (tasks are segments) every few seconds until ``done``."""
+    tracker = spark.sparkContext.statusTracker()
+    crash_after = _crash_count("job")
+    reported, last_report = -1, time.monotonic()
+    while not done.wait(0.2):
+        finished = 0
+        for job in tracker.getJobIdsForGroup(group):
+            info = tracker.getJobInfo(job)
+            for stage in info.stageIds if info else ():
+                stage_info = tracker.getStageInfo(stage)
+                if stage_info is not None:
+                    finished += stage_info.numCompletedTasks
+        if crash_after is not None and finished >= crash_after:
+            _kill_self()
+        if finished != reported and time.monotonic() - last_report >= 2.0:
+            say(f"{finished}/{total} segments staged")
+            reported, last_report = finished, time.monotonic()
+
+
+def _quarantine(
+    table: Path, spool: Path, corrupt: list[StagedSegment], say: Callable[[str], None]
+) -> list[Quarantined]:
+    """Copy each corrupt segment to the quarantine; the commit will record it."""
+    if not corrupt:
+        return []
+    directory = table / QUARANTINE_DIR
+    directory.mkdir(parents=True, exist_ok=True)
+    quarantined = []
+    for staged in corrupt:
+        copy = directory / staged.name
+        with (spool / staged.name).open("rb") as source, copy.open("wb") as target:
+            shutil.copyfileobj(source, target)
+            target.flush()
+            os.fsync(target.fileno())
+        offset = staged.offset if staged.offset is not None else 0
+        quarantined.append(
+            Quarantined(
+                staged.name, staged.bytes, offset, str(staged.reason), str(copy.relative_to(table))
+            )
+        )
+        say(
+            f"quarantined {spool / staged.name}: offset {offset}: {staged.reason} "
+            f"(copied to {copy}; the other segments load)"
+        )
+    fsync_directory(directory)
+    return quarantined
+
+
+def _move_into_data(
+    table: Path, staging: Path, number: int, loaded: list[StagedSegment]
+) -> list[dict[str, Any]]:
+    """Move the staged files into ``data/``; return the commit's entries of the segments."""
+    crash_after = _crash_count("moving")
+    moved = 0
+    touched: set[Path] = set()
+    entries = []
+    for staged in loaded:
+        files = []
+        for relative, rows in staged.files:
+            source = staging / relative
+            partition = Path(relative).parent.name  # collected_date=YYYY-MM-DD
+            target = table / DATA_DIR / partition / data_file_name(number, staged.name)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            source.rename(target)
+            touched.add(target.parent)
+            files.append((str(target.relative_to(table)), rows))
+            moved += 1
+            if crash_after is not None and moved >= crash_after:
+                _kill_self()
+        entries.append(
+            {
+                "name": staged.name,
+                "bytes": staged.bytes,
+                "records": staged.records,
+                "rows": staged.rows,
+                "files": files,
+            }
+        )
+    for directory in sorted(touched):
+        fsync_directory(directory)
+    if touched:
+        fsync_directory(table / DATA_DIR)
+    return entries
+
+
+def _remove_quarantined(
+    segments: list[Path], known: dict[str, dict[str, Any]], say: Callable[[str], None]
+) -> None:
+    """Delete from the spool the segments a commit quarantined (their copy is kept)."""
+    for path in segments:
+        entry = known.get(path.name)
+        if entry is not None and "copy" in entry:
+            try:
+                path.unlink()
+            except OSError as exc:  # a read-only spool: the commit still skips it
+                say(f"could not remove quarantined {path} from the spool: {exc}")
+
+
+def _crash_count(point: str) -> int | None:
+    value = os.environ.get(CRASH_ENV, "")
+    name, _, count = value.partition(":")
+    return int(count) if name == point and count.isdigit() else None
+
+
+def _crash_point(point: str) -> None:
+    if os.environ.get(CRASH_ENV) == point:
+        _kill_self()
+
+
+def _kill_self() -> None:
+    os.kill(os.getpid(), signal.SIGKILL)

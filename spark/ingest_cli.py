@@ -1,0 +1,127 @@
+"""``grstats spark ingest``: load the collector's sealed segments into the table, exactly once.
+
+``spark/cli.py`` adds the ``spark`` command and calls :func:`register` with its
+sub-subparsers. pyspark is imported only when ingest runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from agent.cli.main import CliError
+
+if TYPE_CHECKING:
+    from agent.cli.types import Subparsers
+    from spark.ingest import IngestResult
+
+EPILOG = """\
+--table DIR holds:
+  data/collected_date=YYYY-MM-DD/*.parquet   one row per snapshot and member (spark/schema.py)
+  _grstats/log/                               the commits: which segments each loaded, and
+                                              its files; only committed files are rows
+  _grstats/quarantine/                        copies of corrupt segments, set aside
+
+Run it as often as you like (e.g. every few minutes from a timer): each run loads only the
+sealed segments no earlier run loaded, and commits them with their rows in one atomic step,
+so a run killed at any moment and run again loses nothing and duplicates nothing. A corrupt
+segment is copied to the quarantine, removed from the spool and reported with its file and
+offset; the other segments still load. A record of a schema version this grstats does not
+read stops the run (exit 1) and nothing is loaded: upgrade grstats.
+
+On a cluster (--master spark://HOST:7077), the executors read the spool and write the table
+themselves: both must be on storage every machine mounts at the same path, and the
+executors need grstats, msgpack and pyarrow (see deploy/spark/submit.sh).
+
+exit status: 0 when the run loaded (or had nothing to load), 1 when it failed, 2 for invalid
+arguments.
+examples:
+  grstats spark ingest --spool /var/lib/grstats/spool --table /var/lib/grstats/table
+  grstats spark ingest --spool spool --table table --format json
+  grstats spark ingest --spool /mnt/shared/spool --table /mnt/shared/table \\
+      --master spark://spark-master:7077
+"""
+
+
+def register(subparsers: Subparsers) -> None:
+    """Add the ``ingest`` job to the ``spark`` command."""
+    parser = subparsers.add_parser(
+        "ingest",
+        help="load the collector's sealed spool segments into the Parquet table, exactly once",
+        description="Load every sealed segment of the collector's spool that the table does "
+        "not hold yet into the Parquet table, one row per snapshot and member, partitioned by "
+        "UTC date. Spark's executors decode the segments (one task per segment).",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--spool", required=True, type=Path, metavar="DIR", help="the collector's spool directory"
+    )
+    parser.add_argument(
+        "--table", required=True, type=Path, metavar="DIR", help="the table directory"
+    )
+    parser.add_argument(
+        "--master",
+        metavar="URL",
+        help="Spark master, e.g. spark://HOST:7077 (default: local mode on every core)",
+    )
+    parser.add_argument(
+        "--format",
+        choices=("text", "json"),
+        default="text",
+        help="text: a summary for people; json: the summary for scripts (default text)",
+    )
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the ingest ``args`` describe and print its summary."""
+    if not args.spool.is_dir():
+        raise CliError(f"--spool: {str(args.spool)!r} is not a directory", code=2)
+    if args.table.exists() and not args.table.is_dir():
+        raise CliError(f"--table: {str(args.table)!r} is not a directory", code=2)
+    from collector.errors import SpoolError  # noqa: PLC0415 (only when a job runs)
+    from spark.ingest import IngestError, run_ingest  # noqa: PLC0415
+    from spark.session import build_session  # noqa: PLC0415
+    from spark.table import TableError  # noqa: PLC0415
+
+    def progress(message: str) -> None:
+        print(f"ingest: {message}", file=sys.stderr, flush=True)
+
+    progress("starting Spark" + (f" on {args.master}" if args.master else " in local mode"))
+    spark = build_session(args.master, "grstats-ingest")
+    try:
+        result = run_ingest(spark, args.spool, args.table, progress=progress)
+    except (IngestError, TableError, SpoolError) as exc:
+        raise CliError(str(exc)) from exc
+    finally:
+        spark.stop()
+    if args.format == "json":
+        print(json.dumps(result.to_json(), indent=2, sort_keys=True))
+    else:
+        print(summary_text(result))
+    return 0
+
+
+def summary_text(result: IngestResult) -> str:
+    """The summary people read."""
+    if result.commit is None:
+        return (
+            f"nothing to load: the table holds all {result.segments_total} sealed segments "
+            f"({result.seconds:.1f} s)"
+        )
+    loaded = (
+        f"commit {result.commit}: loaded {result.segments_loaded} segments, "
+        f"{result.records:,} snapshots, {result.rows:,} member rows in {result.seconds:.1f} s "
+        f"({result.rows_per_second:,.0f} rows/s); {result.segments_skipped} segments were "
+        "loaded before"
+    )
+    lines = [loaded]
+    lines += [
+        f"quarantined {q.name}: offset {q.offset}: {q.reason} (copy: {q.copy})"
+        for q in result.quarantined
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,296 @@
+"""The ingested table on disk: Parquet data files made visible only by a commit log.
+
+Layout of ``--table DIR``::
+
+    data/collected_date=2026-01-05/c00000000000000000003-segment-00000000000000000007.parquet
+    _grstats/log/00000000000000000003.json   commit 3: the segments it loaded, its data files
+    _grstats/staging/commit-00000000000000000004/   a load in progress (never read)
+    _grstats/quarantine/segment-00000000000000000009.sealed   a corrupt segment's copy
+    _grstats/.lock                            held by the one ingest that may run
+
+The log is the table's truth (the idea of WL#2775: the record of what was applied is stored
+atomically with what was applied). A commit's entry names the segments it loaded or
+quarantined and the data files it added; it is written to a temporary file, fsynced and
+renamed into place, and that rename is the commit. Data files are moved into ``data/`` just
+before it, so a crash leaves at most files that no entry names: :func:`read_member_rows` never
+reads them, and the next ingest deletes them (:meth:`TableLog.clean`) before loading again.
+A segment is therefore either in exactly one commit, with all its rows, or in none.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import fcntl
+import json
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Self
+
+from spark.schema import MEMBER_ROW_COLUMNS, MEMBER_ROWS
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+    from pyspark.sql import DataFrame, SparkSession
+
+#: The version of the commit entries' JSON format.
+LOG_FORMAT = 1
+DATA_DIR = "data"
+META_DIR = "_grstats"
+LOG_DIR = f"{META_DIR}/log"
+STAGING_DIR = f"{META_DIR}/staging"
+QUARANTINE_DIR = f"{META_DIR}/quarantine"
+LOCK_NAME = f"{META_DIR}/.lock"
+
+_ENTRY = re.compile(r"(\d{20})\.json")
+
+
+class TableError(Exception):
+    """The table directory cannot be used: not a grstats table, a broken log, or in use."""
+
+
+@dataclass(frozen=True, slots=True)
+class Commit:
+    """One entry of the log.
+
+    Attributes:
+        number: 1, 2, ... in commit order.
+        committed_at: when it was committed (UTC, ISO 8601).
+        spool: the spool directory it loaded from (for people).
+        segments: the segments it loaded: ``name``, ``bytes``, ``records``, ``rows`` and
+            ``files`` (the data files, relative to the table directory, with row counts).
+        quarantined: the corrupt segments it set aside: ``name``, ``bytes``, ``offset``,
+            ``reason``, ``copy`` (relative to the table directory).
+    """
+
+    number: int
+    committed_at: str
+    spool: str
+    segments: tuple[dict[str, Any], ...]
+    quarantined: tuple[dict[str, Any], ...]
+
+    @property
+    def files(self) -> list[str]:
+        """The data files this commit added, relative to the table directory."""
+        return [path for segment in self.segments for path, _ in segment["files"]]
+
+    @property
+    def rows(self) -> int:
+        """Member rows this commit added."""
+        return sum(int(segment["rows"]) for segment in self.segments)
+
+    def to_json(self) -> str:
+        """Return the entry's JSON text."""
+        return json.dumps(
+            {
+                "format": LOG_FORMAT,
+                "commit": self.number,
+                "committed_at": self.committed_at,
+                "spool": self.spool,
+                "segments": list(self.segments),
+                "quarantined": list(self.quarantined),
+            },
+            indent=1,
+            sort_keys=True,
+        )
+
+
+def entry_name(number: int) -> str:
+    """Return the file name of commit ``number``'s log entry."""
+    return f"{number:020d}.json"
+
+
+def data_file_name(number: int, segment: str) -> str:
+    """Return the name under ``data/`` of the file commit ``number`` adds for ``segment``."""
+    return f"c{number:020d}-{segment.rsplit('.', 1)[0]}.parquet"
+
+
+class TableLog:
+    """The commit log of the table at ``table_dir`` (read once, when created)."""
+
+    def __init__(self, table_dir: Path | str) -> None:
+        self.table_dir = Path(table_dir)
+        self.commits = self._read()
+
+    # -- reading -----------------------------------------------------------------------
+
+    def _read(self) -> list[Commit]:
+        log_dir = self.table_dir / LOG_DIR
+        if not log_dir.is_dir():
+            return []
+        numbers = sorted(
+            int(match.group(1))
+            for path in log_dir.iterdir()
+            if (match := _ENTRY.fullmatch(path.name)) is not None
+        )
+        commits = []
+        for expected, number in enumerate(numbers, start=1):
+            path = log_dir / entry_name(number)
+            if number != expected:
+                raise TableError(
+                    f"{path}: commit {number} follows commit {expected - 1}: "
+                    f"the log misses commit {expected}"
+                )
+            commits.append(_parse_entry(path, number))
+        return commits
+
+    @property
+    def next_number(self) -> int:
+        """The number the next commit gets."""
+        return len(self.commits) + 1
+
+    def committed_files(self) -> list[Path]:
+        """Every data file of every commit, absolute, in commit order."""
+        return [self.table_dir / path for commit in self.commits for path in commit.files]
+
+    def known_segments(self) -> dict[str, dict[str, Any]]:
+        """The segments loaded or quarantined by some commit, by name."""
+        known: dict[str, dict[str, Any]] = {}
+        for commit in self.commits:
+            for segment in (*commit.segments, *commit.quarantined):
+                known[segment["name"]] = {**segment, "commit": commit.number}
+        return known
+
+    # -- writing -----------------------------------------------------------------------
+
+    def clean(self) -> list[Path]:
+        """Delete what no commit names: staging, stray data files, stray quarantine copies.
+
+        Only an ingest holding the table's lock may call this. Returns what was deleted.
+        """
+        removed: list[Path] = []
+        staging = self.table_dir / STAGING_DIR
+        if staging.exists():
+            removed.append(staging)
+            shutil.rmtree(staging)
+        named = {self.table_dir / path for commit in self.commits for path in commit.files}
+        named |= {
+            self.table_dir / entry["copy"]
+            for commit in self.commits
+            for entry in commit.quarantined
+        }
+        for top in (DATA_DIR, QUARANTINE_DIR):
+            directory = self.table_dir / top
+            if not directory.is_dir():
+                continue
+            for path in sorted(directory.rglob("*")):
+                if path.is_file() and path not in named:
+                    path.unlink()
+                    removed.append(path)
+        log_dir = self.table_dir / LOG_DIR
+        if log_dir.is_dir():
+            for path in log_dir.glob("*.tmp"):
+                path.unlink()
+                removed.append(path)
+        return removed
+
+    def commit(self, commit: Commit) -> Path:
+        """Write ``commit``'s entry atomically (the commit point) and return its path."""
+        if commit.number != self.next_number:
+            raise TableError(
+                f"{self.table_dir}: commit {commit.number} is not the next one ({self.next_number})"
+            )
+        log_dir = self.table_dir / LOG_DIR
+        log_dir.mkdir(parents=True, exist_ok=True)
+        target = log_dir / entry_name(commit.number)
+        temporary = log_dir / f"{target.name}.tmp"
+        with temporary.open("w", encoding="utf-8") as file:
+            file.write(commit.to_json())
+            file.flush()
+            os.fsync(file.fileno())
+        temporary.rename(target)
+        fsync_directory(log_dir)
+        self.commits.append(commit)
+        return target
+
+
+def _parse_entry(path: Path, number: int) -> Commit:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data["format"] != LOG_FORMAT:
+            raise TableError(
+                f"{path}: log format {data['format']!r} is not {LOG_FORMAT}: "
+                "written by a newer grstats?"
+            )
+        if data["commit"] != number:
+            raise TableError(f"{path}: holds commit {data['commit']!r}, not {number}")
+        return Commit(
+            number,
+            str(data["committed_at"]),
+            str(data["spool"]),
+            tuple(data["segments"]),
+            tuple(data["quarantined"]),
+        )
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise TableError(f"{path}: not a commit entry: {exc}") from exc
+
+
+def fsync_directory(directory: Path) -> None:
+    """Make the names in ``directory`` durable (renames into it, new files)."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def now_text() -> str:
+    """The current UTC time as ISO 8601 with seconds."""
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+class TableLock:
+    """The table's exclusive lock: one ingest at a time (``with TableLock(dir): ...``)."""
+
+    def __init__(self, table_dir: Path | str) -> None:
+        self.path = Path(table_dir) / LOCK_NAME
+        self._fd: int | None = None
+
+    def __enter__(self) -> Self:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError as exc:
+            os.close(fd)
+            raise TableError(
+                f"{self.path.parent.parent}: another ingest is loading this table "
+                f"(it holds {self.path})"
+            ) from exc
+        self._fd = fd
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if self._fd is not None:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = None
+
+
+def read_member_rows(spark: SparkSession, table_dir: Path | str) -> DataFrame:
+    """Return the table's committed member rows as a DataFrame with the MEMBER_ROWS schema.
+
+    Only files named by a commit are read, so a load in progress or one that crashed is never
+    seen. A directory without commits gives an empty DataFrame.
+
+    Raises:
+        TableError: the log is broken (a missing commit, an unreadable entry).
+    """
+    table = Path(table_dir)
+    files = TableLog(table).committed_files()
+    if not files:
+        return spark.createDataFrame([], MEMBER_ROWS)
+    frame = (
+        spark.read.schema(MEMBER_ROWS)
+        .option("basePath", str(table / DATA_DIR))
+        .parquet(*(str(path) for path in files))
+    )
+    return frame.select(*MEMBER_ROW_COLUMNS)

@@ -1,0 +1,127 @@
+"""spark.decode: a segment's records become member rows, equal to the slow, obvious reading."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import TYPE_CHECKING
+
+import pytest
+
+from collector.errors import SegmentCorrupt, UnknownSchema
+from spark.decode import ARROW_MEMBER_ROWS, decode_segment
+from spark.schema import MEMBER_ROWS
+from tests.spark.spool import COLUMNS, MEMBER_IDS, expected_rows, make_record, write_spool
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+def test_arrow_schema_is_member_rows() -> None:
+    """The Arrow schema the decoder writes has MEMBER_ROWS's names, in order."""
+    assert ARROW_MEMBER_ROWS.names == MEMBER_ROWS.fieldNames()
+
+
+class TestDecodeSegment:
+    def test_rows_equal_the_obvious_reading(self, tmp_path: Path) -> None:
+        """Every cell of every member row equals what a dict-by-dict join of the record gives."""
+        (segment,) = write_spool(tmp_path, [[make_record(s) for s in range(700)]])
+        decoded = decode_segment(segment)
+        assert decoded.records == 700
+        assert decoded.rows.num_rows == 700 * len(MEMBER_IDS)
+        assert decoded.rows.to_pylist() == expected_rows([segment])
+
+    def test_types_nulls_and_derived_columns(self, tmp_path: Path) -> None:
+        """Zero timestamps are null, YES/NO are booleans, GTID counts are MySQL's GTID_COUNT."""
+        (segment,) = write_spool(tmp_path, [[make_record(3)]])
+        first, second, third = decode_segment(segment).rows.to_pylist()
+        assert first["applying_original_commit"] is None  # 0 is MySQL's zero timestamp
+        assert first["collected_at"] == dt.datetime(2026, 1, 5, 0, 0, 3, tzinfo=dt.UTC)
+        assert first["collected_date"] == dt.date(2026, 1, 5)
+        assert (first["connected"], second["connected"]) == (True, False)
+        assert first["gtid_executed_count"] == 3000  # ...:1-3000
+        assert second["gtids_ahead_of_committed_all"] == 1  # 1-3001 minus 1-3000
+        assert third["applier_lag_seconds"] is None
+        assert third["age_ms"] is None
+
+    def test_empty_committed_set_gives_no_ahead_count(self, tmp_path: Path) -> None:
+        """gtids_ahead_of_committed_all is null while the stable set is not known yet."""
+        (segment,) = write_spool(tmp_path, [[make_record(0)]])
+        rows = decode_segment(segment).rows.to_pylist()
+        assert [row["gtids_ahead_of_committed_all"] for row in rows] == [None] * 3
+        assert [row["gtid_executed_count"] for row in rows] == [0, 1, 2]
+
+    def test_tables_in_another_order_or_missing_a_member_are_joined(self, tmp_path: Path) -> None:
+        """A member missing from the stats table gets nulls; rows are matched by MEMBER_ID."""
+        record = make_record(5)
+        stats = record["tables"]["replication_group_member_stats"]
+        stats["rows"] = stats["rows"][:1]  # only the first member has a stats row
+        lag = record["tables"]["replication_group_member_lag"]
+        lag["rows"].reverse()
+        (segment,) = write_spool(tmp_path, [[make_record(4), record]])
+        rows = decode_segment(segment).rows.to_pylist()
+        assert rows == expected_rows([segment])
+        assert rows[4]["count_transactions_checked"] is None
+        assert rows[4]["view_id"] is None
+        assert rows[5]["last_applied_transaction"].endswith(":5002")
+
+    def test_an_older_agent_without_extended_columns(self, tmp_path: Path) -> None:
+        """Records whose tables lack columns give nulls there; the layout may change mid-segment."""
+        old = make_record(2)
+        members = old["tables"]["replication_group_members"]
+        keep = [i for i, c in enumerate(COLUMNS["replication_group_members"]) if c != "CONNECTED"]
+        members["columns"] = [members["columns"][i] for i in keep]
+        members["rows"] = [[row[i] for i in keep] for row in members["rows"]]
+        (segment,) = write_spool(tmp_path, [[make_record(1), old, make_record(3)]])
+        rows = decode_segment(segment).rows.to_pylist()
+        assert [row["connected"] for row in rows[3:6]] == [None, None, None]
+        assert [row["connected"] for row in rows[6:]] == [True, False, True]
+        assert rows == expected_rows([segment])
+
+
+class TestBadSegments:
+    def test_crc_mismatch_names_file_and_offset(self, tmp_path: Path) -> None:
+        """A flipped byte fails the frame's CRC; the error names the file and the frame."""
+        (segment,) = write_spool(tmp_path, [[make_record(s) for s in range(3)]])
+        data = bytearray(segment.read_bytes())
+        first_length = int.from_bytes(data[8:12], "big")
+        second = 8 + 8 + first_length
+        data[second + 20] ^= 0xFF
+        segment.write_bytes(bytes(data))
+        with pytest.raises(SegmentCorrupt, match="CRC mismatch") as caught:
+            decode_segment(segment)
+        assert caught.value.offset == second
+        assert str(segment) in str(caught.value)
+
+    def test_truncated_segment(self, tmp_path: Path) -> None:
+        """A segment cut short in its last frame is torn at that frame's offset."""
+        (segment,) = write_spool(tmp_path, [[make_record(s) for s in range(2)]])
+        data = segment.read_bytes()
+        segment.write_bytes(data[:-10])
+        first_length = int.from_bytes(data[8:12], "big")
+        with pytest.raises(SegmentCorrupt, match="torn frame") as caught:
+            decode_segment(segment)
+        assert caught.value.offset == 8 + 8 + first_length
+
+    def test_not_a_segment(self, tmp_path: Path) -> None:
+        """A file without the magic is corrupt at offset 0."""
+        path = tmp_path / "segment-00000000000000000001.sealed"
+        path.write_bytes(b"PAR1 not a spool")
+        with pytest.raises(SegmentCorrupt, match="magic") as caught:
+            decode_segment(path)
+        assert caught.value.offset == 0
+
+    def test_a_frame_that_is_not_a_record(self, tmp_path: Path) -> None:
+        """A valid frame holding a map without tables is corrupt at its offset."""
+        (segment,) = write_spool(tmp_path, [[make_record(1), {"schema": 1, "tables": {}}]])
+        with pytest.raises(SegmentCorrupt, match="not a schema-1 record") as caught:
+            decode_segment(segment)
+        assert caught.value.offset > 8
+
+    def test_unknown_schema_names_version_file_and_offset(self, tmp_path: Path) -> None:
+        """A record of schema 2 is refused with the version, the file and the frame's offset."""
+        newer = make_record(2) | {"schema": 2}
+        (segment,) = write_spool(tmp_path, [[make_record(1), newer]])
+        with pytest.raises(UnknownSchema, match="record schema 2 is not a known version") as caught:
+            decode_segment(segment)
+        assert str(segment) in str(caught.value)
+        assert "at offset" in str(caught.value)

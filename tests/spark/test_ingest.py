@@ -1,0 +1,124 @@
+"""spark.ingest: sealed segments load once, with every row; bad segments are set aside or refused."""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from spark.ingest import IngestError, run_ingest
+from spark.schema import MEMBER_ROWS
+from spark.table import LOG_DIR, QUARANTINE_DIR, TableError, TableLog, read_member_rows
+from tests.spark.spool import expected_rows, make_record, row_key, write_spool
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+    from pyspark.sql import SparkSession
+
+pytestmark = pytest.mark.spark
+
+
+def table_rows(spark: SparkSession, table: Path) -> list[dict[str, Any]]:
+    """The committed rows of ``table``, as Python values, in spool order."""
+    frame = read_member_rows(spark, table)
+    assert frame.schema == MEMBER_ROWS
+    return sorted(frame.toArrow().to_pylist(), key=row_key)
+
+
+def segments_of(seconds: list[range]) -> list[list[dict[str, Any]]]:
+    """One segment per range of seconds after T0."""
+    return [[make_record(second) for second in span] for span in seconds]
+
+
+class TestIngest:
+    def test_every_row_loads_once(self, spark: SparkSession, tmp_path: Path) -> None:
+        """Each member row of each sealed segment is in the table once, as the spool holds it."""
+        spool, table = tmp_path / "spool", tmp_path / "table"
+        segments = write_spool(spool, segments_of([range(50), range(50, 80), range(80, 81)]))
+        result = run_ingest(spark, spool, table)
+        assert (result.commit, result.segments_loaded, result.records) == (1, 3, 81)
+        assert result.rows == 81 * 3
+        assert table_rows(spark, table) == expected_rows(segments)
+
+    def test_a_second_run_loads_only_new_segments(
+        self, spark: SparkSession, tmp_path: Path
+    ) -> None:
+        """Running again loads nothing; after the collector seals more, only those load."""
+        spool, table = tmp_path / "spool", tmp_path / "table"
+        write_spool(spool, segments_of([range(10)]))
+        run_ingest(spark, spool, table)
+        again = run_ingest(spark, spool, table)
+        assert (again.commit, again.segments_skipped, again.rows) == (None, 1, 0)
+        segments = write_spool(spool, segments_of([range(10, 20), range(20, 25)]))
+        third = run_ingest(spark, spool, table)
+        assert (third.commit, third.segments_loaded, third.segments_skipped) == (2, 2, 1)
+        assert table_rows(spark, table) == expected_rows(segments)
+
+    def test_rows_are_partitioned_by_utc_date(self, spark: SparkSession, tmp_path: Path) -> None:
+        """A segment spanning midnight UTC writes one file in each date's partition."""
+        spool, table = tmp_path / "spool", tmp_path / "table"
+        write_spool(spool, segments_of([range(86_398, 86_402)]))
+        run_ingest(spark, spool, table)
+        partitions = sorted(path.parent.name for path in (table / "data").rglob("*.parquet"))
+        assert partitions == ["collected_date=2026-01-05", "collected_date=2026-01-06"]
+        dates = {(r["collected_at"].date(), r["collected_date"]) for r in table_rows(spark, table)}
+        assert all(at == date for at, date in dates)
+
+    def test_a_corrupt_segment_is_quarantined_and_the_others_load(
+        self, spark: SparkSession, tmp_path: Path
+    ) -> None:
+        """The corrupt segment is copied aside, removed from the spool and named in the commit."""
+        spool, table = tmp_path / "spool", tmp_path / "table"
+        good, bad, last = write_spool(spool, segments_of([range(5), range(5, 10), range(10, 12)]))
+        bad.write_bytes(bad.read_bytes()[:-7])  # torn last frame
+        messages: list[str] = []
+        result = run_ingest(spark, spool, table, progress=messages.append)
+        assert result.segments_loaded == 2
+        (quarantined,) = result.quarantined
+        assert quarantined.name == bad.name
+        assert "torn frame" in quarantined.reason
+        assert any(str(bad) in m and f"offset {quarantined.offset}" in m for m in messages)
+        assert (table / QUARANTINE_DIR / bad.name).exists()
+        assert not bad.exists()
+        entry = json.loads((table / LOG_DIR / "00000000000000000001.json").read_text())
+        assert entry["quarantined"][0]["offset"] == quarantined.offset
+        assert table_rows(spark, table) == expected_rows([good, last])
+        assert run_ingest(spark, spool, table).commit is None
+
+    def test_an_unknown_schema_version_stops_the_run(
+        self, spark: SparkSession, tmp_path: Path
+    ) -> None:
+        """A record of schema 2 fails the run naming version and file; nothing is committed."""
+        spool, table = tmp_path / "spool", tmp_path / "table"
+        _, newer = write_spool(spool, [[make_record(0)], [make_record(1) | {"schema": 2}]])
+        with pytest.raises(IngestError, match="record schema 2 is not a known version") as caught:
+            run_ingest(spark, spool, table)
+        assert newer.name in str(caught.value)
+        assert TableLog(table).commits == []
+        assert list(table.rglob("*.parquet")) == []
+        assert read_member_rows(spark, table).count() == 0
+
+    def test_a_loaded_segment_that_changed_is_an_error(
+        self, spark: SparkSession, tmp_path: Path
+    ) -> None:
+        """A segment the table loaded with another size means another spool: refused, named."""
+        spool, table = tmp_path / "spool", tmp_path / "table"
+        (segment,) = write_spool(spool, segments_of([range(3)]))
+        run_ingest(spark, spool, table)
+        segment.write_bytes(segment.read_bytes()[:-1])
+        with pytest.raises(IngestError, match="commit 1 loaded this segment"):
+            run_ingest(spark, spool, table)
+
+    def test_a_directory_of_other_files_is_not_a_table(
+        self, spark: SparkSession, tmp_path: Path
+    ) -> None:
+        """--table pointing at someone's files is refused before anything is deleted."""
+        spool, table = tmp_path / "spool", tmp_path / "table"
+        write_spool(spool, segments_of([range(2)]))
+        (table / "data").mkdir(parents=True)
+        (table / "data" / "precious.txt").write_text("keep me")
+        with pytest.raises(TableError, match="not a grstats table"):
+            run_ingest(spark, spool, table)
+        assert (table / "data" / "precious.txt").exists()
