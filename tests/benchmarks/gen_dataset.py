@@ -32,6 +32,7 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import bisect
 import datetime as dt
 import json
 import math
@@ -108,23 +109,42 @@ class Episode:
     unreachable: bool
 
 
-def gno(writer: int, n: int) -> int:
-    """The GNO of writer ``writer``'s ``n``-th transaction (0-based), blocks taken in turn."""
-    return (n // BLOCK) * len(WRITERS) * BLOCK + writer * BLOCK + n % BLOCK + 1
+class Blocks:
+    """GTID blocks as Group Replication assigns them: the next free block to a writer that
+    has used up its own (``group_replication_gtid_assignment_block_size``), so a member's
+    ``gtid_executed`` is one long interval plus a few blocks in progress."""
 
+    def __init__(self) -> None:
+        self.starts: list[list[int]] = [[] for _ in WRITERS]  # each writer's blocks, in order
+        self.next_free = 1
 
-def gtid_text(group: str, counts: list[int]) -> str:
-    """MySQL's text of the GTIDs of the first ``counts[w]`` transactions of each writer."""
-    intervals = []
-    for writer, count in enumerate(counts):
-        full, partial = divmod(count, BLOCK)
-        for block in range(full):
-            start = block * len(WRITERS) * BLOCK + writer * BLOCK + 1
-            intervals.append((group, "", start, start + BLOCK - 1))
-        if partial:
-            start = full * len(WRITERS) * BLOCK + writer * BLOCK + 1
-            intervals.append((group, "", start, start + partial - 1))
-    return GtidSet(intervals).to_text(",")
+    def grow(self, writer: int, count: int) -> None:
+        """Make sure writer ``writer`` has blocks for ``count`` transactions."""
+        starts = self.starts[writer]
+        while len(starts) * BLOCK < count:
+            starts.append(self.next_free)
+            self.next_free += BLOCK
+
+    def gno(self, writer: int, n: int) -> int:
+        """The GNO of writer ``writer``'s ``n``-th transaction (0-based)."""
+        return self.starts[writer][n // BLOCK] + n % BLOCK
+
+    def text(self, group: str, counts: list[int]) -> str:
+        """MySQL's text of the GTIDs of the first ``counts[w]`` transactions of each writer."""
+        # Every block before the oldest block some writer has not filled is full.
+        current = [
+            starts[count // BLOCK] if count // BLOCK < len(starts) else self.next_free
+            for starts, count in zip(self.starts, counts, strict=True)
+        ]
+        oldest = min(current)
+        intervals = [(group, "", 1, oldest - 1)] if oldest > 1 else []
+        for writer, count in enumerate(counts):
+            starts = self.starts[writer]
+            for index in range(bisect.bisect_left(starts, oldest), len(starts)):
+                covered = min(BLOCK, count - index * BLOCK)
+                if covered > 0:
+                    intervals.append((group, "", starts[index], starts[index] + covered - 1))
+        return GtidSet(intervals).to_text(",")
 
 
 class Group:
@@ -144,6 +164,7 @@ class Group:
         self.view_number = 1
         self.view_id = f"{self.view_base}:{self.view_number}"
         self.committed = [0, 0, 0]
+        self.blocks = Blocks()
         self.carry = [0.0, 0.0, 0.0]
         self.conflict_carry = 0.0
         self.throttled_s = 0
@@ -221,12 +242,13 @@ class Group:
             self.carry[w] = exact - n
             writes.append(n)
             self.committed[w] += n
+            self.blocks.grow(w, self.committed[w])
         total = sum(writes)
         exact_conflicts = total * CONFLICT_RATE + self.conflict_carry
         conflicts = int(exact_conflicts)
         self.conflict_carry = exact_conflicts - conflicts
         if total:
-            self.last_certified_gno = gno(0, self.committed[0] - 1)
+            self.last_certified_gno = self.blocks.gno(0, self.committed[0] - 1)
         now_us = (self.start_s + t) * 1_000_000
         for m in online:
             m.checked += total + conflicts
@@ -253,7 +275,7 @@ class Group:
                 rng.randrange(200, 2000) if demand >= 3000 else rng.choice((0, 0, 0, 1, 2, 3))
             )
             m.lag_s = m.applier_queue / capacity + rng.uniform(0.0005, 0.004)
-            m.last_applied_gno = gno(0, max(m.applied[0] - 1, 0))
+            m.last_applied_gno = self.blocks.gno(0, max(m.applied[0] - 1, 0))
             m.last_applied_commit_us = now_us - int(m.lag_s * 1_000_000)
             if m.state == "RECOVERING" and t > m.recovering_until and m.applier_queue < capacity:
                 m.state = "ONLINE"
@@ -262,11 +284,11 @@ class Group:
             m.rows_validating = committed_total - sum(self.stable) + rng.randrange(0, 50)
         if second % 30 == 0:
             self.stable = [min(m.applied[w] for m in online) for w in WRITERS]
-            self.texts["committed_all"] = gtid_text(self.group_uuid, self.stable)
+            self.texts["committed_all"] = self.blocks.text(self.group_uuid, self.stable)
             self.texts["conflict_free"] = f"{self.group_uuid}:{self.last_certified_gno}"
         if second % 60 == 0:
             for m in online:
-                self.executed_text[m.index] = gtid_text(self.group_uuid, m.applied)
+                self.executed_text[m.index] = self.blocks.text(self.group_uuid, m.applied)
 
     def _capacity(self, m: Member, second: int) -> float:
         if m.index == SLOW_MEMBER:
@@ -390,7 +412,7 @@ class Group:
         group = self.group_uuid
         applied = f"{group}:{m.last_applied_gno}"
         commit = m.last_applied_commit_us
-        queued = f"{group}:{gno(0, max(self.committed[0] - 1, 0))}"
+        queued = f"{group}:{self.blocks.gno(0, max(self.committed[0] - 1, 0))}"
         queued_commit = now_us - 900 - m.index * 13
         busy_applier = m.applier_queue >= 1
         applying = f"{group}:{m.last_applied_gno + 1}" if busy_applier else ""
