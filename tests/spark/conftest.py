@@ -1,8 +1,9 @@
 """The one local SparkSession every Spark test shares (started once per test run, stopped at the end).
 
 Starting a JVM takes seconds, so the session is session-scoped; tests must not stop it or change
-settings that outlive them. Tests that need a different master (a standalone cluster) run
-``grstats spark ...`` as a subprocess instead.
+settings that outlive them. Tests that need a different master run ``grstats spark ...`` as a
+subprocess against the ``spark_cluster`` fixture: a real standalone cluster (tests/spark/cluster.py),
+started once, when a test first asks for it.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from spark.session import build_session
+from tests.spark.cluster import _spark_cluster  # noqa: F401 (the spark_cluster fixture)
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
