@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from agent.cli.main import CliError
 from spark.report.config import (
     DEFAULT_FLOW_CONTROL_THRESHOLD,
+    DEFAULT_MAX_GAP_S,
     ReportConfig,
     ReportConfigError,
     parse_time,
@@ -23,6 +24,10 @@ from spark.report.config import (
 
 if TYPE_CHECKING:
     from agent.cli.types import Subparsers
+
+#: Local mode runs the executors inside the driver's JVM: sorting 30 days of one-second
+#: snapshots (23 million member rows) there needs more than Spark's default 1 GiB heap.
+LOCAL_CONF = {"spark.driver.memory": "4g"}
 
 EPILOG = """\
 TIME is ISO 8601 (2026-01-31T12:00:00Z; no offset means UTC) or unix seconds (1769860800).
@@ -91,6 +96,14 @@ def register(subparsers: Subparsers) -> None:
         f"(default {DEFAULT_FLOW_CONTROL_THRESHOLD})",
     )
     parser.add_argument(
+        "--max-gap",
+        type=float,
+        default=DEFAULT_MAX_GAP_S,
+        metavar="SECONDS",
+        help="a snapshot's state counts until the member's next snapshot, at most this long; "
+        f"longer gaps (the collector stopped) count as no data (default {DEFAULT_MAX_GAP_S:g})",
+    )
+    parser.add_argument(
         "--format",
         choices=("text", "json"),
         default="text",
@@ -110,6 +123,7 @@ def config_from_args(args: argparse.Namespace) -> ReportConfig:
             start=start,
             end=end,
             flow_control_threshold=args.flow_control_threshold,
+            max_gap_s=args.max_gap,
         )
     except ReportConfigError as exc:
         message = str(exc)
@@ -117,6 +131,7 @@ def config_from_args(args: argparse.Namespace) -> ReportConfig:
             ("end:", "--to:"),
             ("start:", "--from:"),
             ("flow_control_threshold:", "--flow-control-threshold:"),
+            ("max_gap_s:", "--max-gap:"),
         ):
             if message.startswith(field):
                 message = flag + message[len(field) :]
@@ -128,12 +143,22 @@ def run(args: argparse.Namespace) -> int:
     config = config_from_args(args)
     if not config.table_dir.is_dir():
         raise CliError(f"--table: {str(config.table_dir)!r} is not a directory", code=2)
-    from spark.report.job import run_report  # noqa: PLC0415 (pyspark only when a report runs)
+    # pyspark is imported only when a report runs.
+    from spark.report.job import ReportInputError, run_report  # noqa: PLC0415
+    from spark.session import DEFAULT_MASTER, build_session, is_local  # noqa: PLC0415
 
     def progress(message: str) -> None:
         print(f"report: {message}", file=sys.stderr, flush=True)
 
-    result = run_report(config, master=args.master, progress=progress)
+    progress(f"starting Spark ({args.master or 'local mode'})")
+    master = args.master or DEFAULT_MASTER
+    spark = build_session(master, "grstats-report", conf=LOCAL_CONF if is_local(master) else None)
+    try:
+        result = run_report(config, spark=spark, progress=progress)
+    except ReportInputError as exc:
+        raise CliError(str(exc), code=2) from exc
+    finally:
+        spark.stop()
     if args.format == "json":
         print(json.dumps(result.summary, indent=2, sort_keys=True))
         return 0

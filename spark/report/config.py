@@ -22,6 +22,9 @@ MAX_FLOW_CONTROL_THRESHOLD = 2_147_483_647
 DEFAULT_CHART_POINTS = 2_000
 #: How many worst intervals each ranking keeps.
 DEFAULT_WORST_INTERVALS = 10
+#: A snapshot's state counts until the member's next snapshot, at most this long: a longer
+#: silence (the collector was stopped) is time the report knows nothing about.
+DEFAULT_MAX_GAP_S = 30.0
 
 
 class ReportConfigError(ValueError):
@@ -71,6 +74,8 @@ class ReportConfig:
             control throttles writers (MySQL's default 25000).
         chart_points: at most this many points per series in a chart.
         worst_intervals: how many minutes each "worst intervals" ranking keeps.
+        max_gap_s: the longest time one snapshot's state counts for, in seconds (a longer
+            gap between two snapshots of a member is time without data).
     """
 
     table_dir: Path
@@ -80,6 +85,7 @@ class ReportConfig:
     flow_control_threshold: int = DEFAULT_FLOW_CONTROL_THRESHOLD
     chart_points: int = DEFAULT_CHART_POINTS
     worst_intervals: int = DEFAULT_WORST_INTERVALS
+    max_gap_s: float = DEFAULT_MAX_GAP_S
 
     def __post_init__(self) -> None:
         for name in ("start", "end"):
@@ -97,5 +103,7 @@ class ReportConfig:
             )
         if self.chart_points < 10:
             raise ReportConfigError(f"chart_points: {self.chart_points} is below 10")
+        if not (math.isfinite(self.max_gap_s) and self.max_gap_s > 0):
+            raise ReportConfigError(f"max_gap_s: {self.max_gap_s} is not a number of seconds > 0")
         if self.worst_intervals < 1:
             raise ReportConfigError(f"worst_intervals: {self.worst_intervals} is below 1")

@@ -1,0 +1,352 @@
+"""report.html: one self-contained page (inline CSS and SVG) that a person reads."""
+
+from __future__ import annotations
+
+import datetime as dt
+import html
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from spark.report import svg
+from spark.report.output import iso
+from spark.report.steps import STATES
+from spark.report.worst import RANKINGS
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+#: Episode tables show at most this many rows; the CSV files have them all.
+MAX_EPISODE_ROWS = 200
+
+_STYLE = """
+body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1000px;color:#222}
+h1{font-size:22px;margin-bottom:2px}h2{font-size:17px;margin-top:30px;border-bottom:1px solid #ddd}
+table{border-collapse:collapse;margin:8px 0;font-variant-numeric:tabular-nums}
+td,th{padding:3px 8px;border-bottom:1px solid #eee;text-align:right;white-space:nowrap}
+th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}
+.muted{color:#777}.chart{width:100%;height:auto;font:11px system-ui,sans-serif;fill:#444}
+.legend{margin:2px 0 12px}.key{margin-right:14px;white-space:nowrap}
+.swatch{display:inline-block;width:10px;height:10px;margin-right:4px;vertical-align:middle}
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class PageData:
+    """What the page shows, collected from the result tables.
+
+    Attributes:
+        title: the page heading.
+        range_text: the range as asked and as found.
+        settings_text: threshold, gap and percentile method.
+        figures: FIGURES rows, group first.
+        episodes: EPISODES rows (all kinds).
+        worst: WORST rows.
+        series: SERIES rows.
+        bucket_s: the chart bucket width.
+        files: result table names, in the order written.
+    """
+
+    title: str
+    range_text: str
+    settings_text: str
+    figures: Sequence[dict[str, Any]]
+    episodes: Sequence[dict[str, Any]]
+    worst: Sequence[dict[str, Any]]
+    series: Sequence[dict[str, Any]]
+    bucket_s: int
+    files: Sequence[str]
+
+
+def member_label(row: dict[str, Any]) -> str:
+    """A member as people name it: ``host:port (uuid prefix)``."""
+    member = str(row.get("member_id") or "")
+    host = row.get("member_host")
+    port = row.get("member_port")
+    where = f"{host}:{port}" if host and port else host or ""
+    return f"{where} ({member[:8]})" if where else member
+
+
+def _fmt(value: object, digits: int = 1) -> str:
+    if value is None:
+        return '<span class="muted">-</span>'
+    if isinstance(value, dt.datetime):
+        return html.escape(value.strftime("%Y-%m-%d %H:%M:%S"))
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:,.{digits}f}"
+    return html.escape(str(value))
+
+
+def _percent(value: object) -> str:
+    return _fmt(None) if value is None else f"{float(str(value)) * 100:.3f}%"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]], note: str = "") -> str:
+    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+    extra = f'<p class="muted">{html.escape(note)}</p>' if note else ""
+    return f"<table><tr>{head}</tr>{body}</table>{extra}"
+
+
+def _member_table(
+    figures: Sequence[dict[str, Any]],
+    columns: Sequence[tuple[str, str, Callable[[object], str]]],
+) -> str:
+    rows = [
+        [
+            "group" if row["scope"] == "group" else html.escape(member_label(row)),
+            *(show(row[key]) for _, key, show in columns),
+        ]
+        for row in figures
+    ]
+    return _table(["member", *(label for label, _, _ in columns)], rows)
+
+
+def _rate(value: object) -> str:
+    return _fmt(value, 1)
+
+
+def _seconds(value: object) -> str:
+    return _fmt(value, 1)
+
+
+def _lag(value: object) -> str:
+    return _fmt(value, 3)
+
+
+def _whole(value: object) -> str:
+    return _fmt(value, 0)
+
+
+def render(data: PageData) -> str:
+    """Return the whole page."""
+    members = [row for row in data.figures if row["scope"] == "member"]
+    labels = {row["member_id"]: member_label(row) for row in members}
+    group = next(row for row in data.figures if row["scope"] == "group")
+    start = group["first_at"].timestamp()
+    end = max(group["last_at"].timestamp(), start + 1)
+    parts = [
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
+        f"<title>{html.escape(data.title)}</title><style>{_STYLE}</style></head><body>",
+        f"<h1>{html.escape(data.title)}</h1>",
+        (
+            f"<p>{html.escape(data.range_text)}<br><span class='muted'>"
+            f"{html.escape(data.settings_text)}</span></p>"
+        ),
+        "<h2>Throughput and conflicts</h2>",
+        (
+            "<p>Transactions per second from the counters' increases; a counter that went down "
+            "(a restart) counts again from zero. The group's applied and proposed rates add up "
+            "over members; its checked rate is the highest of any member.</p>"
+        ),
+        _member_table(
+            data.figures,
+            [
+                ("applied/s", "applied_per_s", _rate),
+                ("proposed/s", "proposed_per_s", _rate),
+                ("checked/s", "checked_per_s", _rate),
+                ("conflict rate", "conflict_rate", _percent),
+                ("rollback ratio", "rollback_ratio", _percent),
+                ("conflicts", "conflicts", _whole),
+                ("rolled back", "rollback", _whole),
+            ],
+        ),
+        "<h2>Queues</h2>",
+        (
+            "<p>Certifier queue (COUNT_TRANSACTIONS_IN_QUEUE), applier queue "
+            "(COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE) and COUNT_TRANSACTIONS_ROWS_VALIDATING "
+            "(its slope in rows per hour), over snapshots where the member was heard and ONLINE "
+            "or RECOVERING. For the group: over each snapshot's largest value of any member.</p>"
+        ),
+        _member_table(
+            data.figures,
+            [
+                ("cert p50", "cert_queue_p50", _whole),
+                ("cert p95", "cert_queue_p95", _whole),
+                ("cert max", "cert_queue_max", _whole),
+                ("applier p50", "applier_queue_p50", _whole),
+                ("applier p95", "applier_queue_p95", _whole),
+                ("applier max", "applier_queue_max", _whole),
+                ("validating mean", "rows_validating_mean", _whole),
+                ("validating max", "rows_validating_max", _whole),
+                ("validating /h", "rows_validating_slope_per_h", _rate),
+            ],
+        ),
+        "<h2>Lag and GTIDs ahead</h2>",
+        (
+            "<p>APPLIER_LAG_SECONDS, and how many GTIDs of gtid_executed were not yet in "
+            "TRANSACTIONS_COMMITTED_ALL_MEMBERS.</p>"
+        ),
+        _member_table(
+            data.figures,
+            [
+                ("lag p50 s", "lag_seconds_p50", _lag),
+                ("lag p95 s", "lag_seconds_p95", _lag),
+                ("lag p99 s", "lag_seconds_p99", _lag),
+                ("lag max s", "lag_seconds_max", _lag),
+                ("GTIDs ahead p50", "gtids_ahead_p50", _whole),
+                ("GTIDs ahead max", "gtids_ahead_max", _whole),
+            ],
+        ),
+        *_charts(data, labels, start, end),
+        "<h2>Time in each state</h2>",
+        (
+            "<p>Seconds in each MEMBER_STATE as the group showed it; not connected: the member's "
+            "agent was not heard (its rows were frozen). Throttling: seconds this member's "
+            "queue was over the flow-control threshold while it was ONLINE; for the group, "
+            "seconds any member was.</p>"
+        ),
+        _member_table(
+            data.figures,
+            [
+                *((state.lower(), f"{state.lower()}_s", _seconds) for state in STATES),
+                ("not connected", "not_connected_s", _seconds),
+                ("throttling", "throttling_s", _seconds),
+                ("UNREACHABLE episodes", "unreachable_episodes", _whole),
+                ("not-connected episodes", "not_connected_episodes", _whole),
+            ],
+        ),
+        _episode_section(
+            "UNREACHABLE episodes",
+            [e for e in data.episodes if e["kind"] == "state" and e["value"] == "UNREACHABLE"],
+            labels,
+            "unreachable_episodes",
+        ),
+        _episode_section(
+            "Not-connected episodes",
+            [e for e in data.episodes if e["kind"] == "connected" and e["value"] == "NO"],
+            labels,
+            "not_connected_episodes",
+        ),
+        _episode_section(
+            "Flow-control throttling episodes",
+            [e for e in data.episodes if e["kind"] == "throttling" and e["value"] == "YES"],
+            labels,
+            "throttling_episodes",
+        ),
+        _worst_section(data.worst, labels),
+        "<h2>Files</h2><p>Every table as CSV and Parquet, beside this page: "
+        + ", ".join(f"<code>tables/{html.escape(n)}.csv</code>" for n in data.files)
+        + "; the figures for scripts in <code>summary.json</code>.</p>",
+        "</body></html>",
+    ]
+    return "\n".join(parts)
+
+
+def _charts(data: PageData, labels: dict[str, str], start: float, end: float) -> list[str]:
+    queue: dict[str, list[tuple[float, float]]] = {}
+    lag: dict[str, list[tuple[float, float]]] = {}
+    for point in data.series:
+        label = labels.get(point["member_id"], point["member_id"])
+        moment = point["bucket_start"].timestamp()
+        if point["applier_queue_max"] is not None:
+            queue.setdefault(label, []).append((moment, float(point["applier_queue_max"])))
+        if point["lag_seconds_max"] is not None:
+            lag.setdefault(label, []).append((moment, float(point["lag_seconds_max"])))
+    ordered = sorted(labels.values())
+    lanes = []
+    marks: dict[str, list[tuple[float, float]]] = {}
+    for member_id, label in sorted(labels.items(), key=lambda item: item[1]):
+        lanes.append(
+            (
+                label,
+                [
+                    (e["start"].timestamp(), e["end"].timestamp(), e["value"])
+                    for e in data.episodes
+                    if e["member_id"] == member_id and e["kind"] == "state"
+                ],
+            )
+        )
+        marks[label] = [
+            (e["start"].timestamp(), e["end"].timestamp())
+            for e in data.episodes
+            if e["member_id"] == member_id and e["kind"] == "connected" and e["value"] == "NO"
+        ]
+    states = "".join(
+        f'<span class="key"><span class="swatch" style="background:{colour}"></span>{state}</span>'
+        for state, colour in svg.STATE_COLOURS.items()
+    )
+    every = f"each point is the largest value in {data.bucket_s} s"
+    return [
+        "<h2>Over time</h2>",
+        f"<h3>Applier queue per member</h3><p class='muted'>{every}</p>",
+        svg.line_chart("applier queue", {k: queue[k] for k in ordered if k in queue}, start, end),
+        svg.legend([k for k in ordered if k in queue]),
+        f"<h3>Lag seconds per member</h3><p class='muted'>{every}</p>",
+        svg.line_chart("lag seconds", {k: lag[k] for k in ordered if k in lag}, start, end),
+        svg.legend([k for k in ordered if k in lag]),
+        "<h3>MEMBER_STATE per member</h3><p class='muted'>black band: agent not heard</p>",
+        svg.timeline(lanes, start, end, marks),
+        (
+            f'<div class="legend">{states}<span class="key"><span class="swatch" '
+            'style="background:#000"></span>not connected</span></div>'
+        ),
+    ]
+
+
+def _episode_section(
+    title: str, episodes: list[dict[str, Any]], labels: dict[str, str], csv_name: str
+) -> str:
+    if not episodes:
+        return f"<h2>{html.escape(title)}</h2><p>None.</p>"
+    shown = sorted(episodes, key=lambda e: (e["start"], e["member_id"]))[:MAX_EPISODE_ROWS]
+    rows = [
+        [
+            html.escape(labels.get(e["member_id"], e["member_id"])),
+            _fmt(e["start"]) + (" (or before)" if e["open_start"] else ""),
+            _fmt(e["end"]) + (" (still going)" if e["open_end"] else ""),
+            _seconds(e["duration_s"]),
+        ]
+        for e in shown
+    ]
+    note = (
+        f"first {MAX_EPISODE_ROWS} of {len(episodes)}; all are in tables/{csv_name}.csv"
+        if len(episodes) > MAX_EPISODE_ROWS
+        else ""
+    )
+    total = sum(float(e["duration_s"] or 0) for e in episodes)
+    return (
+        f"<h2>{html.escape(title)}</h2><p>{len(episodes)} episodes, {total:,.1f} s in all.</p>"
+        + _table(["member", "start (UTC)", "end (UTC)", "seconds"], rows, note)
+    )
+
+
+def _worst_section(worst: Sequence[dict[str, Any]], labels: dict[str, str]) -> str:
+    titles = {
+        "lag_seconds": ("Worst minutes by lag", "largest lag s", _lag),
+        "applier_queue": ("Worst minutes by applier queue", "largest queue", _whole),
+        "conflict_rate": ("Worst minutes by conflict rate", "conflict rate", _percent),
+    }
+    parts = ["<h2>Worst minutes</h2>"]
+    for ranking in RANKINGS:
+        title, column, show = titles[ranking]
+        rows = [
+            [
+                str(w["rank"]),
+                _fmt(w["minute"]),
+                html.escape(labels.get(w["member_id"], "group") if w["member_id"] else "group"),
+                show(w["value"]),
+            ]
+            for w in worst
+            if w["ranking"] == ranking
+        ]
+        parts.append(f"<h3>{title}</h3>")
+        parts.append(
+            _table(["#", "minute (UTC)", "member", column], rows) if rows else "<p>None.</p>"
+        )
+    return "".join(parts)
+
+
+def render_empty(title: str, range_text: str) -> str:
+    """Return the page for a range without snapshots."""
+    return (
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>"
+        f"<h1>{html.escape(title)}</h1><p>{html.escape(range_text)}</p>"
+        "<p><strong>The range holds no snapshots: there is nothing to report.</strong></p>"
+        f"<p class='muted'>written {html.escape(iso(dt.datetime.now(tz=dt.UTC)))}</p>"
+        "</body></html>"
+    )

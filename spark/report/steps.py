@@ -1,0 +1,175 @@
+"""Per-snapshot facts about each member: what it showed, and what changed since its last snapshot.
+
+Two transforms over the ingested member rows (``spark.schema.MEMBER_ROWS``):
+
+* :func:`gauges`, row by row (no ordering): the member's state, its freshness, and its queues,
+  lag, ROWS_VALIDATING and GTIDs ahead, kept only for *sampled* rows: rows of a member whose
+  agent is heard (CONNECTED) and that is ONLINE or RECOVERING. A member that is down or not
+  heard shows frozen values; they would only repeat its last moment.
+* :func:`member_steps`, with window functions over each member's snapshots in time order:
+  counter deltas (a counter that goes down was reset, e.g. by a restart, so the delta is the
+  new value: what was counted since the reset), the time each snapshot's state is held (until
+  the member's next snapshot, at most ``max_gap_s``, so that a collector outage is not
+  counted as time in a state), and flags where the state, connectedness or flow-control
+  throttling changes, and the segments (runs without a change) they start.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from pyspark.sql import Window
+from pyspark.sql import functions as F  # noqa: N812 (pyspark's own idiom)
+from pyspark.sql.types import (
+    BooleanType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    StringType,
+    TimestampType,
+)
+
+from spark.report.frame import conform, epoch_seconds, schema
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column, DataFrame
+
+#: MEMBER_STATE values, in the order reports list them (facts §1.1).
+STATES = ("ONLINE", "RECOVERING", "UNREACHABLE", "ERROR", "OFFLINE")
+#: States whose queues and lag are live values worth sampling.
+SAMPLED_STATES = ("ONLINE", "RECOVERING")
+#: The counters whose deltas the report uses: output name -> column of MEMBER_ROWS.
+COUNTERS = {
+    "applied": "count_transactions_remote_applied",
+    "proposed": "count_transactions_local_proposed",
+    "checked": "count_transactions_checked",
+    "conflicts": "count_conflicts_detected",
+    "rollback": "count_transactions_local_rollback",
+}
+#: The gauges the report samples: output name -> column of MEMBER_ROWS.
+GAUGES = {
+    "cert_queue": "count_transactions_in_queue",
+    "applier_queue": "count_transactions_remote_in_applier_queue",
+    "rows_validating": "count_transactions_rows_validating",
+    "lag_seconds": "applier_lag_seconds",
+    "gtids_ahead": "gtids_ahead_of_committed_all",
+}
+_GAUGE_TYPES = {
+    "cert_queue": LongType(),
+    "applier_queue": LongType(),
+    "rows_validating": LongType(),
+    "lag_seconds": DoubleType(),
+    "gtids_ahead": LongType(),
+}
+
+#: Output of :func:`gauges`: one row per (snapshot, member).
+GAUGES_SCHEMA = schema(
+    ("member_id", StringType()),
+    ("collected_at", TimestampType()),
+    ("member_host", StringType()),
+    ("member_port", IntegerType()),
+    ("member_state", StringType()),
+    ("connected", BooleanType()),
+    ("sampled", BooleanType()),
+    ("throttling", BooleanType()),
+    *((name, _GAUGE_TYPES[name]) for name in GAUGES),
+    *((name, LongType()) for name in COUNTERS),
+)
+
+#: Output of :func:`member_steps`: GAUGES_SCHEMA's identity columns plus what changed.
+STEPS = schema(
+    ("member_id", StringType()),
+    ("collected_at", TimestampType()),
+    ("member_host", StringType()),
+    ("member_port", IntegerType()),
+    ("member_state", StringType()),
+    ("connected", BooleanType()),
+    ("sampled", BooleanType()),
+    ("throttling", BooleanType()),
+    *((name, _GAUGE_TYPES[name]) for name in GAUGES),
+    ("held_s", DoubleType()),
+    ("elapsed_s", DoubleType()),
+    *((f"d_{name}", LongType()) for name in COUNTERS),
+    ("first", BooleanType()),
+    ("last", BooleanType()),
+    ("changed", BooleanType()),
+    ("segment", LongType()),
+)
+
+
+def gauges(rows: DataFrame, flow_control_threshold: int) -> DataFrame:
+    """Return GAUGES_SCHEMA rows: state, freshness, sampled gauges and raw counters.
+
+    ``throttling`` is set when the member is sampled, ONLINE, and its certifier or applier
+    queue is above ``flow_control_threshold``: flow control then throttles every writer of
+    the group (facts §3.2).
+    """
+    false = F.lit(False)  # noqa: FBT003 (a SQL literal)
+    sampled = F.coalesce(F.col("connected"), false) & F.col("member_state").isin(*SAMPLED_STATES)
+    over = (F.col(GAUGES["cert_queue"]) > flow_control_threshold) | (
+        F.col(GAUGES["applier_queue"]) > flow_control_threshold
+    )
+    online = F.col("member_state") == "ONLINE"
+    throttling = sampled & online & F.coalesce(over, false)
+    frame = rows.select(
+        "member_id",
+        "collected_at",
+        "member_host",
+        "member_port",
+        "member_state",
+        "connected",
+        sampled.alias("sampled"),
+        throttling.alias("throttling"),
+        *(F.when(sampled, F.col(column)).alias(name) for name, column in GAUGES.items()),
+        *(F.col(column).alias(name) for name, column in COUNTERS.items()),
+    )
+    return conform(frame, GAUGES_SCHEMA)
+
+
+def member_steps(rows: DataFrame, flow_control_threshold: int, max_gap_s: float) -> DataFrame:
+    """Return STEPS rows: each member's snapshots in time order with deltas, held time, segments.
+
+    * ``held_s``: seconds until the member's next snapshot, at most ``max_gap_s``; 0 for its
+      last snapshot in the range;
+    * ``elapsed_s``: seconds since its previous snapshot, when both have counters;
+    * ``d_*``: counter increase since the previous snapshot; a decrease is a reset, so the
+      delta is the counter's new value (never negative);
+    * ``first``/``last``: the member's first/last snapshot in the range;
+    * ``changed``: the state, connectedness or throttling differs from the member's previous
+      snapshot (always true on ``first``);
+    * ``segment``: how many times ``changed`` was true so far: snapshots of one member with
+      the same segment are one unbroken run of the same state, connectedness and throttling
+      (the islands of gaps-and-islands).
+
+    All window functions share one partitioning and order: Spark sorts the rows once.
+    """
+    by_member = Window.partitionBy("member_id").orderBy("collected_at")
+    t = epoch_seconds("collected_at")
+    prev_t = F.lag(t).over(by_member)
+    next_t = F.lead(t).over(by_member)
+    first = prev_t.isNull()
+
+    def same(column: str) -> Column:
+        return F.col(column).eqNullSafe(F.lag(column).over(by_member))
+
+    def delta(name: str) -> Column:
+        now, before = F.col(name), F.lag(name).over(by_member)
+        return F.when(now >= before, now - before).when(now < before, now)
+
+    has_counts = F.col("checked").isNotNull() & F.lag("checked").over(by_member).isNotNull()
+    changed = first | ~(same("member_state") & same("connected") & same("throttling"))
+    stepped = gauges(rows, flow_control_threshold).select(
+        "*",
+        # least() skips nulls: the last snapshot (no next one) must hold for 0, not max_gap_s.
+        F.when(next_t.isNull(), 0.0)
+        .otherwise(F.least(next_t - t, F.lit(float(max_gap_s))))
+        .alias("held_s"),
+        F.when(has_counts, t - prev_t).alias("elapsed_s"),
+        *(delta(name).alias(f"d_{name}") for name in COUNTERS),
+        first.alias("first"),
+        next_t.isNull().alias("last"),
+        changed.alias("changed"),
+    )
+    so_far = by_member.rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    frame = stepped.withColumn("segment", F.sum(F.col("changed").cast("long")).over(so_far))
+    return conform(frame, STEPS)

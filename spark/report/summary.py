@@ -1,0 +1,104 @@
+"""summary.json: the report's figures for scripts.
+
+Layout (``format`` 1; keys are only ever added)::
+
+    {"format": 1, "empty": false, "table": "...", "range": {...}, "settings": {...},
+     "group": {FIGURES columns}, "members": [{FIGURES columns}, ...],
+     "unreachable_episodes": [...], "not_connected_episodes": [...],
+     "throttling": {"group_s": ..., "episodes": n},
+     "worst_minutes": {"lag_seconds": [...], "applier_queue": [...], "conflict_rate": [...]},
+     "tables": {"figures": {"csv": "tables/figures.csv", "parquet": "tables/figures", "rows": n}}}
+
+Times are ISO 8601 UTC with a Z; durations and rates are numbers; unknown figures are null.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from spark.report.output import iso, json_value
+from spark.report.percentiles import ACCURACY
+from spark.report.worst import RANKINGS
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from spark.report.config import ReportConfig
+
+#: The summary's format version.
+FORMAT = 1
+#: How the percentiles are computed, as the summary and the page state it.
+PERCENTILE_METHOD = (
+    f"percentile_approx with accuracy {ACCURACY}: the rank of each percentile is within "
+    f"1/{ACCURACY} of the sample count of the true one (exact up to {ACCURACY} samples)"
+)
+
+
+def _clean(row: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: json_value(value) for key, value in row.items()}
+
+
+def range_summary(config: ReportConfig) -> dict[str, Any]:
+    """The range as asked: ``from`` and ``to`` (null when open)."""
+    return {
+        "from": None if config.start is None else iso(config.start),
+        "to": None if config.end is None else iso(config.end),
+    }
+
+
+def settings_summary(config: ReportConfig) -> dict[str, Any]:
+    """The settings that shape the figures."""
+    return {
+        "flow_control_threshold": config.flow_control_threshold,
+        "max_gap_s": config.max_gap_s,
+        "percentiles": PERCENTILE_METHOD,
+    }
+
+
+def empty_summary(config: ReportConfig) -> dict[str, Any]:
+    """The summary of a range without snapshots."""
+    return {
+        "format": FORMAT,
+        "empty": True,
+        "message": "the range holds no snapshots",
+        "table": str(config.table_dir),
+        "range": range_summary(config),
+        "settings": settings_summary(config),
+    }
+
+
+def build_summary(
+    config: ReportConfig,
+    tables: Mapping[str, Sequence[Mapping[str, Any]]],
+    bucket_s: int,
+) -> dict[str, Any]:
+    """Return summary.json's content from the collected result tables (by table name)."""
+    figures = tables["figures"]
+    group = next(row for row in figures if row["scope"] == "group")
+    throttling = tables["throttling_episodes"]
+    worst = tables["worst_minutes"]
+    return {
+        "format": FORMAT,
+        "empty": False,
+        "table": str(config.table_dir),
+        "range": {
+            **range_summary(config),
+            "first_snapshot": json_value(group["first_at"]),
+            "last_snapshot": json_value(group["last_at"]),
+            "snapshots": group["snapshots"],
+        },
+        "settings": {**settings_summary(config), "chart_bucket_s": bucket_s},
+        "group": _clean(group),
+        "members": [_clean(row) for row in figures if row["scope"] == "member"],
+        "unreachable_episodes": [_clean(row) for row in tables["unreachable_episodes"]],
+        "not_connected_episodes": [_clean(row) for row in tables["not_connected_episodes"]],
+        "throttling": {"group_s": group["throttling_s"], "episodes": len(throttling)},
+        "worst_minutes": {
+            ranking: [_clean(row) for row in worst if row["ranking"] == ranking]
+            for ranking in RANKINGS
+        },
+        "tables": {
+            name: {"csv": f"tables/{name}.csv", "parquet": f"tables/{name}", "rows": len(rows)}
+            for name, rows in tables.items()
+        },
+    }
