@@ -10,7 +10,9 @@ Events are snake_case past-tense facts with stable keys::
     log.info("gossip_round_completed", peers=3, merged=2, rtt_ms=4.1)
 
 A JSON line carries ``event``, ``level``, ``timestamp`` (ISO 8601, UTC) and the bound and
-given keys; a logged exception adds ``exception`` (the formatted traceback). Tests read logs
+given keys; a logged exception adds ``exception`` (the formatted traceback). Records of the
+standard library's ``logging`` (grpc, aiomysql, asyncio) go through the same renderer, with
+``logger`` naming their source, so a production log is JSON lines only. Tests read logs
 as event dicts with :func:`structlog.testing.capture_logs`.
 """
 
@@ -82,12 +84,38 @@ def configure_logging(
             structlog.processors.format_exc_info,
             structlog.processors.JSONRenderer(),
         ]
+    _route_standard_logging(processors, out, _LEVEL_NUMBERS[level])
     structlog.configure(
         processors=processors,
         wrapper_class=structlog.make_filtering_bound_logger(_LEVEL_NUMBERS[level]),
         logger_factory=structlog.WriteLoggerFactory(file=out),
         cache_logger_on_first_use=True,
     )
+
+
+class _StandardHandler(logging.StreamHandler[TextIO]):
+    """The handler :func:`configure_logging` puts on the root logger."""
+
+
+def _route_standard_logging(processors: list[Processor], out: TextIO, level: int) -> None:
+    """Send the standard library's log records through ``processors`` to ``out``."""
+    *chain, renderer = processors
+    handler = _StandardHandler(out)
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            foreign_pre_chain=[structlog.stdlib.add_logger_name, *chain[:2]],
+            processors=[
+                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                *chain[2:],
+                renderer,
+            ],
+        )
+    )
+    root = logging.getLogger()
+    for old in [h for h in root.handlers if isinstance(h, _StandardHandler)]:
+        root.removeHandler(old)  # configured again: ours is replaced, others' handlers stay
+    root.addHandler(handler)
+    root.setLevel(level)
 
 
 def get_logger(member_id: str | None = None, **bound: Any) -> FilteringBoundLogger:

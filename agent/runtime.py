@@ -150,6 +150,7 @@ class Agent:
         self._transport: Transport = transport or GrpcTransport()
         self._registry = registry
         self._remembered: list[MemberRecord] = []
+        self._saved: set[str] = set()  # members in the registry after the last save
         self._agents: dict[str, str] = {}  # member -> its agent's address, as heard directly
         self._flushed_at = clock()
         self._clock = clock
@@ -179,6 +180,7 @@ class Agent:
         """Bind and start the server (SERVING), then start the period loop."""
         if self._registry is not None:
             self._remembered = await asyncio.to_thread(self._registry.load)
+            self._saved = {record.member_id for record in self._remembered}
             self._log.info("registry_loaded", members=len(self._remembered))
         self._server = build_server(self, self._health)
         try:
@@ -436,11 +438,25 @@ class Agent:
     # -- the registry ------------------------------------------------------------------------
 
     async def flush(self) -> None:
-        """Save every known member to the registry in one transaction; purge the expired."""
+        """Save every known member to the registry in one transaction; purge the expired.
+
+        A member this agent saved last time that is no longer in the registry was removed by
+        ``grstats members forget`` while the agent ran: it is dropped from the agent's state
+        too, so the save does not bring it back (it returns only if some member's view still
+        lists it). A forget between this check and the save, a few ms, is undone by the save.
+        """
         now = self._clock()
         self._flushed_at = now
         if self._registry is None or self.state is None:
             return
+        try:
+            held = {record.member_id for record in await asyncio.to_thread(self._registry.load)}
+        except RegistryError as exc:
+            self._log.warning("registry_load_failed", error=str(exc))
+            return
+        for member_id in sorted(self._saved - held - {self.member_id}):
+            if self.state.forget(member_id):
+                self._log.info("member_forgotten", member=member_id)
         retention = int(self.settings.retention_s * 1_000_000)
         if retention:
             for member_id, origin in list(self.state.origins.items()):
@@ -454,6 +470,7 @@ class Agent:
         )
         try:
             await asyncio.to_thread(self._registry.save, records)
+            self._saved = {record.member_id for record in records}
             if retention:
                 await asyncio.to_thread(self._registry.purge, now - retention)
         except RegistryError as exc:

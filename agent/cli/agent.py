@@ -125,8 +125,10 @@ def register(subparsers: Subparsers) -> None:
     members = subparsers.add_parser(
         "members",
         help="manage the registry of members an agent remembers",
-        description="Manage the member registry in an agent's state directory. Stop the agent "
-        "first: a running agent saves what it holds in memory again.",
+        description="Manage the member registry in an agent's state directory. The agent may "
+        "be running: it notices at its next registry flush (every flush_interval_s, 5 s by "
+        "default) and drops the member from what it serves. A member still in some member's "
+        "Group Replication view comes back: forget members that left the group.",
     )
     actions = members.add_subparsers(title="actions", metavar="ACTION")
     forget = actions.add_parser("forget", help="forget a member that left for good")
@@ -201,5 +203,5 @@ def run_forget(args: argparse.Namespace) -> int:
         registry.close()
     if not forgotten:
         raise CliError(f"UUID: {args.uuid} is not in the registry in {args.state_dir}")
-    print(f"forgot {args.uuid}")
+    print(f"forgot {args.uuid} (a running agent drops it at its next flush)")
     return 0

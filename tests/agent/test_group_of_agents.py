@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 
 import grpc
@@ -109,5 +110,53 @@ async def test_fuzzing_the_gossip_service() -> None:
         await group.rounds(2)
         assert sorted(members(target)) == before_members
         assert all(row["CONNECTED"] == "YES" for row in members(target).values())
+    finally:
+        await stop_all(group)
+
+
+async def test_fuzzing_the_push_stream() -> None:
+    """Malformed messages on Push streams end them with INVALID_ARGUMENT; nothing is injected."""
+    group = await start_group(3)
+    try:
+        await group.rounds(2)
+        target = group.agents[1]
+        before = members(target)
+        valid = pb.ExchangeRequest(
+            sender="fuzz:1",
+            sender_member=uuid_to_bytes(group.agents[0].member_id),
+            updates=[update_to_wire(u) for u in group.agents[0].state.updates_for({})],  # type: ignore[union-attr]
+        ).SerializeToString()
+        rng = random.Random(11)  # noqa: S311  (fuzzing, not secrets)
+        codes: dict[str, int] = {}
+        async with grpc.aio.insecure_channel(target.address) as channel:
+            push = channel.stream_unary(
+                "/grstats.v1.Gossip/Push",
+                request_serializer=lambda raw: raw,
+                response_deserializer=pb.PushReply.FromString,
+            )
+            for n in range(300):
+                mutated = bytearray(valid)
+                for _ in range(rng.randrange(1, 8)):
+                    mutated[rng.randrange(len(mutated))] = rng.getrandbits(8)
+                noise = bytes(rng.getrandbits(8) for _ in range(rng.randrange(1, 300)))
+                call = push()
+                try:
+                    await call.write(valid)  # an old message of a real member: stale, harmless
+                    await call.write(noise if n % 2 else bytes(mutated))
+                    await call.done_writing()
+                    await call
+                    codes["OK"] = codes.get("OK", 0) + 1
+                except grpc.aio.AioRpcError as exc:
+                    codes[exc.code().name] = codes.get(exc.code().name, 0) + 1
+                except asyncio.InvalidStateError:  # the stream ended before the write
+                    code = (await call.code()).name
+                    codes[code] = codes.get(code, 0) + 1
+        assert set(codes) <= {"OK", "INVALID_ARGUMENT"}, codes
+        assert codes.get("INVALID_ARGUMENT", 0) > 150
+        assert sorted(members(target)) == sorted(before)  # no member injected
+        await group.rounds(2)
+        after = members(target)
+        assert sorted(after) == sorted(before)
+        assert all(row["CONNECTED"] == "YES" for row in after.values())
     finally:
         await stop_all(group)

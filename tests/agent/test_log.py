@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -21,8 +22,12 @@ if TYPE_CHECKING:
 @pytest.fixture(autouse=True)
 def _reset_structlog() -> Iterator[None]:
     """Undo each test's configure_logging, so that tests do not leak configuration."""
+    root = logging.getLogger()
+    handlers, level = list(root.handlers), root.level
     yield
     structlog.reset_defaults()
+    root.handlers[:] = handlers
+    root.setLevel(level)
 
 
 @pytest.fixture(name="sio")
@@ -159,3 +164,26 @@ def test_bad_setting_names_it(log_format: str, level: str, message: str) -> None
     with pytest.raises(ConfigError) as caught:
         configure_logging(log_format, level)
     assert str(caught.value) == message
+
+
+class TestStandardLogging:
+    def test_library_records_become_json_lines(self, sio: io.StringIO) -> None:
+        """A record of the standard library's logging (grpc's, say) is a JSON line naming its logger."""
+        configure_logging("json", stream=sio)
+        logging.getLogger("grpc._cython.cygrpc").warning("channel %s closed", "db2:7400")
+        (line,) = lines(sio)
+        record = json.loads(line)
+        assert (record["event"], record["level"], record["logger"]) == (
+            "channel db2:7400 closed",
+            "warning",
+            "grpc._cython.cygrpc",
+        )
+        assert "timestamp" in record
+
+    def test_level_applies_and_reconfiguring_replaces_the_handler(self, sio: io.StringIO) -> None:
+        """Records below the level are dropped, and configuring twice writes each record once."""
+        configure_logging("json", level="warning", stream=io.StringIO())
+        configure_logging("json", level="warning", stream=sio)
+        logging.getLogger("aiomysql").info("dropped")
+        logging.getLogger("aiomysql").error("kept")
+        assert [json.loads(line)["event"] for line in lines(sio)] == ["kept"]

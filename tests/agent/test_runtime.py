@@ -13,7 +13,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from agent.convert import table_from_wire, uuid_to_bytes
 from agent.gossip import Key
-from agent.registry import SqliteRegistry
+from agent.registry import MemberRecord, SqliteRegistry
 from agent.runtime import Agent
 from agent.sim.scenario import load_scenario
 from agent.sources.simulated import SimulatedSource
@@ -357,6 +357,41 @@ async def test_restarted_agent_lists_every_member_at_once(tmp_path: Path) -> Non
         await restarted.stop(grace_s=0)
         for agent in (group.agents[0], group.agents[2]):
             await agent.stop(grace_s=0)
+
+
+async def test_members_forget_while_the_agent_runs(tmp_path: Path) -> None:
+    """A departed member forgotten in the registry of a running agent is gone after its flush."""
+    registry_path = tmp_path / "registry.sqlite"
+    departed = "aaaaaaaa-0000-4000-8000-000000000001"
+    seen_us = int(START_S * 1_000_000)
+    with SqliteRegistry(registry_path) as registry:
+        registry.save([MemberRecord(departed, "db9", 3306, "db9:7400", seen_us, seen_us, "ONLINE")])
+    group = await start_group(3, started=2)
+    asked = group.agents[2]
+    asked._registry = SqliteRegistry(registry_path)
+    await _start_without_loop(asked)
+    try:
+        await group.rounds(2)
+        await asked.flush()
+        assert departed in stats(asked) or departed in members_of(asked)
+        with SqliteRegistry(registry_path) as other:  # grstats members forget, another process
+            assert other.forget(departed)
+        await asked.flush()
+        assert departed not in members_of(asked)
+        await asked.flush()
+        with SqliteRegistry(registry_path) as other:
+            assert departed not in {record.member_id for record in other.load()}
+            assert asked.member_id in {record.member_id for record in other.load()}
+    finally:
+        for agent in group.agents:
+            await agent.stop(grace_s=0)
+
+
+def members_of(agent: Agent) -> set[str]:
+    """The MEMBER_IDs of the agent's replication_group_members."""
+    columns, rows = agent.tables(extended=False)["replication_group_members"]
+    at = [column.name for column in columns].index("MEMBER_ID")
+    return {str(row[at]) for row in rows}
 
 
 async def test_discovers_peers_from_the_membership() -> None:
