@@ -31,7 +31,7 @@ from spark.report.source import select_range
 from spark.report.steps import gauges, member_steps
 from spark.report.summary import PERCENTILE_METHOD, build_summary, empty_summary
 from spark.report.worst import worst_minutes
-from spark.schema import MEMBER_ROWS
+from spark.table import META_DIR, TableError, read_member_rows
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -81,14 +81,20 @@ class ReportResult:
 
 
 def load_rows(spark: SparkSession, table_dir: Path) -> DataFrame:
-    """Return the member rows of the table in ``table_dir`` (``data/`` under it)."""
-    data = table_dir / "data"
-    if not data.is_dir():
+    """Return the committed member rows of the table in ``table_dir``.
+
+    Raises:
+        ReportInputError: ``table_dir`` is not a table that ingest wrote, or its log is broken.
+    """
+    if not (table_dir / META_DIR).is_dir():
         raise ReportInputError(
-            f"--table: {str(table_dir)!r} has no data/ directory: is it a table that "
-            "'grstats spark ingest' wrote?"
+            f"--table: {str(table_dir)!r} is not a table that 'grstats spark ingest' wrote "
+            f"(it has no {META_DIR}/ directory)"
         )
-    return spark.read.schema(MEMBER_ROWS).parquet(str(data))
+    try:
+        return read_member_rows(spark, table_dir)
+    except TableError as exc:
+        raise ReportInputError(f"--table: {str(table_dir)!r}: {exc}") from exc
 
 
 def range_text(config: ReportConfig) -> str:

@@ -1,3 +1,7 @@
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 import pytest
 
 from spark.report.episodes import EPISODES, SEGMENTS, episodes, segments
@@ -7,10 +11,13 @@ from spark.report.output import collect_rows
 from spark.report.steps import member_steps
 from tests.spark.report.rows import at, frame, row
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
 pytestmark = pytest.mark.spark
 
 
-def episodes_of(spark, rows, kind):
+def episodes_of(spark: SparkSession, rows: list[dict[str, Any]], kind: str) -> list[dict[str, Any]]:
     runs = member_runs(member_steps(frame(spark, rows), 25_000, 30.0))
     assert same_columns(runs.schema, RUNS)
     segment_rows = segments(runs)
@@ -20,7 +27,7 @@ def episodes_of(spark, rows, kind):
     return collect_rows(result.orderBy("member_id", "start"))
 
 
-def states(*spans):
+def states(*spans: tuple[str, int]) -> list[dict[str, Any]]:
     """Rows of member "a", one a second: (state, seconds) spans in order."""
     rows, second = [], 0
     for state, count in spans:

@@ -1,4 +1,7 @@
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -12,12 +15,17 @@ from spark.report.snapshots import group_snapshots
 from spark.report.steps import gauges, member_steps
 from tests.spark.report.rows import frame, row
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
 pytestmark = pytest.mark.spark
 
 THRESHOLD = 25_000
 
 
-def figures_of(spark, rows):
+def figures_of(
+    spark: SparkSession, rows: list[dict[str, Any]]
+) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
     members_rows = frame(spark, rows)
     gauge_rows = gauges(members_rows, THRESHOLD)
     runs = member_runs(member_steps(members_rows, THRESHOLD, 30.0))
@@ -34,7 +42,7 @@ def figures_of(spark, rows):
     return by_member, collect_rows(group)[0]
 
 
-def nearest_rank(values, quantile):
+def nearest_rank(values: list[Any], quantile: float) -> Any:
     """The smallest sample with at least ``quantile`` of the samples at or below it."""
     ordered = sorted(values)
     return ordered[max(0, math.ceil(quantile * len(ordered)) - 1)]

@@ -1,3 +1,7 @@
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 import pytest
 
 from spark.report.frame import same_columns
@@ -5,10 +9,18 @@ from spark.report.output import collect_rows
 from spark.report.steps import GAUGES_SCHEMA, STEPS, gauges, member_steps
 from tests.spark.report.rows import at, frame, row
 
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
 pytestmark = pytest.mark.spark
 
 
-def steps_of(spark, rows, threshold=25_000, max_gap_s=30.0):
+def steps_of(
+    spark: SparkSession,
+    rows: list[dict[str, Any]],
+    threshold: int = 25_000,
+    max_gap_s: float = 30.0,
+) -> list[dict[str, Any]]:
     result = member_steps(frame(spark, rows), threshold, max_gap_s)
     assert same_columns(result.schema, STEPS)
     return collect_rows(result.orderBy("member_id", "collected_at"))

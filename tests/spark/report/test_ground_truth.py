@@ -1,0 +1,346 @@
+"""The report against the simulator's ground truth, through every real part of grstats.
+
+A simulated 3-member multi-primary group (conflicts; member 2 applies only 330 tps; member 1
+crashes at 60 s and starts again at 100 s, its host cut off from the other agents meanwhile)
+runs under three real agents on 127.0.0.1, driven by a test clock so that 150 s of group
+time take a few seconds. The collector's poller asks agent 0 once a (group) second and its
+SpoolWriter writes a real spool; ingest loads it; the report runs in local Spark. A second
+copy of the simulated group, stepped tick by tick (0.1 s) beside it, is the ground truth.
+
+Tolerances, and why:
+
+* Snapshots are one second apart, so an edge (a state change at 100.3 s) is seen up to one
+  second late, and a served value may be one period (1 s) old if a push arrives after the
+  poll: episode edges within 2 s, time in a state within 2 s per edge of its episodes.
+* Rates: both ends of the range can be one period off, so a rate is within
+  2 x (largest one-second increase) / (seconds collected) of the truth.
+* Percentiles and maxima of a gauge: within the gauge's largest one-second change.
+* Throttled time: each start or end of throttling can be one sample off: within 1 s per edge.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import itertools
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from agent import server as agent_server
+from agent.sim.group import TICKS_PER_SECOND, SimulatedGroup
+from agent.sim.scenario import load_scenario
+from agent.sim.views import snapshot
+from collector.poller import Poller, PollerSettings
+from collector.spool import SpoolSettings, SpoolWriter, SyncPolicy
+from spark.ingest import run_ingest
+from spark.report.config import ReportConfig
+from spark.report.job import run_report
+from tests.agent.test_runtime import START_S, start_group
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+    from pyspark.sql import SparkSession
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+SCENARIO = """\
+name = "report-ground-truth"
+description = "Multi-primary conflicts, slow member 2, member 1 down from 60 s to 100 s."
+mode = "multi-primary"
+members = 3
+
+[workload]
+rate_tps = 200
+writers = "all"
+key_space = 5000
+keys_per_transaction = 4
+skew = 0.8
+
+[appliers]
+capacity_tps = 4000
+capacity_overrides = { 2 = 330 }
+
+[flow_control]
+certifier_threshold = 1500
+applier_threshold = 1500
+
+[[events]]
+at = 60
+action = "crash"
+member = 1
+
+[[events]]
+at = 100
+action = "start"
+member = 1
+"""
+THRESHOLD = 1500
+ROUNDS = 150  # the test clock starts at group time 10 s: snapshots at 11 .. 160 s
+CRASH_S, RESTART_S = 60, 100
+SLOW, DOWN = 2, 1
+
+
+@dataclass
+class Truth:
+    """What the simulator says, sampled at each collection time and tick by tick."""
+
+    times: list[float] = field(default_factory=list)  #: group seconds of each snapshot
+    samples: list[dict[str, dict[str, Any]]] = field(default_factory=list)  #: per member
+    ticks: dict[str, list[str]] = field(default_factory=dict)  #: state per tick, per member
+    first_tick: int = 0
+    uuids: list[str] = field(default_factory=list)
+
+    def series(self, index: int, column: str) -> list[Any]:
+        """One member's sampled values of ``column``, in time order."""
+        uuid = self.uuids[index]
+        return [sample[uuid][column] for sample in self.samples]
+
+    def episodes(self, index: int) -> list[tuple[str, float, float]]:
+        """(state, start, end) runs of one member's state, in group seconds, tick-exact."""
+        states = self.ticks[self.uuids[index]]
+        runs: list[tuple[str, float, float]] = []
+        for offset, state in enumerate(states):
+            at = (self.first_tick + offset) / TICKS_PER_SECOND
+            if runs and runs[-1][0] == state:
+                runs[-1] = (state, runs[-1][1], at + 0.1)
+            else:
+                runs.append((state, at, at + 0.1))
+        return runs
+
+
+def _truth_sample(group: SimulatedGroup) -> dict[str, dict[str, Any]]:
+    sample = {}
+    for member in group.members:
+        read = snapshot(group, member.index, last_known=True)
+        stats = read.stats
+        sample[member.uuid] = {
+            "state": str(group.group_state(member)),
+            "applied": stats.count_transactions_remote_applied,
+            "proposed": stats.count_transactions_local_proposed,
+            "checked": stats.count_transactions_checked,
+            "conflicts": stats.count_conflicts_detected,
+            "rollback": stats.count_transactions_local_rollback,
+            "cert_queue": stats.count_transactions_in_queue,
+            "applier_queue": stats.count_transactions_remote_in_applier_queue,
+            "lag": read.applier.with_lag(read.read_at_us).applier_lag_seconds,
+        }
+    return sample
+
+
+class _TestClock:
+    """Reads the test clock of the group once it is started."""
+
+    def __init__(self) -> None:
+        self.source: Callable[[], int] = lambda: int(START_S * 1_000_000)
+
+    def us(self) -> int:
+        return self.source()
+
+
+async def _collect(scenario_path: Path, spool: Path, clock: _TestClock) -> Truth:
+    """Run the agents and the poller for ROUNDS group seconds; return the ground truth."""
+    group = await start_group(3, scenario=str(scenario_path))
+    clock.source = group.clock.us
+    scenario = load_scenario(str(scenario_path)).with_members(3)
+    truth_group = SimulatedGroup(scenario, 1, int(START_S * 1_000_000))
+    truth = Truth(uuids=[m.uuid for m in truth_group.members])
+    truth.ticks = {uuid: [] for uuid in truth.uuids}
+    start_tick = round((group.clock.seconds - START_S) * TICKS_PER_SECOND)
+    truth_group.advance_to(start_tick)
+    truth.first_tick = start_tick
+    poller = Poller(PollerSettings((group.agents[0].address,)), clock_us=group.clock.us)
+    down = group.agents[DOWN]
+    others = [a for a in group.agents if a is not down]
+    try:
+        with SpoolWriter(spool, SpoolSettings(sync=SyncPolicy.SEAL)) as writer:
+            for _ in range(ROUNDS):
+                now = group.clock.seconds + 1 - START_S
+                if now == CRASH_S:  # the member's host goes down: its agent is cut off too
+                    group.transports[DOWN].broken.update(a.address for a in others)
+                    for index, agent in enumerate(group.agents):
+                        if agent is not down:
+                            group.transports[index].broken.add(down.address)
+                if now == RESTART_S:
+                    for transport in group.transports:
+                        transport.broken.clear()
+                await group.rounds(1)
+                writer.append(await poller.poll())
+                tick = round(now * TICKS_PER_SECOND)
+                while truth_group.tick < tick:
+                    for member in truth_group.members:
+                        truth.ticks[member.uuid].append(str(truth_group.group_state(member)))
+                    truth_group.step()
+                truth.times.append(now)
+                truth.samples.append(_truth_sample(truth_group))
+    finally:
+        await poller.aclose()
+        for agent in group.agents:
+            await agent.stop(grace_s=0)
+    return truth
+
+
+@dataclass
+class Run:
+    truth: Truth
+    summary: dict[str, Any]
+    members: dict[str, dict[str, Any]]
+    out: Path
+
+
+@pytest.fixture(name="run", scope="module")
+def _run(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Run:
+    base = tmp_path_factory.mktemp("ground-truth")
+    scenario_path = base / "scenario.toml"
+    scenario_path.write_text(SCENARIO, encoding="utf-8")
+    with pytest.MonkeyPatch.context() as patch:
+        # The agents' clock offsets come from the four timestamps of each exchange: ours
+        # (the test clock) and the answering server's, which agent.server reads from the
+        # wall clock. Under a test clock that gives a 3-year "offset" and remote lags of
+        # 3 years, so the server reads the test clock too, as it reads the wall clock in
+        # production, where both are the same.
+        clock = _TestClock()
+        patch.setattr(agent_server, "now_us", clock.us)
+        truth = asyncio.run(_collect(scenario_path, base / "spool", clock))
+    run_ingest(spark, base / "spool", base / "table")
+    config = ReportConfig(base / "table", base / "report", flow_control_threshold=THRESHOLD)
+    result = run_report(config, spark=spark)
+    members = {m["member_id"]: m for m in result.summary["members"]}
+    return Run(truth, result.summary, members, base / "report")
+
+
+def _seconds(moment: str) -> float:
+    """An ISO 8601 UTC time of summary.json as group seconds."""
+    return dt.datetime.fromisoformat(moment).timestamp() - START_S
+
+
+def _max_step(values: list[Any]) -> float:
+    known = [float(v) for v in values if v is not None]
+    return max((abs(b - a) for a, b in itertools.pairwise(known)), default=0.0)
+
+
+def _nearest_rank(values: list[float], quantile: float) -> float:
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(quantile * len(ordered)) - 1)]
+
+
+class TestAgainstTheSimulator:
+    def test_every_snapshot_was_collected_ingested_and_reported(self, run):
+        """The report covers all ROUNDS snapshots of all three members."""
+        assert run.summary["range"]["snapshots"] == ROUNDS
+        assert sorted(run.members) == sorted(run.truth.uuids)
+        assert _seconds(run.summary["range"]["first_snapshot"]) == run.truth.times[0]
+        assert all(m["snapshots"] == ROUNDS for m in run.members.values())
+
+    @pytest.mark.parametrize("index", [0, SLOW])
+    @pytest.mark.parametrize("counter", ["applied", "proposed", "checked"])
+    def test_throughput_of_members_that_ran_throughout(self, run, index, counter):
+        """Applied, proposed and checked per second equal the simulator's counter rates."""
+        values = run.truth.series(index, counter)
+        span = run.truth.times[-1] - run.truth.times[0]
+        expected = (values[-1] - values[0]) / span
+        tolerance = 2 * _max_step(values) / span
+        reported = run.members[run.truth.uuids[index]][f"{counter}_per_s"]
+        assert expected > 0
+        assert reported == pytest.approx(expected, abs=tolerance)
+
+    def test_throughput_of_the_restarted_member_counts_from_zero_after_the_restart(self, run):
+        """Member 1's counters restart at 0: its rate adds both lives, never goes negative."""
+        values = run.truth.series(DOWN, "checked")
+        lives = [values[0], max(values[: values.index(min(values[1:]))]), values[-1]]
+        increase = (lives[1] - lives[0]) + lives[2]
+        span = run.truth.times[-1] - run.truth.times[0]
+        reported = run.members[run.truth.uuids[DOWN]]["checked_per_s"]
+        assert reported == pytest.approx(increase / span, abs=2 * _max_step(values) / span)
+
+    def test_conflict_rate_and_rollback_ratio(self, run):
+        """Conflicts per check and rollbacks per proposal equal the simulator's, per member."""
+        for index in (0, SLOW):
+            checked = run.truth.series(index, "checked")
+            conflicts = run.truth.series(index, "conflicts")
+            rate = (conflicts[-1] - conflicts[0]) / (checked[-1] - checked[0])
+            member = run.members[run.truth.uuids[index]]
+            assert 0.05 < rate < 0.9  # the scenario does conflict
+            assert member["conflict_rate"] == pytest.approx(rate, abs=0.01)
+        proposed = run.truth.series(0, "proposed")
+        rolled = run.truth.series(0, "rollback")
+        ratio = (rolled[-1] - rolled[0]) / (proposed[-1] - proposed[0])
+        assert run.members[run.truth.uuids[0]]["rollback_ratio"] == pytest.approx(ratio, abs=0.01)
+        assert run.summary["group"]["conflict_rate"] == pytest.approx(rate, abs=0.02)
+
+    def test_down_window_episodes(self, run):
+        """Member 1's UNREACHABLE and OFFLINE episodes match the simulator's, edge by edge."""
+        uuid = run.truth.uuids[DOWN]
+        truth = [(s, a, b) for s, a, b in run.truth.episodes(DOWN) if s != "ONLINE"]
+        assert [s for s, _, _ in truth][:2] == ["UNREACHABLE", "OFFLINE"]
+        reported = [e for e in run.summary["unreachable_episodes"] if e["member_id"] == uuid]
+        assert len(reported) == 1
+        _, start, end = truth[0]
+        assert start == CRASH_S + 5  # suspected 5 s after the crash
+        assert _seconds(reported[0]["start"]) == pytest.approx(start, abs=2)
+        assert _seconds(reported[0]["end"]) == pytest.approx(end, abs=2)
+        assert reported[0]["duration_s"] == pytest.approx(end - start, abs=2)
+        assert run.members[uuid]["unreachable_s"] == pytest.approx(end - start, abs=2)
+        offline = [(a, b) for s, a, b in truth if s == "OFFLINE"]
+        assert run.members[uuid]["offline_s"] == pytest.approx(
+            sum(b - a for a, b in offline), abs=2 * 2 * len(offline)
+        )
+
+    def test_not_connected_while_its_host_was_cut_off(self, run):
+        """The cut-off agent is not connected from 10 silent periods after the cut to the heal."""
+        uuid = run.truth.uuids[DOWN]
+        episodes = [e for e in run.summary["not_connected_episodes"] if e["member_id"] == uuid]
+        assert len(episodes) == 1
+        assert _seconds(episodes[0]["start"]) == pytest.approx(CRASH_S + 10, abs=2)
+        assert _seconds(episodes[0]["end"]) == pytest.approx(RESTART_S, abs=2)
+        others = [e for e in run.summary["not_connected_episodes"] if e["member_id"] != uuid]
+        assert others == []
+
+    def test_slow_member_lag_and_queue(self, run):
+        """Member 2's lag and applier queue percentiles and maxima are the simulator's."""
+        member = run.members[run.truth.uuids[SLOW]]
+        lags = run.truth.series(SLOW, "lag")
+        queues = run.truth.series(SLOW, "applier_queue")
+        lag_step, queue_step = _max_step(lags), _max_step(queues)
+        assert max(lags) > 3  # the member does fall behind
+        for q in (0.5, 0.95, 0.99):
+            expected = _nearest_rank([float(v) for v in lags], q)
+            assert member[f"lag_seconds_p{round(q * 100)}"] == pytest.approx(expected, abs=lag_step)
+        assert member["lag_seconds_max"] == pytest.approx(max(lags), abs=lag_step)
+        for q in (0.5, 0.95):
+            expected = _nearest_rank(queues, q)
+            assert member[f"applier_queue_p{round(q * 100)}"] == pytest.approx(
+                expected, abs=queue_step
+            )
+        assert member["applier_queue_max"] == pytest.approx(max(queues), abs=queue_step)
+        fast = run.members[run.truth.uuids[0]]
+        assert fast["applier_queue_max"] < member["applier_queue_max"] / 10
+
+    def test_flow_control_throttling(self, run):
+        """Seconds with an ONLINE member's queue over the threshold match the simulator's."""
+        over = [
+            any(
+                v["state"] == "ONLINE" and max(v["cert_queue"], v["applier_queue"]) > THRESHOLD
+                for v in sample.values()
+            )
+            for sample in run.truth.samples
+        ]
+        expected = sum(1.0 for flag in over[:-1] if flag)
+        edges = sum(1 for a, b in itertools.pairwise(over) if a != b) + 1
+        assert expected > 0
+        assert run.summary["group"]["throttling_s"] == pytest.approx(expected, abs=edges)
+        slow = run.members[run.truth.uuids[SLOW]]
+        assert slow["throttling_s"] == pytest.approx(expected, abs=edges)
+
+    def test_the_page_and_the_tables_are_written(self, run):
+        """report.html holds the charts and tables; every table has its CSV and Parquet."""
+        page = (run.out / "report.html").read_text(encoding="utf-8")
+        assert page.count("<svg") == 3
+        assert "UNREACHABLE episodes" in page
+        for name, where in run.summary["tables"].items():
+            assert (run.out / where["csv"]).is_file(), name
+            assert any((run.out / where["parquet"]).glob("*.parquet")), name
