@@ -144,26 +144,35 @@ def run(args: argparse.Namespace) -> int:
     if not config.table_dir.is_dir():
         raise CliError(f"--table: {str(config.table_dir)!r} is not a directory", code=2)
     # pyspark is imported only when a report runs.
-    from spark.report.job import ReportInputError, run_report  # noqa: PLC0415
+    from pyspark.sql import SparkSession  # noqa: PLC0415
+
+    from spark.report.job import ReportInputError, check_table, run_report  # noqa: PLC0415
     from spark.session import DEFAULT_MASTER, build_session, is_local  # noqa: PLC0415
+
+    try:
+        check_table(config.table_dir)
+    except ReportInputError as exc:
+        raise CliError(str(exc), code=2) from exc
 
     def progress(message: str) -> None:
         print(f"report: {message}", file=sys.stderr, flush=True)
 
-    progress(f"starting Spark ({args.master or 'local mode'})")
     master = args.master or DEFAULT_MASTER
+    progress(f"starting Spark ({master})")
+    running = SparkSession.getActiveSession()
     spark = build_session(master, "grstats-report", conf=LOCAL_CONF if is_local(master) else None)
     try:
         result = run_report(config, spark=spark, progress=progress)
     except ReportInputError as exc:
         raise CliError(str(exc), code=2) from exc
     finally:
-        spark.stop()
+        if running is None:  # a session this command started (not one its caller runs)
+            spark.stop()
     if args.format == "json":
         print(json.dumps(result.summary, indent=2, sort_keys=True))
         return 0
     if result.empty:
-        print(f"the range holds no snapshots: {result.range_text}; empty summary written")
+        print(f"the range holds no snapshots ({result.range_text}): nothing to report")
     print(f"report: {result.html_path}")
     print(f"summary: {result.summary_path}")
     return 0

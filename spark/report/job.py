@@ -80,17 +80,22 @@ class ReportResult:
     seconds: float
 
 
+def check_table(table_dir: Path) -> None:
+    """Raise ReportInputError unless ``table_dir`` is a table that ingest wrote."""
+    if not (table_dir / META_DIR).is_dir():
+        raise ReportInputError(
+            f"--table: {str(table_dir)!r} is not a table that 'grstats spark ingest' wrote "
+            f"(it has no {META_DIR}/ directory)"
+        )
+
+
 def load_rows(spark: SparkSession, table_dir: Path) -> DataFrame:
     """Return the committed member rows of the table in ``table_dir``.
 
     Raises:
         ReportInputError: ``table_dir`` is not a table that ingest wrote, or its log is broken.
     """
-    if not (table_dir / META_DIR).is_dir():
-        raise ReportInputError(
-            f"--table: {str(table_dir)!r} is not a table that 'grstats spark ingest' wrote "
-            f"(it has no {META_DIR}/ directory)"
-        )
+    check_table(table_dir)
     try:
         return read_member_rows(spark, table_dir)
     except TableError as exc:
