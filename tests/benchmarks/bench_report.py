@@ -1,0 +1,129 @@
+"""Time ``grstats spark report`` over ingested tables of 1, 7 and 30 days, stage by stage.
+
+The tables are the ones ``bench_spark.py`` ingests from ``gen_dataset.py``'s spools
+(``WORK/table-<N>d``): a 9-member group at one snapshot a second, so 777,600 member rows a
+day. Each run is the real command in its own process, in local mode on every core, as a user
+runs it: the wall time includes starting the JVM. The report's progress lines on stderr give
+the stages (one sort of every member's snapshots into runs; the per-snapshot group table;
+percentiles and figures; writing the tables, summary.json and report.html). Target (issue 5):
+the full report over 30 days in at most 120 s.
+
+Examples::
+
+    python tests/benchmarks/bench_spark.py --no-report      # makes WORK/table-{1,7,30}d
+    python tests/benchmarks/bench_report.py                  # WORK = bench-results/spark
+    python tests/benchmarks/bench_report.py --table /data/table-30d --runs 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+REPORT_TARGET_S = 120.0
+STAGE = re.compile(r"^report: (?P<what>.*) \((?P<at>[0-9.]+) s\)$")
+
+
+def report_once(table: Path, out: Path) -> dict[str, Any]:
+    """Run the report over ``table`` into ``out``; return its wall time, stages and size."""
+    shutil.rmtree(out, ignore_errors=True)
+    began = time.monotonic()
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "agent",
+            "spark",
+            "report",
+            "--table",
+            str(table),
+            "--out",
+            str(out),
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=3600,
+        check=False,
+    )
+    wall = time.monotonic() - began
+    if done.returncode != 0:
+        raise SystemExit(f"report over {table} failed:\n{done.stderr[-3000:]}")
+    summary = json.loads(done.stdout)
+    stages = [
+        (match["what"], float(match["at"]))
+        for line in done.stderr.splitlines()
+        if (match := STAGE.match(line.strip()))
+    ]
+    job_s = stages[-1][1] if stages else None
+    return {
+        "member_rows": sum(member["snapshots"] for member in summary["members"]),
+        "members": len(summary["members"]),
+        "days": round(summary["group"]["observed_s"] / 86_400, 2),
+        "wall_s": round(wall, 1),
+        "job_s": job_s,
+        "stages": stages,
+    }
+
+
+def main() -> int:
+    """Time the report over each table and print one line per table."""
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        epilog="\n\n".join(__doc__.split("\n\n")[1:]),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--work",
+        type=Path,
+        default=Path("bench-results/spark"),
+        help="where bench_spark.py keeps table-<N>d (default bench-results/spark)",
+    )
+    parser.add_argument("--days", type=int, nargs="+", default=[1, 7, 30], help="sizes (days)")
+    parser.add_argument(
+        "--table", type=Path, action="append", help="time this table instead (repeatable)"
+    )
+    parser.add_argument("--runs", type=int, default=1, help="runs per table (default 1)")
+    parser.add_argument(
+        "--json",
+        type=Path,
+        default=Path("bench-results/report.json"),
+        help="where to write the figures (default bench-results/report.json)",
+    )
+    args = parser.parse_args()
+    tables = args.table or [args.work / f"table-{days}d" for days in args.days]
+    missing = [str(table) for table in tables if not table.is_dir()]
+    if missing:
+        print(f"no table at {', '.join(missing)}: run bench_spark.py first", file=sys.stderr)
+        return 1
+    print("days | member rows | report wall s (JVM included) | job s | target", flush=True)
+    results = []
+    for table in tables:
+        for run in range(args.runs):
+            figures = report_once(table, table.with_name(f"{table.name}-report"))
+            figures["table"] = str(table)
+            figures["run"] = run + 1
+            results.append(figures)
+            verdict = "PASS" if figures["wall_s"] <= REPORT_TARGET_S else "FAIL"
+            print(
+                f"{figures['days']} | {figures['member_rows']:,} | {figures['wall_s']} | "
+                f"{figures['job_s']} | {verdict}",
+                flush=True,
+            )
+            for what, at in figures["stages"]:
+                print(f"    {at:7.1f} s  {what}", flush=True)
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(results, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""The pure-Python pieces of the report: time arguments, chart buckets, SVG charts."""
+
+from __future__ import annotations
+
+import datetime as dt
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from spark.report import svg
+from spark.report.config import ReportConfig, ReportConfigError, parse_time
+from spark.report.series import bucket_seconds
+
+T0 = dt.datetime(2026, 1, 5, tzinfo=dt.UTC)
+
+
+class TestParseTime:
+    @pytest.mark.parametrize(
+        ("text", "expected"),
+        [
+            ("2026-01-05T00:00:00Z", T0),
+            ("2026-01-05", T0),
+            ("2026-01-05T02:00:00+02:00", T0),
+            ("1767571200", T0),
+            ("1767571200.5", T0 + dt.timedelta(seconds=0.5)),
+        ],
+    )
+    def test_iso_8601_or_unix_seconds_in_utc(self, text: str, expected: dt.datetime) -> None:
+        """Both forms give the same aware UTC moment; no offset means UTC."""
+        assert parse_time("--from", text) == expected
+
+    @pytest.mark.parametrize("text", ["yesterday", "nan", "1e300", "2026-02-30"])
+    def test_anything_else_names_the_field_and_the_value(self, text: str) -> None:
+        """The error says which argument and what it was given."""
+        with pytest.raises(ReportConfigError, match=rf"--to: {text!r}"):
+            parse_time("--to", text)
+
+    def test_the_range_must_not_be_empty(self, tmp_path: Path) -> None:
+        """End must come after start."""
+        with pytest.raises(ReportConfigError, match="end"):
+            ReportConfig(tmp_path, tmp_path, start=T0, end=T0)
+
+
+class TestBuckets:
+    @pytest.mark.parametrize(
+        ("span_s", "points"),
+        [(0, 2000), (1, 2000), (1999, 2000), (2000, 2000), (30 * 86_400, 2000), (150, 10)],
+    )
+    def test_at_most_the_asked_points_with_the_smallest_whole_width(
+        self, span_s: int, points: int
+    ) -> None:
+        """floor(span / width) + 1 buckets fit in points, and one second less would not."""
+        width = bucket_seconds(T0, T0 + dt.timedelta(seconds=span_s), points)
+        assert span_s // width + 1 <= points
+        assert width == 1 or span_s // (width - 1) + 1 > points
+
+
+class TestSvg:
+    def test_a_line_chart_is_well_formed_and_breaks_at_gaps(self) -> None:
+        """One polyline per run of points; a gap of more than two steps starts a new one."""
+        start = T0.timestamp()
+        points = [(start + s, float(s % 7)) for s in [*range(10), *range(100, 110)]]
+        chart = svg.line_chart("applier queue", {"db1 (0001)": points}, start, start + 110)
+        root = ET.fromstring(chart)  # noqa: S314 (the SVG this test just drew)
+        lines = root.findall("{http://www.w3.org/2000/svg}polyline")
+        assert len(lines) == 2
+        assert all(len(line.get("points", "").split()) == 10 for line in lines)
+
+    def test_a_timeline_draws_a_bar_per_episode(self) -> None:
+        """Each (start, end, state) becomes one coloured bar in its member's lane."""
+        start = T0.timestamp()
+        lanes = [
+            ("a", [(start, start + 50, "ONLINE"), (start + 50, start + 60, "UNREACHABLE")]),
+            ("b", [(start, start + 60, "ONLINE")]),
+        ]
+        drawn = svg.timeline(lanes, start, start + 60, {"b": [(start, start + 5)]})
+        root = ET.fromstring(drawn)  # noqa: S314 (the SVG this test just drew)
+        fills = [r.get("fill") for r in root.findall("{http://www.w3.org/2000/svg}rect")]
+        assert fills.count(svg.STATE_COLOURS["UNREACHABLE"]) == 1
+        assert fills.count(svg.STATE_COLOURS["ONLINE"]) == 2
+        assert fills.count("#000") == 1
