@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import datetime as dt
 import xml.etree.ElementTree as ET
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from spark.report import svg
 from spark.report.config import ReportConfig, ReportConfigError, parse_time
 from spark.report.series import bucket_seconds
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 T0 = dt.datetime(2026, 1, 5, tzinfo=dt.UTC)
 
