@@ -25,7 +25,7 @@ from spark.report.minutes import member_minutes, member_runs
 from spark.report.output import collect_rows, iso, write_table
 from spark.report.page import PageData, render, render_empty
 from spark.report.percentiles import group_percentiles, member_percentiles
-from spark.report.series import bucket_seconds, member_series
+from spark.report.series import MINUTE, bucket_seconds, member_series, minute_series
 from spark.report.snapshots import group_snapshots
 from spark.report.source import select_range
 from spark.report.steps import gauges, member_steps
@@ -231,6 +231,10 @@ def _compute(
         "throttling_episodes": kind("throttling", "YES"),
         "hourly": member_hours(minutes),
         "worst_minutes": worst_minutes(minutes, config.worst_intervals),
-        "chart_series": member_series(gauge_rows, first_last["first_at"], bucket_s),
+        "chart_series": (
+            minute_series(minutes, first_last["first_at"], bucket_s)
+            if bucket_s % MINUTE == 0
+            else member_series(gauge_rows, first_last["first_at"], bucket_s)
+        ),
     }
     return tables, bucket_s, [runs, snapshots, minutes, all_episodes, members]

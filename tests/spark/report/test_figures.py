@@ -11,6 +11,7 @@ from spark.report.frame import same_columns
 from spark.report.minutes import MINUTES, member_minutes, member_runs
 from spark.report.output import collect_rows
 from spark.report.percentiles import group_percentiles, member_percentiles
+from spark.report.series import member_series, minute_series
 from spark.report.snapshots import group_snapshots
 from spark.report.steps import gauges, member_steps
 from tests.spark.report.rows import frame, row
@@ -143,3 +144,29 @@ class TestFigures:
         assert a["applier_queue_p95"] == nearest_rank(queues, 0.95)
         assert a["lag_seconds_max"] == pytest.approx(max(lags))
         assert group["lag_seconds_p50"] == pytest.approx(nearest_rank(lags, 0.5))
+
+
+class TestSeries:
+    def test_minute_buckets_from_minutes_equal_buckets_from_every_snapshot(
+        self, spark: SparkSession
+    ) -> None:
+        """Long ranges draw from the minutes table: the same points as from the snapshots."""
+        rows = [
+            row(
+                m,
+                s,
+                applier_lag_seconds=((s * 7 + len(m)) % 31) / 4,
+                count_transactions_remote_in_applier_queue=(s * 13) % 97,
+                connected=not (m == "b" and 200 <= s < 260),
+            )
+            for m in ("a", "b")
+            for s in range(0, 600, 2)
+        ]
+        members_rows = frame(spark, rows)
+        gauge_rows = gauges(members_rows, THRESHOLD)
+        minutes = member_minutes(member_runs(member_steps(members_rows, THRESHOLD, 30.0)))
+        origin = rows[0]["collected_at"]
+        from_minutes = collect_rows(minute_series(minutes, origin, 120))
+        from_rows = collect_rows(member_series(gauge_rows, origin, 120))
+        assert len(from_rows) == 10
+        assert from_minutes == from_rows

@@ -50,13 +50,15 @@ class TestBuckets:
         ("span_s", "points"),
         [(0, 2000), (1, 2000), (1999, 2000), (2000, 2000), (30 * 86_400, 2000), (150, 10)],
     )
-    def test_at_most_the_asked_points_with_the_smallest_whole_width(
+    def test_at_most_the_asked_points_with_the_smallest_width(
         self, span_s: int, points: int
     ) -> None:
-        """floor(span / width) + 1 buckets fit in points, and one second less would not."""
+        """The buckets fit; one step narrower (a second, or a minute from a minute up) not."""
         width = bucket_seconds(T0, T0 + dt.timedelta(seconds=span_s), points)
         assert span_s // width + 1 <= points
-        assert width == 1 or span_s // (width - 1) + 1 > points
+        step = 60 if width >= 60 else 1
+        assert width % step == 0
+        assert width == 1 or span_s // (width - step) + 1 > points
 
 
 class TestSvg:
