@@ -117,6 +117,15 @@ class TestBadSegments:
             decode_segment(segment)
         assert caught.value.offset > 8
 
+    def test_a_cell_of_the_wrong_type(self, tmp_path: Path) -> None:
+        """A counter that is text makes the segment corrupt, named with a frame's offset."""
+        bad = make_record(2, COUNT_TRANSACTIONS_CHECKED="many")
+        (segment,) = write_spool(tmp_path, [[make_record(1), bad]])
+        with pytest.raises(SegmentCorrupt, match="wrong type") as caught:
+            decode_segment(segment)
+        assert caught.value.offset == 8  # the batch's first frame
+        assert str(segment) in str(caught.value)
+
     def test_unknown_schema_names_version_file_and_offset(self, tmp_path: Path) -> None:
         """A record of schema 2 is refused with the version, the file and the frame's offset."""
         newer = make_record(2) | {"schema": 2}
