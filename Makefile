@@ -58,6 +58,7 @@ bench: $(VENV)/.installed-bench ## run the benchmarks (not part of make test); f
 	$(BIN)/python tests/benchmarks/bench_agent.py
 	$(BIN)/python -m tests.benchmarks.bench_mysql_read
 	$(BIN)/python tests/benchmarks/bench_spool.py
+	$(BIN)/python tests/benchmarks/bench_spark.py --json bench-results/spark.json
 
 proto: $(VENV)/.installed ## regenerate the committed gRPC code from proto/grstats.proto
 	$(BIN)/python proto/generate.py
