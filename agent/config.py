@@ -21,6 +21,9 @@ A config file looks like this; every key but ``source`` and its section has a de
     log_format = "auto"               # auto, json or console
     log_level = "info"                # debug, info, warning or error
 
+    [limits]                          # what a peer or client may send: see agent.limits
+    max_message_bytes = 16777216      # also max_gtid_text, max_updates, gossip_rate, ...
+
     [simulated]                       # for source = "simulated"
     scenario = "steady"               # a built-in scenario's name, or a scenario file
     member_index = 0                  # this agent's member, from 0 (required)
@@ -53,6 +56,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 from agent.errors import ConfigError
+from agent.limits import DEFAULT_LIMITS, LimitsConfig
 from agent.log import LOG_FORMATS, LOG_LEVELS
 from agent.sim.scenario import MAX_MEMBERS, load_scenario
 from agent.sources.mysql_config import MySQLSourceConfig
@@ -209,6 +213,8 @@ class AgentConfig:
         flush_interval_s: how often the registry is written to ``state_dir``, 1..3600 s.
         simulated: the simulated source's section (``source = "simulated"``).
         mysql: the MySQL source's section (``source = "mysql"``).
+        limits: the ``[limits]`` section (:class:`~agent.limits.LimitsConfig`); a table from
+            TOML becomes one, and its errors name ``limits.<key>``.
         log_format: ``auto`` (console on a terminal, else JSON), ``json`` or ``console``.
         log_level: ``debug``, ``info``, ``warning`` or ``error``.
     """
@@ -231,11 +237,13 @@ class AgentConfig:
     flush_interval_s: float = 5.0
     simulated: SimulatedSourceConfig | None = None
     mysql: MySQLSourceConfig | None = None
+    limits: LimitsConfig = DEFAULT_LIMITS
     log_format: str = "auto"
     log_level: str = "info"
 
     def __post_init__(self) -> None:
         self._check_source()
+        object.__setattr__(self, "limits", LimitsConfig.from_table(self.limits))
         self._check_network()
         self._check_timing()
         _check_choice("log_format", self.log_format, LOG_FORMATS)
@@ -385,6 +393,7 @@ _TOP_KEYS = tuple(f.name for f in fields(AgentConfig) if f.name not in SOURCES)
 _SECTION_KEYS: dict[str, tuple[str, ...]] = {
     "simulated": tuple(f.name for f in fields(SimulatedSourceConfig)),
     "mysql": tuple(f.name for f in fields(MySQLSourceConfig)),
+    "limits": tuple(f.name for f in fields(LimitsConfig)),
 }
 _SECTION_CLASSES: dict[str, type] = {
     "simulated": SimulatedSourceConfig,

@@ -166,14 +166,28 @@ def _view_to_wire(view: GroupView) -> pb.View:
     )
 
 
-def updates_from_wire(messages: Sequence[pb.Update], where: str = "updates") -> list[Update]:
-    """Return the model of ``messages``; raise WireError naming the first bad field."""
-    if len(messages) > MAX_UPDATES:
-        raise WireError(f"{where}: {len(messages)} updates is more than {MAX_UPDATES}")
-    return [update_from_wire(message, f"{where}[{i}]") for i, message in enumerate(messages)]
+def updates_from_wire(
+    messages: Sequence[pb.Update],
+    where: str = "updates",
+    *,
+    max_updates: int = MAX_UPDATES,
+    max_gtid_text: int = MAX_GTID_TEXT,
+) -> list[Update]:
+    """Return the model of ``messages``; raise WireError naming the first bad field.
+
+    ``max_updates`` and ``max_gtid_text`` are the agent's ``[limits]`` (defaults: the constants).
+    """
+    if len(messages) > max_updates:
+        raise WireError(f"{where}: {len(messages)} updates is more than {max_updates}")
+    return [
+        update_from_wire(message, f"{where}[{i}]", max_gtid_text=max_gtid_text)
+        for i, message in enumerate(messages)
+    ]
 
 
-def update_from_wire(message: pb.Update, where: str = "update") -> Update:
+def update_from_wire(
+    message: pb.Update, where: str = "update", *, max_gtid_text: int = MAX_GTID_TEXT
+) -> Update:
     """Return the model of one update; raise WireError naming the bad field."""
     origin = uuid_from_bytes(message.origin, f"{where}.origin")
     stamp = Stamp(message.incarnation, message.version)
@@ -184,7 +198,7 @@ def update_from_wire(message: pb.Update, where: str = "update") -> Update:
                 origin,
                 stamp,
                 Key.COUNTS,
-                _counts(message.counts, origin, where),
+                _counts(message.counts, origin, where, max_gtid_text),
                 message.sent_at_us,
             )
         if kind == "view":
@@ -196,7 +210,7 @@ def update_from_wire(message: pb.Update, where: str = "update") -> Update:
                 origin, stamp, Key.APPLIER, _applier(message.applier, origin), message.sent_at_us
             )
         if kind == "gtid_executed":
-            _bounded(message.gtid_executed, MAX_GTID_TEXT, f"{where}.gtid_executed")
+            _bounded(message.gtid_executed, max_gtid_text, f"{where}.gtid_executed")
             value = GtidSet.parse(message.gtid_executed)
             return Update(origin, stamp, Key.GTID_EXECUTED, value, message.sent_at_us)
         if kind == "health":
@@ -215,10 +229,10 @@ def _bounded(text: str, limit: int, where: str) -> None:
         raise WireError(f"{where}: {len(text)} characters is more than {limit}")
 
 
-def _counts(message: pb.Counts, origin: str, where: str) -> Counts:
+def _counts(message: pb.Counts, origin: str, where: str, max_gtid_text: int) -> Counts:
     _bounded(
         message.transactions_committed_all_members,
-        MAX_GTID_TEXT,
+        max_gtid_text,
         f"{where}.counts.transactions_committed_all_members",
     )
     _bounded(

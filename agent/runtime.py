@@ -41,6 +41,7 @@ from agent.convert import (
 from agent.errors import ConfigError, SourceError, TransportError
 from agent.gossip import Counts, GossipState, Key, MergeResult, Stamp
 from agent.gtid import GtidSet
+from agent.limits import LimitsConfig, RateLimiter
 from agent.registry import MemberRecord, RegistryError
 from agent.rows import ApplierStatusRow, MemberRow
 from agent.served import served_tables
@@ -147,7 +148,9 @@ class Agent:
     ) -> None:
         self.settings = settings
         self._source = source
-        self._transport: Transport = transport or GrpcTransport()
+        limits = getattr(settings, "limits", None)  # AgentConfig's [limits]; else the defaults
+        self.limits = limits if isinstance(limits, LimitsConfig) else LimitsConfig()
+        self._transport: Transport = transport or GrpcTransport(self.limits.max_message_bytes)
         self._registry = registry
         self._remembered: list[MemberRecord] = []
         self._saved: set[str] = set()  # members in the registry after the last save
@@ -155,6 +158,7 @@ class Agent:
         self._flushed_at = clock()
         self._clock = clock
         self._log = logger or structlog.get_logger()
+        self.limiter = RateLimiter.from_limits(self.limits, self._log)
         self.incarnation = clock()
         self.state: GossipState | None = None
         self.local: MemberSnapshot | None = None
@@ -182,7 +186,7 @@ class Agent:
             self._remembered = await asyncio.to_thread(self._registry.load)
             self._saved = {record.member_id for record in self._remembered}
             self._log.info("registry_loaded", members=len(self._remembered))
-        self._server = build_server(self, self._health)
+        self._server = build_server(self, self._health, limits=self.limits, limiter=self.limiter)
         try:
             port = self._server.add_insecure_port(self.settings.listen)
         except RuntimeError as exc:
@@ -372,7 +376,11 @@ class Agent:
             return
         arrived = self._clock()
         try:
-            updates = updates_from_wire(response.updates)
+            updates = updates_from_wire(
+                response.updates,
+                max_updates=self.limits.max_updates,
+                max_gtid_text=self.limits.max_gtid_text,
+            )
             digest = digest_from_wire(response.digest)
             responder = uuid_from_bytes(response.member, "member") if response.member else ""
         except WireError as exc:
@@ -381,6 +389,8 @@ class Agent:
         self.unreachable.discard(peer)
         self._merge(updates, peer)
         self._peer_digests[peer] = digest
+        if responder not in state.known_members():
+            return  # an unknown member never gets state (nor a spoofed one, growing the maps)
         if responder:
             self._agents[responder] = peer
         if responder and response.received_at_us and response.sent_at_us:
@@ -457,6 +467,7 @@ class Agent:
         for member_id in sorted(self._saved - held - {self.member_id}):
             if self.state.forget(member_id):
                 self._log.info("member_forgotten", member=member_id)
+        self._drop_unknown()
         retention = int(self.settings.retention_s * 1_000_000)
         if retention:
             for member_id, origin in list(self.state.origins.items()):
@@ -475,6 +486,18 @@ class Agent:
                 await asyncio.to_thread(self._registry.purge, now - retention)
         except RegistryError as exc:
             self._log.warning("registry_save_failed", error=str(exc))
+
+    def _drop_unknown(self) -> None:
+        """Keep the per-member and per-peer maps to known members and current peers only."""
+        if self.state is None:
+            return
+        known = self.state.known_members()
+        for table in (self._agents, self.offsets):
+            for member_id in [member_id for member_id in table if member_id not in known]:
+                del table[member_id]
+        peers = set(self.peers())
+        for peer in [peer for peer in self._peer_digests if peer not in peers]:
+            del self._peer_digests[peer]
 
 
 def _in_turn(peers: list[str], count: int, turn: int) -> list[str]:

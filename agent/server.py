@@ -15,6 +15,8 @@ from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
 from agent.convert import (
+    MAX_GTID_TEXT,
+    MAX_UPDATES,
     WireError,
     digest_from_wire,
     digest_to_wire,
@@ -24,6 +26,7 @@ from agent.convert import (
     uuid_from_bytes,
     uuid_to_bytes,
 )
+from agent.limits import LimitsConfig, RateLimiter
 from proto import grstats_pb2 as pb
 from proto import grstats_pb2_grpc as pb_grpc
 
@@ -68,11 +71,29 @@ def now_us() -> int:
     return time.time_ns() // 1000
 
 
+async def _admit(
+    limiter: RateLimiter | None, kind: str, context: grpc.aio.ServicerContext[Any, Any]
+) -> None:
+    """Abort with RESOURCE_EXHAUSTED when the caller's host is over its ``kind`` rate."""
+    if limiter is not None and not limiter.admit(kind, context.peer()):
+        await context.abort(
+            grpc.StatusCode.RESOURCE_EXHAUSTED, f"{kind}: over this client's rate limit"
+        )
+
+
 class GossipServicer(pb_grpc.GossipServicer):  # type: ignore[misc]
     """Answers a peer's push-pull exchanges and takes its push stream."""
 
-    def __init__(self, node: Node) -> None:
+    def __init__(
+        self,
+        node: Node,
+        limits: LimitsConfig | None = None,
+        limiter: RateLimiter | None = None,
+    ) -> None:
         self._node = node
+        self._max_updates = limits.max_updates if limits else MAX_UPDATES
+        self._max_gtid_text = limits.max_gtid_text if limits else MAX_GTID_TEXT
+        self._limiter = limiter
 
     async def Exchange(  # noqa: N802  (the RPC's name)
         self,
@@ -81,6 +102,7 @@ class GossipServicer(pb_grpc.GossipServicer):  # type: ignore[misc]
     ) -> pb.ExchangeResponse:
         """Merge what the peer pushed, then send what it lacks by its digest."""
         received = now_us()
+        await _admit(self._limiter, "gossip", context)
         sender_member, updates = await self._checked(request, context)
         assert request is not None
         try:
@@ -107,6 +129,7 @@ class GossipServicer(pb_grpc.GossipServicer):  # type: ignore[misc]
         """Merge each message of a peer's push stream; a malformed one ends the stream."""
         accepted = 0
         async for request in requests:
+            await _admit(self._limiter, "gossip", context)
             sender_member, updates = await self._checked(request, context)
             assert request is not None
             self._node.accept(updates, request.sender, sender_member)
@@ -127,7 +150,11 @@ class GossipServicer(pb_grpc.GossipServicer):  # type: ignore[misc]
         try:
             return (
                 uuid_from_bytes(request.sender_member, "sender_member"),
-                updates_from_wire(request.updates),
+                updates_from_wire(
+                    request.updates,
+                    max_updates=self._max_updates,
+                    max_gtid_text=self._max_gtid_text,
+                ),
             )
         except WireError as exc:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
@@ -143,9 +170,10 @@ class QueryServicer(pb_grpc.QueryServicer):  # type: ignore[misc]
     per query.
     """
 
-    def __init__(self, node: Node) -> None:
+    def __init__(self, node: Node, limiter: RateLimiter | None = None) -> None:
         self._node = node
         self._encoded: tuple[Served, dict[tuple[str, ...], bytes]] | None = None
+        self._limiter = limiter
 
     def _encoded_tables(self, tables: Served, names: tuple[str, ...]) -> bytes:
         """``QueryResponse.tables`` of ``names``, encoded once per set of tables built."""
@@ -163,6 +191,7 @@ class QueryServicer(pb_grpc.QueryServicer):  # type: ignore[misc]
         context: grpc.aio.ServicerContext[pb.QueryRequest, pb.QueryResponse],
     ) -> pb.QueryResponse | bytes:
         """Return the requested tables (all when none is named)."""
+        await _admit(self._limiter, "query", context)
         if request is None:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "request: not a QueryRequest")
         tables = self._node.tables(request.extended)
@@ -208,9 +237,11 @@ def _lenient(message_type: type[_M]) -> Callable[[bytes], _M | None]:
     return parse
 
 
-def _handlers(node: Node) -> list[grpc.GenericRpcHandler]:
-    gossip = GossipServicer(node)
-    query = QueryServicer(node)
+def _handlers(
+    node: Node, limits: LimitsConfig | None, limiter: RateLimiter | None
+) -> list[grpc.GenericRpcHandler]:
+    gossip = GossipServicer(node, limits, limiter)
+    query = QueryServicer(node, limiter)
     return [
         grpc.method_handlers_generic_handler(
             SERVICE_NAMES[0],
@@ -240,15 +271,21 @@ def _handlers(node: Node) -> list[grpc.GenericRpcHandler]:
     ]
 
 
-def build_server(node: Node, health_servicer: health.aio.HealthServicer) -> grpc.aio.Server:
-    """Return an unstarted server with Gossip, Query, health and reflection registered."""
-    server = grpc.aio.server(
-        options=[
-            ("grpc.max_receive_message_length", 16 * 1024 * 1024),
-            ("grpc.max_send_message_length", 16 * 1024 * 1024),
-        ]
-    )
-    server.add_generic_rpc_handlers(_handlers(node))
+def build_server(
+    node: Node,
+    health_servicer: health.aio.HealthServicer,
+    *,
+    limits: LimitsConfig | None = None,
+    limiter: RateLimiter | None = None,
+) -> grpc.aio.Server:
+    """Return an unstarted server with Gossip, Query, health and reflection registered.
+
+    ``limits`` bounds message sizes and contents (default: :class:`LimitsConfig`'s defaults);
+    ``limiter`` rate-limits Gossip and Query per client host (None: no rate limit).
+    """
+    limits = limits or LimitsConfig()
+    server = grpc.aio.server(options=limits.channel_options)
+    server.add_generic_rpc_handlers(_handlers(node, limits, limiter))
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(
         (

@@ -34,7 +34,12 @@ _PushCall = grpc.aio.StreamUnaryCall[bytes, pb.PushReply]
 class GrpcTransport:
     """A :class:`~agent.transports.base.Transport` over grpc.aio, one channel per peer."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_message_bytes: int = MAX_MESSAGE_BYTES) -> None:
+        """``max_message_bytes`` bounds what each channel sends and receives ([limits])."""
+        self._options = [
+            (name, max_message_bytes if name.endswith("_message_length") else value)
+            for name, value in CHANNEL_OPTIONS
+        ]
         self._stubs: dict[str, pb_grpc.GossipStub] = {}
         self._channels: dict[str, grpc.aio.Channel] = {}
         self._streams: dict[str, _PushCall] = {}
@@ -42,9 +47,7 @@ class GrpcTransport:
     def _channel(self, peer: str) -> grpc.aio.Channel:
         channel = self._channels.get(peer)
         if channel is None:
-            channel = self._channels[peer] = grpc.aio.insecure_channel(
-                peer, options=list(CHANNEL_OPTIONS)
-            )
+            channel = self._channels[peer] = grpc.aio.insecure_channel(peer, options=self._options)
         return channel
 
     def _stub(self, peer: str) -> pb_grpc.GossipStub:

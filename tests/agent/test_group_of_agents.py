@@ -9,8 +9,12 @@ import grpc
 import pytest
 
 from agent.convert import update_to_wire, uuid_to_bytes
+from agent.limits import LimitsConfig
 from proto import grstats_pb2 as pb
 from tests.agent.test_runtime import Group, start_group, stats
+
+#: No rate limits: the fuzz tests here check decoding, thousands of messages a second.
+UNLIMITED = LimitsConfig(gossip_rate=0, query_rate=0)
 
 
 def members(agent: object) -> dict[str, dict[str, object]]:
@@ -73,7 +77,7 @@ async def test_member_crash_shows_unreachable_then_offline_still_listed() -> Non
 
 async def test_fuzzing_the_gossip_service() -> None:
     """Thousands of malformed or random exchanges: no member injected, no row changed, agent answers."""
-    group = await start_group(3)
+    group = await start_group(3, limits=UNLIMITED)
     try:
         await group.rounds(2)
         target = group.agents[1]
@@ -116,7 +120,7 @@ async def test_fuzzing_the_gossip_service() -> None:
 
 async def test_fuzzing_the_push_stream() -> None:
     """Malformed messages on Push streams end them with INVALID_ARGUMENT; nothing is injected."""
-    group = await start_group(3)
+    group = await start_group(3, limits=UNLIMITED)
     try:
         await group.rounds(2)
         target = group.agents[1]

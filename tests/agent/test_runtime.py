@@ -13,6 +13,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from agent.convert import table_from_wire, uuid_to_bytes
 from agent.gossip import Key
+from agent.limits import DEFAULT_LIMITS, LimitsConfig
 from agent.registry import MemberRecord, SqliteRegistry
 from agent.runtime import Agent
 from agent.sim.scenario import load_scenario
@@ -45,6 +46,7 @@ class Settings:
     agent_port: int = 7400
     flush_interval_s: float = 5.0
     retention_s: float = 86_400.0
+    limits: LimitsConfig = DEFAULT_LIMITS
 
 
 class Clock:
@@ -103,7 +105,12 @@ class Group:
         return True
 
 
-async def start_group(members: int, scenario: str = "steady", started: int | None = None) -> Group:
+async def start_group(
+    members: int,
+    scenario: str = "steady",
+    started: int | None = None,
+    limits: LimitsConfig = DEFAULT_LIMITS,
+) -> Group:
     """Start ``members`` agents (the first ``started``) with the loop disabled: tests drive it."""
     clock = Clock()
     size = load_scenario(scenario).with_members(members)
@@ -111,7 +118,7 @@ async def start_group(members: int, scenario: str = "steady", started: int | Non
     for index in range(members):
         transport = FaultyTransport(GrpcTransport())
         source = SimulatedSource(size, index, seed=1, group_start_s=START_S, clock=clock.s)
-        agent = Agent(Settings(), source, transport=transport, clock=clock.us)
+        agent = Agent(Settings(limits=limits), source, transport=transport, clock=clock.us)
         agents.append(agent)
         transports.append(transport)
     for agent in agents[: started or members]:

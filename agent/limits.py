@@ -1,0 +1,217 @@
+"""Limits on what peers and clients may send: message sizes, GTID texts, updates, request rates.
+
+The ``[limits]`` section of the agent's config is a :class:`LimitsConfig`; every key has a
+default that a 9-member group never comes near::
+
+    [limits]
+    max_message_bytes = 16777216  # largest gRPC message received or sent, 64 KiB-256 MiB
+    max_gtid_text = 4194304       # longest GTID set text in a message, 1 KiB-max_message_bytes
+    max_updates = 90              # most updates one message may carry, 45-100000
+    gossip_rate = 200             # Exchange calls plus Push messages per second per peer host
+    gossip_burst = 400            # ... and how many may come at once (the bucket's size)
+    query_rate = 2000             # Query reads per second per client host (0: no limit)
+    query_burst = 2000
+    max_clients = 1024            # peer and client hosts whose rates are tracked at once
+
+:class:`RateLimiter` keeps one token bucket per host and kind of request, in a table of at
+most ``max_clients`` entries (the least recently seen is dropped first), so a flood from many
+addresses costs a bounded amount of memory. A host over its rate is logged once when it goes
+over, and once when it is admitted again after a second without refusals (with the count
+refused meanwhile), never per request.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import structlog
+
+from agent.errors import ConfigError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+MIB = 1024 * 1024
+#: Message size limits accepted, in bytes.
+MIN_MESSAGE_BYTES = 64 * 1024
+TOP_MESSAGE_BYTES = 256 * MIB
+#: The fewest updates a message must be allowed: every key of a 9-member group's members.
+MIN_UPDATES = 9 * 5
+MAX_RATE = 1_000_000.0
+MAX_CLIENTS = 1_000_000
+#: An episode of refusals ends at the first request admitted this long after the last refusal.
+EPISODE_QUIET_S = 1.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LimitsConfig:
+    """The ``[limits]`` section: how much a peer or client may send; errors name ``limits.<key>``.
+
+    Attributes:
+        max_message_bytes: the largest gRPC message the agent receives or sends (server and
+            client channels), 64 KiB..256 MiB.
+        max_gtid_text: the longest GTID set text an update may carry, 1024..max_message_bytes.
+        max_updates: the most updates one Exchange or Push message may carry, 45..100000.
+        gossip_rate: Exchange calls plus Push messages admitted per second from one peer host;
+            0 admits all.
+        gossip_burst: how many gossip messages a peer host may send at once, 1..1000000.
+        query_rate: Query reads admitted per second from one client host; 0 admits all.
+        query_burst: how many reads a client host may send at once, 1..1000000.
+        max_clients: hosts whose rates are tracked at once, 16..1000000.
+    """
+
+    max_message_bytes: int = 16 * MIB
+    max_gtid_text: int = 4 * MIB
+    max_updates: int = 2 * 9 * 5
+    gossip_rate: float = 200.0
+    gossip_burst: int = 400
+    query_rate: float = 2000.0
+    query_burst: int = 2000
+    max_clients: int = 1024
+
+    def __post_init__(self) -> None:
+        _check_int(
+            "max_message_bytes", self.max_message_bytes, MIN_MESSAGE_BYTES, TOP_MESSAGE_BYTES
+        )
+        _check_int("max_gtid_text", self.max_gtid_text, 1024, self.max_message_bytes)
+        _check_int("max_updates", self.max_updates, MIN_UPDATES, 100_000)
+        _check_rate("gossip_rate", self.gossip_rate)
+        _check_int("gossip_burst", self.gossip_burst, 1, 1_000_000)
+        _check_rate("query_rate", self.query_rate)
+        _check_int("query_burst", self.query_burst, 1, 1_000_000)
+        _check_int("max_clients", self.max_clients, 16, MAX_CLIENTS)
+
+    @classmethod
+    def from_table(cls, table: object) -> LimitsConfig:
+        """Build the section from a TOML table; errors name ``limits.<key>``."""
+        if isinstance(table, LimitsConfig):
+            return table
+        if not isinstance(table, dict):
+            raise ConfigError(f"limits: {table!r} is not a table ([limits])")
+        try:
+            return cls(**table)
+        except TypeError as exc:
+            raise ConfigError(f"limits: {exc}") from exc
+
+    @property
+    def channel_options(self) -> list[tuple[str, int]]:
+        """The gRPC options bounding the messages a server or channel receives and sends."""
+        return [
+            ("grpc.max_receive_message_length", self.max_message_bytes),
+            ("grpc.max_send_message_length", self.max_message_bytes),
+        ]
+
+
+def _check_int(name: str, value: object, low: int, high: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise ConfigError(f"limits.{name}: {value!r} is not in {low}..{high}")
+
+
+def _check_rate(name: str, value: object) -> None:
+    if (
+        not isinstance(value, int | float)
+        or isinstance(value, bool)
+        or not math.isfinite(value)
+        or not 0 <= value <= MAX_RATE
+    ):
+        raise ConfigError(
+            f"limits.{name}: {value!r} is not 0 (no limit) "
+            f"or a rate in (0, {MAX_RATE:g}] per second"
+        )
+
+
+#: The limits of an agent whose config has no ``[limits]`` section.
+DEFAULT_LIMITS = LimitsConfig()
+
+
+def client_host(peer: str) -> str:
+    """The host of a gRPC peer string (``ipv4:10.0.0.5:51234`` -> ``ipv4:10.0.0.5``).
+
+    Rates are per host, not per connection: a client opening many connections is one client.
+    """
+    if peer.startswith("ipv6:[") and "]" in peer:
+        return peer[: peer.index("]") + 1]
+    if peer.startswith(("ipv4:", "ipv6:")):
+        return peer.rpartition(":")[0]
+    return peer
+
+
+@dataclass(slots=True)
+class _Bucket:
+    tokens: float
+    at: float
+    refused: int = 0  # in the current episode
+    refused_at: float = 0.0
+
+
+class RateLimiter:
+    """Token buckets per (kind, host), at most ``max_clients`` of them: see the module docstring.
+
+    Args:
+        rates: per kind of request (``gossip``, ``query``), its (rate per second, burst);
+            a rate of 0 admits everything of that kind without tracking it.
+        max_clients: the most buckets held; the least recently used goes first.
+        clock: monotonic seconds (injectable for tests).
+        logger: where going over and coming back under are logged.
+    """
+
+    def __init__(
+        self,
+        rates: dict[str, tuple[float, int]],
+        max_clients: int,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        logger: structlog.typing.FilteringBoundLogger | None = None,
+    ) -> None:
+        self._rates = rates
+        self._max = max_clients
+        self._clock = clock
+        self._log = logger or structlog.get_logger()
+        self._buckets: OrderedDict[tuple[str, str], _Bucket] = OrderedDict()
+
+    @classmethod
+    def from_limits(
+        cls, limits: LimitsConfig, logger: structlog.typing.FilteringBoundLogger | None = None
+    ) -> RateLimiter:
+        """The limiter of a ``[limits]`` section."""
+        rates = {
+            "gossip": (limits.gossip_rate, limits.gossip_burst),
+            "query": (limits.query_rate, limits.query_burst),
+        }
+        return cls(rates, limits.max_clients, logger=logger)
+
+    def __len__(self) -> int:
+        """The number of buckets held."""
+        return len(self._buckets)
+
+    def admit(self, kind: str, peer: str) -> bool:
+        """Take one token of ``kind`` for ``peer``'s host; False when it has none left."""
+        rate, burst = self._rates.get(kind, (0.0, 0))
+        if not rate:
+            return True
+        key = (kind, client_host(peer))
+        now = self._clock()
+        bucket = self._buckets.get(key)
+        if bucket is None:
+            bucket = self._buckets[key] = _Bucket(float(burst), now)
+            while len(self._buckets) > self._max:
+                self._buckets.popitem(last=False)
+        else:
+            self._buckets.move_to_end(key)
+            bucket.tokens = min(float(burst), bucket.tokens + (now - bucket.at) * rate)
+            bucket.at = now
+        if bucket.tokens >= 1:
+            bucket.tokens -= 1
+            if bucket.refused and now - bucket.refused_at >= EPISODE_QUIET_S:
+                self._log.info("rate_limit_ended", kind=kind, client=key[1], refused=bucket.refused)
+                bucket.refused = 0
+            return True
+        if not bucket.refused:
+            self._log.warning("rate_limited", kind=kind, client=key[1], rate=rate, burst=burst)
+        bucket.refused += 1
+        bucket.refused_at = now
+        return False
