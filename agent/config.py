@@ -20,6 +20,13 @@ A config file looks like this; every key but ``source`` and its section has a de
     flush_interval_s = 5              # registry flush, 1-3600 s
     log_format = "auto"               # auto, json or console
     log_level = "info"                # debug, info, warning or error
+    token_file = "/etc/grstats/token" # shared secret of Gossip and Query calls; default none
+
+    [tls]                             # serve and dial over TLS; see agent.tls
+    cert_file = "/etc/grstats/tls/db1.pem"   # this member's certificate and key
+    key_file = "/etc/grstats/tls/db1.key"
+    ca_file = "/etc/grstats/tls/ca.pem"      # the group's CA
+    require_client_cert = true        # mutual TLS: peers speak only for their own member
 
     [limits]                          # what a peer or client may send: see agent.limits
     max_message_bytes = 16777216      # also max_gtid_text, max_updates, gossip_rate, ...
@@ -55,12 +62,14 @@ from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeGuard
 
+from agent.auth import read_token
 from agent.errors import ConfigError
 from agent.limits import DEFAULT_LIMITS, LimitsConfig
 from agent.log import LOG_FORMATS, LOG_LEVELS
 from agent.sim.scenario import MAX_MEMBERS, load_scenario
 from agent.sources.mysql_config import MySQLSourceConfig
 from agent.sources.simulated import SimulatedSource
+from agent.tls import TlsConfig
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
@@ -217,6 +226,11 @@ class AgentConfig:
             TOML becomes one, and its errors name ``limits.<key>``.
         log_format: ``auto`` (console on a terminal, else JSON), ``json`` or ``console``.
         log_level: ``debug``, ``info``, ``warning`` or ``error``.
+        tls: the ``[tls]`` section (:class:`~agent.tls.TlsConfig`; a table from TOML becomes
+            one): serve and dial peers over TLS; the agent needs all of ``cert_file``,
+            ``key_file`` and ``ca_file``. None: plain gRPC.
+        token_file: a file holding the shared-secret token every Gossip and Query call must
+            carry (:mod:`agent.auth`); read and checked here, never kept or logged.
     """
 
     source: str
@@ -240,12 +254,15 @@ class AgentConfig:
     limits: LimitsConfig = DEFAULT_LIMITS
     log_format: str = "auto"
     log_level: str = "info"
+    tls: TlsConfig | None = None
+    token_file: Path | None = None
 
     def __post_init__(self) -> None:
         self._check_source()
         object.__setattr__(self, "limits", LimitsConfig.from_table(self.limits))
         self._check_network()
         self._check_timing()
+        self._check_security()
         _check_choice("log_format", self.log_format, LOG_FORMATS)
         _check_choice("log_level", self.log_level, LOG_LEVELS)
 
@@ -312,6 +329,27 @@ class AgentConfig:
                 f"period_s = {self.period_s!r}"
             )
         _check_seconds("flush_interval_s", self.flush_interval_s, 1, 3600)
+
+    def _check_security(self) -> None:
+        tls: object = self.tls  # a table from TOML becomes a TlsConfig
+        if isinstance(tls, dict):
+            tls = TlsConfig(**tls)
+            object.__setattr__(self, "tls", tls)
+        if tls is not None:
+            if not isinstance(tls, TlsConfig):
+                raise ConfigError(f"tls: {tls!r} is not a table ([tls])")
+            for name in ("cert_file", "key_file", "ca_file"):
+                if getattr(tls, name) is None:
+                    raise ConfigError(
+                        f"tls.{name}: missing; an agent serves with its member's certificate "
+                        "and checks its peers' against the group's CA"
+                    )
+        token_file: object = self.token_file  # a string from TOML becomes a Path
+        if token_file is not None:
+            if not isinstance(token_file, str | Path) or not str(token_file).strip():
+                raise ConfigError(f"token_file: {token_file!r} is not a file path")
+            object.__setattr__(self, "token_file", Path(token_file))
+            read_token(Path(token_file), "token_file")
 
     @property
     def advertised(self) -> str:
@@ -394,6 +432,7 @@ _SECTION_KEYS: dict[str, tuple[str, ...]] = {
     "simulated": tuple(f.name for f in fields(SimulatedSourceConfig)),
     "mysql": tuple(f.name for f in fields(MySQLSourceConfig)),
     "limits": tuple(f.name for f in fields(LimitsConfig)),
+    "tls": tuple(f.name for f in fields(TlsConfig)),
 }
 _SECTION_CLASSES: dict[str, type] = {
     "simulated": SimulatedSourceConfig,

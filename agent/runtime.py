@@ -44,6 +44,7 @@ from agent.gtid import GtidSet
 from agent.limits import LimitsConfig, RateLimiter
 from agent.registry import MemberRecord, RegistryError
 from agent.rows import ApplierStatusRow, MemberRow
+from agent.security import Security
 from agent.served import served_tables
 from agent.server import SERVICE_NAMES, build_server, now_us
 from agent.sources.snapshot import GroupView, SourceHealth
@@ -145,12 +146,16 @@ class Agent:
         registry: MemberRegistry | None = None,
         clock: Callable[[], int] = now_us,
         logger: structlog.typing.FilteringBoundLogger | None = None,
+        security: Security | None = None,
     ) -> None:
         self.settings = settings
         self._source = source
         limits = getattr(settings, "limits", None)  # AgentConfig's [limits]; else the defaults
         self.limits = limits if isinstance(limits, LimitsConfig) else LimitsConfig()
-        self._transport: Transport = transport or GrpcTransport(self.limits.max_message_bytes)
+        self.security = security or Security()  #: TLS and token of the server and of peers
+        self._transport: Transport = transport or GrpcTransport(
+            self.limits.max_message_bytes, self.security
+        )
         self._registry = registry
         self._remembered: list[MemberRecord] = []
         self._saved: set[str] = set()  # members in the registry after the last save
@@ -186,9 +191,16 @@ class Agent:
             self._remembered = await asyncio.to_thread(self._registry.load)
             self._saved = {record.member_id for record in self._remembered}
             self._log.info("registry_loaded", members=len(self._remembered))
-        self._server = build_server(self, self._health, limits=self.limits, limiter=self.limiter)
+        self._server = build_server(
+            self,
+            self._health,
+            limits=self.limits,
+            limiter=self.limiter,
+            security=self.security,
+            log=self._log,
+        )
         try:
-            port = self._server.add_insecure_port(self.settings.listen)
+            port = self.security.bind(self._server, self.settings.listen)
         except RuntimeError as exc:
             raise ConfigError(f"listen: cannot bind {self.settings.listen}: {exc}") from exc
         host = self.settings.listen.rsplit(":", 1)[0]

@@ -10,6 +10,7 @@ import time
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import grpc
+import structlog
 from google.protobuf.message import DecodeError, Message
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
@@ -26,6 +27,7 @@ from agent.convert import (
     uuid_from_bytes,
     uuid_to_bytes,
 )
+from agent.identity import certified_members, refusal
 from agent.limits import LimitsConfig, RateLimiter
 from proto import grstats_pb2 as pb
 from proto import grstats_pb2_grpc as pb_grpc
@@ -34,6 +36,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
 
     from agent.gossip import GossipState, MergeResult, Update
+    from agent.security import Security
     from agent.served import Served
 
 _M = TypeVar("_M", bound=Message)
@@ -89,8 +92,10 @@ class GossipServicer(pb_grpc.GossipServicer):  # type: ignore[misc]
         node: Node,
         limits: LimitsConfig | None = None,
         limiter: RateLimiter | None = None,
+        log: structlog.typing.FilteringBoundLogger | None = None,
     ) -> None:
         self._node = node
+        self._log = log or structlog.get_logger()
         self._max_updates = limits.max_updates if limits else MAX_UPDATES
         self._max_gtid_text = limits.max_gtid_text if limits else MAX_GTID_TEXT
         self._limiter = limiter
@@ -104,6 +109,7 @@ class GossipServicer(pb_grpc.GossipServicer):  # type: ignore[misc]
         received = now_us()
         await _admit(self._limiter, "gossip", context)
         sender_member, updates = await self._checked(request, context)
+        await self._authorized(sender_member, updates, context)
         assert request is not None
         try:
             digest = digest_from_wire(request.digest)
@@ -131,10 +137,33 @@ class GossipServicer(pb_grpc.GossipServicer):  # type: ignore[misc]
         async for request in requests:
             await _admit(self._limiter, "gossip", context)
             sender_member, updates = await self._checked(request, context)
+            await self._authorized(sender_member, updates, context)
             assert request is not None
             self._node.accept(updates, request.sender, sender_member)
             accepted += 1
         return pb.PushReply(accepted=accepted)
+
+    async def _authorized(
+        self, sender_member: str, updates: list[Update], context: grpc.aio.ServicerContext[Any, Any]
+    ) -> None:
+        """Abort PERMISSION_DENIED when the peer's certificate is not of the member it speaks for.
+
+        Only peers that presented a certificate are checked (all of them with mutual TLS); see
+        :mod:`agent.identity` for the mapping.
+        """
+        certified = certified_members(context.auth_context())
+        if certified is None:
+            return
+        reason = refusal(certified, sender_member, updates)
+        if reason:
+            self._log.warning(
+                "peer_identity_refused",
+                peer=context.peer(),
+                certified=sorted(certified),
+                sender_member=sender_member,
+                reason=reason,
+            )
+            await context.abort(grpc.StatusCode.PERMISSION_DENIED, reason)
 
     async def _checked(
         self, request: pb.ExchangeRequest | None, context: grpc.aio.ServicerContext[Any, Any]
@@ -238,9 +267,12 @@ def _lenient(message_type: type[_M]) -> Callable[[bytes], _M | None]:
 
 
 def _handlers(
-    node: Node, limits: LimitsConfig | None, limiter: RateLimiter | None
+    node: Node,
+    limits: LimitsConfig | None,
+    limiter: RateLimiter | None,
+    log: structlog.typing.FilteringBoundLogger | None = None,
 ) -> list[grpc.GenericRpcHandler]:
-    gossip = GossipServicer(node, limits, limiter)
+    gossip = GossipServicer(node, limits, limiter, log)
     query = QueryServicer(node, limiter)
     return [
         grpc.method_handlers_generic_handler(
@@ -271,21 +303,27 @@ def _handlers(
     ]
 
 
-def build_server(
+def build_server(  # noqa: PLR0913  (optional parts, by keyword)
     node: Node,
     health_servicer: health.aio.HealthServicer,
     *,
     limits: LimitsConfig | None = None,
     limiter: RateLimiter | None = None,
+    security: Security | None = None,
+    log: structlog.typing.FilteringBoundLogger | None = None,
 ) -> grpc.aio.Server:
     """Return an unstarted server with Gossip, Query, health and reflection registered.
 
     ``limits`` bounds message sizes and contents (default: :class:`LimitsConfig`'s defaults);
     ``limiter`` rate-limits Gossip and Query per client host (None: no rate limit).
+    ``security`` adds the token check (its port is bound with ``security.bind``); ``log``
+    records refused identities and tokens.
     """
     limits = limits or LimitsConfig()
-    server = grpc.aio.server(options=limits.channel_options)
-    server.add_generic_rpc_handlers(_handlers(node, limits, limiter))
+    log = log or structlog.get_logger()
+    interceptors = security.interceptors(SERVICE_NAMES, log) if security else []
+    server = grpc.aio.server(options=limits.channel_options, interceptors=interceptors)
+    server.add_generic_rpc_handlers(_handlers(node, limits, limiter, log))
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(
         (

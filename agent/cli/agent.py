@@ -10,11 +10,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from agent.cli.main import CliError
+from agent.cli.security import add_security_arguments
 from agent.config import AgentConfig, load_config
 from agent.errors import AgentError, ConfigError
 from agent.log import configure_logging, get_logger
 from agent.registry import RegistryError, SqliteRegistry
 from agent.runtime import Agent
+from agent.security import Security
 from agent.sources.mysql import MySQLSource
 
 if TYPE_CHECKING:
@@ -57,6 +59,11 @@ OVERRIDES = {
     "password_env": "mysql.password_env",
     "log_format": "log_format",
     "log_level": "log_level",
+    "tls_cert": "tls.cert_file",
+    "tls_key": "tls.key_file",
+    "tls_ca": "tls.ca_file",
+    "tls_require_client_cert": "tls.require_client_cert",
+    "token_file": "token_file",
 }
 
 
@@ -120,6 +127,7 @@ def register(subparsers: Subparsers) -> None:
         "--log-format", choices=("auto", "json", "console"), help="auto: console on a terminal"
     )
     parser.add_argument("--log-level", choices=("debug", "info", "warning", "error"))
+    add_security_arguments(parser, agent=True)
     parser.set_defaults(handler=run_agent)
 
     members = subparsers.add_parser(
@@ -179,6 +187,7 @@ async def _serve(config: AgentConfig) -> None:
         build_source(config),
         registry=SqliteRegistry.in_directory(config.state_dir),
         logger=get_logger(),
+        security=Security.from_files(config.tls, config.token_file),
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

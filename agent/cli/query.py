@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import grpc
 
 from agent.cli.main import CliError
+from agent.cli.security import add_security_arguments, client_security
 from agent.convert import table_from_wire
 from agent.rows import TABLES, Column, Kind, render
 from agent.served import EXTENDED_COLUMNS
@@ -18,6 +19,7 @@ from proto import grstats_pb2_grpc as pb_grpc
 
 if TYPE_CHECKING:
     from agent.cli.types import Subparsers
+    from agent.security import Security
 
 #: What each word of ``grstats query`` asks for.
 WHAT = {
@@ -67,6 +69,7 @@ def register(subparsers: Subparsers) -> None:
     parser.add_argument(
         "--timeout", type=float, default=5.0, metavar="S", help="seconds to wait (default 5)"
     )
+    add_security_arguments(parser, agent=False)
     parser.set_defaults(handler=run)
 
 
@@ -75,8 +78,9 @@ def run(args: argparse.Namespace) -> int:
     if args.timeout <= 0:
         raise CliError(f"--timeout: {args.timeout:g} is not a positive number of seconds", code=2)
     name = WHAT[args.what]
+    security = client_security(args)
     started = time.monotonic()
-    response = asyncio.run(_read(args.node, name, args.extended, args.timeout))
+    response = asyncio.run(_read(args.node, name, args.extended, args.timeout, security))
     elapsed = time.monotonic() - started
     table = next((t for t in response.tables if t.name == name), None)
     if table is None:
@@ -86,12 +90,16 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _read(node: str, name: str, extended: bool, deadline_s: float) -> pb.QueryResponse:
+async def _read(
+    node: str, name: str, extended: bool, deadline_s: float, security: Security
+) -> pb.QueryResponse:
     request = pb.QueryRequest(tables=[name], extended=extended)
     try:
-        async with grpc.aio.insecure_channel(node) as channel:
+        async with security.channel(node) as channel:
             stub = pb_grpc.QueryStub(channel)
-            response: pb.QueryResponse = await stub.Read(request, timeout=deadline_s)
+            response: pb.QueryResponse = await stub.Read(
+                request, timeout=deadline_s, metadata=security.metadata
+            )
             return response
     except grpc.aio.AioRpcError as exc:
         if exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED:

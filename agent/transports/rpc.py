@@ -10,6 +10,7 @@ import asyncio
 import grpc
 
 from agent.errors import PeerTimeout, PeerUnreachable, TransportError
+from agent.security import Security
 from proto import grstats_pb2 as pb
 from proto import grstats_pb2_grpc as pb_grpc
 
@@ -34,8 +35,11 @@ _PushCall = grpc.aio.StreamUnaryCall[bytes, pb.PushReply]
 class GrpcTransport:
     """A :class:`~agent.transports.base.Transport` over grpc.aio, one channel per peer."""
 
-    def __init__(self, max_message_bytes: int = MAX_MESSAGE_BYTES) -> None:
+    def __init__(
+        self, max_message_bytes: int = MAX_MESSAGE_BYTES, security: Security | None = None
+    ) -> None:
         """``max_message_bytes`` bounds what each channel sends and receives ([limits])."""
+        self._security = security or Security()  # the channels' TLS, the token of every call
         self._options = [
             (name, max_message_bytes if name.endswith("_message_length") else value)
             for name, value in CHANNEL_OPTIONS
@@ -47,7 +51,7 @@ class GrpcTransport:
     def _channel(self, peer: str) -> grpc.aio.Channel:
         channel = self._channels.get(peer)
         if channel is None:
-            channel = self._channels[peer] = grpc.aio.insecure_channel(peer, options=self._options)
+            channel = self._channels[peer] = self._security.channel(peer, self._options)
         return channel
 
     def _stub(self, peer: str) -> pb_grpc.GossipStub:
@@ -62,7 +66,7 @@ class GrpcTransport:
         """Run one Exchange RPC with ``peer``; translate gRPC's errors once, here."""
         try:
             response: pb.ExchangeResponse = await self._stub(peer).Exchange(
-                request, timeout=timeout_s
+                request, timeout=timeout_s, metadata=self._security.metadata
             )
         except grpc.aio.AioRpcError as exc:
             raise _translated(peer, exc, timeout_s) from exc
@@ -88,7 +92,7 @@ class GrpcTransport:
             multicallable = self._channel(peer).stream_unary(
                 PUSH_METHOD, response_deserializer=pb.PushReply.FromString
             )
-            call = self._streams[peer] = multicallable()
+            call = self._streams[peer] = multicallable(metadata=self._security.metadata)
         try:
             async with asyncio.timeout(timeout_s):
                 await call.write(payload)
