@@ -5,7 +5,8 @@ logs only warnings, and names itself. On one machine (``local[...]``, the defaul
 keeps Spark small: no web UI, as many shuffle partitions as cores, and Python workers run by
 this very interpreter (``$PYSPARK_PYTHON`` unless already set) so that they import this
 grstats. On a cluster (``spark://...``,
-``yarn``, ``k8s://...``) those choices are the cluster's: see ``deploy/spark/submit.sh``.
+``yarn``, ``k8s://...``) those choices are the cluster's, and a job started by spark-submit
+without ``--master`` keeps spark-submit's master and settings: see ``deploy/spark/submit.sh``.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ if TYPE_CHECKING:
 #: The master used when none is given: every core of this machine.
 DEFAULT_MASTER = "local[*]"
 
+#: Set by spark-submit in the environment of the Python driver it starts.
+SUBMIT_ENV = "PYSPARK_GATEWAY_PORT"
+
 #: The log4j2 configuration shipped beside this module: warnings only, on stderr.
 LOG4J2_PROPERTIES = Path(__file__).with_name("log4j2.properties")
 
@@ -32,17 +36,25 @@ def is_local(master: str) -> bool:
     return master == "local" or master.startswith("local[")
 
 
-def session_conf(master: str, app_name: str) -> dict[str, str]:
-    """Return the settings :func:`build_session` applies for ``master``, before overrides."""
+def session_conf(master: str | None, app_name: str) -> dict[str, str]:
+    """Return the settings :func:`build_session` applies for ``master``, before overrides.
+
+    ``None`` means spark-submit chose the master: then only the job's own settings are given.
+    """
     conf = {
         "spark.app.name": app_name,
-        "spark.master": master,
         "spark.sql.session.timeZone": "UTC",
-        "spark.driver.extraJavaOptions": f"-Dlog4j2.configurationFile={LOG4J2_PROPERTIES.as_uri()}",
         "spark.ui.showConsoleProgress": "false",
         # Parquet timestamps as microseconds, the spool's unit (Spark's default is INT96).
         "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
     }
+    if master is None:
+        return conf
+    conf["spark.master"] = master
+    # Read when the driver's JVM starts, so only when this process starts it.
+    conf["spark.driver.extraJavaOptions"] = (
+        f"-Dlog4j2.configurationFile={LOG4J2_PROPERTIES.as_uri()}"
+    )
     if is_local(master):
         cores = os.cpu_count() or 1
         conf |= {
@@ -68,13 +80,20 @@ def build_session(
     """
     from pyspark.sql import SparkSession  # noqa: PLC0415 (pyspark is imported only when needed)
 
+    if master is None and SUBMIT_ENV in os.environ:
+        # Started by spark-submit: its --master and --conf are already in the JVM's settings.
+        settings = session_conf(None, app_name) | dict(conf or {})
+        return _get_or_create(SparkSession.builder, settings)
     master = master or DEFAULT_MASTER
     settings = session_conf(master, app_name) | dict(conf or {})
     if is_local(master):
         # PySpark starts its Python workers with $PYSPARK_PYTHON (default: python3 on PATH),
         # not with the spark.pyspark.python setting, which only spark-submit reads.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    builder = SparkSession.builder
+    return _get_or_create(SparkSession.builder, settings)
+
+
+def _get_or_create(builder: SparkSession.Builder, settings: Mapping[str, str]) -> SparkSession:
     for key, value in settings.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()

@@ -33,6 +33,13 @@ class TestSessionConf:
         } & set(conf)
         assert conf["spark.sql.session.timeZone"] == "UTC"
 
+    def test_under_spark_submit_the_master_is_spark_submits(self) -> None:
+        """With no master (spark-submit chose it) only the job's own settings are set."""
+        conf = session_conf(None, "app")
+        assert "spark.master" not in conf
+        assert "spark.driver.extraJavaOptions" not in conf
+        assert conf["spark.sql.session.timeZone"] == "UTC"
+
     def test_the_log_configuration_ships_with_the_package(self) -> None:
         """The driver JVM is pointed at a log4j2 file that exists and logs warnings only."""
         options = session_conf("local", "app")["spark.driver.extraJavaOptions"]
