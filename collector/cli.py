@@ -10,6 +10,7 @@ import signal
 from typing import TYPE_CHECKING
 
 from agent.cli.main import CliError
+from agent.cli.security import add_security_arguments, client_security
 from agent.config import split_address
 from agent.errors import ConfigError
 from agent.log import LOG_FORMATS, LOG_LEVELS, configure_logging, get_logger
@@ -20,6 +21,7 @@ from collector.spool import SpoolSettings, SpoolWriter, SyncPolicy
 
 if TYPE_CHECKING:
     from agent.cli.types import Subparsers
+    from agent.security import Security
     from collector.collect import Progress
 
 EPILOG = """\
@@ -130,6 +132,7 @@ def register(subparsers: Subparsers) -> None:
         "--log-format", choices=LOG_FORMATS, default="auto", help="auto: console on a terminal"
     )
     parser.add_argument("--log-level", choices=LOG_LEVELS, default="info")
+    add_security_arguments(parser, agent=False)
     parser.set_defaults(handler=run)
 
 
@@ -179,6 +182,7 @@ def _flag_named(message: str, args: argparse.Namespace) -> str:
 def run(args: argparse.Namespace) -> int:
     """Collect until SIGTERM, Ctrl-C, --count or --duration; print the summary."""
     poller_settings, spool_settings, limits = settings_from(args)
+    security = client_security(args)
     configure_logging(args.log_format, args.log_level)
     logger = get_logger()
     try:
@@ -186,7 +190,7 @@ def run(args: argparse.Namespace) -> int:
     except (CollectorError, OSError) as exc:
         raise CliError(str(exc)) from exc
     try:
-        progress = asyncio.run(_collect(poller_settings, writer, limits))
+        progress = asyncio.run(_collect(poller_settings, writer, limits, security))
     except (CollectorError, OSError) as exc:
         raise CliError(str(exc)) from exc
     finally:
@@ -208,9 +212,11 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-async def _collect(settings: PollerSettings, writer: SpoolWriter, limits: Limits) -> Progress:
+async def _collect(
+    settings: PollerSettings, writer: SpoolWriter, limits: Limits, security: Security
+) -> Progress:
     logger = get_logger()
-    poller = Poller(settings, logger=logger)
+    poller = Poller(settings, logger=logger, security=security)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):

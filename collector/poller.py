@@ -22,6 +22,7 @@ import structlog
 
 from agent.config import split_address
 from agent.errors import ConfigError
+from agent.security import Security
 from collector.errors import NoAgentAnswered, RecordError
 from collector.records import TABLE_NAMES, record_from_response
 from proto import grstats_pb2 as pb
@@ -88,6 +89,7 @@ class Poller:
         settings: the agents, interval and timeout.
         clock_us: the collector's wall clock, µs since the epoch (stamps ``collected_at_us``).
         logger: where ``agent_failover`` and ``agent_answering`` go.
+        security: TLS and token of the calls (default: plain gRPC, no token).
     """
 
     def __init__(
@@ -96,8 +98,10 @@ class Poller:
         *,
         clock_us: Callable[[], int] = lambda: time.time_ns() // 1000,
         logger: FilteringBoundLogger | None = None,
+        security: Security | None = None,
     ) -> None:
         self.settings = settings
+        self._security = security or Security()
         self._clock_us = clock_us
         self._log: FilteringBoundLogger = logger or structlog.get_logger()
         self._channels: dict[str, grpc.aio.Channel] = {}
@@ -145,10 +149,12 @@ class Poller:
     async def _read(self, node: str) -> pb.QueryResponse:
         channel = self._channels.get(node)
         if channel is None:
-            channel = grpc.aio.insecure_channel(node, options=_CHANNEL_OPTIONS)
+            channel = self._security.channel(node, _CHANNEL_OPTIONS)
             self._channels[node] = channel
         stub = pb_grpc.QueryStub(channel)
-        response: pb.QueryResponse = await stub.Read(self._request, timeout=self.settings.timeout_s)
+        response: pb.QueryResponse = await stub.Read(
+            self._request, timeout=self.settings.timeout_s, metadata=self._security.metadata
+        )
         return response
 
     def _describe(self, exc: grpc.aio.AioRpcError) -> str:

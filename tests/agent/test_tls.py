@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import shutil
+import signal
 import subprocess
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,6 +22,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from structlog.testing import capture_logs
 
 from agent.cli.agent import config_from
+from agent.cli.demo import free_ports
 from agent.cli.main import build_parser, main
 from agent.config import load_config
 from agent.convert import update_to_wire, uuid_to_bytes
@@ -34,6 +38,7 @@ from agent.tls import CertificateFiles, TlsConfig
 from agent.transports import FaultyTransport, GrpcTransport
 from proto import grstats_pb2 as pb
 from proto import grstats_pb2_grpc as pb_grpc
+from tests.agent.cli.test_agent_processes import PYTHON, grstats, wait_until
 from tests.agent.test_runtime import START_S, Clock, Group, Settings, stats
 
 if TYPE_CHECKING:
@@ -500,3 +505,89 @@ class TestConfig:
         config = config_from(args)
         assert config.tls == tls(certs, "m0")
         assert config.token_file == token
+
+
+def start_secure_agent(
+    index: int, ports: list[int], start: int, state: Path, *flags: str
+) -> subprocess.Popen[bytes]:
+    """One grstats agent process of a simulated 3-member group, with ``flags`` added."""
+    return subprocess.Popen(
+        [*PYTHON, "agent", "--source", "simulated", "--members", "3",
+         "--member-index", str(index), "--group-start", str(start),
+         "--listen", f"127.0.0.1:{ports[index]}",
+         "--peers", ",".join(f"127.0.0.1:{port}" for port in ports),
+         "--state-dir", str(state), "--log-format", "json", *flags],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+
+
+class TestAgentProcesses:
+    def test_agents_started_with_tls_and_token_flags(self, certs: Path, tmp_path: Path) -> None:
+        """Agent processes given --tls-* and --token-file; query and collect need the same."""
+        token = write(tmp_path / "token", TOKEN)
+        ports = free_ports(3)
+        start = int(time.time())
+        processes = [
+            start_secure_agent(
+                index,
+                ports,
+                start,
+                tmp_path / str(index),
+                *("--tls-cert", str(certs / f"m{index}.pem")),
+                *("--tls-key", str(certs / f"m{index}.key")),
+                *("--tls-ca", str(certs / "ca.pem")),
+                "--tls-require-client-cert",
+                *("--token-file", str(token)),
+            )
+            for index in range(3)
+        ]
+        client = [
+            *("--tls-ca", str(certs / "ca.pem")),
+            *("--tls-cert", str(certs / "client.pem")),
+            *("--tls-key", str(certs / "client.key")),
+        ]
+
+        def query(port: int, *flags: str) -> subprocess.CompletedProcess[str]:
+            return grstats(
+                "query", "members", "--node", f"127.0.0.1:{port}", "--format", "json",
+                "--extended", "--timeout", "2", *flags,
+            )  # fmt: skip
+
+        def all_connected() -> bool:
+            done = query(ports[2], *client, "--token-file", str(token))
+            rows = json.loads(done.stdout) if done.returncode == 0 else []
+            return sorted(row["MEMBER_ID"] for row in rows if row["CONNECTED"] == "YES") == sorted(
+                UUIDS
+            )
+
+        try:
+            wait_until(all_connected, 30)
+            without_token = query(ports[0], *client)
+            assert without_token.returncode == 1
+            assert "UNAUTHENTICATED" in without_token.stderr
+            assert TOKEN not in without_token.stderr
+            without_certificate = query(ports[0], "--token-file", str(token))
+            assert without_certificate.returncode == 1
+            missing = query(ports[0], "--tls-ca", str(tmp_path / "nope.pem"))
+            assert missing.returncode == 2
+            assert missing.stderr.startswith("grstats: error: --tls-ca: ")
+            node = ("--node", f"127.0.0.1:{ports[1]}", "--format", "json", "--interval", "1")
+            collected = grstats(
+                "collect", *node, "--spool", str(tmp_path / "spool"), "--count", "2",
+                *client, "--token-file", str(token),
+            )  # fmt: skip
+            assert collected.returncode == 0, collected.stderr
+            assert json.loads(collected.stdout)["snapshots"] == 2
+            refused = grstats(
+                "collect", *node, "--spool", str(tmp_path / "refused"), "--duration", "2",
+                *client,
+            )  # fmt: skip
+            assert refused.returncode == 0, refused.stderr
+            assert json.loads(refused.stdout)["snapshots"] == 0
+            assert "UNAUTHENTICATED" in refused.stderr
+        finally:
+            for process in processes:
+                process.send_signal(signal.SIGTERM)
+            for process in processes:
+                assert process.wait(timeout=30) == 0
