@@ -18,6 +18,7 @@ A config file looks like this; every key but ``source`` and its section has a de
     pull_fanout = 1                   # peers push-pulled with each period (relay), 1-8
     rpc_timeout_s = 0.5               # one push, 0.05-30 s and shorter than period_s
     flush_interval_s = 5              # registry flush, 1-3600 s
+    metrics_listen = "0.0.0.0:9474"   # serve Prometheus /metrics here; default: not served
     log_format = "auto"               # auto, json or console
     log_level = "info"                # debug, info, warning or error
     token_file = "/etc/grstats/token" # shared secret of Gossip and Query calls; default none
@@ -220,6 +221,8 @@ class AgentConfig:
             third members, which bridge broken links), 1..8 in turn; unreachable ones skipped.
         rpc_timeout_s: the deadline of one push, 0.05..30 s and shorter than ``period_s``.
         flush_interval_s: how often the registry is written to ``state_dir``, 1..3600 s.
+        metrics_listen: where to serve Prometheus' ``/metrics`` (host:port, port 0: any free
+            port); None (the default) serves no metrics.
         simulated: the simulated source's section (``source = "simulated"``).
         mysql: the MySQL source's section (``source = "mysql"``).
         limits: the ``[limits]`` section (:class:`~agent.limits.LimitsConfig`); a table from
@@ -249,6 +252,7 @@ class AgentConfig:
     pull_fanout: int = 1
     rpc_timeout_s: float = 0.5
     flush_interval_s: float = 5.0
+    metrics_listen: str | None = None
     simulated: SimulatedSourceConfig | None = None
     mysql: MySQLSourceConfig | None = None
     limits: LimitsConfig = DEFAULT_LIMITS
@@ -277,6 +281,8 @@ class AgentConfig:
         _, listen_port = split_address(self.listen, "listen", lowest_port=0)
         if self.advertise is not None:
             split_address(self.advertise, "advertise")
+        if self.metrics_listen is not None:
+            split_address(self.metrics_listen, "metrics_listen", lowest_port=0)
         peers: object = self.peers  # a list from TOML becomes a tuple
         if isinstance(peers, list):
             object.__setattr__(self, "peers", tuple(peers))

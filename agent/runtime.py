@@ -42,6 +42,7 @@ from agent.errors import ConfigError, SourceError, TransportError
 from agent.gossip import Counts, GossipState, Key, MergeResult, Stamp
 from agent.gtid import GtidSet
 from agent.limits import LimitsConfig, RateLimiter
+from agent.metrics import AgentMetrics, serve_metrics
 from agent.registry import MemberRecord, RegistryError
 from agent.rows import ApplierStatusRow, MemberRow
 from agent.security import Security
@@ -53,6 +54,7 @@ from proto import grstats_pb2 as pb
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from wsgiref.simple_server import WSGIServer
 
     import grpc
 
@@ -124,6 +126,11 @@ class RuntimeSettings(Protocol):
         ...
 
     @property
+    def metrics_listen(self) -> str | None:
+        """Where to serve Prometheus' ``/metrics``, host:port; None serves none."""
+        ...
+
+    @property
     def flush_interval_s(self) -> float:
         """Seconds between registry saves."""
         ...
@@ -182,6 +189,9 @@ class Agent:
         self.unreachable: set[str] = set()  #: peers whose last push or exchange failed
         self.periods = 0
         self._cached: tuple[tuple[int, int | None, int], Served] | None = None
+        self.metrics = AgentMetrics()
+        self.metrics_address: str | None = None  #: where /metrics is served, once started
+        self._metrics_server: WSGIServer | None = None
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -208,7 +218,15 @@ class Agent:
         await self._server.start()
         for name in ("", *SERVICE_NAMES):
             await self._health.set(name, health_pb2.HealthCheckResponse.SERVING)
-        self._log.info("agent_started", address=self.address, period_s=self.settings.period_s)
+        self.metrics.watch(lambda: self.tables(extended=True), asyncio.get_running_loop())
+        if self.settings.metrics_listen:
+            self._start_metrics(self.settings.metrics_listen)
+        self._log.info(
+            "agent_started",
+            address=self.address,
+            period_s=self.settings.period_s,
+            metrics=self.metrics_address,
+        )
         self._task = asyncio.create_task(self._loop(), name=f"agent-{self.address}")
 
     async def stop(self, grace_s: float = 1.0) -> None:
@@ -226,12 +244,25 @@ class Agent:
             await asyncio.to_thread(self._registry.close)
         await self._transport.aclose()
         await self._source.aclose()
+        if self._metrics_server is not None:
+            await asyncio.to_thread(self._metrics_server.shutdown)
+            self._metrics_server.server_close()
+            self._metrics_server = None
         self._log.info("agent_stopped", address=self.address, periods=self.periods)
 
     @property
     def serving(self) -> bool:
         """Whether the agent's server is started and not yet stopped."""
         return self._server is not None
+
+    def _start_metrics(self, listen: str) -> None:
+        host, _, port = listen.rpartition(":")
+        try:
+            server, _, bound = serve_metrics(self.metrics, host.strip("[]"), int(port))
+        except OSError as exc:
+            raise ConfigError(f"metrics_listen: cannot bind {listen}: {exc}") from exc
+        self._metrics_server = server
+        self.metrics_address = f"{host}:{bound}"
 
     async def _loop(self) -> None:
         period = self.settings.period_s
@@ -247,6 +278,7 @@ class Agent:
             delay = next_at - time.monotonic()
             if delay < 0:  # overran: skip the periods missed rather than bunch them up
                 self._log.warning("period_overrun", late_s=round(-delay, 3))
+                self.metrics.overran()
                 next_at = time.monotonic()
                 delay = 0
             await asyncio.sleep(delay)
@@ -356,10 +388,12 @@ class Agent:
         try:
             await self._transport.push(peer, payload, self.settings.rpc_timeout_s)
         except TransportError as exc:
+            self.metrics.failed(peer, "push")
             if peer not in self.unreachable:
                 self._log.info("peer_push_failed", peer=peer, error=str(exc))
             self.unreachable.add(peer)
             return
+        self.metrics.sent(peer, "push", len(payload))
         if peer in self.unreachable:
             self.unreachable.discard(peer)
             self._log.info("peer_push_resumed", peer=peer)
@@ -380,13 +414,16 @@ class Agent:
             updates=[update_to_wire(update) for update in own],
             sent_at_us=sent,
         )
+        self.metrics.sent(peer, "exchange", request.ByteSize())
         try:
             response = await self._transport.exchange(peer, request, self.settings.rpc_timeout_s)
         except TransportError as exc:
+            self.metrics.failed(peer, "exchange")
             self._log.info("peer_exchange_failed", peer=peer, error=str(exc))
             self.unreachable.add(peer)
             return
         arrived = self._clock()
+        self.metrics.round_trip(peer, max(0, arrived - sent) / 1_000_000)
         try:
             updates = updates_from_wire(
                 response.updates,
@@ -422,7 +459,9 @@ class Agent:
         """Merge updates a peer pushed (Gossip.Exchange)."""
         if self.state is None:
             return MergeResult()
-        if sender and sender_member in self.state.known_members():
+        # The sender's address is believed only for a known member and one of this agent's
+        # peers: anything may claim to be anyone, and this map must not grow from what it says.
+        if sender and sender_member in self.state.known_members() and sender in self.peers():
             self._agents[sender_member] = sender
         return self._merge(updates, sender)
 

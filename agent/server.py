@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
 
     from agent.gossip import GossipState, MergeResult, Update
+    from agent.metrics import AgentMetrics
     from agent.security import Security
     from agent.served import Served
 
@@ -55,6 +56,7 @@ class Node(Protocol):
 
     address: str
     member_id: str
+    metrics: AgentMetrics
 
     def accept(self, updates: list[Update], sender: str, sender_member: str) -> MergeResult:
         """Merge updates a peer pushed; return what was taken."""
@@ -116,6 +118,7 @@ class GossipServicer(pb_grpc.GossipServicer):  # type: ignore[misc]
         except WireError as exc:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
         self._node.accept(updates, request.sender, sender_member)
+        self._node.metrics.received(self._sender(sender_member), "exchange", request.ByteSize())
         state = self._node.knowledge()
         if state is None:
             return pb.ExchangeResponse(received_at_us=received, sent_at_us=now_us())
@@ -140,8 +143,14 @@ class GossipServicer(pb_grpc.GossipServicer):  # type: ignore[misc]
             await self._authorized(sender_member, updates, context)
             assert request is not None
             self._node.accept(updates, request.sender, sender_member)
+            self._node.metrics.received(self._sender(sender_member), "push", request.ByteSize())
             accepted += 1
         return pb.PushReply(accepted=accepted)
+
+    def _sender(self, member: str) -> str:
+        """The ``member`` label of a sender: its UUID if known, so that labels stay bounded."""
+        state = self._node.knowledge()
+        return member if state is not None and member in state.origins else "unknown"
 
     async def _authorized(
         self, sender_member: str, updates: list[Update], context: grpc.aio.ServicerContext[Any, Any]

@@ -46,6 +46,7 @@ OVERRIDES = {
     "period": "period_s",
     "fanout": "fanout",
     "pull_fanout": "pull_fanout",
+    "metrics_listen": "metrics_listen",
     "source": "source",
     "scenario": "simulated.scenario",
     "member_index": "simulated.member_index",
@@ -90,6 +91,11 @@ def register(subparsers: Subparsers) -> None:
         "--peers", metavar="HOST:PORT,...", help="the other agents (default: discovered)"
     )
     parser.add_argument("--state-dir", metavar="DIR", help="where the member registry lives")
+    parser.add_argument(
+        "--metrics-listen",
+        metavar="HOST:PORT",
+        help="serve Prometheus /metrics here (every member's rows and the agent's own figures)",
+    )
     parser.add_argument(
         "--period", type=float, metavar="SECONDS", help="seconds between exchanges, 1-60"
     )

@@ -42,6 +42,7 @@ class Settings:
     silence_periods: int = 10
     fanout: int = 0
     pull_fanout: int = 1
+    metrics_listen: str | None = None
     rpc_timeout_s: float = 2.0
     agent_port: int = 7400
     flush_interval_s: float = 5.0

@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -29,8 +30,10 @@ def grstats(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]
     )
 
 
-def start_agent(index: int, ports: list[int], start: int, state: Path) -> subprocess.Popen[bytes]:
-    """One agent process of a 3-member simulated group."""
+def start_agent(
+    index: int, ports: list[int], start: int, state: Path, *extra: str
+) -> subprocess.Popen[bytes]:
+    """One agent process of a 3-member simulated group (``extra``: more flags)."""
     peers = ",".join(f"127.0.0.1:{p}" for p in ports)
     return subprocess.Popen(
         [
@@ -54,6 +57,7 @@ def start_agent(index: int, ports: list[int], start: int, state: Path) -> subpro
             str(state / str(index)),
             "--log-format",
             "json",
+            *extra,
         ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -193,6 +197,33 @@ def test_kill_9_then_restart(tmp_path: Path) -> None:
                 process.send_signal(signal.SIGTERM)
         for process in agents:
             process.wait(timeout=15)
+
+
+def test_metrics_listen_serves_prometheus_text(tmp_path: Path) -> None:
+    """An agent process started with --metrics-listen serves /metrics with its own counters."""
+    ports = free_ports(4)
+    agent = start_agent(
+        0, ports[:3], int(time.time()), tmp_path, "--metrics-listen", f"127.0.0.1:{ports[3]}"
+    )
+
+    def scraped() -> str:
+        try:
+            with urllib.request.urlopen(
+                f"http://127.0.0.1:{ports[3]}/metrics", timeout=2
+            ) as answer:
+                return str(answer.read().decode("utf-8"))
+        except OSError:
+            return ""
+
+    try:
+        wait_until(lambda: 'source="local"' in scraped(), 30)
+        text = scraped()
+        assert "# TYPE grstats_transactions_checked_total counter" in text
+        assert "# TYPE grstats_certification_rows gauge" in text
+        assert "grstats_agent_up{" in text
+    finally:
+        agent.send_signal(signal.SIGTERM)
+        assert agent.wait(timeout=15) == 0
 
 
 def test_members_forget(tmp_path: Path) -> None:

@@ -1,0 +1,139 @@
+"""Prometheus /metrics: every member's rows from any agent, and the agent's own figures."""
+
+from __future__ import annotations
+
+import asyncio
+import urllib.request
+from typing import TYPE_CHECKING
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from agent.errors import ConfigError
+from agent.metrics import MEMBER_STATES
+from tests.agent.test_config import agent as agent_config
+from tests.agent.test_runtime import _start_without_loop, start_group, stats
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+
+    from prometheus_client import Metric
+
+    from tests.agent.test_runtime import Group
+
+
+@pytest.fixture(name="group")
+async def _group() -> AsyncIterator[Group]:
+    """Three agents; the third serves /metrics on a free port."""
+    group = await start_group(3, started=2)
+    group.agents[2].settings.metrics_listen = "127.0.0.1:0"  # type: ignore[misc]
+    await _start_without_loop(group.agents[2])
+    addresses = tuple(agent.address for agent in group.agents)  # the third's port is known now
+    for agent in group.agents:
+        agent.settings.peers = addresses  # type: ignore[misc]
+    yield group
+    for agent in group.agents:
+        await agent.stop(grace_s=0)
+
+
+async def scrape(address: str) -> dict[str, Metric]:
+    """GET /metrics (off the event loop, which builds the tables) and parse it by family."""
+
+    def get() -> str:
+        with urllib.request.urlopen(f"http://{address}/metrics", timeout=5) as answer:
+            return str(answer.read().decode("utf-8"))
+
+    text = await asyncio.to_thread(get)
+    return {family.name: family for family in text_string_to_metric_families(text)}
+
+
+def by_member(family: Metric, **labels: str) -> dict[str, float]:
+    """The family's sample values by member_id, among samples with ``labels``."""
+    return {
+        sample.labels["member_id"]: sample.value
+        for sample in family.samples
+        if all(sample.labels.get(key) == value for key, value in labels.items())
+        and not sample.name.endswith("_created")
+    }
+
+
+async def test_every_members_counters_and_gauges(group: Group) -> None:
+    """Any agent exposes all members' stats with MySQL's values; counters and gauges typed right."""
+    await group.rounds(2)
+    scraped = group.agents[2]
+    assert scraped.metrics_address is not None
+    families = await scrape(scraped.metrics_address)
+    rows = stats(scraped)
+    checked = families["grstats_transactions_checked"]
+    assert checked.type == "counter"
+    assert by_member(checked) == {
+        m: float(r["COUNT_TRANSACTIONS_CHECKED"]) for m, r in rows.items()
+    }
+    validating = families["grstats_certification_rows"]
+    assert validating.type == "gauge"  # not a counter: GC shrinks it
+    assert by_member(validating) == {
+        m: float(r["COUNT_TRANSACTIONS_ROWS_VALIDATING"]) for m, r in rows.items()
+    }
+    assert families["grstats_applier_queue_transactions"].type == "gauge"
+    assert by_member(families["grstats_agent_up"]) == dict.fromkeys(rows, 1.0)
+    online = by_member(families["grstats_member_state"], state="ONLINE")
+    assert online == dict.fromkeys(rows, 1.0)
+    states = {s.labels["state"] for s in families["grstats_member_state"].samples}
+    assert states == set(MEMBER_STATES)
+    sources = {s.labels["member_id"]: s.labels["source"] for s in checked.samples}
+    assert sources[scraped.member_id] == "local"
+    assert {sources[a.member_id] for a in group.agents[:2]} == {a.address for a in group.agents[:2]}
+    ports = {s.labels["member_port"] for s in checked.samples}
+    assert all(port.isdigit() for port in ports)
+
+
+async def test_agent_up_stays_at_zero_for_a_silent_agent(group: Group) -> None:
+    """A member whose agent falls silent keeps its series, with grstats_agent_up at 0."""
+    await group.rounds(2)
+    silent = group.agents[0]
+    for transport in group.transports[1:]:
+        transport.broken.add(silent.address)
+    group.transports[0].broken.update(agent.address for agent in group.agents[1:])
+    await group.rounds(11)
+    families = await scrape(group.agents[2].metrics_address or "")
+    up = by_member(families["grstats_agent_up"])
+    assert up[silent.member_id] == 0.0
+    assert up[group.agents[1].member_id] == 1.0
+    assert silent.member_id in by_member(families["grstats_transactions_checked"])
+
+
+async def test_the_agents_own_figures(group: Group) -> None:
+    """Messages and bytes per peer and kind, exchange round trips and failures are counted."""
+    await group.rounds(3)
+    group.transports[2].broken.add(group.agents[0].address)
+    await group.rounds(1)
+    families = await scrape(group.agents[2].metrics_address or "")
+    sent = families["grstats_gossip_messages_sent"]
+    pushes = {
+        s.labels["peer"]: s.value
+        for s in sent.samples
+        if s.name.endswith("_total") and s.labels["kind"] == "push"
+    }
+    assert pushes[group.agents[1].address] == 4.0  # one per period
+    assert pushes[group.agents[0].address] == 3.0  # the 4th failed
+    received = families["grstats_gossip_messages_received"]
+    from_members = {s.labels["member"] for s in received.samples if s.name.endswith("_total")}
+    assert {group.agents[0].member_id, group.agents[1].member_id} <= from_members
+    errors = families["grstats_gossip_errors"]
+    failed = {
+        (s.labels["peer"], s.labels["kind"]): s.value
+        for s in errors.samples
+        if s.name.endswith("_total")
+    }
+    assert failed[(group.agents[0].address, "push")] == 1.0
+    trips = families["grstats_peer_round_trip_seconds"]
+    counts = [s.value for s in trips.samples if s.name.endswith("_count")]
+    assert sum(counts) >= 3  # one exchange per period
+
+
+def test_metrics_listen_is_validated() -> None:
+    """A metrics_listen that is not host:port is refused, naming the key; unset serves none."""
+    assert agent_config().metrics_listen is None
+    assert agent_config(metrics_listen="127.0.0.1:0").metrics_listen == "127.0.0.1:0"
+    with pytest.raises(ConfigError, match=r"^metrics_listen: "):
+        agent_config(metrics_listen="nope")
