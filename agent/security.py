@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 import grpc
 
 from agent.auth import TokenInterceptor, read_token, token_metadata
+from agent.tls import FileWatch
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -35,6 +36,11 @@ class Security:
 
     tls: TlsConfig | None = None
     token: str | None = field(default=None, repr=False)
+    _watch: FileWatch | None = field(default=None, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.tls is not None:
+            object.__setattr__(self, "_watch", FileWatch(self.tls))
 
     @classmethod
     def from_files(
@@ -62,6 +68,14 @@ class Security:
     ) -> list[grpc.aio.ServerInterceptor]:
         """The server interceptors: the token check on ``services`` when there is a token."""
         return [] if self.token is None else [TokenInterceptor(self.token, services, log)]
+
+    def renewed(self) -> bool:
+        """Whether the TLS files changed to a set that loads since the last call said so.
+
+        A client that keeps channels open (the agent's transport) asks before its calls and
+        reopens them when true, so that it presents a renewed certificate without a restart.
+        """
+        return self._watch is not None and self._watch.changed()
 
     def channel(self, target: str, options: Sequence[tuple[str, object]] = ()) -> grpc.aio.Channel:
         """A client channel to ``target``, over TLS (with this side's certificate) if set."""

@@ -8,12 +8,14 @@ when it dials its peers. How a certificate names the member it may speak for is 
 :mod:`agent.identity`.
 
 The server re-reads the three files when one of them changes (by modification time or
-size), at the next connection: a renewed certificate needs no restart. Connections already
-open keep the certificate they were made with.
+size), at the next connection, and the agent's transport reconnects to its peers with the
+new files (see :meth:`agent.security.Security.renewed`): a renewed certificate needs no
+restart. Connections the server already accepted keep the certificate they were made with.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import ssl
 import threading
 from dataclasses import dataclass
@@ -131,23 +133,20 @@ class TlsConfig:
         )
 
 
-class CertificateFiles:
-    """The server's certificate files, re-read when one of them changes.
+class FileWatch:
+    """Notices when the files of a :class:`TlsConfig` change to a set that loads.
 
-    gRPC calls :meth:`fetch` before each new TLS handshake (from its own threads); it returns
-    a new configuration when a file's modification time or size changed since the last read,
-    else None (keep the current one). A file caught half-written fails to load: the current
-    configuration stays, and the next handshake tries again.
+    A change is a file's modification time or size. :meth:`changed` is true once per change,
+    and only when the new files pass :class:`TlsConfig`'s checks: a set caught half-replaced
+    (a new certificate beside the old key) is not a change yet, and is looked at again on the
+    next call. Safe to call from several threads.
     """
 
     def __init__(self, config: TlsConfig) -> None:
-        assert config.cert_file is not None
-        assert config.key_file is not None
         self._config = config
         self._paths = [path for path in (config.cert_file, config.key_file, config.ca_file) if path]
         self._lock = threading.Lock()
         self._seen = self._stamps()
-        self.reloads = 0  #: configurations read after the first
 
     def _stamps(self) -> tuple[tuple[int, int], ...]:
         stamps = []
@@ -159,6 +158,35 @@ class CertificateFiles:
             else:
                 stamps.append((status.st_mtime_ns, status.st_size))
         return tuple(stamps)
+
+    def changed(self) -> bool:
+        """Whether the files changed, to a set that loads, since the last change seen."""
+        with self._lock:
+            stamps = self._stamps()
+            if stamps == self._seen:
+                return False
+            try:
+                dataclasses.replace(self._config)  # checks the files anew
+            except ConfigError:
+                return False
+            self._seen = stamps
+            return True
+
+
+class CertificateFiles:
+    """The server's certificate files, re-read when one of them changes.
+
+    gRPC calls :meth:`fetch` before each new TLS handshake (from its own threads); it returns
+    a new configuration when the files changed (see :class:`FileWatch`), else None (keep the
+    current one).
+    """
+
+    def __init__(self, config: TlsConfig) -> None:
+        assert config.cert_file is not None
+        assert config.key_file is not None
+        self._config = config
+        self._watch = FileWatch(config)
+        self.reloads = 0  #: configurations read after the first
 
     def configuration(self) -> grpc.ServerCertificateConfiguration:
         """The files' contents now, as a server certificate configuration."""
@@ -172,23 +200,14 @@ class CertificateFiles:
 
     def fetch(self) -> grpc.ServerCertificateConfiguration | None:
         """A new configuration when the files changed since the last read, else None."""
-        with self._lock:
-            stamps = self._stamps()
-            if stamps == self._seen:
-                return None
-            try:
-                TlsConfig(
-                    cert_file=self._config.cert_file,
-                    key_file=self._config.key_file,
-                    ca_file=self._config.ca_file,
-                    require_client_cert=self._config.require_client_cert,
-                )
-                configuration = self.configuration()
-            except (ConfigError, OSError):
-                return None
-            self._seen = stamps
-            self.reloads += 1
-            return configuration
+        if not self._watch.changed():
+            return None
+        try:
+            configuration = self.configuration()
+        except OSError:
+            return None
+        self.reloads += 1
+        return configuration
 
 
 def _read(path: Path | None) -> bytes | None:

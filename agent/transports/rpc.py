@@ -47,12 +47,32 @@ class GrpcTransport:
         self._stubs: dict[str, pb_grpc.GossipStub] = {}
         self._channels: dict[str, grpc.aio.Channel] = {}
         self._streams: dict[str, _PushCall] = {}
+        self._generation = 0  # bumped when the TLS files change: channels are made anew
+        self._made: dict[str, int] = {}  # peer -> the generation its channel was made in
 
     def _channel(self, peer: str) -> grpc.aio.Channel:
         channel = self._channels.get(peer)
         if channel is None:
             channel = self._channels[peer] = self._security.channel(peer, self._options)
+            self._made[peer] = self._generation
         return channel
+
+    def _stale(self, peer: str) -> bool:
+        """Whether ``peer``'s channel was made with TLS files that have since been replaced."""
+        if self._security.renewed():
+            self._generation += 1
+        return self._made.get(peer, self._generation) != self._generation
+
+    async def _renew(self, peer: str) -> None:
+        """Close ``peer``'s stale channel and stream: the next call dials with the new files."""
+        if not self._stale(peer):
+            return
+        call = self._streams.pop(peer, None)
+        if call is not None:
+            call.cancel()
+        self._stubs.pop(peer, None)
+        del self._made[peer]
+        await self._channels.pop(peer).close()
 
     def _stub(self, peer: str) -> pb_grpc.GossipStub:
         stub = self._stubs.get(peer)
@@ -64,6 +84,7 @@ class GrpcTransport:
         self, peer: str, request: pb.ExchangeRequest, timeout_s: float
     ) -> pb.ExchangeResponse:
         """Run one Exchange RPC with ``peer``; translate gRPC's errors once, here."""
+        await self._renew(peer)
         try:
             response: pb.ExchangeResponse = await self._stub(peer).Exchange(
                 request, timeout=timeout_s, metadata=self._security.metadata
@@ -73,16 +94,18 @@ class GrpcTransport:
         return response
 
     def streaming(self, peer: str) -> bool:
-        """Whether a push stream to ``peer`` is open."""
+        """Whether a push stream to ``peer`` is open (and not about to be renewed)."""
         call = self._streams.get(peer)
-        return call is not None and not call.done()
+        return call is not None and not call.done() and not self._stale(peer)
 
     async def push(self, peer: str, payload: bytes, timeout_s: float) -> None:
         """Write ``payload`` on the push stream to ``peer``, opening the stream if needed.
 
         A stream that ended (the peer restarted, or refused a message) or a write that fails
         or takes longer than ``timeout_s`` drops the stream; the next push opens a new one.
+        When the TLS files changed, the channel is dialled again first, with the new files.
         """
+        await self._renew(peer)
         call = self._streams.get(peer)
         if call is not None and call.done():
             del self._streams[peer]
@@ -120,6 +143,7 @@ class GrpcTransport:
             await channel.close()
         self._channels.clear()
         self._stubs.clear()
+        self._made.clear()
 
 
 async def _ended(peer: str, call: _PushCall) -> None:

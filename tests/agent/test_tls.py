@@ -306,6 +306,45 @@ class TestServerTlsOnly:
         finally:
             await stop_all(group)
 
+    async def test_agent_dials_its_peers_with_renewed_files(
+        self, certs: Path, tmp_path: Path
+    ) -> None:
+        """New files under a running agent's paths are what it presents to its peers next."""
+        for name in ("m1.pem", "m1.key", "ca.pem"):
+            shutil.copy(certs / name, tmp_path / name)
+        group = await start_secure_group(
+            [Security(tls(certs, "m0")), Security(tls(tmp_path, "m1"))]
+        )
+        first, second = group.agents
+        try:
+            await group.rounds(2)
+            assert not second.unreachable
+            # m2's certificate under m1's paths: m1's agent now speaks with m2's identity.
+            shutil.copy(certs / "m2.pem", tmp_path / "m1.pem")
+            shutil.copy(certs / "m2.key", tmp_path / "m1.key")
+            with capture_logs() as logs:
+                group.clock.seconds += 1
+                for agent in group.agents:
+                    await agent.run_period()
+            assert first.address in second.unreachable
+            refused = [log for log in logs if log["event"] == "peer_identity_refused"]
+            assert refused
+            assert refused[0]["certified"] == [UUIDS[2]]
+            # Its own certificate back: it is heard again, without a restart.
+            shutil.copy(certs / "m1.pem", tmp_path / "m1.pem")
+            shutil.copy(certs / "m1.key", tmp_path / "m1.key")
+            await group.rounds(2)
+            assert not second.unreachable
+            assert first.state is not None
+            assert second.state is not None
+            held = first.state.value(second.member_id, Key.COUNTS)
+            latest = second.state.value(second.member_id, Key.COUNTS)
+            assert held is not None
+            assert latest is not None
+            assert held.update.stamp == latest.update.stamp
+        finally:
+            await stop_all(group)
+
     def test_fetch_returns_a_configuration_only_after_a_change(
         self, certs: Path, tmp_path: Path
     ) -> None:
