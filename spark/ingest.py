@@ -32,7 +32,7 @@ import shutil
 import signal
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -90,6 +90,7 @@ class IngestResult:
         quarantined: the corrupt segments this run set aside.
         seconds: wall time of the run.
         cleaned: leftovers of a crashed run that were deleted first.
+        files: data files this run added.
     """
 
     commit: int | None
@@ -101,7 +102,7 @@ class IngestResult:
     quarantined: tuple[Quarantined, ...] = ()
     seconds: float = 0.0
     cleaned: int = 0
-    files: int = field(default=0)
+    files: int = 0
 
     @property
     def rows_per_second(self) -> float:
