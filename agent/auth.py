@@ -3,7 +3,9 @@
 Every agent of a group and every client are given the same token in a file (``token_file``,
 ``--token-file``). Clients send it on each call as ``authorization: Bearer <token>``; the
 server's :class:`TokenInterceptor` answers UNAUTHENTICATED to a Gossip or Query call whose
-token is missing or wrong (compared in constant time) and logs the refusal, never the token.
+token is missing or wrong (compared in constant time) and logs the refusal, never the token
+(at most once per 10 s per reason, with the count of the refusals not logged, so that a
+flood of bad calls does not flood the log).
 Health and reflection stay open: they tell nothing about the members. The token protects
 nothing on the wire by itself: use it on a trusted network, or with TLS.
 """
@@ -11,6 +13,7 @@ nothing on the wire by itself: use it on a trusted network, or with TLS.
 from __future__ import annotations
 
 import hmac
+import time
 from typing import TYPE_CHECKING, Any
 
 import grpc
@@ -25,6 +28,8 @@ if TYPE_CHECKING:
 
 #: The metadata key the token travels under.
 METADATA_KEY = "authorization"
+#: A refusal is logged at most this often per reason, with the count of those not logged.
+LOG_EVERY_S = 10.0
 #: A token's length bounds, in characters.
 MIN_TOKEN_CHARS = 16
 MAX_TOKEN_CHARS = 4096
@@ -68,6 +73,8 @@ class TokenInterceptor(grpc.aio.ServerInterceptor):
         self._expected = f"Bearer {token}".encode("ascii")
         self._services = frozenset(services)
         self._log = log
+        self._logged_at: dict[str, float] = {}  # reason -> when last logged (monotonic)
+        self._unlogged: dict[str, int] = {}  # reason -> refusals since then, not logged
 
     async def intercept_service(
         self,
@@ -88,7 +95,23 @@ class TokenInterceptor(grpc.aio.ServerInterceptor):
         if hmac.compare_digest(presented, self._expected):
             return handler
         reason = "no token" if not presented else "wrong token"
-        return _refusing(handler, method, reason, self._log)
+        return _refusing(handler, method, reason, self._refused)
+
+    def _refused(self, method: str, peer: str, reason: str) -> None:
+        """Log a refusal: the first, then at most one per ``LOG_EVERY_S`` per reason."""
+        now = time.monotonic()
+        last = self._logged_at.get(reason)
+        if last is not None and now - last < LOG_EVERY_S:
+            self._unlogged[reason] = self._unlogged.get(reason, 0) + 1
+            return
+        self._logged_at[reason] = now
+        self._log.warning(
+            "rpc_unauthenticated",
+            method=method,
+            peer=peer,
+            reason=reason,
+            unlogged=self._unlogged.pop(reason, 0),
+        )
 
     def _guarded(self, method: str) -> bool:
         _, _, rest = method.partition("/")
@@ -99,12 +122,12 @@ def _refusing(
     handler: grpc.RpcMethodHandler[Any, Any],
     method: str,
     reason: str,
-    log: structlog.typing.FilteringBoundLogger,
+    note: Callable[[str, str, str], None],
 ) -> grpc.RpcMethodHandler[Any, Any]:
-    """A handler of ``handler``'s kind that logs and aborts UNAUTHENTICATED."""
+    """A handler of ``handler``'s kind that notes the refusal and aborts UNAUTHENTICATED."""
 
     async def refuse(_request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> None:
-        log.warning("rpc_unauthenticated", method=method, peer=context.peer(), reason=reason)
+        note(method, context.peer(), reason)
         await context.abort(grpc.StatusCode.UNAUTHENTICATED, f"{reason}: give the group's token")
 
     if handler.request_streaming and handler.response_streaming:

@@ -386,6 +386,18 @@ class TestToken:
         assert wrong not in repr(logs)
         assert await read_tables(address, Security(token=TOKEN)) == 3
 
+    async def test_a_flood_of_refusals_is_logged_once(self, token_group: Group) -> None:
+        """Twenty calls with a wrong token are all refused and logged once per reason."""
+        address = token_group.agents[2].address
+        with capture_logs() as logs:
+            for _ in range(20):
+                with pytest.raises(grpc.aio.AioRpcError) as raised:
+                    await read_tables(address, Security(), "wrong-token-of-another-group-000")
+                assert raised.value.code() == grpc.StatusCode.UNAUTHENTICATED
+        refused = [log for log in logs if log["event"] == "rpc_unauthenticated"]
+        assert len(refused) == 1
+        assert refused[0]["unlogged"] == 0
+
     async def test_gossip_needs_the_token_and_health_does_not(self, token_group: Group) -> None:
         """Gossip without the token is UNAUTHENTICATED; the health check stays open."""
         address = token_group.agents[1].address
