@@ -101,17 +101,13 @@ class TlsConfig:
                     f"tls.cert_file: {str(self.cert_file)!r} holds no PEM certificate: {exc}"
                 ) from exc
             try:
-                context.load_cert_chain(self.cert_file, self.key_file)
+                # An empty password: an encrypted key fails here rather than prompting.
+                context.load_cert_chain(self.cert_file, self.key_file, password=b"")
             except (ssl.SSLError, OSError) as exc:
                 raise ConfigError(
                     f"tls.key_file: {str(self.key_file)!r} is not the unencrypted PEM key of "
                     f"tls.cert_file {str(self.cert_file)!r}: {exc}"
                 ) from exc
-
-    @property
-    def mutual(self) -> bool:
-        """Whether this side presents a certificate of its own."""
-        return self.cert_file is not None
 
     def server_credentials(self) -> grpc.ServerCredentials:
         """Server credentials that re-read the files when they change (see the module doc)."""

@@ -487,14 +487,22 @@ class TestConfig:
         assert str(raised.value).startswith(message), raised.value
 
     def test_files_that_do_not_parse_name_their_key(self, certs: Path, tmp_path: Path) -> None:
-        """A garbage CA, a garbage certificate and another certificate's key name their key."""
+        """A garbage CA or certificate, another certificate's key, an encrypted key: named."""
         garbage = write(tmp_path / "garbage.pem", "not a certificate\n")
+        encrypted = tmp_path / "encrypted.key"
+        openssl = shutil.which("openssl")
+        assert openssl is not None
+        subprocess.run(
+            [openssl, "ec", "-in", str(certs / "m0.key"), "-aes256", "-passout", "pass:secret",
+             "-out", str(encrypted)],
+            check=True, capture_output=True, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
         cases = {
             "tls.ca_file": {"tls__ca_file": str(garbage)},
             "tls.cert_file": {"tls__cert_file": str(garbage)},
             "tls.key_file": {"tls__key_file": str(certs / "m1.key")},
         }
-        for key, keys in cases.items():
+        for key, keys in [*cases.items(), ("tls.key_file", {"tls__key_file": str(encrypted)})]:
             with pytest.raises(ConfigError) as raised:
                 load_config(None, self.overrides(certs, **keys))
             assert str(raised.value).startswith(f"{key}: "), raised.value
