@@ -28,7 +28,7 @@ from spark.report.percentiles import group_percentiles, member_percentiles
 from spark.report.series import MINUTE, bucket_seconds, member_series, minute_series
 from spark.report.snapshots import group_snapshots
 from spark.report.source import select_range
-from spark.report.steps import gauges, member_steps
+from spark.report.steps import gauges, member_key_collisions, member_steps
 from spark.report.summary import PERCENTILE_METHOD, build_summary, empty_summary
 from spark.report.worst import worst_minutes
 from spark.table import META_DIR, TableError, read_member_rows
@@ -203,6 +203,9 @@ def _compute(
     count = snapshots.count()
     step(f"the group at each of {count:,} snapshots")
     minutes = member_minutes(runs).persist(StorageLevel.MEMORY_AND_DISK)
+    shared = member_key_collisions(minutes)
+    if shared:  # two UUIDs with one 64-bit hash: never seen, but then the steps would mix
+        raise ReportInputError(f"members {', '.join(shared)} share a sort key (xxhash64)")
     segment_rows = segments(runs)
     all_episodes = (
         episodes(segment_rows, "state")

@@ -97,6 +97,18 @@ STEPS = schema(
 )
 
 
+def member_key() -> Column:
+    """The member's sort key: xxhash64 of MEMBER_ID."""
+    return F.xxhash64("member_id")
+
+
+def member_key_collisions(member_ids: DataFrame) -> list[str]:
+    """Return the members (of a frame with a ``member_id`` column) that share a sort key."""
+    keyed = member_ids.select("member_id").distinct().withColumn("key", member_key())
+    shared = keyed.groupBy("key").agg(F.count(F.lit(1)).alias("n")).filter(F.col("n") > 1)
+    return sorted(r["member_id"] for r in keyed.join(shared, "key").collect())
+
+
 def gauges(rows: DataFrame, flow_control_threshold: int) -> DataFrame:
     """Return GAUGES_SCHEMA rows: state, freshness, sampled gauges and raw counters.
 
@@ -143,7 +155,10 @@ def member_steps(rows: DataFrame, flow_control_threshold: int, max_gap_s: float)
 
     All window functions share one partitioning and order: Spark sorts the rows once.
     """
-    by_member = Window.partitionBy("member_id").orderBy("collected_at")
+    # Partitioned by a 64-bit hash of the member's UUID: sorting on a long is far cheaper
+    # than on a 36-character string whose first bytes repeat on every row of the member.
+    # :func:`member_key_collisions` checks that no two members of a range share a hash.
+    by_member = Window.partitionBy(member_key()).orderBy("collected_at")
     t = epoch_seconds("collected_at")
     prev_t = F.lag(t).over(by_member)
     next_t = F.lead(t).over(by_member)

@@ -119,3 +119,20 @@ class TestGauges:
             )
         ]
         assert collect_rows(gauges(frame(spark, rows), 25_000))[0]["throttling"] is throttling
+
+
+class TestMemberKey:
+    def test_members_sharing_a_sort_key_are_named(
+        self, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Distinct UUIDs have distinct keys; if two ever shared one, both are named."""
+        from pyspark.sql import functions as F  # noqa: PLC0415, N812
+
+        from spark.report import steps  # noqa: PLC0415
+
+        rows = frame(spark, [row("a", 0), row("b", 0), row("b", 1), row("c", 0)])
+        assert steps.member_key_collisions(rows) == []
+        monkeypatch.setattr(
+            steps, "member_key", lambda: F.when(F.col("member_id") == "c", 1).otherwise(0)
+        )
+        assert steps.member_key_collisions(rows) == ["a", "b"]
