@@ -56,6 +56,7 @@ bench: $(VENV)/.installed-bench ## run the benchmarks (not part of make test); f
 	$(BIN)/python tests/benchmarks/bench_gtid.py --json bench-results/gtid.json
 	$(BIN)/python tests/benchmarks/bench_simulator.py
 	$(BIN)/python tests/benchmarks/bench_agent.py
+	$(BIN)/python -m tests.benchmarks.bench_load
 	$(BIN)/python -m tests.benchmarks.bench_mysql_read
 	$(BIN)/python tests/benchmarks/bench_spool.py
 	$(BIN)/python tests/benchmarks/bench_spark.py --json bench-results/spark.json

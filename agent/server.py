@@ -239,7 +239,7 @@ class QueryServicer(pb_grpc.QueryServicer):  # type: ignore[misc]
                 grpc.StatusCode.INVALID_ARGUMENT,
                 f"tables: {unknown[0]!r} is not one of {', '.join(sorted(tables))}",
             )
-        names = tuple(request.tables) or tuple(tables)
+        names = tuple(dict.fromkeys(request.tables)) or tuple(tables)  # each table once
         answer = pb.QueryResponse(
             agent=self._node.address,
             member=uuid_to_bytes(self._node.member_id) if self._node.member_id else b"",
