@@ -237,7 +237,7 @@ class QueryServicer(pb_grpc.QueryServicer):  # type: ignore[misc]
         if unknown:
             await context.abort(
                 grpc.StatusCode.INVALID_ARGUMENT,
-                f"tables: {unknown[0]!r} is not one of {', '.join(sorted(tables))}",
+                f"tables: {unknown[0][:64]!r} is not one of {', '.join(sorted(tables))}",
             )
         names = tuple(dict.fromkeys(request.tables)) or tuple(tables)  # each table once
         answer = pb.QueryResponse(

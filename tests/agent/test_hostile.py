@@ -55,15 +55,16 @@ class Hostile:
         self.held = [update_to_wire(u) for u in target.state.updates_for({})]
         pieces = "".join(chr(self.rng.randrange(32, 0x2FFF)) for _ in range(300))
         self.texts = [pieces[:size] for size in (0, 1, 255, 256)] + [
-            pieces * (size // 300) for size in (1_200, 70_200, 1_100_100)
+            pieces * (size // 300) for size in (1_200, 70_200)
         ]
+        self.huge = "9" * (4 * 1024 * 1024 + 1)  # over max_gtid_text (4 MiB)
 
     def uuid(self) -> bytes:
         """A member nobody knows."""
         return uuid.UUID(int=self.rng.getrandbits(128)).bytes
 
     def text(self) -> str:
-        """A string from empty to over 1 MiB, of any characters (drawn from a pool made once)."""
+        """A string from empty to 70,200 characters of any kind (drawn from a pool made once)."""
         return self.rng.choice(self.texts)
 
     def counts(self) -> pb.Counts:
@@ -97,9 +98,8 @@ class Hostile:
                 pb.Applier(last_queued_transaction=self.text(), last_queued_original_commit_us=U64)
             )
         elif kind == 3:
-            update.gtid_executed = self.rng.choice(
-                [self.text(), "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-" + "9" * 30]
-            )
+            texts = [self.text(), "3e11fa47-71ca-11e1-9e33-c80aa9429562:1-" + "9" * 30]
+            update.gtid_executed = self.huge if self.rng.random() < 0.02 else self.rng.choice(texts)
         else:
             update.health.CopyFrom(pb.Health(ok=False, message=self.text()))
 
@@ -210,10 +210,10 @@ async def _drain(call: grpc.aio.StreamStreamCall[bytes, bytes]) -> None:
 async def fuzz_gossip(channel: grpc.aio.Channel, hostile: Hostile, codes: Codes) -> None:
     """Hostile Exchange calls, then hostile Push streams (a malformed message ends a stream)."""
     exchange = channel.unary_unary(EXCHANGE, request_serializer=_raw, response_deserializer=_raw)
-    for _ in range(1000):
+    for _ in range(600):
         await codes.call("exchange", exchange(hostile.request(), timeout=10))
     push = channel.stream_unary(PUSH, request_serializer=_raw, response_deserializer=_raw)
-    for _ in range(150):
+    for _ in range(100):
         messages = [hostile.request() for _ in range(hostile.rng.randrange(1, 8))]
         await codes.call("push", push(_stream(messages), timeout=10))
 
@@ -224,7 +224,7 @@ async def fuzz_services(channel: grpc.aio.Channel, hostile: Hostile, codes: Code
     read = channel.unary_unary(READ, request_serializer=_raw, response_deserializer=_raw)
     check = channel.unary_unary(CHECK, request_serializer=_raw, response_deserializer=_raw)
     reflect = channel.stream_stream(REFLECT, request_serializer=_raw, response_deserializer=_raw)
-    for n in range(600):
+    for n in range(400):
         queries = [
             rng.randbytes(rng.randrange(0, 500)),
             pb.QueryRequest(tables=["x" * rng.randrange(1, 5000)]).SerializeToString(),
@@ -270,10 +270,10 @@ async def test_hostile_messages_to_every_rpc() -> None:
         # A stream the agent ended while this client was still writing shows INTERNAL here.
         assert set(seen["push"]) <= {"OK", "INVALID_ARGUMENT", "RESOURCE_EXHAUSTED", "INTERNAL"}
         assert set(seen["read"]) <= {"OK", "INVALID_ARGUMENT"}, seen
-        assert seen["exchange"]["INVALID_ARGUMENT"] > 500, seen
-        assert seen["exchange"]["OK"] > 30, seen  # well-formed hostile messages were taken in
-        assert sum(seen["check"].values()) == 600
-        assert sum(seen["reflection"].values()) == 300
+        assert seen["exchange"]["INVALID_ARGUMENT"] > 300, seen
+        assert seen["exchange"]["OK"] > 15, seen  # well-formed hostile messages were taken in
+        assert sum(seen["check"].values()) == 400
+        assert sum(seen["reflection"].values()) == 200
         assert len(answer.tables) == 4
         assert status.status == health_pb2.HealthCheckResponse.SERVING
         after = snapshot(target)
