@@ -12,6 +12,7 @@ default that a 9-member group never comes near::
     query_rate = 2000             # Query reads per second per client host (0: no limit)
     query_burst = 2000
     max_clients = 1024            # peer and client hosts whose rates are tracked at once
+    max_members = 64              # members whose values the agent holds, 9-10000
 
 :class:`RateLimiter` keeps one token bucket per host and kind of request, in a table of at
 most ``max_clients`` entries (the least recently seen is dropped first), so a flood from many
@@ -62,6 +63,8 @@ class LimitsConfig:
         query_rate: Query reads admitted per second from one client host; 0 admits all.
         query_burst: how many reads a client host may send at once, 1..1000000.
         max_clients: hosts whose rates are tracked at once, 16..1000000.
+        max_members: the most members whose values the agent holds (members come and go over
+            a group's life; those unseen for ``retention_s`` are purged), 9..10000.
     """
 
     max_message_bytes: int = 16 * MIB
@@ -72,6 +75,7 @@ class LimitsConfig:
     query_rate: float = 2000.0
     query_burst: int = 2000
     max_clients: int = 1024
+    max_members: int = 64
 
     def __post_init__(self) -> None:
         _check_int(
@@ -84,6 +88,7 @@ class LimitsConfig:
         _check_rate("query_rate", self.query_rate)
         _check_int("query_burst", self.query_burst, 1, 1_000_000)
         _check_int("max_clients", self.max_clients, 16, MAX_CLIENTS)
+        _check_int("max_members", self.max_members, 9, 10_000)
 
     @classmethod
     def from_table(cls, table: object) -> LimitsConfig:

@@ -313,7 +313,9 @@ class Agent:
             return
         if self.state is None:
             self.member_id = snapshot.member_id
-            self.state = GossipState(snapshot.member_id, self.incarnation)
+            self.state = GossipState(
+                snapshot.member_id, self.incarnation, max_origins=self.limits.max_members
+            )
             self._log = self._log.bind(member_id=snapshot.member_id)
             for record in self._remembered:
                 self.state.seed(

@@ -31,6 +31,9 @@ if TYPE_CHECKING:
 #: What ``via`` says for values the agent read from its own source.
 LOCAL = "local"
 
+#: Most members one agent holds values of, by default (groups have at most 9 at a time).
+MAX_ORIGINS = 64
+
 #: Per origin, per key, the stamp of the value held.
 Digest: TypeAlias = "Mapping[str, Mapping[Key, Stamp]]"
 
@@ -68,12 +71,15 @@ class GossipState:
     """The agent's knowledge of all members, versioned per origin (scuttlebutt).
 
     ``local_id`` is the local member's server_uuid and ``incarnation`` the agent's start time
-    in µs, which orders its values after those of its previous runs.
+    in µs, which orders its values after those of its previous runs. At most ``max_origins``
+    members get values from peers: past that, news of a member not yet held is refused as
+    unknown, so no stream of views listing new members makes the state grow without bound.
     """
 
-    def __init__(self, local_id: str, incarnation: int) -> None:
+    def __init__(self, local_id: str, incarnation: int, max_origins: int = MAX_ORIGINS) -> None:
         self.local_id = local_id
         self.incarnation = incarnation
+        self.max_origins = max_origins
         self._version = 0
         self.origins: dict[str, Origin] = {}
         self.changes = 0  #: grows whenever a value is stored or dropped (for caches)
@@ -181,7 +187,9 @@ class GossipState:
     # -- internals ---------------------------------------------------------------------
 
     def _is_known(self, member_id: str) -> bool:
-        return member_id in self.origins or member_id in self.known_members()
+        if member_id in self.origins:
+            return True
+        return len(self.origins) < self.max_origins and member_id in self.known_members()
 
     def _origin(self, member_id: str, stamp: Stamp, now_us: int) -> Origin:
         origin = self.origins.get(member_id)

@@ -13,7 +13,10 @@ from structlog.testing import capture_logs
 from agent.config import load_config
 from agent.convert import update_to_wire, uuid_to_bytes
 from agent.errors import ConfigError
+from agent.gossip import Counts, GossipState, Key, Stamp, Update
 from agent.limits import DEFAULT_LIMITS, LimitsConfig, RateLimiter, client_host
+from agent.rows import MemberRow, MemberStatsRow
+from agent.sources import GroupView
 from proto import grstats_pb2 as pb
 from tests.agent.test_runtime import start_group
 
@@ -123,6 +126,31 @@ class TestRateLimiter:
         assert events[1][1] is not None
         assert events[1][1] >= 20
         assert len(events) == 2
+
+
+def test_members_held_stay_bounded() -> None:
+    """Views listing ever new members fill the state up to max_origins, then news is refused."""
+    local = str(uuid.UUID(int=1))
+    state = GossipState(local, incarnation=1, max_origins=9)
+    for batch in range(20):  # a peer's member lists 8 new members every time
+        listed = [str(uuid.UUID(int=1000 + batch * 8 + n)) for n in range(8)]
+        rows = tuple(MemberRow(member_id=m, member_host="h") for m in [local, *listed])
+        state.record_local(Key.VIEW, GroupView(members=rows), 0)
+        news = [
+            Update(
+                m,
+                Stamp(1, 1),
+                Key.COUNTS,
+                Counts(MemberStatsRow(member_id=m), gtids_present=True),
+                0,
+            )
+            for m in listed
+        ]
+        result = state.merge(news, 0, via="peer")
+        if batch == 0:
+            assert result.accepted == 8
+    assert len(state.origins) == 9
+    assert len(result.unknown) == 8
 
 
 # -- on a real agent -------------------------------------------------------------------------
