@@ -266,22 +266,19 @@ class Agent:
 
     async def _loop(self) -> None:
         period = self.settings.period_s
-        # Periods start at multiples of the period on the wall clock: the agents of a group
-        # (on hosts whose clocks NTP keeps within a few ms) read their members at the same
-        # instants, so every row an agent serves samples the group at about one moment, and
-        # the pushes of all peers arrive together, waking the agent once rather than 8 times.
-        await asyncio.sleep(period - time.time() % period)
-        next_at = time.monotonic()
         while True:
-            await self.run_period()
-            next_at += period
-            delay = next_at - time.monotonic()
-            if delay < 0:  # overran: skip the periods missed rather than bunch them up
-                self._log.warning("period_overrun", late_s=round(-delay, 3))
+            began = time.monotonic()
+            await self.run_period()  # the first at once: the member is served from the start
+            took = time.monotonic() - began
+            if took > period:  # overran: the periods missed are skipped, not bunched up
+                self._log.warning("period_overrun", late_s=round(took - period, 3))
                 self.metrics.overran()
-                next_at = time.monotonic()
-                delay = 0
-            await asyncio.sleep(delay)
+            # Later periods start at multiples of the period on the wall clock: the agents of
+            # a group (on hosts whose clocks NTP keeps within a few ms) read their members at
+            # the same instants, so every row an agent serves samples the group at about one
+            # moment, and the pushes of all peers arrive together, waking the agent once
+            # rather than 8 times.
+            await asyncio.sleep(period - time.time() % period)
 
     # -- one period ----------------------------------------------------------------------
 
