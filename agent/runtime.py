@@ -250,6 +250,10 @@ class Agent:
             self._metrics_server = None
         self._log.info("agent_stopped", address=self.address, periods=self.periods)
 
+    def clock(self) -> int:
+        """The agent's clock, µs since the epoch (the one it was given; the wall clock)."""
+        return self._clock()
+
     @property
     def serving(self) -> bool:
         """Whether the agent's server is started and not yet stopped."""

@@ -58,6 +58,10 @@ class Node(Protocol):
     member_id: str
     metrics: AgentMetrics
 
+    def clock(self) -> int:
+        """The agent's clock, µs since the epoch: the times an exchange's answer carries."""
+        ...
+
     def accept(self, updates: list[Update], sender: str, sender_member: str) -> MergeResult:
         """Merge updates a peer pushed; return what was taken."""
         ...
@@ -108,7 +112,7 @@ class GossipServicer(pb_grpc.GossipServicer):  # type: ignore[misc]
         context: grpc.aio.ServicerContext[pb.ExchangeRequest, pb.ExchangeResponse],
     ) -> pb.ExchangeResponse:
         """Merge what the peer pushed, then send what it lacks by its digest."""
-        received = now_us()
+        received = self._node.clock()
         await _admit(self._limiter, "gossip", context)
         sender_member, updates = await self._checked(request, context)
         await self._authorized(sender_member, updates, context)
@@ -121,12 +125,12 @@ class GossipServicer(pb_grpc.GossipServicer):  # type: ignore[misc]
         self._node.metrics.received(self._sender(sender_member), "exchange", request.ByteSize())
         state = self._node.knowledge()
         if state is None:
-            return pb.ExchangeResponse(received_at_us=received, sent_at_us=now_us())
+            return pb.ExchangeResponse(received_at_us=received, sent_at_us=self._node.clock())
         return pb.ExchangeResponse(
             updates=[update_to_wire(u) for u in state.updates_for(digest)],
             digest=digest_to_wire(state.digest()),
             received_at_us=received,
-            sent_at_us=now_us(),
+            sent_at_us=self._node.clock(),
             member=uuid_to_bytes(self._node.member_id),
         )
 

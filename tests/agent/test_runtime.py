@@ -162,6 +162,14 @@ async def test_every_agent_serves_every_member(group: Group) -> None:
         assert all(r["CONNECTED"] == "YES" for r in rows.values())
 
 
+async def test_clock_offsets_use_the_agents_clocks(group: Group) -> None:
+    """Exchange answers carry the agent's own clock: agents sharing one clock see no offset."""
+    await group.rounds(4)
+    for agent in group.agents:
+        assert agent.offsets  # some exchange answered
+        assert all(offset == 0 for offset in agent.offsets.values())
+
+
 async def test_broken_link_is_bridged_by_relay(group: Group) -> None:
     """With the A-C link broken both ways, A and C still get each other's fresh rows via B."""
     a, b, c = group.agents
