@@ -37,7 +37,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from collector.spool import sealed_segments
-from spark.stage import CORRUPT, LOADED, UNKNOWN_SCHEMA, StagedSegment, stage_partition
+from spark.stage import (
+    CORRUPT,
+    CRASH_ENV,
+    LOADED,
+    UNKNOWN_SCHEMA,
+    StagedSegment,
+    stage_partition,
+)
 from spark.table import (
     DATA_DIR,
     META_DIR,
@@ -56,9 +63,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from pyspark.sql import SparkSession
-
-#: The environment variable of the crash points (tests only).
-CRASH_ENV = "GRSTATS_TEST_CRASH_AT"
 
 
 class IngestError(Exception):
@@ -254,7 +258,8 @@ def _stage(
     )
     watcher.start()
     try:
-        results = context.parallelize(tasks, len(tasks)).mapPartitions(stage_partition).collect()
+        rdd = context.parallelize(tasks, len(tasks))
+        results = rdd.mapPartitionsWithIndex(stage_partition).collect()
     except Exception as exc:  # Py4JJavaError: a task failed for a reason a segment cannot explain
         first = next((line for line in str(exc).splitlines() if line.strip()), repr(exc))
         raise IngestError(f"the Spark job that stages the segments failed: {first}") from exc

@@ -14,6 +14,7 @@ does (see :mod:`spark.table`).
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -29,6 +30,9 @@ from spark.schema import PARTITION_COLUMN
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator
+
+#: The environment variable of the crash points (tests only; see :mod:`spark.ingest`).
+CRASH_ENV = "GRSTATS_TEST_CRASH_AT"
 
 #: What a task reports for one segment (``status``).
 LOADED, CORRUPT, UNKNOWN_SCHEMA = "loaded", "corrupt", "unknown_schema"
@@ -119,7 +123,19 @@ def _write_by_date(rows: pa.Table, staging: Path, segment: str) -> Iterator[tupl
         yield target, part.num_rows
 
 
-def stage_partition(tasks: Iterable[tuple[str, str]]) -> Iterator[dict[str, Any]]:
-    """Spark's mapPartitions function: stage each ``(segment path, staging dir)``."""
+def stage_partition(index: int, tasks: Iterable[tuple[str, str]]) -> Iterator[dict[str, Any]]:
+    """Spark's mapPartitionsWithIndex function: stage each ``(segment path, staging dir)``."""
+    _hold_for_crash_test(index)
     for path, staging in tasks:
         yield stage_segment(path, staging).to_dict()
+
+
+def _hold_for_crash_test(index: int) -> None:
+    """Under the crash test ``job:N``, hold partitions N and later so the driver sees N finish.
+
+    Without the hold a small job can finish between two looks of the driver's watcher, and
+    the kill would never come mid-job. The driver kills itself, which ends this worker too.
+    """
+    name, _, count = os.environ.get(CRASH_ENV, "").partition(":")
+    if name == "job" and count.isdigit() and index >= int(count):
+        time.sleep(600)
