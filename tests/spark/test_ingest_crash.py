@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from spark.ingest import CRASH_ENV, run_ingest
+from spark.ingest import run_ingest
+from spark.stage import CRASH_ENV
 from spark.table import LOG_DIR, QUARANTINE_DIR, TableLog, read_member_rows
 from tests.spark.spool import expected_rows, make_record, row_key, write_spool
 
