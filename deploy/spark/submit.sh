@@ -16,7 +16,12 @@
 #     the same path, set GRSTATS_PYTHON to that interpreter instead and nothing is shipped.
 #   * Java 17 and Spark 4.x matching the pyspark in the environment (pyspark 4.3.0).
 #
-# Usage:
+# It runs two jobs, one after the other: grstats spark ingest (loads the sealed segments no
+# earlier run loaded, exactly once, so running it again after a failure is safe), then
+# grstats spark report over the table. Run it from cron or a timer as often as reports are
+# wanted (deploy/README.md).
+#
+# Usage (deploy/spark/submit.sh --help prints this):
 #   MASTER=spark://spark-master:7077 SPOOL=/mnt/shared/grstats/spool \
 #   TABLE=/mnt/shared/grstats/table OUT=/var/www/grstats/report deploy/spark/submit.sh
 #
@@ -25,6 +30,15 @@
 # REPORT_ARGS (e.g. "--from 2026-01-31T00:00Z --to 2026-02-01T00:00Z"),
 # SUBMIT_ARGS (more spark-submit options, e.g. "--executor-memory 2g --total-executor-cores 8").
 set -euo pipefail
+
+if [[ ${1:-} == -h || ${1:-} == --help ]]; then
+    sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+    exit 0
+fi
+if [[ $# -gt 0 ]]; then
+    echo "submit.sh: takes no arguments but --help (settings come from the environment): $*" >&2
+    exit 2
+fi
 
 : "${MASTER:?set MASTER, e.g. spark://spark-master:7077}"
 : "${SPOOL:?set SPOOL, the spool directory of grstats collect, on shared storage}"
