@@ -1,0 +1,304 @@
+"""The Kubernetes manifests: they parse, and what they say agrees with grstats and each other.
+
+The agent's and the collector's args are parsed by grstats's own parser, with ``$(POD_NAME)``
+filled in as the kubelet does, and the agent's config is the ConfigMap's TOML loaded through
+agent.config with the pod's secrets (real certificates) under a temporary root.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tomllib
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import pytest
+
+from agent import __version__
+from agent.cli.agent import config_from, run_agent
+from agent.cli.security import client_security
+from agent.config import split_address
+from collector.cli import run as run_collect
+from collector.cli import settings_from
+from tests.deploy.files import (
+    DEPLOY,
+    INSTALLED_GRSTATS,
+    KUBERNETES,
+    configmap_toml,
+    manifest,
+    parse_grstats,
+    under,
+    yaml_documents,
+)
+
+KINDS = {
+    "mysql-grstats.yaml": ["Service", "ConfigMap", "ConfigMap", "StatefulSet"],
+    "collector.yaml": ["PersistentVolumeClaim", "Deployment"],
+}
+IMAGE = f"registry.example.net/grstats:{__version__}"
+DOCKERFILE = DEPLOY / "container" / "Dockerfile"
+
+
+def pod_spec(kind: str, name: str) -> dict[str, Any]:
+    """The pod template's spec of a workload."""
+    spec = manifest(kind, name)["spec"]["template"]["spec"]
+    assert isinstance(spec, dict)
+    return spec
+
+
+def container(spec: dict[str, Any], name: str) -> dict[str, Any]:
+    """The container ``name`` of a pod spec."""
+    found: list[dict[str, Any]] = [c for c in spec["containers"] if c["name"] == name]
+    assert len(found) == 1, f"no container {name}"
+    return found[0]
+
+
+def port_of(container_: dict[str, Any], name: str) -> int:
+    """The containerPort named ``name``."""
+    ports = {port["name"]: port["containerPort"] for port in container_["ports"]}
+    return int(ports[name])
+
+
+def expand(words: list[str], environment: dict[str, str]) -> list[str]:
+    """``words`` with ``$(VAR)`` replaced as the kubelet does for a container's args."""
+    return [re.sub(r"\$\(([A-Z_]+)\)", lambda m: environment[m.group(1)], w) for w in words]
+
+
+def pod_names() -> list[str]:
+    """The StatefulSet's pod names: mysql-0, mysql-1, ..."""
+    statefulset = manifest("StatefulSet", "mysql")
+    return [f"mysql-{i}" for i in range(statefulset["spec"]["replicas"])]
+
+
+def mounted_source(spec: dict[str, Any], container_: dict[str, Any], path: str) -> tuple[str, str]:
+    """The volume source of ``path`` in ``container_``: (``secret``/``configMap``/..., key)."""
+    volumes = {volume["name"]: volume for volume in spec["volumes"]}
+    for mount in container_["volumeMounts"]:
+        mounted = PurePosixPath(mount["mountPath"])
+        if PurePosixPath(path).is_relative_to(mounted) and PurePosixPath(path) != mounted:
+            volume = volumes[mount["name"]]
+            source = next(key for key in volume if key != "name")
+            inside = str(PurePosixPath(path).relative_to(mounted))
+            if source == "secret":
+                return f"secret/{volume['secret']['secretName']}", inside
+            if source == "configMap":
+                return f"configMap/{volume['configMap']['name']}", inside
+            return source, inside
+    pytest.fail(f"{path} is on no volume of container {container_['name']}")
+
+
+@pytest.mark.parametrize("name", sorted(KINDS))
+def test_manifest_parses_with_the_expected_kinds(name: str) -> None:
+    """Each manifest is YAML of the expected kinds, each with apiVersion and a name."""
+    documents = yaml_documents(KUBERNETES / name)
+    assert [document["kind"] for document in documents] == KINDS[name]
+    for document in documents:
+        assert document["apiVersion"] in {"v1", "apps/v1"}
+        assert re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", document["metadata"]["name"])
+
+
+def test_every_manifest_is_checked() -> None:
+    """No YAML file in deploy/ is left out of these tests."""
+    found = {path.name for path in DEPLOY.rglob("*.y*ml")}
+    assert found == set(KINDS)
+
+
+def test_images() -> None:
+    """Both workloads run the image of this grstats version, built by the Dockerfile's user."""
+    agent = container(pod_spec("StatefulSet", "mysql"), "grstats")
+    collector = container(pod_spec("Deployment", "grstats-collector"), "collector")
+    assert agent["image"] == collector["image"] == IMAGE
+    project = tomllib.loads((DEPLOY.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    assert project["project"]["version"] == __version__
+    mysql = container(pod_spec("StatefulSet", "mysql"), "mysql")
+    assert mysql["image"] == "mysql:8.0"
+    dockerfile = DOCKERFILE.read_text(encoding="utf-8")
+    assert f'ENTRYPOINT ["{INSTALLED_GRSTATS}"]' in dockerfile
+    assert f"grstats:{__version__} ." in dockerfile
+    user = re.search(r"^USER (\d+):(\d+)$", dockerfile, re.MULTILINE)
+    assert user is not None
+    for running in (agent, collector):
+        context = running["securityContext"]
+        assert (context["runAsUser"], context["runAsGroup"]) == (int(user[1]), int(user[2]))
+        assert context["readOnlyRootFilesystem"] is True
+        assert context["capabilities"]["drop"] == ["ALL"]
+        assert running["resources"]["limits"]["memory"]
+
+
+def test_headless_service_fronts_the_statefulset() -> None:
+    """The Service is headless, selects the pods, and carries every port their containers open."""
+    service = manifest("Service", "mysql-gr")
+    statefulset = manifest("StatefulSet", "mysql")
+    assert service["spec"]["clusterIP"] == "None"
+    assert service["spec"]["publishNotReadyAddresses"] is True
+    assert statefulset["spec"]["serviceName"] == "mysql-gr"
+    labels = statefulset["spec"]["template"]["metadata"]["labels"]
+    assert service["spec"]["selector"].items() <= labels.items()
+    assert statefulset["spec"]["selector"]["matchLabels"].items() <= labels.items()
+    served = {port["name"]: port["port"] for port in service["spec"]["ports"]}
+    for running in pod_spec("StatefulSet", "mysql")["containers"]:
+        for port in running["ports"]:
+            assert served[port["name"]] == port["containerPort"]
+
+
+@pytest.mark.parametrize("pod", ["mysql-0", "mysql-2"])
+def test_agent_args_and_configmap_load(pod: str, pod_root: Path) -> None:
+    """The sidecar's args parse and load the ConfigMap's TOML; ports and peers agree."""
+    spec = pod_spec("StatefulSet", "mysql")
+    agent = container(spec, "grstats")
+    assert {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}} in agent[
+        "env"
+    ]
+    args = parse_grstats(
+        under(pod_root, " ".join(expand(agent["args"], {"POD_NAME": pod}))).split()
+    )
+    assert args.handler is run_agent
+    configured = Path(under(pod_root, "/etc/grstats/config/agent.toml"))
+    assert args.config == configured
+    assert mounted_source(spec, agent, "/etc/grstats/config/agent.toml") == (
+        "configMap/grstats-agent",
+        "agent.toml",
+    )
+    configured.write_text(under(pod_root, configmap_toml()), encoding="utf-8")
+    config = config_from(args)
+
+    _, gossip = split_address(config.listen)
+    assert gossip == port_of(agent, "grstats")
+    assert config.metrics_listen is not None
+    _, metrics = split_address(config.metrics_listen)
+    assert metrics == port_of(agent, "metrics")
+    assert agent["readinessProbe"]["httpGet"] == {"path": "/metrics", "port": "metrics"}
+    assert agent["livenessProbe"]["tcpSocket"] == {"port": "grstats"}
+    peers = [f"{name}.mysql-gr:{gossip}" for name in pod_names()]
+    assert list(config.peers) == peers
+    assert config.advertised == f"{pod}.mysql-gr:{gossip}"
+    assert config.mysql is not None
+    assert config.mysql.host == "127.0.0.1"
+    assert config.tls is not None
+    assert config.tls.require_client_cert
+    assert config.state_dir == pod_root / "var/lib/grstats"
+
+
+def test_agent_files_come_from_the_right_volumes() -> None:
+    """Every file the sidecar's config names is on the volume of the secret that holds it."""
+    spec = pod_spec("StatefulSet", "mysql")
+    agent = container(spec, "grstats")
+    toml = tomllib.loads(configmap_toml())
+    expected = {
+        toml["token_file"]: ("secret/grstats-token", "token"),
+        toml["mysql"]["password_file"]: ("secret/grstats-mysql", "password"),
+        toml["tls"]["ca_file"]: ("secret/grstats-tls", "ca.pem"),
+        "/etc/grstats/tls/mysql-0.pem": ("secret/grstats-tls", "mysql-0.pem"),
+        toml["mysql"]["ssl_ca"]: ("emptyDir", "ca.pem"),
+        toml["state_dir"] + "/registry": ("emptyDir", "registry"),
+    }
+    for path, source in expected.items():
+        assert mounted_source(spec, agent, path) == source, path
+    mysql = container(spec, "mysql")
+    assert (
+        mounted_source(spec, mysql, toml["mysql"]["password_file"])
+        == expected[toml["mysql"]["password_file"]]
+    )
+    assert mounted_source(spec, mysql, toml["mysql"]["ssl_ca"])[0] == "emptyDir"
+    assert "cp /var/lib/mysql/ca.pem " + toml["mysql"]["ssl_ca"] in mysql["command"][2]
+
+
+def test_collector_args_parse_and_ask_every_agent(pod_root: Path) -> None:
+    """The collector's args parse, name every agent, and its client certificate loads."""
+    spec = pod_spec("Deployment", "grstats-collector")
+    collector = container(spec, "collector")
+    args = parse_grstats(collector["args"])
+    assert args.handler is run_collect
+    peers = tomllib.loads(configmap_toml())["peers"]
+    assert args.node == peers
+    settings_from(args)
+    for flag in ("tls_ca", "tls_cert", "tls_key", "token_file"):
+        source = mounted_source(spec, collector, getattr(args, flag))
+        assert source[0] in {"secret/grstats-client-tls", "secret/grstats-token"}, flag
+    assert mounted_source(spec, collector, args.spool)[0] == "persistentVolumeClaim"
+    security = client_security(parse_grstats(under(pod_root, " ".join(args_of(collector))).split()))
+    assert security.tls is not None
+    assert security.token is not None
+    deployment = manifest("Deployment", "grstats-collector")
+    assert deployment["spec"]["replicas"] == 1
+    assert deployment["spec"]["strategy"]["type"] == "Recreate"
+
+
+def args_of(container_: dict[str, Any]) -> list[str]:
+    """A container's args as strings."""
+    return [str(arg) for arg in container_["args"]]
+
+
+def test_init_sql_is_the_deploy_sql_file() -> None:
+    """The ConfigMap's SQL is deploy/mysql/grstats-user.sql, word for word."""
+    data = manifest("ConfigMap", "mysql-gr")["data"]
+    assert data["grstats-user.sql.txt"] == (DEPLOY / "mysql" / "grstats-user.sql").read_text(
+        encoding="utf-8"
+    )
+
+
+def shell_scripts() -> list[tuple[str, str, str]]:
+    """Every shell script inside the manifests: (where, shell, text)."""
+    spec = pod_spec("StatefulSet", "mysql")
+    scripts = [
+        (f"{c['name']} command", c["command"][0], c["command"][2])
+        for c in [*spec["initContainers"], *spec["containers"]]
+        if c.get("command", [""])[0] in {"sh", "bash"}
+    ]
+    data = manifest("ConfigMap", "mysql-gr")["data"]
+    scripts.append(("10-grstats-user.sh", "bash", data["10-grstats-user.sh"]))
+    return scripts
+
+
+@pytest.mark.parametrize(("where", "shell", "script"), shell_scripts(), ids=lambda v: str(v)[:30])
+def test_embedded_scripts_parse(where: str, shell: str, script: str) -> None:
+    """Each script in the manifests passes its shell's syntax check (sh -n, bash -n)."""
+    program = shutil.which(shell)
+    assert program is not None, f"{shell} is not installed"
+    done = subprocess.run(
+        [program, "-n", "-c", script], capture_output=True, text=True, check=False, timeout=30
+    )
+    assert done.returncode == 0, f"{where}: {done.stderr}"
+
+
+def test_sidecar_waits_for_its_certificate_then_runs_grstats(
+    pod_root: Path, tmp_path: Path
+) -> None:
+    """The sidecar's wrapper waits for the pod's certificate, then execs grstats with the args."""
+    agent = container(pod_spec("StatefulSet", "mysql"), "grstats")
+    command = [under(tmp_path, word) for word in agent["command"]]
+    fake = tmp_path / "bin" / "grstats"
+    fake.parent.mkdir()
+    record = tmp_path / "argv"
+    fake.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {record}\n', encoding="utf-8")
+    fake.chmod(0o755)
+    environment = {
+        **os.environ,
+        "PATH": f"{fake.parent}:{os.environ['PATH']}",
+        "POD_NAME": "mysql-1",
+    }
+    args = expand(args_of(agent), {"POD_NAME": "mysql-1"})
+    waiting = subprocess.Popen(
+        [*command, *args],
+        env=environment,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # its own group: killed with the sleep it waits in
+    )
+    try:
+        with pytest.raises(subprocess.TimeoutExpired):
+            waiting.wait(1.5)
+        assert not record.exists()
+    finally:
+        os.killpg(waiting.pid, signal.SIGKILL)
+        output, _ = waiting.communicate()
+    assert b"waiting for " in output
+    shutil.copytree(pod_root / "etc", tmp_path / "etc")
+    shutil.copytree(pod_root / "var", tmp_path / "var")
+    done = subprocess.run([*command, *args], env=environment, check=False, timeout=30)
+    assert done.returncode == 0
+    assert record.read_text(encoding="utf-8").splitlines() == args

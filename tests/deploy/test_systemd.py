@@ -1,0 +1,304 @@
+"""The systemd units: systemd-analyze verify, their sandbox, their command lines, their stop.
+
+``systemd-analyze verify`` needs the ExecStart program to exist, so each unit is checked as a
+copy whose /opt/grstats/bin/grstats is the grstats this test runs; everything else is the file
+as shipped. systemd-analyze is required under CI (CI=true) and skipped elsewhere when missing.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from agent.cli.agent import config_from, run_agent
+from agent.cli.security import client_security
+from collector.cli import run as run_collect
+from collector.cli import settings_from
+from tests.deploy.files import (
+    DEPLOY,
+    INSTALLED_GRSTATS,
+    Unit,
+    exec_start,
+    free_port,
+    parse_grstats,
+    read_env_file,
+    require,
+    under,
+)
+
+SYSTEMD = DEPLOY / "systemd"
+UNITS = sorted(SYSTEMD.glob("*.service"))
+AGENT_UNIT = SYSTEMD / "grstats-agent.service"
+COLLECTOR_UNIT = SYSTEMD / "grstats-collector.service"
+GRSTATS = Path(sys.executable).parent / "grstats"
+#: The highest exposure ``systemd-analyze security`` may give a unit (0 best, 10 worst).
+MAX_EXPOSURE = 2.0
+
+
+def runnable_copy(unit: Path, directory: Path) -> Path:
+    """A copy of ``unit`` in ``directory`` whose ExecStart runs the grstats of this test."""
+    text = unit.read_text(encoding="utf-8")
+    assert INSTALLED_GRSTATS in text
+    copy = directory / unit.name
+    copy.write_text(text.replace(INSTALLED_GRSTATS, str(GRSTATS)), encoding="utf-8")
+    return copy
+
+
+def verify(unit: Path) -> subprocess.CompletedProcess[str]:
+    """Run ``systemd-analyze verify`` on one unit file."""
+    program = require("systemd-analyze")
+    return subprocess.run(
+        [program, "verify", "--man=no", "--recursive-errors=no", str(unit)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+
+
+def test_the_units_are_there() -> None:
+    """deploy/systemd has the agent's and the collector's units, and grstats is installed."""
+    assert [unit.name for unit in UNITS] == ["grstats-agent.service", "grstats-collector.service"]
+    assert GRSTATS.is_file()
+
+
+@pytest.mark.parametrize("unit", UNITS, ids=lambda path: path.name)
+def test_unit_passes_systemd_analyze_verify(unit: Path, tmp_path: Path) -> None:
+    """systemd-analyze verify accepts the unit without a warning (it exits 0 on many)."""
+    done = verify(runnable_copy(unit, tmp_path))
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert done.stdout == ""
+
+
+def test_verify_reports_a_broken_unit(tmp_path: Path) -> None:
+    """A misspelt key and a bad time span are what the verify test would catch."""
+    copy = runnable_copy(AGENT_UNIT, tmp_path)
+    text = copy.read_text(encoding="utf-8")
+    text = text.replace("RestartSec=5s", "RestartSec=soon").replace("UMask=", "UMaks=")
+    copy.write_text(text, encoding="utf-8")
+    done = verify(copy)
+    assert "Failed to parse sec value, ignoring: soon" in done.stderr
+    assert "Unknown key 'UMaks'" in done.stderr
+
+
+def test_verify_reports_a_missing_program(tmp_path: Path) -> None:
+    """The unit as shipped fails verify where /opt/grstats is not installed: the path counts."""
+    if Path(INSTALLED_GRSTATS).exists():
+        pytest.skip(f"{INSTALLED_GRSTATS} is installed on this machine")
+    copy = tmp_path / AGENT_UNIT.name
+    copy.write_bytes(AGENT_UNIT.read_bytes())
+    done = verify(copy)
+    assert done.returncode != 0
+    assert f"Command {INSTALLED_GRSTATS} is not executable" in done.stderr
+
+
+@pytest.mark.parametrize("unit", UNITS, ids=lambda path: path.name)
+def test_unit_is_sandboxed(unit: Path, tmp_path: Path) -> None:
+    """The unit runs as grstats in a read-only system, and systemd rates its exposure low."""
+    settings = Unit.read(unit)
+    assert settings.value("User") == "grstats"
+    assert settings.value("Group") == "grstats"
+    assert settings.value("StateDirectory").startswith("grstats")
+    assert settings.value("ConfigurationDirectory") == "grstats"
+    assert settings.value("ProtectSystem") == "strict"
+    for key in ("ProtectHome", "PrivateTmp", "NoNewPrivileges", "PrivateDevices"):
+        assert settings.value(key) == "yes", key
+    assert settings.value("CapabilityBoundingSet") == ""
+    assert set(settings.value("RestrictAddressFamilies").split()) == {
+        "AF_INET",
+        "AF_INET6",
+        "AF_UNIX",
+    }
+    assert "@system-service" in settings.values("SystemCallFilter")
+    assert re.fullmatch(r"\d+M", settings.value("MemoryMax"))
+    assert settings.value("Restart") == "on-failure"
+    assert settings.seconds("RestartSec") >= 1
+    assert int(settings.value("StartLimitBurst", "Unit")) >= 1
+    assert settings.seconds("StartLimitIntervalSec", "Unit") > 0
+    assert settings.value("WantedBy", "Install") == "multi-user.target"
+
+    program = require("systemd-analyze")
+    done = subprocess.run(
+        [program, "security", "--offline=yes", "--no-pager", str(runnable_copy(unit, tmp_path))],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    found = re.search(r"Overall exposure level for \S+: (\d+\.\d+)", done.stdout)
+    assert found is not None, done.stdout + done.stderr
+    assert float(found.group(1)) <= MAX_EXPOSURE, done.stdout
+
+
+def test_sysusers_makes_the_units_user(tmp_path: Path) -> None:
+    """systemd-sysusers makes the units' user from grstats.sysusers, with no login shell."""
+    program = require("systemd-sysusers")
+    (tmp_path / "etc").mkdir()
+    done = subprocess.run(
+        [program, f"--root={tmp_path}", str(SYSTEMD / "grstats.sysusers")],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    passwd = (tmp_path / "etc" / "passwd").read_text(encoding="utf-8").splitlines()
+    entry = next(line.split(":") for line in passwd if line.startswith("grstats:"))
+    assert entry[5] == "/var/lib/grstats"
+    assert entry[6].endswith("nologin")
+    assert Unit.read(AGENT_UNIT).value("User") == entry[0]
+
+
+def test_agent_exec_start_runs_the_installed_config(host_root: Path, tmp_path: Path) -> None:
+    """The agent unit's command parses with grstats's parser and loads deploy/systemd/agent.toml."""
+    words = exec_start(Unit.read(AGENT_UNIT))
+    assert words[0] == INSTALLED_GRSTATS
+    args = parse_grstats(words[1:])
+    assert args.handler is run_agent
+    assert args.config == Path("/etc/grstats/agent.toml")
+    installed = Path(under(host_root, str(args.config)))
+    installed.write_text(
+        under(host_root, (SYSTEMD / "agent.toml").read_text(encoding="utf-8")), encoding="utf-8"
+    )
+    args.config = installed
+    config = config_from(args)
+    assert config.source == "mysql"
+    assert config.state_dir == host_root / "var/lib/grstats"
+    assert Unit.read(AGENT_UNIT).value("WorkingDirectory") == "/var/lib/grstats"
+    assert config.tls is not None
+    assert config.tls.require_client_cert
+    assert config.token_file is not None
+    assert config.metrics_listen == "0.0.0.0:9474"
+    assert config.mysql is not None
+    assert config.mysql.host == "127.0.0.1"
+    assert config.mysql.password_file == host_root / "etc/grstats/mysql-password"
+    assert config.mysql.ssl_ca is not None
+
+
+def test_collector_exec_start_parses_with_its_environment_file(host_root: Path) -> None:
+    """The collector unit's command, with collector.env expanded, parses and loads its files."""
+    unit = Unit.read(COLLECTOR_UNIT)
+    assert unit.value("EnvironmentFile") == "/etc/grstats/collector.env"
+    environment = read_env_file(SYSTEMD / "collector.env")
+    words = exec_start(unit, environment)
+    assert words[0] == INSTALLED_GRSTATS
+    args = parse_grstats(words[1:])
+    assert args.handler is run_collect
+    assert args.node == ["db1.example.net:7400", "db2.example.net:7400", "db3.example.net:7400"]
+    assert args.spool == "/var/lib/grstats-collector/spool"
+    assert "grstats-collector/spool" in unit.value("StateDirectory").split()
+    poller, _, _ = settings_from(args)
+    assert poller.interval_s == 1.0
+    args = parse_grstats(under(host_root, " ".join(words[1:])).split())
+    security = client_security(args)
+    assert security.tls is not None
+    assert security.token is not None
+
+
+def rss_peak_mib(pid: int) -> float:
+    """The peak resident memory of process ``pid`` (VmHWM), in MiB."""
+    status = Path(f"/proc/{pid}/status").read_text(encoding="utf-8")
+    found = re.search(r"^VmHWM:\s+(\d+) kB", status, re.MULTILINE)
+    assert found is not None
+    return int(found.group(1)) / 1024
+
+
+def stop_with(unit: Unit, process: subprocess.Popen[bytes]) -> float:
+    """Send the unit's KillSignal; return how long the process took to exit (bounded)."""
+    started = time.monotonic()
+    process.send_signal(signal.Signals[unit.value("KillSignal")])
+    try:
+        process.wait(unit.seconds("TimeoutStopSec"))
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+        pytest.fail(f"not stopped within TimeoutStopSec={unit.value('TimeoutStopSec')}")
+    return time.monotonic() - started
+
+
+def wait_for(condition: object, timeout_s: float, what: str) -> None:
+    """Poll ``condition`` every 0.1 s until it is true; fail after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():  # type: ignore[operator]
+        if time.monotonic() > deadline:
+            pytest.fail(f"{what}: not within {timeout_s} s")
+        time.sleep(0.1)
+
+
+def metrics_answer(port: int) -> bool:
+    """Whether /metrics on ``port`` answers with the agent's figures."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=1) as answer:
+            return b"grstats_agent_up" in answer.read()
+    except OSError:
+        return False
+
+
+@pytest.mark.slow
+def test_agent_and_collector_stop_cleanly_within_the_units_timeouts(tmp_path: Path) -> None:
+    """On the units' KillSignal the agent and the collector exit 0 well within TimeoutStopSec."""
+    agent_unit, collector_unit = Unit.read(AGENT_UNIT), Unit.read(COLLECTOR_UNIT)
+    port, metrics = free_port(), free_port()
+    agent = subprocess.Popen(
+        [
+            str(GRSTATS),
+            "agent",
+            "--config",
+            str(DEPLOY / "examples" / "agent-simulated.toml"),
+            "--group-start",
+            str(int(time.time())),
+            "--listen",
+            f"127.0.0.1:{port}",
+            "--peers",
+            f"127.0.0.1:{port}",
+            "--metrics-listen",
+            f"127.0.0.1:{metrics}",
+            "--state-dir",
+            str(tmp_path / "state"),
+            "--log-format",
+            "json",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    collector: subprocess.Popen[bytes] | None = None
+    try:
+        wait_for(lambda: metrics_answer(metrics), 30, "the agent's /metrics")
+        spool = tmp_path / "spool"
+        collector = subprocess.Popen(
+            [str(GRSTATS), "collect", "--node", f"127.0.0.1:{port}", "--spool", str(spool)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wait_for(
+            lambda: any(p.stat().st_size > 0 for p in spool.glob("segment-*.open")),
+            30,
+            "a snapshot in the spool",
+        )
+        collector_stop = stop_with(collector_unit, collector)
+        assert collector.returncode == 0
+        assert list(spool.glob("segment-*.sealed"))
+        agent_peak = rss_peak_mib(agent.pid)
+        agent_stop = stop_with(agent_unit, agent)
+        assert agent.returncode == 0
+    finally:
+        for process in (collector, agent):
+            if process is not None and process.poll() is None:
+                process.kill()
+                process.wait()
+    print(  # the figures, for the record (pytest -s)
+        f"agent stopped in {agent_stop:.2f} s (peak RSS {agent_peak:.0f} MiB), "
+        f"collector in {collector_stop:.2f} s"
+    )
+    assert agent_stop < agent_unit.seconds("TimeoutStopSec") / 3
+    assert collector_stop < collector_unit.seconds("TimeoutStopSec") / 3
+    memory_high = int(agent_unit.value("MemoryHigh").removesuffix("M"))
+    assert agent_peak < memory_high / 2
