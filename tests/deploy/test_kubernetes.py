@@ -204,7 +204,8 @@ def test_agent_files_come_from_the_right_volumes() -> None:
         == expected[toml["mysql"]["password_file"]]
     )
     assert mounted_source(spec, mysql, toml["mysql"]["ssl_ca"])[0] == "emptyDir"
-    assert "cp /var/lib/mysql/ca.pem " + toml["mysql"]["ssl_ca"] in mysql["command"][2]
+    copy = mysql["lifecycle"]["postStart"]["exec"]["command"]
+    assert "cp /var/lib/mysql/ca.pem " + toml["mysql"]["ssl_ca"] in copy[2]
 
 
 def test_collector_args_parse_and_ask_every_agent(pod_root: Path) -> None:
@@ -249,14 +250,17 @@ def shell_scripts() -> list[tuple[str, str, str]]:
         for c in [*spec["initContainers"], *spec["containers"]]
         if c.get("command", [""])[0] in {"sh", "bash"}
     ]
+    copy = container(spec, "mysql")["lifecycle"]["postStart"]["exec"]["command"]
+    scripts.append(("mysql postStart", copy[0], copy[2]))
     data = manifest("ConfigMap", "mysql-gr")["data"]
     scripts.append(("10-grstats-user.sh", "bash", data["10-grstats-user.sh"]))
     return scripts
 
 
-@pytest.mark.parametrize(("where", "shell", "script"), shell_scripts(), ids=lambda v: str(v)[:30])
-def test_embedded_scripts_parse(where: str, shell: str, script: str) -> None:
+@pytest.mark.parametrize("embedded", shell_scripts(), ids=lambda embedded: embedded[0])
+def test_embedded_scripts_parse(embedded: tuple[str, str, str]) -> None:
     """Each script in the manifests passes its shell's syntax check (sh -n, bash -n)."""
+    where, shell, script = embedded
     program = shutil.which(shell)
     assert program is not None, f"{shell} is not installed"
     done = subprocess.run(
@@ -302,3 +306,17 @@ def test_sidecar_waits_for_its_certificate_then_runs_grstats(
     done = subprocess.run([*command, *args], env=environment, check=False, timeout=30)
     assert done.returncode == 0
     assert record.read_text(encoding="utf-8").splitlines() == args
+
+
+def test_mysql_copies_its_ca_for_the_agent(tmp_path: Path) -> None:
+    """The mysql container's postStart hook copies the data directory's CA where the agent reads it."""
+    mysql = container(pod_spec("StatefulSet", "mysql"), "mysql")
+    command = mysql["lifecycle"]["postStart"]["exec"]["command"]
+    script = command[2].replace("/var/lib/mysql/", f"{tmp_path}/data/")
+    script = script.replace("/var/run/mysql-ca/", f"{tmp_path}/ca/")
+    (tmp_path / "data").mkdir()
+    (tmp_path / "ca").mkdir()
+    (tmp_path / "data" / "ca.pem").write_text("-----BEGIN CERTIFICATE-----\n", encoding="utf-8")
+    done = subprocess.run([command[0], "-c", script], check=False, timeout=30)
+    assert done.returncode == 0
+    assert (tmp_path / "ca" / "ca.pem").read_bytes() == (tmp_path / "data" / "ca.pem").read_bytes()
