@@ -198,7 +198,19 @@ def test_agent_files_come_from_the_right_volumes() -> None:
     }
     for path, source in expected.items():
         assert mounted_source(spec, agent, path) == source, path
+    volumes = {volume["name"]: volume for volume in spec["volumes"]}
+    group = spec["securityContext"]["fsGroup"]
+    assert agent["securityContext"]["runAsGroup"] == group
+    for mount in agent["volumeMounts"]:
+        secret = volumes.get(mount["name"], {}).get("secret")
+        if secret is not None:
+            assert secret["defaultMode"] & 0o040, f"{mount['name']}: not readable by the agent"
     mysql = container(spec, "mysql")
+    # The image's entrypoint runs as user mysql without the pod's fsGroup (gosu).
+    for mount in mysql["volumeMounts"]:
+        secret = volumes.get(mount["name"], {}).get("secret")
+        if secret is not None:
+            assert secret["defaultMode"] & 0o004, f"{mount['name']}: not readable by mysql"
     assert (
         mounted_source(spec, mysql, toml["mysql"]["password_file"])
         == expected[toml["mysql"]["password_file"]]

@@ -242,7 +242,6 @@ def metrics_answer(port: int) -> bool:
         return False
 
 
-@pytest.mark.slow
 def test_agent_and_collector_stop_cleanly_within_the_units_timeouts(tmp_path: Path) -> None:
     """On the units' KillSignal the agent and the collector exit 0 well within TimeoutStopSec."""
     agent_unit, collector_unit = Unit.read(AGENT_UNIT), Unit.read(COLLECTOR_UNIT)
