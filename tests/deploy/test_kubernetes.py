@@ -332,3 +332,42 @@ def test_mysql_copies_its_ca_for_the_agent(tmp_path: Path) -> None:
     done = subprocess.run([command[0], "-c", script], check=False, timeout=30)
     assert done.returncode == 0
     assert (tmp_path / "ca" / "ca.pem").read_bytes() == (tmp_path / "data" / "ca.pem").read_bytes()
+
+
+#: The Kubernetes API's field names these manifests may use (a misspelt one is ignored or
+#: refused by the API server, which these tests do not have).
+CONTAINER_FIELDS = {
+    "name",
+    "image",
+    "command",
+    "args",
+    "env",
+    "ports",
+    "readinessProbe",
+    "livenessProbe",
+    "lifecycle",
+    "resources",
+    "securityContext",
+    "volumeMounts",
+}
+POD_FIELDS = {
+    "terminationGracePeriodSeconds",
+    "securityContext",
+    "initContainers",
+    "containers",
+    "volumes",
+}
+
+
+@pytest.mark.parametrize(
+    ("kind", "name"), [("StatefulSet", "mysql"), ("Deployment", "grstats-collector")]
+)
+def test_no_misspelt_fields(kind: str, name: str) -> None:
+    """The pod spec and its containers use only fields the Kubernetes API has."""
+    spec = pod_spec(kind, name)
+    assert set(spec) <= POD_FIELDS
+    for running in [*spec.get("initContainers", []), *spec["containers"]]:
+        assert set(running) <= CONTAINER_FIELDS, running["name"]
+        for mount in running["volumeMounts"]:
+            assert set(mount) <= {"name", "mountPath", "readOnly"}
+            assert mount["name"] in {v["name"] for v in spec["volumes"]} | {"data"}

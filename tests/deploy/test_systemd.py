@@ -256,8 +256,8 @@ def test_agent_and_collector_stop_cleanly_within_the_units_timeouts(tmp_path: Pa
             str(int(time.time())),
             "--listen",
             f"127.0.0.1:{port}",
-            "--peers",
-            f"127.0.0.1:{port}",
+            "--peers",  # itself (skipped) and a peer that refuses connections
+            f"127.0.0.1:{port},127.0.0.1:{free_port()}",
             "--metrics-listen",
             f"127.0.0.1:{metrics}",
             "--state-dir",
