@@ -22,7 +22,7 @@ PID = re.compile(r"\(pid (\d+)\)")
 #: A group whose member 2 crashes sooner than in the demo's scenario, for a shorter test.
 QUICK_SCENARIO = """\
 name = "quick-crash"
-description = "Member 2 crashes at 4 s, UNREACHABLE at 6 s, OFFLINE at 8 s."
+description = "Member 2 crashes at 6 s, UNREACHABLE at 8 s, OFFLINE at 10 s."
 members = 3
 
 [group]
@@ -30,7 +30,7 @@ suspicion_s = 2
 expel_timeout_s = 2
 
 [[events]]
-at = 4
+at = 6
 action = "crash"
 member = 2
 """

@@ -37,6 +37,8 @@ MEMBER_COLUMNS = (
 MARGIN_S = 30.0
 #: Seconds to wait for the agents to start and hear each other.
 CONNECT_TIMEOUT_S = 60.0
+#: Seconds after the group's start at which the stats are shown.
+STATS_AFTER_S = 5.0
 #: Seconds between two looks at an agent while waiting.
 POLL_S = 0.5
 
@@ -169,6 +171,10 @@ class Group:
     def show_stats(self) -> None:
         """Print replication_group_member_stats from two agents, read in the same period."""
         first, second = self.nodes[self.roles.first], self.nodes[self.roles.second]
+        wait_s = self.start_s + STATS_AFTER_S - time.time()
+        if wait_s > 0:
+            self._progress.say(f"letting the group run {STATS_AFTER_S:g} s, so its counters move")
+            time.sleep(wait_s)
         # Mid-period: both agents hold every member's values of this period.
         time.sleep((0.5 - time.time()) % 1.0)
         tables = read_many([first, second], "stats", extended=False)
