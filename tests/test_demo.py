@@ -19,6 +19,16 @@ from agent.cli.demo.workdir import MARKER
 
 PYTHON = [sys.executable, "-m", "agent"]
 PID = re.compile(r"\(pid (\d+)\)")
+#: ``grstats`` with Ctrl-C's default action restored: a process started in the background
+#: inherits SIGINT ignored, and Python then never raises KeyboardInterrupt.
+WITH_SIGINT = [
+    sys.executable,
+    "-c",
+    (
+        "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+        "os.execv(sys.executable, [sys.executable, '-m', 'agent', *sys.argv[1:]])"
+    ),
+]
 #: A group whose member 2 crashes sooner than in the demo's scenario, for a shorter test.
 QUICK_SCENARIO = """\
 name = "quick-crash"
@@ -159,7 +169,7 @@ def test_ctrl_c_stops_every_process(tmp_path: Path) -> None:
     scenario = tmp_path / "quick.toml"
     scenario.write_text(QUICK_SCENARIO)
     demo = subprocess.Popen(
-        [*PYTHON, "demo", "--collect-seconds", "2", "--scenario", str(scenario)],
+        [*WITH_SIGINT, "demo", "--collect-seconds", "2", "--scenario", str(scenario)],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
