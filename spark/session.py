@@ -52,9 +52,13 @@ def session_conf(master: str | None, app_name: str) -> dict[str, str]:
         return conf
     conf["spark.master"] = master
     # Read when the driver's JVM starts, so only when this process starts it.
-    conf["spark.driver.extraJavaOptions"] = (
-        f"-Dlog4j2.configurationFile={LOG4J2_PROPERTIES.as_uri()}"
-    )
+    java_options = f"-Dlog4j2.configurationFile={LOG4J2_PROPERTIES.as_uri()}"
+    if is_local(master):
+        # The executors run in this JVM: the throughput collector suits batch jobs, and Spark's
+        # sort and window pages are large arrays, which G1 (the default) treats as humongous.
+        # Measured on the 30-day report: 110 s instead of 127 s.
+        java_options += " -XX:+UseParallelGC"
+    conf["spark.driver.extraJavaOptions"] = java_options
     if is_local(master):
         cores = os.cpu_count() or 1
         conf |= {

@@ -28,7 +28,7 @@ from spark.report.percentiles import group_percentiles, member_percentiles
 from spark.report.series import MINUTE, bucket_seconds, member_series, minute_series
 from spark.report.snapshots import group_snapshots
 from spark.report.source import select_range
-from spark.report.steps import gauges, member_key_collisions, member_steps
+from spark.report.steps import gauges, member_steps
 from spark.report.summary import PERCENTILE_METHOD, build_summary, empty_summary
 from spark.report.worst import worst_minutes
 from spark.table import META_DIR, TableError, read_member_rows
@@ -203,9 +203,6 @@ def _compute(
     count = snapshots.count()
     step(f"the group at each of {count:,} snapshots")
     minutes = member_minutes(runs).persist(StorageLevel.MEMORY_AND_DISK)
-    shared = member_key_collisions(minutes)
-    if shared:  # two UUIDs with one 64-bit hash: never seen, but then the steps would mix
-        raise ReportInputError(f"members {', '.join(shared)} share a sort key (xxhash64)")
     segment_rows = segments(runs)
     all_episodes = (
         episodes(segment_rows, "state")
@@ -218,6 +215,7 @@ def _compute(
         StorageLevel.MEMORY_AND_DISK
     )
     group = group_figures(members, snapshots, group_percentiles(snapshots))
+    group = group.persist(StorageLevel.MEMORY_AND_DISK)  # read twice: first/last, the table
     figures = group.unionByName(members)
     first_last = collect_rows(group.select("first_at", "last_at"))[0]
     step("percentiles and figures of every member and the group")
@@ -240,4 +238,4 @@ def _compute(
             else member_series(gauge_rows, first_last["first_at"], bucket_s)
         ),
     }
-    return tables, bucket_s, [runs, snapshots, minutes, all_episodes, members]
+    return tables, bucket_s, [runs, snapshots, minutes, all_episodes, members, group]

@@ -1,9 +1,11 @@
-"""Writing result tables: Parquet through Spark, CSV and JSON values through the driver.
+"""Writing result tables: Parquet, CSV and JSON values, all from the driver.
 
 Result tables are small (figures, episodes, hours, chart points), so the driver collects
-each one once, writes its CSV and hands the rows to summary.json and report.html; Spark
-writes the same rows as Parquet. Timestamps leave Spark as microseconds and become aware
-UTC datetimes here, whatever the driver machine's time zone.
+each one once (one Spark job per table), writes its CSV and its Parquet file (pyarrow, with
+the frame's own schema) and hands the rows to summary.json and report.html. Asking Spark to
+write the Parquet would compute each table a second time, and on a cluster would need
+``--out`` to be reachable from the executors. Timestamps leave Spark as microseconds and
+become aware UTC datetimes here, whatever the driver machine's time zone.
 """
 
 from __future__ import annotations
@@ -13,8 +15,20 @@ import datetime as dt
 import math
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 from pyspark.sql import functions as F  # noqa: N812 (pyspark's own idiom)
-from pyspark.sql.types import TimestampType
+from pyspark.sql.types import (
+    BooleanType,
+    DataType,
+    DateType,
+    DoubleType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructType,
+    TimestampType,
+)
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -86,5 +100,39 @@ def write_table(frame: DataFrame, tables_dir: Path, name: str) -> list[dict[str,
     """
     rows = collect_rows(frame)
     write_csv(tables_dir / f"{name}.csv", frame.columns, rows)
-    frame.coalesce(1).write.mode("overwrite").parquet(str(tables_dir / name))
+    write_parquet(tables_dir / name, frame.schema, rows)
     return rows
+
+
+#: Arrow types of the Spark types result tables use (timestamps are UTC microseconds).
+_ARROW_TYPES: dict[type[DataType], pa.DataType] = {
+    StringType: pa.string(),
+    LongType: pa.int64(),
+    IntegerType: pa.int32(),
+    DoubleType: pa.float64(),
+    BooleanType: pa.bool_(),
+    TimestampType: pa.timestamp("us", tz="UTC"),
+    DateType: pa.date32(),
+}
+
+
+def arrow_schema(schema: StructType) -> pa.Schema:
+    """Return the Arrow schema of a result table's Spark ``schema``."""
+    fields = []
+    for field in schema.fields:
+        arrow_type = _ARROW_TYPES.get(type(field.dataType))
+        if arrow_type is None:
+            raise TypeError(f"column {field.name!r}: no Arrow type for {field.dataType}")
+        fields.append(pa.field(field.name, arrow_type, nullable=field.nullable))
+    return pa.schema(fields)
+
+
+def write_parquet(directory: Path, schema: StructType, rows: list[dict[str, Any]]) -> None:
+    """Write ``rows`` as ``directory/part-00000.parquet``, replacing what was there."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for old in directory.iterdir():
+        if old.is_file():
+            old.unlink()
+    arrow = arrow_schema(schema)
+    table = pa.Table.from_pylist(rows, schema=arrow)
+    pq.write_table(table, directory / "part-00000.parquet", compression="zstd")

@@ -32,7 +32,7 @@ from pyspark.sql.types import (
 from spark.report.frame import conform, epoch_seconds, schema
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame
+    from pyspark.sql import Column, DataFrame, SparkSession
 
 #: MEMBER_STATE values, in the order reports list them (facts §1.1).
 STATES = ("ONLINE", "RECOVERING", "UNREACHABLE", "ERROR", "OFFLINE")
@@ -97,16 +97,41 @@ STEPS = schema(
 )
 
 
-def member_key() -> Column:
-    """The member's sort key: xxhash64 of MEMBER_ID."""
-    return F.xxhash64("member_id")
+def member_partitioned(rows: DataFrame) -> DataFrame:
+    """Return ``rows`` with a ``member_key`` column, hash-partitioned one member per partition.
+
+    Each member gets an integer key chosen so that Spark's hash partitioning (Murmur3, as
+    ``repartition`` uses) sends it to a partition of its own: members are spread evenly over
+    the cores, where hashing 9 UUIDs into as many partitions as cores left one core with
+    twice the rows of the other, and spilling. A small integer is also far cheaper to sort
+    on than a 36-character UUID whose first bytes repeat on every row of the member. Finding
+    the members reads one column; finding the keys is a tiny job.
+    """
+    ids = sorted(r["member_id"] for r in rows.select("member_id").distinct().collect())
+    if not ids:
+        return rows.withColumn("member_key", F.lit(None).cast(IntegerType()))
+    keys = partition_keys(rows.sparkSession, len(ids))
+    pairs = [F.lit(value) for pair in zip(ids, keys, strict=True) for value in pair]
+    keyed = rows.withColumn("member_key", F.create_map(*pairs)[F.col("member_id")])
+    return keyed.repartition(len(ids), "member_key")
 
 
-def member_key_collisions(member_ids: DataFrame) -> list[str]:
-    """Return the members (of a frame with a ``member_id`` column) that share a sort key."""
-    keyed = member_ids.select("member_id").distinct().withColumn("key", member_key())
-    shared = keyed.groupBy("key").agg(F.count(F.lit(1)).alias("n")).filter(F.col("n") > 1)
-    return sorted(r["member_id"] for r in keyed.join(shared, "key").collect())
+def partition_keys(spark: SparkSession, partitions: int) -> list[int]:
+    """Return one integer per partition 0..``partitions``-1 that Spark hash-partitions there."""
+    candidates = 64 * partitions
+    while True:
+        found = (
+            spark.range(candidates)
+            .select(F.col("id").cast(IntegerType()).alias("key"))
+            .withColumn("partition", F.pmod(F.hash("key"), F.lit(partitions)))
+            .groupBy("partition")
+            .agg(F.min("key").alias("key"))
+            .collect()
+        )
+        keys = {r["partition"]: r["key"] for r in found}
+        if len(keys) == partitions:
+            return [keys[p] for p in range(partitions)]
+        candidates *= 4
 
 
 def gauges(rows: DataFrame, flow_control_threshold: int) -> DataFrame:
@@ -155,10 +180,9 @@ def member_steps(rows: DataFrame, flow_control_threshold: int, max_gap_s: float)
 
     All window functions share one partitioning and order: Spark sorts the rows once.
     """
-    # Partitioned by a 64-bit hash of the member's UUID: sorting on a long is far cheaper
-    # than on a 36-character string whose first bytes repeat on every row of the member.
-    # :func:`member_key_collisions` checks that no two members of a range share a hash.
-    by_member = Window.partitionBy(member_key()).orderBy("collected_at")
+    # One shuffle partition per member, each with a small integer key (see member_partitioned).
+    indexed = member_partitioned(gauges(rows, flow_control_threshold))
+    by_member = Window.partitionBy("member_key").orderBy("collected_at")
     t = epoch_seconds("collected_at")
     prev_t = F.lag(t).over(by_member)
     next_t = F.lead(t).over(by_member)
@@ -173,7 +197,7 @@ def member_steps(rows: DataFrame, flow_control_threshold: int, max_gap_s: float)
 
     has_counts = F.col("checked").isNotNull() & F.lag("checked").over(by_member).isNotNull()
     changed = first | ~(same("member_state") & same("connected") & same("throttling"))
-    stepped = gauges(rows, flow_control_threshold).select(
+    stepped = indexed.select(
         "*",
         # least() skips nulls: the last snapshot (no next one) must hold for 0, not max_gap_s.
         F.when(next_t.isNull(), 0.0)

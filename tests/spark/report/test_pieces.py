@@ -1,4 +1,4 @@
-"""The pure-Python pieces of the report: time arguments, chart buckets, SVG charts."""
+"""Pieces of the report: time arguments, chart buckets, SVG charts, writing a result table."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from spark.report.series import bucket_seconds
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+    from pyspark.sql import SparkSession
 
 T0 = dt.datetime(2026, 1, 5, tzinfo=dt.UTC)
 
@@ -85,3 +87,30 @@ class TestSvg:
         assert fills.count(svg.STATE_COLOURS["UNREACHABLE"]) == 1
         assert fills.count(svg.STATE_COLOURS["ONLINE"]) == 2
         assert fills.count("#000") == 1
+
+
+class TestWriteTable:
+    def test_parquet_csv_and_rows_hold_the_same_table(
+        self, spark: SparkSession, tmp_path: Path
+    ) -> None:
+        """The Parquet file Spark reads back equals the returned rows, schema and nulls included."""
+        from spark.report.output import write_table  # noqa: PLC0415
+
+        when = dt.datetime(2026, 1, 31, 12, 0, 0, 250_000, tzinfo=dt.UTC)
+        frame = spark.createDataFrame(
+            [("a", 1, 2.5, True, when), ("b", None, None, None, None)],
+            "member_id string, n long, x double, flag boolean, at timestamp",
+        )
+        rows = write_table(frame, tmp_path, "t")
+        back = spark.read.parquet(str(tmp_path / "t"))
+        assert back.schema.simpleString() == frame.schema.simpleString()
+        assert sorted(back.collect()) == sorted(frame.collect())
+        assert rows[0]["at"] == when
+        csv_lines = (tmp_path / "t.csv").read_text(encoding="utf-8").splitlines()
+        assert csv_lines == [
+            "member_id,n,x,flag,at",
+            "a,1,2.5,true,2026-01-31T12:00:00.250000Z",
+            "b,,,,",
+        ]
+        write_table(frame.limit(1), tmp_path, "t")  # a second run replaces the file
+        assert spark.read.parquet(str(tmp_path / "t")).count() == 1

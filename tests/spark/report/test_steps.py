@@ -121,18 +121,30 @@ class TestGauges:
         assert collect_rows(gauges(frame(spark, rows), 25_000))[0]["throttling"] is throttling
 
 
-class TestMemberKey:
-    def test_members_sharing_a_sort_key_are_named(
-        self, spark: SparkSession, monkeypatch: pytest.MonkeyPatch
-    ) -> None:
-        """Distinct UUIDs have distinct keys; if two ever shared one, both are named."""
+class TestMemberPartitioned:
+    def test_each_member_gets_a_partition_of_its_own(self, spark: SparkSession) -> None:
+        """Every row of a member lands in one partition, and no partition holds two members."""
         from pyspark.sql import functions as F  # noqa: PLC0415, N812
 
-        from spark.report import steps  # noqa: PLC0415
+        from spark.report.steps import member_partitioned  # noqa: PLC0415
 
-        rows = frame(spark, [row("a", 0), row("b", 0), row("b", 1), row("c", 0)])
-        assert steps.member_key_collisions(rows) == []
-        monkeypatch.setattr(
-            steps, "member_key", lambda: F.when(F.col("member_id") == "c", 1).otherwise(0)
+        members = [f"member-{n}" for n in range(9)]
+        rows = frame(spark, [row(m, t) for m in members for t in range(3)])
+        keyed = member_partitioned(rows)
+        placed = keyed.select("member_id", F.spark_partition_id().alias("p")).distinct().collect()
+        assert keyed.rdd.getNumPartitions() == len(members)
+        assert sorted(r["member_id"] for r in placed) == members
+        assert len({r["p"] for r in placed}) == len(members)
+
+    def test_keys_land_in_their_partitions(self, spark: SparkSession) -> None:
+        """The key found for partition p is sent to partition p by Spark's own repartition."""
+        from pyspark.sql import functions as F  # noqa: PLC0415, N812
+
+        from spark.report.steps import partition_keys  # noqa: PLC0415
+
+        keys = partition_keys(spark, 7)
+        frame_of_keys = spark.createDataFrame([(k,) for k in keys], "key int").repartition(7, "key")
+        placed: dict[int, int] = dict(
+            frame_of_keys.select("key", F.spark_partition_id().alias("p")).collect()
         )
-        assert steps.member_key_collisions(rows) == ["a", "b"]
+        assert [placed[k] for k in keys] == list(range(7))
