@@ -170,3 +170,28 @@ class TestTlsContext:
         path.write_text("not a certificate", encoding="ascii")
         with pytest.raises(SourceUnavailable, match=r"^TLS files: "):
             tls_context(MySQLSourceConfig(host="db1", ssl_ca=path))
+
+
+class TestCachingSha2WithoutTls:
+    def test_the_rsa_exchange_mysql_8_needs_without_tls_works(self) -> None:
+        """PyMySQL can RSA-encrypt the password as caching_sha2_password's full login asks.
+
+        MySQL 8's default authentication plugin, over a connection without TLS, sends the
+        password encrypted with the server's RSA key; PyMySQL needs ``cryptography`` for
+        that (the ``PyMySQL[rsa]`` dependency). MariaDB has no caching_sha2_password, so
+        this checks the client's half: what it sends, the server's private key decrypts.
+        """
+        from cryptography.hazmat.primitives import hashes, serialization  # noqa: PLC0415
+        from cryptography.hazmat.primitives.asymmetric import padding, rsa  # noqa: PLC0415
+        from pymysql import _auth  # type: ignore[import-untyped]  # noqa: PLC0415
+
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        public_pem = key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+        salt = bytes(range(1, 21))
+        sent = _auth.sha2_rsa_encrypt(b"s3cret", salt, public_pem)
+        oaep = padding.OAEP(padding.MGF1(hashes.SHA1()), hashes.SHA1(), None)  # noqa: S303
+        scrambled = key.decrypt(sent, oaep)
+        password = bytes(b ^ salt[i % len(salt)] for i, b in enumerate(scrambled))
+        assert password == b"s3cret\0"
