@@ -35,7 +35,7 @@ system-deps: ## install the system packages the tests need (MariaDB server), if 
 	  fi; \
 	fi
 
-demo: $(VENV)/.installed ## the main job: a simulated 3-member group, its agents as processes, their tables
+demo: $(VENV)/.installed ## the main job: a simulated 3-member group, a crash, a killed agent, collector, Spark report
 	$(BIN)/grstats demo
 
 test: $(VENV)/.installed system-deps ## run the test suite
