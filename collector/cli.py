@@ -131,7 +131,9 @@ def register(subparsers: Subparsers) -> None:
     parser.add_argument(
         "--log-format", choices=LOG_FORMATS, default="auto", help="auto: console on a terminal"
     )
-    parser.add_argument("--log-level", choices=LOG_LEVELS, default="info")
+    parser.add_argument(
+        "--log-level", choices=LOG_LEVELS, default="info", help="least severe level logged"
+    )
     add_security_arguments(parser, agent=False)
     parser.set_defaults(handler=run)
 

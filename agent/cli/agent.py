@@ -132,7 +132,11 @@ def register(subparsers: Subparsers) -> None:
     parser.add_argument(
         "--log-format", choices=("auto", "json", "console"), help="auto: console on a terminal"
     )
-    parser.add_argument("--log-level", choices=("debug", "info", "warning", "error"))
+    parser.add_argument(
+        "--log-level",
+        choices=("debug", "info", "warning", "error"),
+        help="least severe level logged (default info)",
+    )
     add_security_arguments(parser, agent=True)
     parser.set_defaults(handler=run_agent)
 
