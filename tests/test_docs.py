@@ -221,6 +221,18 @@ class TestConfigurationKeys:
             written = cells[3].strip("`")
             assert written == flag_of.get(_dotted(section, key), NO_FLAG), key
 
+    def test_example_file_uses_only_known_keys(self, config_doc: str) -> None:
+        """The example config in configuration.md is TOML whose keys the loader takes."""
+        (block,) = re.findall(r"```toml\n(.*?)```", config_doc, flags=re.DOTALL)
+        example = tomllib.loads(block)
+        keys = loader_keys()
+        for name, value in example.items():
+            if isinstance(value, dict):
+                assert set(value) <= keys[name], name
+            else:
+                assert name in keys[""], name
+        assert example["source"] in example
+
 
 class TestConfigurationFlags:
     def test_collector_table_matches_its_parser(
