@@ -86,6 +86,11 @@ class RuntimeSettings(Protocol):
         ...
 
     @property
+    def discovery_enabled(self) -> bool:
+        """Whether the members' hosts (at ``agent_port``) are peers too."""
+        ...
+
+    @property
     def period_s(self) -> float:
         """Seconds between periods."""
         ...
@@ -341,15 +346,18 @@ class Agent:
             self.state.record_local(key, value, now)  # type: ignore[arg-type]
 
     def peers(self) -> list[str]:
-        """The peers: ``--peers``, or the members' hosts at ``agent_port``; never this agent."""
-        configured = self.settings.peers
-        if not configured and self.local is not None:
-            configured = tuple(
-                f"{row.member_host}:{self.settings.agent_port}"
-                for row in self.local.view.members
-                if row.member_id != self.member_id and row.member_host
-            )
-        return [peer for peer in configured if peer != self.address]
+        """The peers: ``--peers``, plus the members' hosts at ``agent_port`` when discovering.
+
+        Discovery is on when no peers are given, unless ``discover_peers`` says otherwise.
+        Never this agent.
+        """
+        peers = list(self.settings.peers)
+        if self.settings.discovery_enabled and self.local is not None:
+            for row in self.local.view.members:
+                found = f"{row.member_host}:{self.settings.agent_port}"
+                if row.member_id != self.member_id and row.member_host and found not in peers:
+                    peers.append(found)
+        return [peer for peer in peers if peer != self.address]
 
     def _pull_peers(self, peers: list[str]) -> list[str]:
         """The peers to push-pull with this period: ``pull_fanout`` reachable ones, in turn."""

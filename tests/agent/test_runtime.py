@@ -36,6 +36,7 @@ class Settings:
     listen: str = "127.0.0.1:0"
     advertise: str | None = None
     peers: tuple[str, ...] = ()
+    discover_peers: bool | None = None
     period_s: float = 1.0
     gtid_interval_s: float = 30.0
     executed_interval_s: float = 60.0
@@ -48,6 +49,11 @@ class Settings:
     flush_interval_s: float = 5.0
     retention_s: float = 86_400.0
     limits: LimitsConfig = DEFAULT_LIMITS
+
+    @property
+    def discovery_enabled(self) -> bool:
+        """As AgentConfig resolves it: on without peers, unless discover_peers says."""
+        return not self.peers if self.discover_peers is None else self.discover_peers
 
 
 class Clock:
@@ -416,6 +422,24 @@ async def test_discovers_peers_from_the_membership() -> None:
     agent = group.agents[0]
     agent.settings.peers = ()  # type: ignore[misc]
     await agent.run_period()
-    assert sorted(agent.peers()) == ["127.0.0.1:7400"] * 2  # every simulated member is 127.0.0.1
+    assert sorted(agent.peers()) == ["127.0.0.1:7400"]  # every simulated member is 127.0.0.1
     for other in group.agents:
         await other.stop(grace_s=0)
+
+
+async def test_discover_peers_adds_to_or_turns_off_the_peers() -> None:
+    """discover_peers=true adds the members' hosts to --peers; false leaves only --peers."""
+    group = await start_group(3)
+    agent = group.agents[0]
+    try:
+        given = [peer for peer in agent.settings.peers if peer != agent.address]
+        await agent.run_period()
+        agent.settings.discover_peers = True  # type: ignore[attr-defined]
+        assert sorted(agent.peers()) == sorted([*given, "127.0.0.1:7400"])
+        agent.settings.discover_peers = False  # type: ignore[attr-defined]
+        assert sorted(agent.peers()) == sorted(given)
+        agent.settings.peers = ()  # type: ignore[misc]
+        assert agent.peers() == []
+    finally:
+        for other in group.agents:
+            await other.stop(grace_s=0)
