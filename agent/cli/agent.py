@@ -155,6 +155,13 @@ def register(subparsers: Subparsers) -> None:
         "--state-dir", required=True, metavar="DIR", help="the agent's state directory"
     )
     forget.set_defaults(handler=run_forget)
+    members.set_defaults(handler=lambda _args: _usage(members))
+
+
+def _usage(parser: argparse.ArgumentParser) -> int:
+    """Print ``parser``'s help (a command given without its action) and exit 2."""
+    parser.print_help()
+    return 2
 
 
 def config_from(args: argparse.Namespace) -> AgentConfig:

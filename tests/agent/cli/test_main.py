@@ -31,6 +31,15 @@ def test_no_command_prints_help_and_fails(capsys: pytest.CaptureFixture[str]) ->
     assert "usage: grstats" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("command", ["members", "spark"])
+def test_command_without_its_action_prints_its_help_and_fails(
+    command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A command that needs an action, given none, prints its own help and exits 2."""
+    assert main([command]) == 2
+    assert f"usage: grstats {command}" in capsys.readouterr().out
+
+
 def test_unknown_command_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     """An unknown command is a usage error: exit status 2 and a message naming it."""
     with pytest.raises(SystemExit) as caught:
