@@ -18,6 +18,10 @@ if TYPE_CHECKING:
     from agent.sources.snapshot import MemberSnapshot
 
 
+#: Ticks stepped per worker-thread call while catching up (60 simulated seconds).
+CHUNK = 600
+
+
 class SimulatedSource:
     """A :class:`~agent.sources.base.StatsSource` for member ``member_index`` of a simulated group.
 
@@ -78,9 +82,11 @@ class SimulatedSource:
         return snapshot(self._group, self.member_index)
 
     async def _advance(self, tick: int) -> None:
-        if tick > self._group.tick + 1:  # catching up: many ticks, off the event loop
-            await asyncio.to_thread(self._group.advance_to, tick)
-        elif tick > self._group.tick:
+        # Catching up (a group that started long ago): many ticks, off the event loop, in
+        # chunks, so that stopping the agent cancels it within one chunk.
+        while tick > self._group.tick + 1:
+            await asyncio.to_thread(self._group.advance_to, min(tick, self._group.tick + CHUNK))
+        if tick > self._group.tick:
             self._group.advance_to(tick)
 
     async def _step_in_background(self) -> None:

@@ -129,3 +129,22 @@ async def test_without_step_ahead_only_reads_step_the_group() -> None:
     clock.now += 3
     await asyncio.sleep(0.25)
     assert member.group.tick == read_tick
+
+
+async def test_a_long_catch_up_stops_soon_after_the_read_is_cancelled() -> None:
+    """Catching up on a group that started 30 days ago stops within a chunk when cancelled.
+
+    A stopped agent cancels its read; the worker thread must not go on stepping for minutes
+    (asyncio.run waits for it before the process can exit).
+    """
+    member = source(0, Clock(START + 30 * 86_400), name="steady")
+    reading = asyncio.create_task(member.read())
+    await asyncio.sleep(0.5)
+    reading.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await reading
+    await asyncio.sleep(1.5)  # the chunk under way when cancelled ends
+    stopped_at = member.group.tick
+    await asyncio.sleep(0.5)
+    assert member.group.tick == stopped_at
+    assert stopped_at < 30 * 86_400 * 10  # 10 ticks a second: far from caught up
