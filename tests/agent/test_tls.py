@@ -13,7 +13,6 @@ import shutil
 import signal
 import subprocess
 import time
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import grpc
@@ -40,31 +39,17 @@ from proto import grstats_pb2 as pb
 from proto import grstats_pb2_grpc as pb_grpc
 from tests.agent.cli.test_agent_processes import PYTHON, grstats, wait_until
 from tests.agent.test_runtime import START_S, Clock, Group, Settings, stats
+from tests.certs import make_certs
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
+    from pathlib import Path
 
     from agent.gossip import Update
 
-MAKE_CERTS = Path(__file__).parents[2] / "deploy" / "tls" / "make-certs.sh"
 UUIDS = [stable_uuid("member", 1, index) for index in range(3)]
 TOKEN = "s3cret-token-of-the-group-0123456789"  # noqa: S105  (a test's token)
 CHECKED = 987_654_321  # a COUNT_TRANSACTIONS_CHECKED no simulated member reaches
-
-
-def make_certs(directory: Path, *members: str) -> Path:
-    """Run make-certs.sh into ``directory`` for ``members`` (NAME=UUID@HOSTS); return it."""
-    bash = shutil.which("bash")
-    assert bash is not None
-    done = subprocess.run(
-        [bash, str(MAKE_CERTS), str(directory), *members],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
-    return directory
 
 
 @pytest.fixture(name="certs", scope="module")

@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from tests.deploy.files import TOKEN, make_certs
+from tests.certs import make_certs
+from tests.deploy.files import TOKEN
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -6,7 +6,6 @@ import re
 import shlex
 import shutil
 import socket
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -22,7 +21,6 @@ if TYPE_CHECKING:
 
 DEPLOY = Path(__file__).parents[2] / "deploy"
 KUBERNETES = DEPLOY / "kubernetes"
-MAKE_CERTS = DEPLOY / "tls" / "make-certs.sh"
 #: The absolute paths the deploy files name on a host or in a pod, moved under a test's root.
 ABSOLUTE_PREFIXES = ("/etc/grstats", "/var/lib/grstats", "/var/run/mysql-ca")
 #: The entry point the units and the image install, and the one the tests run.
@@ -126,21 +124,6 @@ def yaml_documents(path: Path) -> list[dict[str, Any]]:
     for document in documents:
         assert isinstance(document, dict), f"{path.name}: a document is not a mapping"
     return documents
-
-
-def make_certs(directory: Path, *members: str) -> Path:
-    """Run deploy/tls/make-certs.sh into ``directory`` for ``members`` (NAME=UUID@HOSTS)."""
-    bash = shutil.which("bash")
-    assert bash is not None
-    done = subprocess.run(
-        [bash, str(MAKE_CERTS), str(directory), *members],
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=120,
-    )
-    assert done.returncode == 0, done.stderr
-    return directory
 
 
 def require(program: str) -> str:
