@@ -13,12 +13,12 @@ nothing on the wire by itself: use it on a trusted network, or with TLS.
 from __future__ import annotations
 
 import hmac
-import time
 from typing import TYPE_CHECKING, Any
 
 import grpc
 
 from agent.errors import ConfigError
+from agent.log import ThrottledWarning
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -73,8 +73,7 @@ class TokenInterceptor(grpc.aio.ServerInterceptor):
         self._expected = f"Bearer {token}".encode("ascii")
         self._services = frozenset(services)
         self._log = log
-        self._logged_at: dict[str, float] = {}  # reason -> when last logged (monotonic)
-        self._unlogged: dict[str, int] = {}  # reason -> refusals since then, not logged
+        self._warn = ThrottledWarning(self._log, "rpc_unauthenticated", LOG_EVERY_S)
 
     async def intercept_service(
         self,
@@ -99,19 +98,7 @@ class TokenInterceptor(grpc.aio.ServerInterceptor):
 
     def _refused(self, method: str, peer: str, reason: str) -> None:
         """Log a refusal: the first, then at most one per ``LOG_EVERY_S`` per reason."""
-        now = time.monotonic()
-        last = self._logged_at.get(reason)
-        if last is not None and now - last < LOG_EVERY_S:
-            self._unlogged[reason] = self._unlogged.get(reason, 0) + 1
-            return
-        self._logged_at[reason] = now
-        self._log.warning(
-            "rpc_unauthenticated",
-            method=method,
-            peer=peer,
-            reason=reason,
-            unlogged=self._unlogged.pop(reason, 0),
-        )
+        self._warn(reason, method=method, peer=peer, reason=reason)
 
     def _guarded(self, method: str) -> bool:
         _, _, rest = method.partition("/")

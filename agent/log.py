@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import sys
+import time
 from typing import TYPE_CHECKING, Any, TextIO
 
 import structlog
@@ -27,6 +28,8 @@ import structlog
 from agent.errors import ConfigError
 
 if TYPE_CHECKING:
+    from collections.abc import Callable, Hashable
+
     from structlog.typing import FilteringBoundLogger, Processor
 
 #: Output formats: ``auto`` is ``console`` when the stream is a terminal, else ``json``.
@@ -135,3 +138,39 @@ def _is_terminal(stream: TextIO) -> bool:
         return stream.isatty()
     except (AttributeError, ValueError):  # no isatty, or a closed file
         return False
+
+
+class ThrottledWarning:
+    """Logs one warning event per key: the first, then at most one per ``every_s`` seconds.
+
+    Each logged line carries ``unlogged``, how many times the event happened for that key
+    since the previous line, so a flood of refusals costs a few lines and loses no count.
+    Called by the agent's request handlers, as often as peers and clients misbehave; keys
+    must come from a bounded set (a reason, a certificate's identity), never from what a
+    peer writes.
+    """
+
+    def __init__(
+        self,
+        log: FilteringBoundLogger,
+        event: str,
+        every_s: float = 10.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._log = log
+        self._event = event
+        self._every_s = every_s
+        self._clock = clock
+        self._logged_at: dict[Hashable, float] = {}  # key -> when last logged
+        self._unlogged: dict[Hashable, int] = {}  # key -> events since then, not logged
+
+    def __call__(self, key: Hashable, **fields: Any) -> bool:
+        """Note one event for ``key``; log it unless one was logged within ``every_s``."""
+        now = self._clock()
+        last = self._logged_at.get(key)
+        if last is not None and now - last < self._every_s:
+            self._unlogged[key] = self._unlogged.get(key, 0) + 1
+            return False
+        self._logged_at[key] = now
+        self._log.warning(self._event, **fields, unlogged=self._unlogged.pop(key, 0))
+        return True

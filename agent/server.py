@@ -29,6 +29,7 @@ from agent.convert import (
 )
 from agent.identity import certified_members, refusal
 from agent.limits import LimitsConfig, RateLimiter
+from agent.log import ThrottledWarning
 from proto import grstats_pb2 as pb
 from proto import grstats_pb2_grpc as pb_grpc
 
@@ -102,6 +103,9 @@ class GossipServicer(pb_grpc.GossipServicer):  # type: ignore[misc]
     ) -> None:
         self._node = node
         self._log = log or structlog.get_logger()
+        # Keyed by the certificate's members (a bounded set: our CA signed them), never by
+        # what the peer wrote, so a flood of refusals costs a line per 10 s per certificate.
+        self._identity_refused = ThrottledWarning(self._log, "peer_identity_refused")
         self._max_updates = limits.max_updates if limits else MAX_UPDATES
         self._max_gtid_text = limits.max_gtid_text if limits else MAX_GTID_TEXT
         self._limiter = limiter
@@ -169,8 +173,8 @@ class GossipServicer(pb_grpc.GossipServicer):  # type: ignore[misc]
             return
         reason = refusal(certified, sender_member, updates)
         if reason:
-            self._log.warning(
-                "peer_identity_refused",
+            self._identity_refused(
+                tuple(sorted(certified)),
                 peer=context.peer(),
                 certified=sorted(certified),
                 sender_member=sender_member,

@@ -13,7 +13,7 @@ import structlog
 from structlog.testing import capture_logs
 
 from agent.errors import ConfigError
-from agent.log import configure_logging, get_logger
+from agent.log import ThrottledWarning, configure_logging, get_logger
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -187,3 +187,21 @@ class TestStandardLogging:
         logging.getLogger("aiomysql").info("dropped")
         logging.getLogger("aiomysql").error("kept")
         assert [json.loads(line)["event"] for line in lines(sio)] == ["kept"]
+
+
+def test_throttled_warning_logs_once_per_interval_per_key_with_the_count_between() -> None:
+    """A flood of one event logs its first, then one line per interval carrying the count."""
+    now = [100.0]
+    with capture_logs() as logs:
+        warn = ThrottledWarning(structlog.get_logger(), "refused", 10.0, clock=lambda: now[0])
+        assert warn("a", peer="p1")
+        assert [warn("a", peer="p1") for _ in range(5)] == [False] * 5
+        assert warn("b", peer="p2")  # another key logs at once
+        now[0] += 10.0
+        assert warn("a", peer="p3")
+        assert not warn("a", peer="p3")
+    assert [(log["event"], log["peer"], log["unlogged"]) for log in logs] == [
+        ("refused", "p1", 0),
+        ("refused", "p2", 0),
+        ("refused", "p3", 5),
+    ]
