@@ -202,19 +202,27 @@ class MySQLSource:
         context = tls_context(config)
         with _translated(config, "connect", config.connect_timeout_s, "connect_timeout_s"):
             async with asyncio.timeout(config.connect_timeout_s):
-                conn = await aiomysql.connect(
-                    host=config.host,
-                    port=config.port,
-                    user=config.user,
-                    password=password,
-                    connect_timeout=config.connect_timeout_s,
-                    charset="utf8mb4",
-                    autocommit=True,
-                    conv=_DECODERS,
-                    ssl=context,
-                    init_command="SET time_zone = '+00:00'",
-                    program_name="grstats",
-                )
+                try:
+                    conn = await aiomysql.connect(
+                        host=config.host,
+                        port=config.port,
+                        user=config.user,
+                        password=password,
+                        connect_timeout=config.connect_timeout_s,
+                        charset="utf8mb4",
+                        autocommit=True,
+                        conv=_DECODERS,
+                        ssl=context,
+                        init_command="SET time_zone = '+00:00'",
+                        program_name="grstats",
+                    )
+                except Exception:
+                    # The driver closes a failed connection's transport, which closes its
+                    # socket on a later loop turn: let that happen before the error goes up,
+                    # or an agent stopping now would leave the socket to the garbage collector.
+                    for _ in range(2):
+                        await asyncio.sleep(0)
+                    raise
         del password
         if context is not None and not conn.server_capabilities & CLIENT.SSL:
             await _close(conn, polite=False)

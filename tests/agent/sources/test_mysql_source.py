@@ -7,10 +7,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import socket
 import time
 import traceback
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -25,7 +27,6 @@ from tests.mariadb import free_port, missing, run_script
 
 if TYPE_CHECKING:
     from collections.abc import Callable
-    from pathlib import Path
 
     from agent.sources.mysql_config import MySQLSourceConfig
     from agent.sources.snapshot import MemberSnapshot
@@ -50,6 +51,17 @@ def micros(text: str) -> int:
     """Return a fixture TIMESTAMP(6) literal, read as UTC, in µs since the epoch."""
     moment = datetime.strptime(text, "%Y-%m-%d %H:%M:%S.%f").replace(tzinfo=UTC)
     return int(moment.timestamp()) * 1_000_000 + moment.microsecond
+
+
+def open_sockets() -> list[str]:
+    """The sockets this process has open (Linux: /proc/self/fd)."""
+    sockets = []
+    for fd in list(Path("/proc/self/fd").iterdir()):
+        with contextlib.suppress(FileNotFoundError):  # the listing's own descriptor
+            link = str(fd.readlink())
+            if link.startswith("socket:"):
+                sockets.append(link)
+    return sorted(sockets)
 
 
 async def read_once(config: MySQLSourceConfig) -> MemberSnapshot:
@@ -617,6 +629,26 @@ class TestTls:
         """A server certificate not signed by ssl_ca fails the connect."""
         with pytest.raises(SourceUnavailable, match="certificate verify failed"):
             await read_once(make_config(ps80, ssl_ca=tls.other_ca))
+
+    @pytest.mark.parametrize("refusal", ["unknown CA", "account needs a client certificate"])
+    async def test_a_refused_connect_leaves_no_socket_open(
+        self, make_config: MakeConfig, ps80: str, tls: Tls, refusal: str
+    ) -> None:
+        """When the read fails on TLS or on the login over TLS, its socket is already closed.
+
+        Nothing may be left for a later loop turn: an agent that stops right after the
+        failure (its loop closes) would leave the socket to the garbage collector.
+        """
+        if refusal == "unknown CA":
+            config, error = make_config(ps80, ssl_ca=tls.other_ca), "certificate verify failed"
+        else:
+            config, error = make_config(ps80, user=X509_USER, ssl_ca=tls.ca), "Access denied"
+        with pytest.raises(SourceUnavailable, match=error):
+            await read_once(config)  # the first connect may open files it keeps (CA, loop)
+        before = open_sockets()
+        with pytest.raises(SourceUnavailable, match=error):
+            await read_once(config)
+        assert open_sockets() == before  # no await since the failure
 
     async def test_wrong_host_name_is_refused(
         self, make_config: MakeConfig, ps80: str, tls: Tls
