@@ -107,7 +107,8 @@ def member_partitioned(rows: DataFrame) -> DataFrame:
     on than a 36-character UUID whose first bytes repeat on every row of the member. Finding
     the members reads one column; finding the keys is a tiny job.
     """
-    ids = sorted(r["member_id"] for r in rows.select("member_id").distinct().collect())
+    found = rows.select("member_id").distinct().collect()
+    ids = sorted(r["member_id"] for r in found if r["member_id"] is not None)
     if not ids:
         return rows.withColumn("member_key", F.lit(None).cast(IntegerType()))
     keys = partition_keys(rows.sparkSession, len(ids))

@@ -136,6 +136,19 @@ class TestMemberPartitioned:
         assert sorted(r["member_id"] for r in placed) == members
         assert len({r["p"] for r in placed}) == len(members)
 
+    def test_a_row_without_a_member_id_is_kept_not_a_failure(self, spark: SparkSession) -> None:
+        """Rows whose MEMBER_ID is null get no key but stay; the members keep their partitions."""
+        from spark.report.steps import member_partitioned  # noqa: PLC0415
+
+        rows = frame(spark, [row("a", 0), row("b", 0), {**row("a", 1), "member_id": None}])
+        keyed = member_partitioned(rows)
+        assert keyed.rdd.getNumPartitions() == 2
+        assert sorted((r["member_id"] or "", r["member_key"] is None) for r in keyed.collect()) == [
+            ("", True),
+            ("a", False),
+            ("b", False),
+        ]
+
     def test_keys_land_in_their_partitions(self, spark: SparkSession) -> None:
         """The key found for partition p is sent to partition p by Spark's own repartition."""
         from pyspark.sql import functions as F  # noqa: PLC0415, N812
