@@ -58,6 +58,23 @@ def driver_env(cluster: StandaloneCluster) -> dict[str, str]:
     return cluster_env(cluster.logs.parent)
 
 
+def run_on_cluster(cluster: StandaloneCluster, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``grstats spark ARGS --master <cluster> --format json``; assert it succeeded."""
+    done = subprocess.run(
+        [
+            *(sys.executable, "-m", "agent", "spark", *args),
+            *("--master", cluster.master_url, "--format", "json"),
+        ],
+        env=driver_env(cluster),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done
+
+
 def _start(name: str, args: list[str], base: Path) -> tuple[subprocess.Popen[bytes], Path]:
     log = base / "logs" / f"{name}.log"
     log.parent.mkdir(parents=True, exist_ok=True)

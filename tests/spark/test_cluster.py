@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from typing import TYPE_CHECKING
 
 import pytest
 
 from spark.ingest import run_ingest
 from spark.table import TableLog, read_member_rows
-from tests.spark.cluster import driver_env
+from tests.spark.cluster import run_on_cluster
 from tests.spark.spool import expected_rows, make_record, row_key, write_spool
 
 if TYPE_CHECKING:
@@ -31,19 +29,9 @@ def test_ingest_on_a_standalone_cluster_equals_local_mode(
     spans = [range(30), range(30, 70), range(86_390, 86_410)]  # the last spans midnight
     segments = write_spool(spool, [[make_record(second) for second in span] for span in spans])
     cluster_table, local_table = tmp_path / "on-cluster", tmp_path / "local"
-    done = subprocess.run(
-        [
-            *(sys.executable, "-m", "agent", "spark", "ingest", "--spool", str(spool)),
-            *("--table", str(cluster_table), "--master", spark_cluster.master_url),
-            *("--format", "json"),
-        ],
-        env=driver_env(spark_cluster),
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
+    done = run_on_cluster(
+        spark_cluster, "ingest", "--spool", str(spool), "--table", str(cluster_table)
     )
-    assert done.returncode == 0, done.stderr
     assert '"loaded": 3' in done.stdout
     run_ingest(spark, spool, local_table)
     on_cluster = sorted(read_member_rows(spark, cluster_table).toArrow().to_pylist(), key=row_key)

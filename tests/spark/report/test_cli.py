@@ -6,8 +6,6 @@ import csv
 import datetime as dt
 import json
 import math
-import subprocess
-import sys
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -16,7 +14,7 @@ from agent.cli.main import main
 from spark.ingest import run_ingest
 from spark.report.config import ReportConfig
 from spark.report.job import TABLE_NAMES, run_report
-from tests.spark.cluster import driver_env
+from tests.spark.cluster import run_on_cluster
 from tests.spark.spool import make_record, write_spool
 
 if TYPE_CHECKING:
@@ -169,18 +167,7 @@ def test_the_report_on_a_standalone_cluster_equals_local_mode(
 ) -> None:
     """--master spark://... writes the same summary.json and tables as local mode."""
     on_cluster, local = tmp_path / "on-cluster", tmp_path / "local"
-    done = subprocess.run(
-        [
-            *(sys.executable, "-m", "agent", "spark", "report", "--table", str(table)),
-            *("--out", str(on_cluster), "--master", spark_cluster.master_url, "--format", "json"),
-        ],
-        env=driver_env(spark_cluster),
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
+    done = run_on_cluster(spark_cluster, "report", "--table", str(table), "--out", str(on_cluster))
     printed = json.loads(done.stdout)
     run_report(ReportConfig(table, local), spark=spark)
     cluster_summary = json.loads((on_cluster / "summary.json").read_text(encoding="utf-8"))
