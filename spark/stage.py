@@ -13,6 +13,8 @@ does (see :mod:`spark.table`).
 
 from __future__ import annotations
 
+import functools
+import gc
 import os
 import time
 import uuid
@@ -125,9 +127,24 @@ def _write_by_date(rows: pa.Table, staging: Path, segment: str) -> Iterator[tupl
 
 def stage_partition(index: int, tasks: Iterable[tuple[str, str]]) -> Iterator[dict[str, Any]]:
     """Spark's mapPartitionsWithIndex function: stage each ``(segment path, staging dir)``."""
+    _freeze_imported_objects()
     _hold_for_crash_test(index)
     for path, staging in tasks:
         yield stage_segment(path, staging).to_dict()
+
+
+@functools.cache
+def _freeze_imported_objects() -> None:
+    """Once per worker, exclude what the imports made from the collector's later scans.
+
+    pyspark's daemon runs ``gc.collect()`` after every task of a reused worker; with pyspark,
+    pyarrow and these modules loaded, that full scan took 10-13 ms, about a third of the gap
+    between two tasks (measured on the 1-day ingest: 19 ms instead of 33 ms a gap). Modules,
+    classes and functions live as long as the worker; what is garbage already is collected
+    first, so nothing collectable is kept.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 def _hold_for_crash_test(index: int) -> None:

@@ -1,14 +1,18 @@
 """Stats sources: how an agent reads its own member (a real server or the simulator).
 
 ``SimulatedSource`` lives in :mod:`agent.sources.simulated`, imported on demand, so that an
-agent reading a real server does not load the simulator.
+agent reading a real server does not load the simulator. ``MySQLSource`` is loaded on first
+use too, so that what only needs the snapshot types (the gossip core, the collector's
+records, Spark's workers) does not load the MySQL driver.
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from agent.sources.base import StatsSource
 from agent.sources.memory import MemorySource
-from agent.sources.mysql import MySQLSource, MySQLSourceConfig
+from agent.sources.mysql_config import MySQLSourceConfig
 from agent.sources.snapshot import (
     FLOW_CONTROL_MODES,
     FlowControlSettings,
@@ -28,3 +32,16 @@ __all__ = [
     "SourceHealth",
     "StatsSource",
 ]
+
+
+if TYPE_CHECKING:
+    from agent.sources.mysql import MySQLSource
+
+
+def __getattr__(name: str) -> object:
+    """Load ``MySQLSource`` (and with it the MySQL driver) the first time it is asked for."""
+    if name == "MySQLSource":
+        from agent.sources.mysql import MySQLSource  # noqa: PLC0415 (the driver on demand)
+
+        return MySQLSource
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

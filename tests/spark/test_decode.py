@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import sys
 from typing import TYPE_CHECKING
 
 import pytest
@@ -126,6 +127,24 @@ class TestBadSegments:
         assert caught.value.offset == 8  # the batch's first frame
         assert str(segment) in str(caught.value)
 
+    def test_a_member_id_that_is_not_text(self, tmp_path: Path) -> None:
+        """MEMBER_ID is text; a member listed under a number makes the segment corrupt."""
+        bad = make_record(2)
+        for table in bad["tables"].values():
+            index = table["columns"].index("MEMBER_ID")
+            table["rows"][0][index] = 7
+        (segment,) = write_spool(tmp_path, [[bad]])
+        with pytest.raises(SegmentCorrupt, match="wrong type"):
+            decode_segment(segment)
+
+    @pytest.mark.parametrize("version", [True, "1", None])
+    def test_a_schema_that_is_not_an_integer(self, tmp_path: Path, version: object) -> None:
+        """A schema key that is not the integer 1 (true, text, missing) is an unknown schema."""
+        odd = make_record(2) | {"schema": version}
+        (segment,) = write_spool(tmp_path, [[make_record(1), odd]])
+        with pytest.raises(UnknownSchema, match="is not a known version"):
+            decode_segment(segment)
+
     def test_unknown_schema_names_version_file_and_offset(self, tmp_path: Path) -> None:
         """A record of schema 2 is refused with the version, the file and the frame's offset."""
         newer = make_record(2) | {"schema": 2}
@@ -134,3 +153,26 @@ class TestBadSegments:
             decode_segment(segment)
         assert str(segment) in str(caught.value)
         assert "at offset" in str(caught.value)
+
+
+class _CountingFinder:
+    """A meta-path finder that counts the imports Python had to search for, finding none."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+
+    def find_spec(self, name: str, *_: object) -> None:
+        self.names.append(name)
+
+
+def test_decoding_again_imports_nothing(tmp_path: Path) -> None:
+    """Once loaded, decoding runs no import: a failed one (dateutil) searched sys.path each batch."""
+    first, second = write_spool(tmp_path, [[make_record(1)], [make_record(s) for s in range(600)]])
+    decode_segment(first)
+    finder = _CountingFinder()
+    sys.meta_path.insert(0, finder)
+    try:
+        decode_segment(second)
+    finally:
+        sys.meta_path.remove(finder)
+    assert finder.names == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -30,6 +31,7 @@ class TestSessionConf:
             "spark.ui.enabled",
             "spark.pyspark.python",
             "spark.sql.shuffle.partitions",
+            "spark.python.daemon.module",
         } & set(conf)
         assert conf["spark.sql.session.timeZone"] == "UTC"
 
@@ -62,3 +64,18 @@ def test_python_workers_run_this_interpreter(spark: SparkSession) -> None:
     """Python code shipped to local workers runs with the interpreter that runs the tests."""
     found = spark.sparkContext.parallelize([0], 1).map(lambda _: sys.executable).collect()
     assert found == [sys.executable]
+
+
+def _pyspark_file(_: object) -> str:
+    import pyspark  # noqa: PLC0415 (the worker's own pyspark)
+
+    return str(pyspark.__file__)
+
+
+@pytest.mark.spark
+def test_local_workers_import_the_installed_pyspark_not_its_zip(spark: SparkSession) -> None:
+    """Local workers load pyspark's compiled package, not the zip Spark puts first on the path."""
+    found = spark.sparkContext.parallelize([0], 1).map(_pyspark_file).collect()
+    assert spark.conf.get("spark.python.daemon.module") == "spark.worker_daemon"
+    assert ".zip" not in found[0]
+    assert Path(found[0]).is_file()

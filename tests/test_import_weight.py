@@ -1,0 +1,19 @@
+"""What the light parts load: no MySQL driver for the gossip core, the records or Spark's decoder."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+
+@pytest.mark.parametrize("module", ["agent.gossip", "collector.records", "spark.stage"])
+def test_no_mysql_driver_is_loaded(module: str) -> None:
+    """Importing the module leaves aiomysql and PyMySQL unloaded (they load with MySQLSource)."""
+    check = (
+        f"import sys, {module}, agent.sources; "
+        "assert not {'aiomysql', 'pymysql'} & set(sys.modules), sorted(sys.modules); "
+        "agent.sources.MySQLSource; assert 'aiomysql' in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", check], check=True, timeout=60, capture_output=True)
