@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"ingest: {message}", file=sys.stderr, flush=True)
 
     progress("starting Spark" + (f" on {args.master}" if args.master else " in local mode"))
-    spark = build_session(args.master, "grstats-ingest")
+    spark = build_session(args.master, "grstats-ingest", python_work=True)
     try:
         result = run_ingest(spark, args.spool, args.table, progress=progress)
     except (IngestError, TableError, SpoolError) as exc:

@@ -37,10 +37,11 @@ def is_local(master: str) -> bool:
     return master == "local" or master.startswith("local[")
 
 
-def session_conf(master: str | None, app_name: str) -> dict[str, str]:
+def session_conf(master: str | None, app_name: str, *, python_work: bool = False) -> dict[str, str]:
     """Return the settings :func:`build_session` applies for ``master``, before overrides.
 
     ``None`` means spark-submit chose the master: then only the job's own settings are given.
+    ``python_work`` says the job's work runs in Python workers (ingest), not in the JVM.
     """
     conf = {
         "spark.app.name": app_name,
@@ -59,6 +60,11 @@ def session_conf(master: str | None, app_name: str) -> dict[str, str]:
         # sort and window pages are large arrays, which G1 (the default) treats as humongous.
         # Measured on the 30-day report: 110 s instead of 127 s.
         java_options += " -XX:+UseParallelGC"
+        if python_work:
+            # The JVM only schedules tasks and pipes them to Python: its optimizing compiler's
+            # threads would only take CPU from the workers, so it compiles with C1 alone.
+            # Measured on the 1-day ingest, three rounds: 3.06-3.37 s instead of 3.44-3.72 s.
+            java_options += " -XX:TieredStopAtLevel=1"
     conf["spark.driver.extraJavaOptions"] = java_options
     if is_local(master):
         cores = os.cpu_count() or 1
@@ -78,12 +84,13 @@ def build_session(
     app_name: str = "grstats",
     *,
     conf: Mapping[str, str] | None = None,
+    python_work: bool = False,
 ) -> SparkSession:
     """Return a SparkSession on ``master`` (default ``local[*]``) with grstats's settings.
 
-    ``conf`` overrides any setting. When a session already runs in this process (tests share
-    one), Spark returns it and the settings that can only be set at start-up are left as they
-    were.
+    ``conf`` overrides any setting; ``python_work`` is :func:`session_conf`'s. When a session
+    already runs in this process (tests share one), Spark returns it and the settings that can
+    only be set at start-up are left as they were.
     """
     from pyspark.sql import SparkSession  # noqa: PLC0415 (pyspark is imported only when needed)
 
@@ -92,7 +99,7 @@ def build_session(
         settings = session_conf(None, app_name) | dict(conf or {})
         return _get_or_create(SparkSession.builder, settings)
     master = master or DEFAULT_MASTER
-    settings = session_conf(master, app_name) | dict(conf or {})
+    settings = session_conf(master, app_name, python_work=python_work) | dict(conf or {})
     if is_local(master):
         # PySpark starts its Python workers with $PYSPARK_PYTHON (default: python3 on PATH),
         # not with the spark.pyspark.python setting, which only spark-submit reads.

@@ -47,6 +47,29 @@ def test_a_missing_spool_is_an_invalid_argument(
     assert f"--spool: {str(missing)!r} is not a directory" in capsys.readouterr().err
 
 
+class _Started(Exception):
+    """Raised by the recording build_session so that no JVM starts."""
+
+
+def test_ingest_asks_for_a_session_whose_work_runs_in_python(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The ingest's session is built with python_work (C1-only JVM in local mode)."""
+    asked: list[dict[str, object]] = []
+
+    def record(*args: object, **kwargs: object) -> None:
+        asked.append({"args": args, **kwargs})
+        raise _Started
+
+    monkeypatch.setattr("spark.session.build_session", record)
+    (tmp_path / "spool").mkdir()
+    with pytest.raises(_Started):
+        main(
+            ["spark", "ingest", "--spool", str(tmp_path / "spool"), "--table", str(tmp_path / "t")]
+        )
+    assert asked == [{"args": (None, "grstats-ingest"), "python_work": True}]
+
+
 @pytest.mark.spark
 @pytest.mark.slow
 def test_json_summary_then_unknown_schema_exits_1(tmp_path: Path) -> None:

@@ -42,6 +42,14 @@ class TestSessionConf:
         assert "spark.driver.extraJavaOptions" not in conf
         assert conf["spark.sql.session.timeZone"] == "UTC"
 
+    def test_python_work_compiles_the_jvm_with_c1_alone(self) -> None:
+        """A job whose work runs in Python (ingest) leaves the CPUs to it; others keep C2."""
+        ingest = session_conf("local[2]", "app", python_work=True)["spark.driver.extraJavaOptions"]
+        report = session_conf("local[2]", "app")["spark.driver.extraJavaOptions"]
+        assert "-XX:TieredStopAtLevel=1" in ingest
+        assert "-XX:TieredStopAtLevel=1" not in report
+        assert "-XX:+UseParallelGC" in ingest
+
     def test_the_log_configuration_ships_with_the_package(self) -> None:
         """The driver JVM is pointed at a log4j2 file that exists and logs warnings only."""
         options = session_conf("local", "app")["spark.driver.extraJavaOptions"]
