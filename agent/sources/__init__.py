@@ -8,7 +8,7 @@ records, Spark's workers) does not load the MySQL driver.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import typing
 
 from agent.sources.base import StatsSource
 from agent.sources.memory import MemorySource
@@ -34,7 +34,7 @@ __all__ = [
 ]
 
 
-if TYPE_CHECKING:
+if typing.TYPE_CHECKING:
     from agent.sources.mysql import MySQLSource
 
 
