@@ -1,7 +1,8 @@
 """The executor's part of ingest: decode one sealed segment and stage its Parquet files.
 
-Runs inside Spark's Python workers (one task per segment), so it imports no pyspark. A task
-writes one Parquet file per UTC date the segment covers, under the batch's staging directory::
+Runs inside Spark's Python workers (a task stages a few consecutive segments), so it imports
+no pyspark. Each segment gives one Parquet file per UTC date it covers, under the batch's
+staging directory::
 
     <staging>/collected_date=2026-01-05/segment-00000000000000000007.parquet
 
@@ -31,7 +32,7 @@ from spark.decode import ARROW_MEMBER_ROWS, decode_segment
 from spark.schema import PARTITION_COLUMN
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator
+    from collections.abc import Iterable, Iterator, Sequence
 
 #: The environment variable of the crash points (tests only; see :mod:`spark.ingest`).
 CRASH_ENV = "GRSTATS_TEST_CRASH_AT"
@@ -125,12 +126,18 @@ def _write_by_date(rows: pa.Table, staging: Path, segment: str) -> Iterator[tupl
         yield target, part.num_rows
 
 
-def stage_partition(index: int, tasks: Iterable[tuple[str, str]]) -> Iterator[dict[str, Any]]:
-    """Spark's mapPartitionsWithIndex function: stage each ``(segment path, staging dir)``."""
+def stage_partition(
+    index: int, tasks: Iterable[Sequence[tuple[str, str]]]
+) -> Iterator[dict[str, Any]]:
+    """Spark's mapPartitionsWithIndex function: stage each ``(segment path, staging dir)``.
+
+    A partition holds one task: a list of consecutive segments (see :func:`spark.ingest`).
+    """
     _freeze_imported_objects()
     _hold_for_crash_test(index)
-    for path, staging in tasks:
-        yield stage_segment(path, staging).to_dict()
+    for task in tasks:
+        for path, staging in task:
+            yield stage_segment(path, staging).to_dict()
 
 
 @functools.cache

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from spark.ingest import IngestError, run_ingest
+from spark.ingest import IngestError, run_ingest, task_sizes
 from spark.schema import MEMBER_ROWS
 from spark.table import LOG_DIR, QUARANTINE_DIR, TableError, TableLog, read_member_rows
 from tests.spark.spool import expected_rows, make_record, row_key, write_spool
@@ -41,6 +41,18 @@ class TestIngest:
         assert (result.commit, result.segments_loaded, result.records) == (1, 3, 81)
         assert result.rows == 81 * 3
         assert table_rows(spark, table) == expected_rows(segments)
+
+    def test_tasks_of_several_segments_load_each_segment_once(
+        self, spark: SparkSession, tmp_path: Path
+    ) -> None:
+        """14 segments on 2 cores run as 6 tasks of 2 or 3; every segment's rows load once."""
+        spool, table = tmp_path / "spool", tmp_path / "table"
+        segments = write_spool(spool, segments_of([range(i * 5, i * 5 + 5) for i in range(14)]))
+        assert task_sizes(14, spark.sparkContext.defaultParallelism) == [3, 3, 2, 2, 2, 2]
+        result = run_ingest(spark, spool, table)
+        assert (result.segments_loaded, result.records, result.files) == (14, 70, 14)
+        assert table_rows(spark, table) == expected_rows(segments)
+        assert sorted(TableLog(table).known_segments()) == [path.name for path in segments]
 
     def test_a_second_run_loads_only_new_segments(
         self, spark: SparkSession, tmp_path: Path
@@ -122,3 +134,24 @@ class TestIngest:
         with pytest.raises(TableError, match="not a grstats table"):
             run_ingest(spark, spool, table)
         assert (table / "data" / "precious.txt").exists()
+
+
+class TestTaskSizes:
+    @pytest.mark.parametrize(
+        ("segments", "cores", "sizes"),
+        [
+            (0, 2, []),
+            (1, 2, [1]),
+            (5, 2, [1, 1, 1, 1, 1]),
+            (12, 2, [2, 2, 2, 2, 2, 2]),
+            (24, 2, [4, 4, 4, 4, 4, 4]),
+            (25, 2, [4, 4, 4, 4, 3, 3, 3]),
+            (24, 8, [1] * 24),
+            (720, 2, [4] * 180),
+        ],
+    )
+    def test_a_few_segments_a_task_and_every_core_busy(
+        self, segments: int, cores: int, sizes: list[int]
+    ) -> None:
+        """At most 4 consecutive segments a task, at least 3 tasks a core, sizes within one."""
+        assert task_sizes(segments, cores) == sizes
