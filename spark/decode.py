@@ -40,7 +40,7 @@ _four_tables = operator.itemgetter(*_TABLE_KEYS)
 _TS = pa.timestamp("us", tz="UTC")
 # Constants as Arrow scalars: a Python number given to a compute function is converted on
 # each call, and that conversion tries to import dateutil, which fails (a search of sys.path)
-# where it is not installed: 10 ms a segment.
+# where it is not installed: 14 ms of CPU an hourly segment (170 ms down to 156 ms).
 _US_PER_DAY = pa.scalar(86_400_000_000, pa.int64())
 _ZERO = pa.scalar(0, pa.int64())
 _NULL_INT = pa.scalar(None, pa.int64())
