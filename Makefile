@@ -61,7 +61,7 @@ bench: $(VENV)/.installed-bench ## run the benchmarks (not part of make test); f
 	$(BIN)/python tests/benchmarks/bench_spool.py
 	$(BIN)/python tests/benchmarks/bench_spark.py --json bench-results/spark.json
 
-proto: $(VENV)/.installed ## regenerate the committed gRPC code from proto/grstats.proto
+proto: $(VENV)/.installed ## regenerate the committed gRPC code (grstats.proto) from proto/grstats.proto
 	$(BIN)/python proto/generate.py
 
 clean: ## remove the virtual environment and caches

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import grpc
 
-from agent.errors import ConfigError
-from agent.log import ThrottledWarning
+from grstats.agent.errors import ConfigError
+from grstats.agent.log import ThrottledWarning
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable

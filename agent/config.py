@@ -47,7 +47,7 @@ Every agent of one simulated group must be given the same scenario, members, see
 group start; only ``member_index`` differs.
 
 :func:`load_config` reads a file, applies overrides (the command line's flags, as dotted keys)
-and validates the result. Errors are :class:`~agent.errors.ConfigError` whose message starts
+and validates the result. Errors are :class:`~grstats.agent.errors.ConfigError` whose message starts
 with the key as the file spells it (``period_s: 0 is not in [1, 60] seconds``,
 ``mysql.port: ...``, ``peers[1]: ...``), so one message serves the file and the flag.
 """
@@ -63,19 +63,19 @@ from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeGuard
 
-from agent.auth import read_token
-from agent.errors import ConfigError
-from agent.limits import DEFAULT_LIMITS, LimitsConfig
-from agent.log import LOG_FORMATS, LOG_LEVELS
-from agent.sim.scenario import MAX_MEMBERS, load_scenario
-from agent.sources.mysql_config import MySQLSourceConfig
-from agent.sources.simulated import SimulatedSource
-from agent.tls import TlsConfig
+from grstats.agent.auth import read_token
+from grstats.agent.errors import ConfigError
+from grstats.agent.limits import DEFAULT_LIMITS, LimitsConfig
+from grstats.agent.log import LOG_FORMATS, LOG_LEVELS
+from grstats.agent.sim.scenario import MAX_MEMBERS, load_scenario
+from grstats.agent.sources.mysql_config import MySQLSourceConfig
+from grstats.agent.sources.simulated import SimulatedSource
+from grstats.agent.tls import TlsConfig
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
-    from agent.sim.scenario import Scenario
+    from grstats.agent.sim.scenario import Scenario
 
 #: The stats sources an agent can read, each configured by the section of the same name.
 SOURCES = ("simulated", "mysql")
@@ -225,15 +225,15 @@ class AgentConfig:
             port); None (the default) serves no metrics.
         simulated: the simulated source's section (``source = "simulated"``).
         mysql: the MySQL source's section (``source = "mysql"``).
-        limits: the ``[limits]`` section (:class:`~agent.limits.LimitsConfig`); a table from
+        limits: the ``[limits]`` section (:class:`~grstats.agent.limits.LimitsConfig`); a table from
             TOML becomes one, and its errors name ``limits.<key>``.
         log_format: ``auto`` (console on a terminal, else JSON), ``json`` or ``console``.
         log_level: ``debug``, ``info``, ``warning`` or ``error``.
-        tls: the ``[tls]`` section (:class:`~agent.tls.TlsConfig`; a table from TOML becomes
+        tls: the ``[tls]`` section (:class:`~grstats.agent.tls.TlsConfig`; a table from TOML becomes
             one): serve and dial peers over TLS; the agent needs all of ``cert_file``,
             ``key_file`` and ``ca_file``. None: plain gRPC.
         token_file: a file holding the shared-secret token every Gossip and Query call must
-            carry (:mod:`agent.auth`); read and checked here, never kept or logged.
+            carry (:mod:`grstats.agent.auth`); read and checked here, never kept or logged.
     """
 
     source: str

@@ -10,18 +10,18 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from agent.errors import AgentError
-from agent.gossip import Counts, Key, Stamp, Update
-from agent.gtid import GtidError, GtidSet
-from agent.rows import ApplierStatusRow, Kind, MemberRow, MemberStatsRow, RowValueError
-from agent.sources.snapshot import GroupView, SourceHealth
-from proto import grstats_pb2 as pb
+from grstats.agent.errors import AgentError
+from grstats.agent.gossip import Counts, Key, Stamp, Update
+from grstats.agent.gtid import GtidError, GtidSet
+from grstats.agent.rows import ApplierStatusRow, Kind, MemberRow, MemberStatsRow, RowValueError
+from grstats.agent.sources.snapshot import GroupView, SourceHealth
+from grstats.proto import grstats_pb2 as pb
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from agent.gossip import Digest
-    from agent.rows import Column, Value
+    from grstats.agent.gossip import Digest
+    from grstats.agent.rows import Column, Value
 
 #: Most members a view may list: Group Replication groups have at most 9.
 MAX_MEMBERS = 9

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
-    from agent.gossip import Update
+    from grstats.agent.gossip import Update
 
 #: The prefix of the URI subject alternative name that names a member.
 MEMBER_URI_PREFIX = "urn:grstats:member:"

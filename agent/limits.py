@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from agent.errors import ConfigError
+from grstats.agent.errors import ConfigError
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 import structlog
 
-from agent.errors import ConfigError
+from grstats.agent.errors import ConfigError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Hashable

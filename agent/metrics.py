@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
     from prometheus_client.core import Metric
 
-    from agent.served import Served
+    from grstats.agent.served import Served
 
 #: The MEMBER_STATE values GR shows (facts §1.1); a state gauge has one series per state.
 MEMBER_STATES = ("ONLINE", "RECOVERING", "OFFLINE", "ERROR", "UNREACHABLE")

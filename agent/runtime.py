@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Protocol
 import structlog
 from grpc_health.v1 import health, health_pb2
 
-from agent.convert import (
+from grstats.agent.convert import (
     WireError,
     digest_from_wire,
     digest_to_wire,
@@ -38,19 +38,19 @@ from agent.convert import (
     uuid_from_bytes,
     uuid_to_bytes,
 )
-from agent.errors import ConfigError, SourceError, TransportError
-from agent.gossip import Counts, GossipState, Key, MergeResult, Stamp
-from agent.gtid import GtidSet
-from agent.limits import LimitsConfig, RateLimiter
-from agent.metrics import AgentMetrics, serve_metrics
-from agent.registry import MemberRecord, RegistryError
-from agent.rows import ApplierStatusRow, MemberRow
-from agent.security import Security
-from agent.served import served_tables
-from agent.server import SERVICE_NAMES, build_server, now_us
-from agent.sources.snapshot import GroupView, SourceHealth
-from agent.transports.rpc import GrpcTransport
-from proto import grstats_pb2 as pb
+from grstats.agent.errors import ConfigError, SourceError, TransportError
+from grstats.agent.gossip import Counts, GossipState, Key, MergeResult, Stamp
+from grstats.agent.gtid import GtidSet
+from grstats.agent.limits import LimitsConfig, RateLimiter
+from grstats.agent.metrics import AgentMetrics, serve_metrics
+from grstats.agent.registry import MemberRecord, RegistryError
+from grstats.agent.rows import ApplierStatusRow, MemberRow
+from grstats.agent.security import Security
+from grstats.agent.served import served_tables
+from grstats.agent.server import SERVICE_NAMES, build_server, now_us
+from grstats.agent.sources.snapshot import GroupView, SourceHealth
+from grstats.agent.transports.rpc import GrpcTransport
+from grstats.proto import grstats_pb2 as pb
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -58,13 +58,13 @@ if TYPE_CHECKING:
 
     import grpc
 
-    from agent.gossip import Digest, Update
-    from agent.gossip.updates import Value
-    from agent.registry import MemberRegistry
-    from agent.served import Served
-    from agent.sources.base import StatsSource
-    from agent.sources.snapshot import MemberSnapshot
-    from agent.transports.base import Transport
+    from grstats.agent.gossip import Digest, Update
+    from grstats.agent.gossip.updates import Value
+    from grstats.agent.registry import MemberRegistry
+    from grstats.agent.served import Served
+    from grstats.agent.sources.base import StatsSource
+    from grstats.agent.sources.snapshot import MemberSnapshot
+    from grstats.agent.transports.base import Transport
 
 
 class RuntimeSettings(Protocol):

@@ -1,7 +1,7 @@
 """``Security``: how one agent or client protects its gRPC calls, TLS and token together.
 
-The one object the server (:func:`agent.server.build_server`), the agent's transport
-(:class:`~agent.transports.rpc.GrpcTransport`) and ``grstats query`` take: it binds the
+The one object the server (:func:`grstats.agent.server.build_server`), the agent's transport
+(:class:`~grstats.agent.transports.rpc.GrpcTransport`) and ``grstats query`` take: it binds the
 server's port, opens client channels and carries the token. The default protects nothing
 (plain gRPC, no token), as an agent without ``[tls]`` and ``token_file`` runs.
 """
@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 
 import grpc
 
-from agent.auth import TokenInterceptor, read_token, token_metadata
-from agent.tls import FileWatch
+from grstats.agent.auth import TokenInterceptor, read_token, token_metadata
+from grstats.agent.tls import FileWatch
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     import structlog
 
-    from agent.tls import TlsConfig
+    from grstats.agent.tls import TlsConfig
 
 
 @dataclass(frozen=True, slots=True)

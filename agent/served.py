@@ -22,9 +22,9 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from agent.gossip import LOCAL, Counts, Key
-from agent.gtid import GtidSet
-from agent.rows import (
+from grstats.agent.gossip import LOCAL, Counts, Key
+from grstats.agent.gtid import GtidSet
+from grstats.agent.rows import (
     REPLICATION_GROUP_MEMBER_GTID_EXECUTED,
     REPLICATION_GROUP_MEMBER_LAG,
     REPLICATION_GROUP_MEMBER_STATS,
@@ -36,14 +36,14 @@ from agent.rows import (
     MemberRow,
     MemberStatsRow,
 )
-from agent.sources.snapshot import GroupView
+from grstats.agent.sources.snapshot import GroupView
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from agent.gossip import GossipState, Heard
-    from agent.rows import Row, Value
-    from agent.sources.snapshot import MemberSnapshot
+    from grstats.agent.gossip import GossipState, Heard
+    from grstats.agent.rows import Row, Value
+    from grstats.agent.sources.snapshot import MemberSnapshot
 
 #: grstats's columns appended to every table with ``extended`` (WL#2860's CONNECTED and more).
 EXTENDED_COLUMNS = (

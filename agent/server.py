@@ -1,7 +1,7 @@
 """The agent's gRPC services: Gossip (between agents) and Query (for clients), plus health.
 
-Servicers check every request through :mod:`agent.convert` and answer INVALID_ARGUMENT naming
-the bad field; nothing from a rejected request is stored, and the agent keeps running.
+Servicers check every request through :mod:`grstats.agent.convert` and answer INVALID_ARGUMENT
+naming the bad field; nothing from a rejected request is stored, and the agent keeps running.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from google.protobuf.message import DecodeError, Message
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from agent.convert import (
+from grstats.agent.convert import (
     MAX_GTID_TEXT,
     MAX_UPDATES,
     WireError,
@@ -27,19 +27,19 @@ from agent.convert import (
     uuid_from_bytes,
     uuid_to_bytes,
 )
-from agent.identity import certified_members, refusal
-from agent.limits import LimitsConfig, RateLimiter
-from agent.log import ThrottledWarning
-from proto import grstats_pb2 as pb
-from proto import grstats_pb2_grpc as pb_grpc
+from grstats.agent.identity import certified_members, refusal
+from grstats.agent.limits import LimitsConfig, RateLimiter
+from grstats.agent.log import ThrottledWarning
+from grstats.proto import grstats_pb2 as pb
+from grstats.proto import grstats_pb2_grpc as pb_grpc
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
 
-    from agent.gossip import GossipState, MergeResult, Update
-    from agent.metrics import AgentMetrics
-    from agent.security import Security
-    from agent.served import Served
+    from grstats.agent.gossip import GossipState, MergeResult, Update
+    from grstats.agent.metrics import AgentMetrics
+    from grstats.agent.security import Security
+    from grstats.agent.served import Served
 
 _M = TypeVar("_M", bound=Message)
 
@@ -166,7 +166,7 @@ class GossipServicer(pb_grpc.GossipServicer):  # type: ignore[misc]
         """Abort PERMISSION_DENIED when the peer's certificate is not of the member it speaks for.
 
         Only peers that presented a certificate are checked (all of them with mutual TLS); see
-        :mod:`agent.identity` for the mapping.
+        :mod:`grstats.agent.identity` for the mapping.
         """
         certified = certified_members(context.auth_context())
         if certified is None:

@@ -5,11 +5,11 @@ peers over TLS, checking their certificates against ``ca_file``. With
 ``require_client_cert`` the TLS is mutual: every client, agent or ``grstats query``, must
 present a certificate that ``ca_file`` signed, and an agent presents its own certificate
 when it dials its peers. How a certificate names the member it may speak for is in
-:mod:`agent.identity`.
+:mod:`grstats.agent.identity`.
 
 The server re-reads the three files when one of them changes (by modification time or
 size), at the next connection, and the agent's transport reconnects to its peers with the
-new files (see :meth:`agent.security.Security.renewed`): a renewed certificate needs no
+new files (see :meth:`grstats.agent.security.Security.renewed`): a renewed certificate needs no
 restart. Connections the server already accepted keep the certificate they were made with.
 """
 
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import grpc
 
-from agent.errors import ConfigError
+from grstats.agent.errors import ConfigError
 
 #: What a :class:`TlsConfig` field is called in the config file.
 _KEYS = {
@@ -38,8 +38,8 @@ _KEYS = {
 class TlsConfig:
     """Certificate files of one TLS endpoint; validated on construction.
 
-    Errors are :class:`~agent.errors.ConfigError` naming the key (``tls.cert_file: ...``). The
-    files must exist and parse, and the key must be the certificate's.
+    Errors are :class:`~grstats.agent.errors.ConfigError` naming the key (``tls.cert_file: ...``).
+    The files must exist and parse, and the key must be the certificate's.
 
     Attributes:
         cert_file: this side's certificate chain, PEM (None: present none, for a client).

@@ -9,20 +9,20 @@ import re
 import signal
 from typing import TYPE_CHECKING
 
-from agent.cli.main import CliError
-from agent.cli.security import add_security_arguments, client_security
-from agent.config import split_address
-from agent.errors import ConfigError
-from agent.log import LOG_FORMATS, LOG_LEVELS, configure_logging, get_logger
-from collector.collect import Limits, collect
-from collector.errors import CollectorError
-from collector.poller import Poller, PollerSettings
-from collector.spool import SpoolSettings, SpoolWriter, SyncPolicy
+from grstats.agent.cli.errors import CliError
+from grstats.agent.cli.security import add_security_arguments, client_security
+from grstats.agent.config import split_address
+from grstats.agent.errors import ConfigError
+from grstats.agent.log import LOG_FORMATS, LOG_LEVELS, configure_logging, get_logger
+from grstats.collector.collect import Limits, collect
+from grstats.collector.errors import CollectorError
+from grstats.collector.poller import Poller, PollerSettings
+from grstats.collector.spool import SpoolSettings, SpoolWriter, SyncPolicy
 
 if TYPE_CHECKING:
-    from agent.cli.types import Subparsers
-    from agent.security import Security
-    from collector.collect import Progress
+    from grstats.agent.cli.types import Subparsers
+    from grstats.agent.security import Security
+    from grstats.collector.collect import Progress
 
 EPILOG = """\
 Each interval the collector asks one agent for every table it serves (members, stats, lag,

@@ -15,18 +15,18 @@ import time
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from agent.errors import ConfigError
-from collector.errors import NoAgentAnswered
-from collector.poller import Schedule
+from grstats.agent.errors import ConfigError
+from grstats.collector.errors import NoAgentAnswered
+from grstats.collector.poller import Schedule
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Coroutine
 
     from structlog.typing import FilteringBoundLogger
 
-    from collector.poller import Poller
-    from collector.records import Record
-    from collector.spool import SpoolWriter
+    from grstats.collector.poller import Poller
+    from grstats.collector.records import Record
+    from grstats.collector.spool import SpoolWriter
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,20 +20,20 @@ from typing import TYPE_CHECKING
 import grpc
 import structlog
 
-from agent.config import split_address
-from agent.errors import ConfigError
-from agent.security import Security
-from collector.errors import NoAgentAnswered, RecordError
-from collector.records import TABLE_NAMES, record_from_response
-from proto import grstats_pb2 as pb
-from proto import grstats_pb2_grpc as pb_grpc
+from grstats.agent.config import split_address
+from grstats.agent.errors import ConfigError
+from grstats.agent.security import Security
+from grstats.collector.errors import NoAgentAnswered, RecordError
+from grstats.collector.records import TABLE_NAMES, record_from_response
+from grstats.proto import grstats_pb2 as pb
+from grstats.proto import grstats_pb2_grpc as pb_grpc
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from structlog.typing import FilteringBoundLogger
 
-    from collector.records import Record
+    from grstats.collector.records import Record
 
 #: Shortest and longest interval between polls, seconds.
 INTERVAL_RANGE_S = (1.0, 3600.0)

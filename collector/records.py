@@ -27,15 +27,15 @@ from typing import TYPE_CHECKING, Any
 
 import msgpack  # type: ignore[import-untyped]
 
-from agent.convert import table_from_wire
-from agent.rows import TABLES, Kind
-from agent.served import EXTENDED_COLUMNS
-from collector.errors import RecordError, UnknownSchema
+from grstats.agent.convert import table_from_wire
+from grstats.agent.rows import TABLES, Kind
+from grstats.agent.served import EXTENDED_COLUMNS
+from grstats.collector.errors import RecordError, UnknownSchema
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from proto import grstats_pb2 as pb
+    from grstats.proto import grstats_pb2 as pb
 
 #: The record schema version this code writes.
 SCHEMA_VERSION = 1

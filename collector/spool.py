@@ -8,7 +8,7 @@ Layout (the contract with Spark ingest)::
 
 A segment starts with the 8-byte magic ``b"GRSPOOL1"``, then frames: the payload's length
 (4 bytes, big-endian), ``zlib.crc32`` of the payload (4 bytes, big-endian), the payload (one
-msgpack record, see :mod:`collector.records`). A frame that runs past the end of the file or
+msgpack record, see :mod:`grstats.collector.records`). A frame that runs past the end of the file or
 whose CRC does not match is torn or corrupt.
 
 Sealing is: write out, fsync the file, rename ``.open`` to ``.sealed``, fsync the directory. So
@@ -40,9 +40,9 @@ from typing import TYPE_CHECKING, Any, Self
 
 import structlog
 
-from agent.errors import ConfigError
-from collector.errors import RecordError, SegmentCorrupt, SpoolError, SpoolLocked
-from collector.records import decode, encode
+from grstats.agent.errors import ConfigError
+from grstats.collector.errors import RecordError, SegmentCorrupt, SpoolError, SpoolLocked
+from grstats.collector.records import decode, encode
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping
@@ -50,7 +50,7 @@ if TYPE_CHECKING:
 
     from structlog.typing import FilteringBoundLogger
 
-    from collector.records import Record
+    from grstats.collector.records import Record
 
 #: The first 8 bytes of every segment.
 MAGIC = b"GRSPOOL1"

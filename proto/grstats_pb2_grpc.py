@@ -3,7 +3,7 @@
 import grpc
 import warnings
 
-from proto import grstats_pb2 as proto_dot_grstats__pb2
+from grstats.proto import grstats_pb2 as grstats_dot_proto_dot_grstats__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
 GRPC_VERSION = grpc.__version__
@@ -18,7 +18,7 @@ except ImportError:
 if _version_not_supported:
     raise RuntimeError(
         f'The grpc package installed is at version {GRPC_VERSION},'
-        + ' but the generated code in proto/grstats_pb2_grpc.py depends on'
+        + ' but the generated code in grstats/proto/grstats_pb2_grpc.py depends on'
         + f' grpcio>={GRPC_GENERATED_VERSION}.'
         + f' Please upgrade your grpc module to grpcio>={GRPC_GENERATED_VERSION}'
         + f' or downgrade your generated code using grpcio-tools<={GRPC_VERSION}.'
@@ -37,13 +37,13 @@ class GossipStub:
         """
         self.Exchange = channel.unary_unary(
                 '/grstats.v1.Gossip/Exchange',
-                request_serializer=proto_dot_grstats__pb2.ExchangeRequest.SerializeToString,
-                response_deserializer=proto_dot_grstats__pb2.ExchangeResponse.FromString,
+                request_serializer=grstats_dot_proto_dot_grstats__pb2.ExchangeRequest.SerializeToString,
+                response_deserializer=grstats_dot_proto_dot_grstats__pb2.ExchangeResponse.FromString,
                 _registered_method=True)
         self.Push = channel.stream_unary(
                 '/grstats.v1.Gossip/Push',
-                request_serializer=proto_dot_grstats__pb2.ExchangeRequest.SerializeToString,
-                response_deserializer=proto_dot_grstats__pb2.PushReply.FromString,
+                request_serializer=grstats_dot_proto_dot_grstats__pb2.ExchangeRequest.SerializeToString,
+                response_deserializer=grstats_dot_proto_dot_grstats__pb2.PushReply.FromString,
                 _registered_method=True)
 
 
@@ -74,13 +74,13 @@ def add_GossipServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'Exchange': grpc.unary_unary_rpc_method_handler(
                     servicer.Exchange,
-                    request_deserializer=proto_dot_grstats__pb2.ExchangeRequest.FromString,
-                    response_serializer=proto_dot_grstats__pb2.ExchangeResponse.SerializeToString,
+                    request_deserializer=grstats_dot_proto_dot_grstats__pb2.ExchangeRequest.FromString,
+                    response_serializer=grstats_dot_proto_dot_grstats__pb2.ExchangeResponse.SerializeToString,
             ),
             'Push': grpc.stream_unary_rpc_method_handler(
                     servicer.Push,
-                    request_deserializer=proto_dot_grstats__pb2.ExchangeRequest.FromString,
-                    response_serializer=proto_dot_grstats__pb2.PushReply.SerializeToString,
+                    request_deserializer=grstats_dot_proto_dot_grstats__pb2.ExchangeRequest.FromString,
+                    response_serializer=grstats_dot_proto_dot_grstats__pb2.PushReply.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -109,8 +109,8 @@ class Gossip:
             request,
             target,
             '/grstats.v1.Gossip/Exchange',
-            proto_dot_grstats__pb2.ExchangeRequest.SerializeToString,
-            proto_dot_grstats__pb2.ExchangeResponse.FromString,
+            grstats_dot_proto_dot_grstats__pb2.ExchangeRequest.SerializeToString,
+            grstats_dot_proto_dot_grstats__pb2.ExchangeResponse.FromString,
             options,
             channel_credentials,
             insecure,
@@ -136,8 +136,8 @@ class Gossip:
             request_iterator,
             target,
             '/grstats.v1.Gossip/Push',
-            proto_dot_grstats__pb2.ExchangeRequest.SerializeToString,
-            proto_dot_grstats__pb2.PushReply.FromString,
+            grstats_dot_proto_dot_grstats__pb2.ExchangeRequest.SerializeToString,
+            grstats_dot_proto_dot_grstats__pb2.PushReply.FromString,
             options,
             channel_credentials,
             insecure,
@@ -160,8 +160,8 @@ class QueryStub:
         """
         self.Read = channel.unary_unary(
                 '/grstats.v1.Query/Read',
-                request_serializer=proto_dot_grstats__pb2.QueryRequest.SerializeToString,
-                response_deserializer=proto_dot_grstats__pb2.QueryResponse.FromString,
+                request_serializer=grstats_dot_proto_dot_grstats__pb2.QueryRequest.SerializeToString,
+                response_deserializer=grstats_dot_proto_dot_grstats__pb2.QueryResponse.FromString,
                 _registered_method=True)
 
 
@@ -180,8 +180,8 @@ def add_QueryServicer_to_server(servicer, server):
     rpc_method_handlers = {
             'Read': grpc.unary_unary_rpc_method_handler(
                     servicer.Read,
-                    request_deserializer=proto_dot_grstats__pb2.QueryRequest.FromString,
-                    response_serializer=proto_dot_grstats__pb2.QueryResponse.SerializeToString,
+                    request_deserializer=grstats_dot_proto_dot_grstats__pb2.QueryRequest.FromString,
+                    response_serializer=grstats_dot_proto_dot_grstats__pb2.QueryResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -209,8 +209,8 @@ class Query:
             request,
             target,
             '/grstats.v1.Query/Read',
-            proto_dot_grstats__pb2.QueryRequest.SerializeToString,
-            proto_dot_grstats__pb2.QueryResponse.FromString,
+            grstats_dot_proto_dot_grstats__pb2.QueryRequest.SerializeToString,
+            grstats_dot_proto_dot_grstats__pb2.QueryResponse.FromString,
             options,
             channel_credentials,
             insecure,

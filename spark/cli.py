@@ -9,10 +9,10 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from spark import ingest_cli, report_cli
+from grstats.spark import ingest_cli, report_cli
 
 if TYPE_CHECKING:
-    from agent.cli.types import Subparsers
+    from grstats.agent.cli.types import Subparsers
 
 EPILOG = """\
 jobs:

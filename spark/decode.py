@@ -1,7 +1,7 @@
 """Decode one spool segment into Arrow member rows (the MEMBER_ROWS columns), fast.
 
 This is the ingest's hot path and runs on Spark's executors, so it imports neither pyspark nor
-anything that starts a JVM: only the spool reader, msgpack, pyarrow and :mod:`agent.gtid`.
+anything that starts a JVM: only the spool reader, msgpack, pyarrow and :mod:`grstats.agent.gtid`.
 
 Each record (snapshot) becomes one row per member of its ``replication_group_members`` table,
 joined with the member's rows of the other three tables on MEMBER_ID (a member missing from a
@@ -25,10 +25,10 @@ import msgpack  # type: ignore[import-untyped]
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from agent.gtid import GtidError, GtidSet
-from collector.errors import SegmentCorrupt
-from collector.records import KNOWN_SCHEMAS, TABLE_NAMES, check_schema
-from collector.spool import iter_frames
+from grstats.agent.gtid import GtidError, GtidSet
+from grstats.collector.errors import SegmentCorrupt
+from grstats.collector.records import KNOWN_SCHEMAS, TABLE_NAMES, check_schema
+from grstats.collector.spool import iter_frames
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -7,7 +7,7 @@ One run:
 2. lists the spool's sealed segments and keeps those no commit names (a segment a commit
    names but whose size changed is an error: the spool is not the one this table loads);
 3. runs one Spark job whose tasks each take a few consecutive segments (:func:`task_sizes`):
-   the executors decode the segments and stage their Parquet files (:mod:`spark.stage`), so
+   the executors decode the segments and stage their Parquet files (:mod:`grstats.spark.stage`), so
    the work scales with the executors;
 4. refuses the whole run if a record has an unknown schema version (nothing is committed;
    the message names the version and the file); copies corrupt segments to the quarantine;
@@ -37,8 +37,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from collector.spool import sealed_segments
-from spark.stage import (
+from grstats.collector.spool import sealed_segments
+from grstats.spark.stage import (
     CORRUPT,
     CRASH_ENV,
     LOADED,
@@ -46,7 +46,7 @@ from spark.stage import (
     StagedSegment,
     stage_partition,
 )
-from spark.table import (
+from grstats.spark.table import (
     DATA_DIR,
     META_DIR,
     QUARANTINE_DIR,

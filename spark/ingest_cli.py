@@ -12,11 +12,11 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agent.cli.main import CliError
+from grstats.agent.cli.errors import CliError
 
 if TYPE_CHECKING:
-    from agent.cli.types import Subparsers
-    from spark.ingest import IngestResult
+    from grstats.agent.cli.types import Subparsers
+    from grstats.spark.ingest import IngestResult
 
 EPILOG = """\
 --table DIR holds:
@@ -83,10 +83,10 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--spool: {str(args.spool)!r} is not a directory", code=2)
     if args.table.exists() and not args.table.is_dir():
         raise CliError(f"--table: {str(args.table)!r} is not a directory", code=2)
-    from collector.errors import SpoolError  # noqa: PLC0415 (only when a job runs)
-    from spark.ingest import IngestError, run_ingest  # noqa: PLC0415
-    from spark.session import build_session  # noqa: PLC0415
-    from spark.table import TableError  # noqa: PLC0415
+    from grstats.collector.errors import SpoolError  # noqa: PLC0415 (only when a job runs)
+    from grstats.spark.ingest import IngestError, run_ingest  # noqa: PLC0415
+    from grstats.spark.session import build_session  # noqa: PLC0415
+    from grstats.spark.table import TableError  # noqa: PLC0415
 
     def progress(message: str) -> None:
         print(f"ingest: {message}", file=sys.stderr, flush=True)

@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agent.cli.main import CliError
-from spark.report.config import (
+from grstats.agent.cli.errors import CliError
+from grstats.spark.report.config import (
     DEFAULT_FLOW_CONTROL_THRESHOLD,
     DEFAULT_MAX_GAP_S,
     ReportConfig,
@@ -23,7 +23,7 @@ from spark.report.config import (
 )
 
 if TYPE_CHECKING:
-    from agent.cli.types import Subparsers
+    from grstats.agent.cli.types import Subparsers
 
 #: Local mode runs the executors inside the driver's JVM: sorting 30 days of one-second
 #: snapshots (23 million member rows) there needs more than Spark's default 1 GiB heap.
@@ -146,8 +146,8 @@ def run(args: argparse.Namespace) -> int:
     # pyspark is imported only when a report runs.
     from pyspark.sql import SparkSession  # noqa: PLC0415
 
-    from spark.report.job import ReportInputError, check_table, run_report  # noqa: PLC0415
-    from spark.session import DEFAULT_MASTER, build_session, is_local  # noqa: PLC0415
+    from grstats.spark.report.job import ReportInputError, check_table, run_report  # noqa: PLC0415
+    from grstats.spark.session import DEFAULT_MASTER, build_session, is_local  # noqa: PLC0415
 
     try:
         check_table(config.table_dir)

@@ -4,7 +4,7 @@ Every job runs in UTC (the spool holds UTC microseconds and the table's dates ar
 logs only warnings, and names itself. On one machine (``local[...]``, the default) it also
 keeps Spark small: no web UI, as many shuffle partitions as cores, and Python workers run by
 this very interpreter (``$PYSPARK_PYTHON`` unless already set) so that they import this
-grstats, through :mod:`spark.worker_daemon` so that they import pyspark's compiled modules
+grstats, through :mod:`grstats.spark.worker_daemon` so that they import pyspark's compiled modules
 rather than its zip's sources. On a cluster (``spark://...``,
 ``yarn``, ``k8s://...``) those choices are the cluster's, and a job started by spark-submit
 without ``--master`` keeps spark-submit's master and settings: see ``deploy/spark/submit.sh``.
@@ -74,7 +74,7 @@ def session_conf(master: str | None, app_name: str, *, python_work: bool = False
             "spark.driver.host": "127.0.0.1",
             "spark.driver.bindAddress": "127.0.0.1",
             # The Python workers import pyspark's compiled modules, not its zip's sources.
-            "spark.python.daemon.module": "spark.worker_daemon",
+            "spark.python.daemon.module": "grstats.spark.worker_daemon",
         }
     return conf
 

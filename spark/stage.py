@@ -9,7 +9,7 @@ staging directory::
 File names depend only on the segment and the date, and each file is written under a name
 unique to the attempt and then renamed, so a retried or speculative attempt replaces a file
 whole and never leaves a mixture. Nothing here makes data visible: only the driver's commit
-does (see :mod:`spark.table`).
+does (see :mod:`grstats.spark.table`).
 """
 
 from __future__ import annotations
@@ -27,14 +27,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from collector.errors import SegmentCorrupt, UnknownSchema
-from spark.decode import ARROW_MEMBER_ROWS, decode_segment
-from spark.schema import PARTITION_COLUMN
+from grstats.collector.errors import SegmentCorrupt, UnknownSchema
+from grstats.spark.decode import ARROW_MEMBER_ROWS, decode_segment
+from grstats.spark.schema import PARTITION_COLUMN
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Sequence
 
-#: The environment variable of the crash points (tests only; see :mod:`spark.ingest`).
+#: The environment variable of the crash points (tests only; see :mod:`grstats.spark.ingest`).
 CRASH_ENV = "GRSTATS_TEST_CRASH_AT"
 
 #: What a task reports for one segment (``status``).
@@ -131,7 +131,7 @@ def stage_partition(
 ) -> Iterator[dict[str, Any]]:
     """Spark's mapPartitionsWithIndex function: stage each ``(segment path, staging dir)``.
 
-    A partition holds one task: a list of consecutive segments (see :func:`spark.ingest`).
+    A partition holds one task: a list of consecutive segments (see :func:`grstats.spark.ingest`).
     """
     _freeze_imported_objects()
     _hold_for_crash_test(index)

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
-from spark.schema import MEMBER_ROW_COLUMNS, MEMBER_ROWS
+from grstats.spark.schema import MEMBER_ROW_COLUMNS, MEMBER_ROWS
 
 if TYPE_CHECKING:
     from types import TracebackType

@@ -7,11 +7,11 @@ sources again: about 0.5 s before the first task of every job that started the w
 (measured on the 1-day ingest: 24 tasks, 3.5 s instead of 4.1 s).
 
 When the zip sits inside a pip-installed pyspark (``<site>/pyspark/python/lib/pyspark.zip``,
-which is what ``pip install pyspark`` gives and what :mod:`spark.session` runs locally), the
+which is what ``pip install pyspark`` gives and what :mod:`grstats.spark.session` runs locally), the
 installed package is the same release as the zip, so this daemon puts ``<site>`` ahead of
 the zips and runs pyspark's own daemon. Anything else is left as Spark made it.
 
-:func:`spark.session.session_conf` names this module as ``spark.python.daemon.module`` in
+:func:`grstats.spark.session.session_conf` names this module as ``spark.python.daemon.module`` in
 local mode; the JVM runs it once per executor with ``python -m``. It imports nothing but
 pyspark's daemon, which forks the workers and imports the worker module after each fork.
 """

@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from agent.cli.demo.headlines import headlines
-from agent.cli.demo.workdir import MARKER
+from grstats.agent.cli.demo.headlines import headlines
+from grstats.agent.cli.demo.workdir import MARKER
 
-PYTHON = [sys.executable, "-m", "agent"]
+PYTHON = [sys.executable, "-m", "grstats"]
 PID = re.compile(r"\(pid (\d+)\)")
 #: ``grstats`` with Ctrl-C's default action restored: a process started in the background
 #: inherits SIGINT ignored, and Python then never raises KeyboardInterrupt.

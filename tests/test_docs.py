@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from agent.cli.agent import OVERRIDES
-from agent.cli.main import build_parser
-from agent.config import SOURCES, AgentConfig, SimulatedSourceConfig, load_config
-from agent.errors import ConfigError
-from agent.limits import LimitsConfig
-from agent.sources.mysql_config import MySQLSourceConfig
-from agent.tls import TlsConfig
-from spark.session import DEFAULT_MASTER
+from grstats.agent.cli.agent import OVERRIDES
+from grstats.agent.config import SOURCES, AgentConfig, SimulatedSourceConfig, load_config
+from grstats.agent.errors import ConfigError
+from grstats.agent.limits import LimitsConfig
+from grstats.agent.sources.mysql_config import MySQLSourceConfig
+from grstats.agent.tls import TlsConfig
+from grstats.cli import build_parser
+from grstats.spark.session import DEFAULT_MASTER
 
 DOCS = Path(__file__).parent.parent / "docs"
 CONFIGURATION = DOCS / "configuration.md"

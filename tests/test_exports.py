@@ -8,12 +8,12 @@ import inspect
 import pytest
 
 PUBLIC_MODULES = [
-    "agent.gtid",
-    "agent.rows",
-    "agent.sources",
-    "agent.registry",
-    "agent.gossip",
-    "agent.transports",
+    "grstats.agent.gtid",
+    "grstats.agent.rows",
+    "grstats.agent.sources",
+    "grstats.agent.registry",
+    "grstats.agent.gossip",
+    "grstats.agent.transports",
 ]
 
 

@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from proto import grstats_pb2
+from grstats.proto import grstats_pb2
 
 ROOT = Path(__file__).parent.parent
 GENERATED = ("grstats_pb2.py", "grstats_pb2.pyi", "grstats_pb2_grpc.py")

@@ -1,7 +1,4 @@
-"""The ``grstats`` command line: one entry point, one module per subcommand."""
+"""The agent's subcommands of ``grstats`` (agent, demo, query, simulate, version).
 
-from __future__ import annotations
-
-from agent.cli.main import main
-
-__all__ = ["main"]
+:mod:`grstats.cli`, above this package, assembles them with the collector's and Spark's.
+"""

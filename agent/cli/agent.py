@@ -9,19 +9,19 @@ import signal
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agent.cli.main import CliError
-from agent.cli.security import add_security_arguments
-from agent.config import AgentConfig, load_config
-from agent.errors import AgentError, ConfigError
-from agent.log import configure_logging, get_logger
-from agent.registry import RegistryError, SqliteRegistry
-from agent.runtime import Agent
-from agent.security import Security
-from agent.sources.mysql import MySQLSource
+from grstats.agent.cli.errors import CliError
+from grstats.agent.cli.security import add_security_arguments
+from grstats.agent.config import AgentConfig, load_config
+from grstats.agent.errors import AgentError, ConfigError
+from grstats.agent.log import configure_logging, get_logger
+from grstats.agent.registry import RegistryError, SqliteRegistry
+from grstats.agent.runtime import Agent
+from grstats.agent.security import Security
+from grstats.agent.sources.mysql import MySQLSource
 
 if TYPE_CHECKING:
-    from agent.cli.types import Subparsers
-    from agent.sources.base import StatsSource
+    from grstats.agent.cli.types import Subparsers
+    from grstats.agent.sources.base import StatsSource
 
 EPILOG = """\
 Flags override the same keys of the config file. Every agent of one simulated group is started

@@ -9,17 +9,17 @@ from typing import TYPE_CHECKING
 
 import grpc
 
-from agent.cli.main import CliError
-from agent.cli.security import add_security_arguments, client_security
-from agent.convert import table_from_wire
-from agent.rows import TABLES, Column, Kind, render
-from agent.served import EXTENDED_COLUMNS
-from proto import grstats_pb2 as pb
-from proto import grstats_pb2_grpc as pb_grpc
+from grstats.agent.cli.errors import CliError
+from grstats.agent.cli.security import add_security_arguments, client_security
+from grstats.agent.convert import table_from_wire
+from grstats.agent.rows import TABLES, Column, Kind, render
+from grstats.agent.served import EXTENDED_COLUMNS
+from grstats.proto import grstats_pb2 as pb
+from grstats.proto import grstats_pb2_grpc as pb_grpc
 
 if TYPE_CHECKING:
-    from agent.cli.types import Subparsers
-    from agent.security import Security
+    from grstats.agent.cli.types import Subparsers
+    from grstats.agent.security import Security
 
 #: What each word of ``grstats query`` asks for.
 WHAT = {

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agent.cli.main import CliError
-from agent.errors import ConfigError
-from agent.security import Security
-from agent.tls import TlsConfig
+from grstats.agent.cli.errors import CliError
+from grstats.agent.errors import ConfigError
+from grstats.agent.security import Security
+from grstats.agent.tls import TlsConfig
 
 if TYPE_CHECKING:
     import argparse

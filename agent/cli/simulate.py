@@ -8,9 +8,9 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
-from agent.cli.main import CliError
-from agent.errors import ConfigError
-from agent.rows import (
+from grstats.agent.cli.errors import CliError
+from grstats.agent.errors import ConfigError
+from grstats.agent.rows import (
     REPLICATION_GROUP_MEMBER_GTID_EXECUTED,
     REPLICATION_GROUP_MEMBER_LAG,
     REPLICATION_GROUP_MEMBER_STATS,
@@ -18,17 +18,17 @@ from agent.rows import (
     GtidExecutedRow,
     render,
 )
-from agent.rows.render import json_objects
-from agent.sim.group import TICKS_PER_SECOND, SimulatedGroup
-from agent.sim.scenario import list_scenarios, load_scenario
-from agent.sim.summary import SIMULATION_SUMMARY, summary_rows
-from agent.sim.views import group_rows, snapshot
+from grstats.agent.rows.render import json_objects
+from grstats.agent.sim.group import TICKS_PER_SECOND, SimulatedGroup
+from grstats.agent.sim.scenario import list_scenarios, load_scenario
+from grstats.agent.sim.summary import SIMULATION_SUMMARY, summary_rows
+from grstats.agent.sim.views import group_rows, snapshot
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from agent.cli.types import Subparsers
-    from agent.rows import Column, Value
+    from grstats.agent.cli.types import Subparsers
+    from grstats.agent.rows import Column, Value
 
 #: The default group start: a fixed moment, so that two runs print the same ground truth.
 DEFAULT_START_S = 1_700_000_000

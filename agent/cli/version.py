@@ -7,12 +7,12 @@ import platform
 from importlib import metadata
 from typing import TYPE_CHECKING
 
-from agent import __version__
+from grstats import __version__
 
 if TYPE_CHECKING:
     import argparse
 
-    from agent.cli.types import Subparsers
+    from grstats.agent.cli.types import Subparsers
 
 #: Distributions whose versions matter when reporting a problem.
 LIBRARIES = ("grpcio", "protobuf", "msgpack", "structlog", "aiomysql", "pyspark")

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from agent.gossip.state import LOCAL, Digest, GossipState, Heard, MergeResult, Origin
-from agent.gossip.updates import Counts, Key, Stamp, Update
+from grstats.agent.gossip.state import LOCAL, Digest, GossipState, Heard, MergeResult, Origin
+from grstats.agent.gossip.updates import Counts, Key, Stamp, Update
 
 __all__ = [
     "LOCAL",

@@ -20,13 +20,13 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeAlias
 
-from agent.gossip.updates import Counts, Key, Stamp, Update
-from agent.sources.snapshot import GroupView
+from grstats.agent.gossip.updates import Counts, Key, Stamp, Update
+from grstats.agent.sources.snapshot import GroupView
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
-    from agent.gossip.updates import Value
+    from grstats.agent.gossip.updates import Value
 
 #: What ``via`` says for values the agent read from its own source.
 LOCAL = "local"

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias
 
 if TYPE_CHECKING:
-    from agent.gtid import GtidSet
-    from agent.rows import ApplierStatusRow, MemberStatsRow
-    from agent.sources.snapshot import GroupView, SourceHealth
+    from grstats.agent.gtid import GtidSet
+    from grstats.agent.rows import ApplierStatusRow, MemberStatsRow
+    from grstats.agent.sources.snapshot import GroupView, SourceHealth
 
 
 class Key(enum.StrEnum):

@@ -7,10 +7,10 @@
 
 from __future__ import annotations
 
-from agent.gtid._bounds import GNO_MAX, GNO_MIN
-from agent.gtid._errors import GtidError, GtidParseError
-from agent.gtid._set import Gtid, GtidInterval, GtidSet
-from agent.gtid._text import TAG_MAX_LENGTH, UUID_SEPARATOR
+from grstats.agent.gtid._bounds import GNO_MAX, GNO_MIN
+from grstats.agent.gtid._errors import GtidError, GtidParseError
+from grstats.agent.gtid._set import Gtid, GtidInterval, GtidSet
+from grstats.agent.gtid._text import TAG_MAX_LENGTH, UUID_SEPARATOR
 
 __all__ = [
     "GNO_MAX",

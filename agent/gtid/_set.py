@@ -6,14 +6,14 @@ from dataclasses import dataclass
 from itertools import chain
 from typing import TYPE_CHECKING, NamedTuple
 
-from agent.gtid import _bounds, _text
-from agent.gtid._errors import GtidError
+from grstats.agent.gtid import _bounds, _text
+from grstats.agent.gtid._errors import GtidError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
 
-    from agent.gtid._bounds import Bounds
-    from agent.gtid._text import Parsed, Tsid
+    from grstats.agent.gtid._bounds import Bounds
+    from grstats.agent.gtid._text import Parsed, Tsid
 
 
 class GtidInterval(NamedTuple):

@@ -17,8 +17,8 @@ import json
 import re
 from typing import TYPE_CHECKING, TypeAlias
 
-from agent.gtid._bounds import GNO_END, GNO_MAX, GNO_MIN, Bounds, from_flat, from_pairs
-from agent.gtid._errors import GtidParseError
+from grstats.agent.gtid._bounds import GNO_END, GNO_MAX, GNO_MIN, Bounds, from_flat, from_pairs
+from grstats.agent.gtid._errors import GtidParseError
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

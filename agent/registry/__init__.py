@@ -6,14 +6,14 @@
 
 from __future__ import annotations
 
-from agent.registry.base import (
+from grstats.agent.registry.base import (
     DEFAULT_RETENTION_S,
     MemberRecord,
     MemberRegistry,
     RegistryError,
 )
-from agent.registry.memory import MemoryRegistry
-from agent.registry.sqlite import REGISTRY_FILENAME, SqliteRegistry
+from grstats.agent.registry.memory import MemoryRegistry
+from grstats.agent.registry.sqlite import REGISTRY_FILENAME, SqliteRegistry
 
 __all__ = [
     "DEFAULT_RETENTION_S",

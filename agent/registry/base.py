@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from agent.errors import AgentError
-from agent.gtid import GtidSet
-from agent.rows import ApplierStatusRow, MemberState, MemberStatsRow, RowValueError
-from agent.rows.domains import canonical_gtid_text, is_uuid
+from grstats.agent.errors import AgentError
+from grstats.agent.gtid import GtidSet
+from grstats.agent.rows import ApplierStatusRow, MemberState, MemberStatsRow, RowValueError
+from grstats.agent.rows.domains import canonical_gtid_text, is_uuid
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -42,7 +42,7 @@ class MemberRecord:
     ``''`` if no agent of it was heard. ``last_state`` is the MEMBER_STATE last seen;
     ``stats`` and ``applier`` are its last rows (None if none was heard), and
     ``gtid_executed`` its last GTID set (``''`` if unknown), kept in MySQL's canonical text.
-    Construction raises :class:`~agent.rows.RowValueError` naming the field.
+    Construction raises :class:`~grstats.agent.rows.RowValueError` naming the field.
     """
 
     member_id: str

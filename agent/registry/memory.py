@@ -5,17 +5,17 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Self
 
-from agent.registry.base import RegistryError
+from grstats.agent.registry.base import RegistryError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from types import TracebackType
 
-    from agent.registry.base import MemberRecord
+    from grstats.agent.registry.base import MemberRecord
 
 
 class MemoryRegistry:
-    """A :class:`~agent.registry.base.MemberRegistry` held in a dict; nothing survives the process.
+    """A :class:`~grstats.agent.registry.base.MemberRegistry` in a dict; nothing outlives it.
 
     It keeps the real registry's contract (upsert by member_id, all-or-nothing saves,
     case-insensitive forget, RegistryError after close) and can play a failing disk:

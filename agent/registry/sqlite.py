@@ -31,14 +31,14 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import msgpack  # type: ignore[import-untyped]
 
-from agent.registry.base import MAX_TIME_US, MemberRecord, RegistryError
-from agent.rows import ApplierStatusRow, MemberStatsRow
+from grstats.agent.registry.base import MAX_TIME_US, MemberRecord, RegistryError
+from grstats.agent.rows import ApplierStatusRow, MemberStatsRow
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
     from types import TracebackType
 
-    from agent.rows import Row
+    from grstats.agent.rows import Row
 
 #: The version of the tables, kept in ``meta``; a file of another version is refused.
 SCHEMA_VERSION = 1
@@ -105,7 +105,7 @@ _R = TypeVar("_R", MemberStatsRow, ApplierStatusRow)
 
 
 class SqliteRegistry:
-    """A :class:`~agent.registry.base.MemberRegistry` in the SQLite file at ``path``.
+    """A :class:`~grstats.agent.registry.base.MemberRegistry` in the SQLite file at ``path``.
 
     Nothing touches the disk before the first call, so constructing one never blocks; that
     call creates the file and its tables if there is no file yet, and refuses a file that is

@@ -1,13 +1,13 @@
 """The rows grstats serves, defined once: tables, typed rows, MySQL's value rules and rendering.
 
 The agent builds these rows, the CLI prints them, the collector spools them and the Spark
-jobs derive their schema from :mod:`agent.rows.schema`.
+jobs derive their schema from :mod:`grstats.agent.rows.schema`.
 """
 
 from __future__ import annotations
 
-from agent.rows.applier import ANONYMOUS, ApplierStatusRow, lag_seconds
-from agent.rows.domains import (
+from grstats.agent.rows.applier import ANONYMOUS, ApplierStatusRow, lag_seconds
+from grstats.agent.rows.domains import (
     ZERO_TIMESTAMP,
     MemberState,
     Role,
@@ -21,11 +21,11 @@ from agent.rows.domains import (
     timestamp_text,
     version_string,
 )
-from agent.rows.gtids import GtidExecutedRow
-from agent.rows.members import MemberRow
-from agent.rows.render import FORMATS, render, render_json, render_table, render_vertical
-from agent.rows.row import Row, Value
-from agent.rows.schema import (
+from grstats.agent.rows.gtids import GtidExecutedRow
+from grstats.agent.rows.members import MemberRow
+from grstats.agent.rows.render import FORMATS, render, render_json, render_table, render_vertical
+from grstats.agent.rows.row import Row, Value
+from grstats.agent.rows.schema import (
     GROUP_REPLICATION_APPLIER,
     MYSQL57_STATS_COLUMNS,
     REPLICATION_GROUP_MEMBER_GTID_EXECUTED,
@@ -37,7 +37,7 @@ from agent.rows.schema import (
     Kind,
     Table,
 )
-from agent.rows.stats import MemberStatsRow
+from grstats.agent.rows.stats import MemberStatsRow
 
 __all__ = [
     "ANONYMOUS",

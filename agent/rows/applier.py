@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import ClassVar
 
-from agent.gtid import Gtid
-from agent.rows.domains import RowValueError, canonical_gtid_text, is_uuid
-from agent.rows.row import Row
-from agent.rows.schema import GROUP_REPLICATION_APPLIER, REPLICATION_GROUP_MEMBER_LAG, Table
+from grstats.agent.gtid import Gtid
+from grstats.agent.rows.domains import RowValueError, canonical_gtid_text, is_uuid
+from grstats.agent.rows.row import Row
+from grstats.agent.rows.schema import GROUP_REPLICATION_APPLIER, REPLICATION_GROUP_MEMBER_LAG, Table
 
 #: The transaction text of a transaction without a GTID.
 ANONYMOUS = "ANONYMOUS"

@@ -13,7 +13,7 @@ import re
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from agent.gtid import GtidError
+from grstats.agent.gtid import GtidError
 
 if TYPE_CHECKING:
     from collections.abc import Callable

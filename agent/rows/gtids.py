@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from agent.gtid import GtidSet
-from agent.rows.domains import RowValueError, canonical_gtid_text, is_uuid
-from agent.rows.row import Row
-from agent.rows.schema import REPLICATION_GROUP_MEMBER_GTID_EXECUTED, Table
+from grstats.agent.gtid import GtidSet
+from grstats.agent.rows.domains import RowValueError, canonical_gtid_text, is_uuid
+from grstats.agent.rows.row import Row
+from grstats.agent.rows.schema import REPLICATION_GROUP_MEMBER_GTID_EXECUTED, Table
 
 
 @dataclass(frozen=True, slots=True)

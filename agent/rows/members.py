@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from agent.rows.domains import (
+from grstats.agent.rows.domains import (
     COMMUNICATION_STACKS,
     INVALID_PROTOCOL,
     MEMBER_ROLES,
@@ -14,8 +14,8 @@ from agent.rows.domains import (
     is_uuid,
     is_version,
 )
-from agent.rows.row import Row
-from agent.rows.schema import GROUP_REPLICATION_APPLIER, REPLICATION_GROUP_MEMBERS, Table
+from grstats.agent.rows.row import Row
+from grstats.agent.rows.schema import GROUP_REPLICATION_APPLIER, REPLICATION_GROUP_MEMBERS, Table
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,7 +24,7 @@ class MemberRow(Row):
 
     The defaults are MySQL's row when Group Replication was never started: CHANNEL_NAME, state
     OFFLINE, empty strings and a NULL port. Build displayed values with the rules in
-    :mod:`agent.rows.domains` (``member_role``, ``member_version``, ``member_port``, ...).
+    :mod:`grstats.agent.rows.domains` (``member_role``, ``member_version``, ``member_port``, ...).
     """
 
     TABLE: ClassVar[Table] = REPLICATION_GROUP_MEMBERS

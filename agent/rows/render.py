@@ -15,14 +15,14 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from agent.rows.domains import timestamp_text
-from agent.rows.schema import Kind
+from grstats.agent.rows.domains import timestamp_text
+from grstats.agent.rows.schema import Kind
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from agent.rows.row import Value
-    from agent.rows.schema import Column
+    from grstats.agent.rows.row import Value
+    from grstats.agent.rows.schema import Column
 
 #: The output formats, as the CLI names them.
 FORMATS = ("table", "vertical", "json")

@@ -6,11 +6,11 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, TypeAlias
 
-from agent.rows.domains import BIGINT_UNSIGNED_MAX, RowValueError
-from agent.rows.schema import Kind
+from grstats.agent.rows.domains import BIGINT_UNSIGNED_MAX, RowValueError
+from grstats.agent.rows.schema import Kind
 
 if TYPE_CHECKING:
-    from agent.rows.schema import Column, Table
+    from grstats.agent.rows.schema import Column, Table
 
 #: What a cell holds: text, an integer (timestamps as µs), a decimal, or NULL.
 Value: TypeAlias = str | int | float | None
@@ -25,7 +25,7 @@ _INT_RANGES = {
 
 @dataclass(frozen=True, slots=True)
 class Row:
-    """A row of one of the tables in :mod:`agent.rows.schema`; subclasses set ``TABLE``.
+    """A row of one of the tables in :mod:`grstats.agent.rows.schema`; subclasses set ``TABLE``.
 
     Fields are the lowercase column names in column order. Construction checks each value
     against its column (type, NULL rule, CHAR length, integer range) and raises

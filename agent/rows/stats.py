@@ -5,10 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from agent.gtid import Gtid, GtidSet
-from agent.rows.domains import RowValueError, canonical_gtid_text, is_uuid, is_view_id
-from agent.rows.row import Row
-from agent.rows.schema import GROUP_REPLICATION_APPLIER, REPLICATION_GROUP_MEMBER_STATS, Table
+from grstats.agent.gtid import Gtid, GtidSet
+from grstats.agent.rows.domains import RowValueError, canonical_gtid_text, is_uuid, is_view_id
+from grstats.agent.rows.row import Row
+from grstats.agent.rows.schema import (
+    GROUP_REPLICATION_APPLIER,
+    REPLICATION_GROUP_MEMBER_STATS,
+    Table,
+)
 
 
 @dataclass(frozen=True, slots=True)

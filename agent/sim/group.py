@@ -30,13 +30,13 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import TYPE_CHECKING
 
-from agent.rows import MemberState
-from agent.sim.flow_control import MemberPeriod, Quota, next_quota
-from agent.sim.member import AppliedTransaction, SimMember
-from agent.sim.txlog import NEGATIVE, ORIGIN, TxLog
+from grstats.agent.rows import MemberState
+from grstats.agent.sim.flow_control import MemberPeriod, Quota, next_quota
+from grstats.agent.sim.member import AppliedTransaction, SimMember
+from grstats.agent.sim.txlog import NEGATIVE, ORIGIN, TxLog
 
 if TYPE_CHECKING:
-    from agent.sim.scenario import Event, Scenario
+    from grstats.agent.sim.scenario import Event, Scenario
 
 TICK_US = 100_000
 TICKS_PER_SECOND = 1_000_000 // TICK_US
@@ -68,7 +68,8 @@ class SimulatedGroup:
     """A Group Replication group of 1-9 members, advanced one tick at a time.
 
     Build it with the scenario (already sized), a seed and the group's start time (µs since the
-    epoch); :meth:`advance_to` steps it to a tick; read members through :mod:`agent.sim.views`.
+    epoch); :meth:`advance_to` steps it to a tick; read members
+    through :mod:`grstats.agent.sim.views`.
     """
 
     def __init__(self, scenario: Scenario, seed: int, start_us: int) -> None:

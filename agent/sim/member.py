@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from agent.rows import MemberState
+from grstats.agent.rows import MemberState
 
 
 @dataclass(slots=True)

@@ -47,9 +47,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from agent.errors import ConfigError
-from agent.rows import encode_version
-from agent.sources.snapshot import FlowControlSettings
+from grstats.agent.errors import ConfigError
+from grstats.agent.rows import encode_version
+from grstats.agent.sources.snapshot import FlowControlSettings
 
 #: Where the built-in scenarios are.
 BUILTIN_DIR = Path(__file__).parent / "scenarios"

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agent.rows import Column, Kind, MemberState, Table
-from agent.sim.group import TICKS_PER_SECOND
+from grstats.agent.rows import Column, Kind, MemberState, Table
+from grstats.agent.sim.group import TICKS_PER_SECOND
 
 if TYPE_CHECKING:
-    from agent.rows import Value
-    from agent.sim.group import SimulatedGroup
+    from grstats.agent.rows import Value
+    from grstats.agent.sim.group import SimulatedGroup
 
 _STATES = (
     MemberState.ONLINE,

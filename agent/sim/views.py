@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agent.errors import SourceUnavailable
-from agent.gtid import GtidSet
-from agent.rows import (
+from grstats.agent.errors import SourceUnavailable
+from grstats.agent.gtid import GtidSet
+from grstats.agent.rows import (
     ApplierStatusRow,
     MemberRow,
     MemberState,
@@ -20,13 +20,13 @@ from agent.rows import (
     member_role,
     member_version,
 )
-from agent.sim.group import DELIVERY_US, TICKS_PER_SECOND
-from agent.sim.txlog import NEGATIVE
-from agent.sources.snapshot import GroupView, MemberSnapshot
+from grstats.agent.sim.group import DELIVERY_US, TICKS_PER_SECOND
+from grstats.agent.sim.txlog import NEGATIVE
+from grstats.agent.sources.snapshot import GroupView, MemberSnapshot
 
 if TYPE_CHECKING:
-    from agent.sim.group import SimulatedGroup
-    from agent.sim.member import AppliedTransaction, SimMember
+    from grstats.agent.sim.group import SimulatedGroup
+    from grstats.agent.sim.member import AppliedTransaction, SimMember
 
 #: Every simulated member's MEMBER_HOST: they all run on this machine.
 HOST = "127.0.0.1"

@@ -1,6 +1,6 @@
 """Stats sources: how an agent reads its own member (a real server or the simulator).
 
-``SimulatedSource`` lives in :mod:`agent.sources.simulated`, imported on demand, so that an
+``SimulatedSource`` lives in :mod:`grstats.agent.sources.simulated`, imported on demand, so that an
 agent reading a real server does not load the simulator. ``MySQLSource`` is loaded on first
 use too, so that what only needs the snapshot types (the gossip core, the collector's
 records, Spark's workers) does not load the MySQL driver.
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import typing
 
-from agent.sources.base import StatsSource
-from agent.sources.memory import MemorySource
-from agent.sources.mysql_config import MySQLSourceConfig
-from agent.sources.snapshot import (
+from grstats.agent.sources.base import StatsSource
+from grstats.agent.sources.memory import MemorySource
+from grstats.agent.sources.mysql_config import MySQLSourceConfig
+from grstats.agent.sources.snapshot import (
     FLOW_CONTROL_MODES,
     FlowControlSettings,
     GroupView,
@@ -35,13 +35,13 @@ __all__ = [
 
 
 if typing.TYPE_CHECKING:
-    from agent.sources.mysql import MySQLSource
+    from grstats.agent.sources.mysql import MySQLSource
 
 
 def __getattr__(name: str) -> object:
     """Load ``MySQLSource`` (and with it the MySQL driver) the first time it is asked for."""
     if name == "MySQLSource":
-        from agent.sources.mysql import MySQLSource  # noqa: PLC0415 (the driver on demand)
+        from grstats.agent.sources.mysql import MySQLSource  # noqa: PLC0415 (the driver on demand)
 
         return MySQLSource
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

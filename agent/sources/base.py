@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from agent.sources.snapshot import MemberSnapshot
+    from grstats.agent.sources.snapshot import MemberSnapshot
 
 
 class StatsSource(Protocol):
@@ -18,8 +18,9 @@ class StatsSource(Protocol):
     * Never concurrently: the next :meth:`read` starts only after the previous one returned.
     * It may block on I/O (it is awaited) and must finish within the source's own timeout.
     * Expected failures (server down, refused, too slow, a value outside its column's domain)
-      raise :class:`agent.errors.SourceError`, with a message saying what failed; nothing else is
-      raised for them. The same source recovers on a later call once the cause is gone.
+      raise :class:`grstats.agent.errors.SourceError`, with a message saying what failed;
+      nothing else is raised for them. The same source recovers on a later call once the
+      cause is gone.
     * :meth:`aclose` releases connections; it is called once, and no read follows it.
     """
 

@@ -4,19 +4,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agent.errors import SourceError, SourceUnavailable
+from grstats.agent.errors import SourceError, SourceUnavailable
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from agent.sources.snapshot import MemberSnapshot
+    from grstats.agent.sources.snapshot import MemberSnapshot
 
 
 class MemorySource:
-    """A :class:`~agent.sources.base.StatsSource` backed by a function or a fixed snapshot.
+    """A :class:`~grstats.agent.sources.base.StatsSource` backed by a function or a fixed snapshot.
 
     ``MemorySource(snapshot)`` always returns ``snapshot``; ``MemorySource(fn)`` returns
-    ``fn()``, which may raise :class:`~agent.errors.SourceError` to play a failing server.
+    ``fn()``, which may raise :class:`~grstats.agent.errors.SourceError` to play a failing server.
     :meth:`fail` makes the next reads raise SourceUnavailable until :meth:`recover`.
     """
 

@@ -10,7 +10,7 @@ read as MySQL would show them.
 
 The driver is aiomysql. Its exceptions are translated in one place, :func:`_translated`:
 anything about reaching the server becomes SourceUnavailable; values outside their domain
-become SourceDataError in :mod:`agent.sources.mysql_records`.
+become SourceDataError in :mod:`grstats.agent.sources.mysql_records`.
 """
 
 from __future__ import annotations
@@ -25,10 +25,10 @@ from pymysql.constants import CLIENT, FIELD_TYPE  # type: ignore[import-untyped]
 from pymysql.converters import decoders  # type: ignore[import-untyped]
 from pymysql.err import MySQLError  # type: ignore[import-untyped]
 
-from agent.errors import SourceDataError, SourceError, SourceUnavailable
-from agent.rows import GROUP_REPLICATION_APPLIER
-from agent.sources.mysql_config import MySQLSourceConfig, read_password, tls_context
-from agent.sources.mysql_records import (
+from grstats.agent.errors import SourceDataError, SourceError, SourceUnavailable
+from grstats.agent.rows import GROUP_REPLICATION_APPLIER
+from grstats.agent.sources.mysql_config import MySQLSourceConfig, read_password, tls_context
+from grstats.agent.sources.mysql_records import (
     APPLY_COLUMNS,
     CONNECTION_STATUS,
     GLOBAL_STATUS,
@@ -47,13 +47,13 @@ from agent.sources.mysql_records import (
     stats_row,
     variable_map,
 )
-from agent.sources.snapshot import GroupView, MemberSnapshot, SourceHealth
+from grstats.agent.sources.snapshot import GroupView, MemberSnapshot, SourceHealth
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping, Sequence
     from types import TracebackType
 
-    from agent.rows import ApplierStatusRow
+    from grstats.agent.rows import ApplierStatusRow
 
 __all__ = ["MySQLSource", "MySQLSourceConfig"]
 
@@ -88,7 +88,7 @@ _DECODERS = {
 
 
 class MySQLSource:
-    """A :class:`~agent.sources.base.StatsSource` reading a real member through performance_schema.
+    """A :class:`~grstats.agent.sources.base.StatsSource` reading a member's performance_schema.
 
     One connection, opened by the first :meth:`read`. A read that cannot reach the server
     raises SourceUnavailable and drops the connection; the next read reconnects, but only once

@@ -1,4 +1,4 @@
-"""``MySQLSourceConfig``: where and how :class:`~agent.sources.mysql.MySQLSource` connects.
+"""``MySQLSourceConfig``: where and how :class:`~grstats.agent.sources.mysql.MySQLSource` connects.
 
 The config never holds the password: it names a file or an environment variable, and the
 source reads it at connect time (:func:`read_password`), so rotating the secret needs no
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from agent.errors import ConfigError, SourceUnavailable
+from grstats.agent.errors import ConfigError, SourceUnavailable
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

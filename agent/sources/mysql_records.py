@@ -3,7 +3,7 @@
 A *record* is one result row keyed by its column names in upper case, holding exactly the
 columns the server returned, so a missing column (5.7's 9 stats columns, 8.0 before 8.0.27
 without MEMBER_COMMUNICATION_STACK) shows up as a missing key, not as a guess from the version.
-Every value outside its column's domain raises :class:`~agent.errors.SourceDataError` whose
+Every value outside its column's domain raises :class:`~grstats.agent.errors.SourceDataError` whose
 message starts ``table.COLUMN:`` and shows the value.
 """
 
@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from agent.errors import ConfigError, SourceDataError
-from agent.gtid import GtidError, GtidSet
-from agent.rows import (
+from grstats.agent.errors import ConfigError, SourceDataError
+from grstats.agent.gtid import GtidError, GtidSet
+from grstats.agent.rows import (
     REPLICATION_GROUP_MEMBER_LAG,
     REPLICATION_GROUP_MEMBER_STATS,
     REPLICATION_GROUP_MEMBERS,
@@ -28,7 +28,7 @@ from agent.rows import (
     RowValueError,
     member_role,
 )
-from agent.sources.snapshot import FlowControlSettings
+from grstats.agent.sources.snapshot import FlowControlSettings
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence

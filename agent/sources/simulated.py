@@ -7,15 +7,15 @@ import contextlib
 import time
 from typing import TYPE_CHECKING
 
-from agent.errors import ConfigError, SourceError
-from agent.sim.group import TICK_US, SimulatedGroup
-from agent.sim.views import not_started, snapshot
+from grstats.agent.errors import ConfigError, SourceError
+from grstats.agent.sim.group import TICK_US, SimulatedGroup
+from grstats.agent.sim.views import not_started, snapshot
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from agent.sim.scenario import Scenario
-    from agent.sources.snapshot import MemberSnapshot
+    from grstats.agent.sim.scenario import Scenario
+    from grstats.agent.sources.snapshot import MemberSnapshot
 
 
 #: Ticks stepped per worker-thread call while catching up (60 simulated seconds).
@@ -23,7 +23,7 @@ CHUNK = 600
 
 
 class SimulatedSource:
-    """A :class:`~agent.sources.base.StatsSource` for member ``member_index`` of a simulated group.
+    """A :class:`~grstats.agent.sources.base.StatsSource` for member ``member_index`` of a sim.
 
     Every agent of one simulated group is given the same scenario (sized to the group), seed and
     group start: each steps its own copy of the whole group to the present and reads its own

@@ -1,6 +1,6 @@
 """What a stats source returns: one typed reading of the local member.
 
-Built from the row model (:mod:`agent.rows`), so the agent serves what the source read in
+Built from the row model (:mod:`grstats.agent.rows`), so the agent serves what the source read in
 MySQL's exact names and formats.
 """
 
@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from agent.errors import ConfigError
+from grstats.agent.errors import ConfigError
 
 if TYPE_CHECKING:
-    from agent.gtid import GtidSet
-    from agent.rows import ApplierStatusRow, MemberRow, MemberStatsRow
+    from grstats.agent.gtid import GtidSet
+    from grstats.agent.rows import ApplierStatusRow, MemberRow, MemberStatsRow
 
 #: group_replication_flow_control_mode values (facts §3.1).
 FLOW_CONTROL_MODES = ("QUOTA", "DISABLED")

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from agent.transports.base import Transport
-from agent.transports.faulty import FaultyTransport
-from agent.transports.rpc import GrpcTransport
+from grstats.agent.transports.base import Transport
+from grstats.agent.transports.faulty import FaultyTransport
+from grstats.agent.transports.rpc import GrpcTransport
 
 __all__ = ["FaultyTransport", "GrpcTransport", "Transport"]

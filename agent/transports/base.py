@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from proto import grstats_pb2 as pb
+    from grstats.proto import grstats_pb2 as pb
 
 
 class Transport(Protocol):
@@ -17,9 +17,10 @@ class Transport(Protocol):
       (its own news, on a long-lived stream) and :meth:`exchange` with ``pull_fanout`` peers;
       calls to different peers run concurrently, never two of a kind with the same peer.
     * Each must return or raise within ``timeout_s``.
-    * Failures raise :class:`agent.errors.PeerUnreachable` or :class:`agent.errors.PeerTimeout`
-      naming the peer; nothing else for expected failures. The loop logs them and goes on; a
-      broken push stream is dropped and the next :meth:`push` opens a new one.
+    * Failures raise :class:`grstats.agent.errors.PeerUnreachable` or
+      :class:`grstats.agent.errors.PeerTimeout` naming the peer; nothing else for expected
+      failures. The loop logs them and goes on; a broken push stream is dropped and the next
+      :meth:`push` opens a new one.
     * :meth:`aclose` closes every connection; it is called once, at shutdown.
     """
 

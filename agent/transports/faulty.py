@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from agent.errors import PeerUnreachable
+from grstats.agent.errors import PeerUnreachable
 
 if TYPE_CHECKING:
-    from agent.transports.base import Transport
-    from proto import grstats_pb2 as pb
+    from grstats.agent.transports.base import Transport
+    from grstats.proto import grstats_pb2 as pb
 
 
 class FaultyTransport:

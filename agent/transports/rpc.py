@@ -1,6 +1,6 @@
 """``GrpcTransport``: pushes and exchanges over gRPC, one channel per peer.
 
-gRPC's errors are translated here, once, into :mod:`agent.errors`.
+gRPC's errors are translated here, once, into :mod:`grstats.agent.errors`.
 """
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import asyncio
 
 import grpc
 
-from agent.errors import PeerTimeout, PeerUnreachable, TransportError
-from agent.security import Security
-from proto import grstats_pb2 as pb
-from proto import grstats_pb2_grpc as pb_grpc
+from grstats.agent.errors import PeerTimeout, PeerUnreachable, TransportError
+from grstats.agent.security import Security
+from grstats.proto import grstats_pb2 as pb
+from grstats.proto import grstats_pb2_grpc as pb_grpc
 
 #: Largest message an agent accepts or sends (a whole group's state fits many times over).
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
@@ -33,7 +33,7 @@ _PushCall = grpc.aio.StreamUnaryCall[bytes, pb.PushReply]
 
 
 class GrpcTransport:
-    """A :class:`~agent.transports.base.Transport` over grpc.aio, one channel per peer."""
+    """A :class:`~grstats.agent.transports.base.Transport` over grpc.aio, one channel per peer."""
 
     def __init__(
         self, max_message_bytes: int = MAX_MESSAGE_BYTES, security: Security | None = None

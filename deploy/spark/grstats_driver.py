@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from agent.cli import main
+from grstats.cli import main
 
 if __name__ == "__main__":
     sys.exit(main())

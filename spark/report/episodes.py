@@ -1,6 +1,6 @@
 """Episodes (gaps and islands): every run of one state, connectedness or throttling per member.
 
-:func:`spark.report.steps.member_steps` numbers each member's segments: unbroken runs of
+:func:`grstats.spark.report.steps.member_steps` numbers each member's segments: unbroken runs of
 snapshots with the same state, connectedness and throttling. An episode of one kind is a
 run of consecutive segments with the same value of that kind (an UNREACHABLE episode may
 span segments where the connectedness changed). It starts at its first snapshot and ends at
@@ -19,7 +19,7 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F  # noqa: N812 (pyspark's own idiom)
 from pyspark.sql.types import BooleanType, DoubleType, LongType, StringType, TimestampType
 
-from spark.report.frame import conform, epoch_seconds, schema
+from grstats.spark.report.frame import conform, epoch_seconds, schema
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -61,7 +61,7 @@ def _as_text(column: str) -> Column:
 
 
 def segments(runs: DataFrame) -> DataFrame:
-    """Return SEGMENTS rows from RUNS rows (:func:`spark.report.minutes.member_runs`)."""
+    """Return SEGMENTS rows from RUNS rows (:func:`grstats.spark.report.minutes.member_runs`)."""
     frame = runs.groupBy("member_id", "segment", "member_state", "connected", "throttling").agg(
         F.min("first_at").alias("start"),
         F.max("last_at").alias("last_at"),

@@ -2,12 +2,12 @@
 
 Per member, over the range:
 
-* throughput: counter increases (resets counted from 0, see :mod:`spark.report.steps`)
+* throughput: counter increases (resets counted from 0, see :mod:`grstats.spark.report.steps`)
   divided by the seconds between the snapshots they span, so a member's rate is its mean
   rate over the time it was collected;
 * conflict rate (conflicts detected / transactions checked) and local rollback ratio
   (local rollback / local proposed);
-* queues, lag and GTIDs ahead: percentiles (:mod:`spark.report.percentiles`) and the maximum
+* queues, lag and GTIDs ahead: percentiles (:mod:`grstats.spark.report.percentiles`) and the maximum
   over sampled snapshots; COUNT_TRANSACTIONS_ROWS_VALIDATING mean, maximum and slope (least
   squares over the minutes' means, in rows per hour);
 * seconds in each MEMBER_STATE and not connected, seconds it throttled the group's writers,
@@ -17,7 +17,7 @@ For the group: applied and proposed per second add up over members (each transac
 proposed by one member and applied by each of the others); checked per second, checked and
 conflicts are the largest of any member (every ONLINE member certifies every transaction);
 the conflict rate and rollback ratio are ratios of the members' sums; gauges are taken over
-the per-snapshot largest value of any member (:mod:`spark.report.snapshots`); throttled
+the per-snapshot largest value of any member (:mod:`grstats.spark.report.snapshots`); throttled
 seconds count each moment any member throttled once.
 """
 
@@ -28,9 +28,9 @@ from typing import TYPE_CHECKING
 from pyspark.sql import functions as F  # noqa: N812 (pyspark's own idiom)
 from pyspark.sql.types import DoubleType, IntegerType, LongType, StringType, TimestampType
 
-from spark.report.frame import conform, epoch_seconds, ratio, schema
-from spark.report.percentiles import MEMBER_PERCENTILES
-from spark.report.steps import STATES
+from grstats.spark.report.frame import conform, epoch_seconds, ratio, schema
+from grstats.spark.report.percentiles import MEMBER_PERCENTILES
+from grstats.spark.report.steps import STATES
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
@@ -87,8 +87,9 @@ def member_figures(minutes: DataFrame, percentiles: DataFrame, episodes: DataFra
     """Return FIGURES rows of scope "member".
 
     Args:
-        minutes: MINUTES rows (:func:`spark.report.minutes.member_minutes`).
-        percentiles: MEMBER_PERCENTILES rows (:func:`spark.report.percentiles.member_percentiles`).
+        minutes: MINUTES rows (:func:`grstats.spark.report.minutes.member_minutes`).
+        percentiles: MEMBER_PERCENTILES rows
+            (:func:`grstats.spark.report.percentiles.member_percentiles`).
         episodes: EPISODES rows of kinds "state" and "connected".
     """
     assert [f.name for f in percentiles.schema.fields] == MEMBER_PERCENTILES.fieldNames()
@@ -141,8 +142,9 @@ def group_figures(members: DataFrame, snapshots: DataFrame, percentiles: DataFra
 
     Args:
         members: FIGURES rows of scope "member" (:func:`member_figures`).
-        snapshots: SNAPSHOTS rows (:func:`spark.report.snapshots.group_snapshots`).
-        percentiles: the GROUP_PERCENTILES row (:func:`spark.report.percentiles.group_percentiles`).
+        snapshots: SNAPSHOTS rows (:func:`grstats.spark.report.snapshots.group_snapshots`).
+        percentiles: the GROUP_PERCENTILES row
+            (:func:`grstats.spark.report.percentiles.group_percentiles`).
     """
     from_members = members.agg(
         F.min("first_at").alias("first_at"),

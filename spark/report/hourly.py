@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 from pyspark.sql import functions as F  # noqa: N812 (pyspark's own idiom)
 from pyspark.sql.types import DoubleType, LongType, StringType, TimestampType
 
-from spark.report.frame import conform, ratio, schema
-from spark.report.steps import GAUGES
+from grstats.spark.report.frame import conform, ratio, schema
+from grstats.spark.report.steps import GAUGES
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -36,7 +36,7 @@ HOURLY = schema(
 
 
 def member_hours(minutes: DataFrame) -> DataFrame:
-    """Return HOURLY rows from MINUTES rows (:func:`spark.report.minutes.member_minutes`).
+    """Return HOURLY rows from MINUTES rows (:func:`grstats.spark.report.minutes.member_minutes`).
 
     Rates are the hour's counter increases over the seconds they span; means are over the
     hour's sampled snapshots; maxima are the largest sampled value.

@@ -18,20 +18,20 @@ from typing import TYPE_CHECKING, Any
 
 from pyspark import StorageLevel
 
-from spark.report.episodes import episodes, segments
-from spark.report.figures import group_figures, member_figures
-from spark.report.hourly import member_hours
-from spark.report.minutes import member_minutes, member_runs
-from spark.report.output import collect_rows, iso, write_table
-from spark.report.page import PageData, render, render_empty
-from spark.report.percentiles import group_percentiles, member_percentiles
-from spark.report.series import MINUTE, bucket_seconds, member_series, minute_series
-from spark.report.snapshots import group_snapshots
-from spark.report.source import select_range
-from spark.report.steps import gauges, member_steps
-from spark.report.summary import PERCENTILE_METHOD, build_summary, empty_summary
-from spark.report.worst import worst_minutes
-from spark.table import META_DIR, TableError, read_member_rows
+from grstats.spark.report.episodes import episodes, segments
+from grstats.spark.report.figures import group_figures, member_figures
+from grstats.spark.report.hourly import member_hours
+from grstats.spark.report.minutes import member_minutes, member_runs
+from grstats.spark.report.output import collect_rows, iso, write_table
+from grstats.spark.report.page import PageData, render, render_empty
+from grstats.spark.report.percentiles import group_percentiles, member_percentiles
+from grstats.spark.report.series import MINUTE, bucket_seconds, member_series, minute_series
+from grstats.spark.report.snapshots import group_snapshots
+from grstats.spark.report.source import select_range
+from grstats.spark.report.steps import gauges, member_steps
+from grstats.spark.report.summary import PERCENTILE_METHOD, build_summary, empty_summary
+from grstats.spark.report.worst import worst_minutes
+from grstats.spark.table import META_DIR, TableError, read_member_rows
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -39,7 +39,7 @@ if TYPE_CHECKING:
 
     from pyspark.sql import DataFrame, SparkSession
 
-    from spark.report.config import ReportConfig
+    from grstats.spark.report.config import ReportConfig
 
 TITLE = "Group Replication report"
 #: The result tables, in the order they are written.

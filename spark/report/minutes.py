@@ -2,12 +2,12 @@
 
 A 30-day table of 9 members at one snapshot a second holds 23 million member rows but only
 389,000 member-minutes. :func:`member_runs` sorts the rows once (the window functions of
-:func:`spark.report.steps.member_steps`) and folds them by member, minute and segment: a run
+:func:`grstats.spark.report.steps.member_steps`) and folds them by member, minute and segment: a run
 is a part of one minute in which the member's state, connectedness and throttling stayed the
 same, so a minute usually is one run and an episode's edge starts a new one. Runs hold sums,
 counts and maxima only (fixed-width aggregation buffers, so Spark aggregates them in its
 fast hash aggregation); every other table is built from the small runs table:
-:func:`member_minutes` here, the episodes in :mod:`spark.report.episodes`.
+:func:`member_minutes` here, the episodes in :mod:`grstats.spark.report.episodes`.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from spark.report.frame import conform, schema
-from spark.report.steps import COUNTERS, GAUGES, STATES
+from grstats.spark.report.frame import conform, schema
+from grstats.spark.report.steps import COUNTERS, GAUGES, STATES
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -86,7 +86,7 @@ MINUTES = schema(
 
 
 def member_runs(steps: DataFrame) -> DataFrame:
-    """Return RUNS rows from STEPS rows (:func:`spark.report.steps.member_steps`).
+    """Return RUNS rows from STEPS rows (:func:`grstats.spark.report.steps.member_steps`).
 
     The run's values are grouping keys, not aggregates, so that every aggregation buffer
     is a number and the aggregation stays in Spark's hash aggregation.

@@ -7,10 +7,10 @@ import html
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from spark.report import svg
-from spark.report.output import iso
-from spark.report.steps import STATES
-from spark.report.worst import RANKINGS
+from grstats.spark.report import svg
+from grstats.spark.report.output import iso
+from grstats.spark.report.steps import STATES
+from grstats.spark.report.worst import RANKINGS
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence

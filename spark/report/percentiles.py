@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import functions as F  # noqa: N812 (pyspark's own idiom)
 from pyspark.sql.types import DoubleType, LongType, StringType
 
-from spark.report.frame import conform, schema
+from grstats.spark.report.frame import conform, schema
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -80,7 +80,7 @@ def _percentiles(frame: DataFrame, keys: list[str]) -> DataFrame:
 def member_percentiles(gauge_rows: DataFrame) -> DataFrame:
     """Return MEMBER_PERCENTILES: each member's percentiles over its sampled snapshots.
 
-    ``gauge_rows`` are :data:`spark.report.steps.GAUGES_SCHEMA` rows, whose gauges are null
+    ``gauge_rows`` are :data:`grstats.spark.report.steps.GAUGES_SCHEMA` rows, whose gauges are null
     where the row is not sampled, so that only sampled values count.
     """
     return conform(_percentiles(gauge_rows, ["member_id"]), MEMBER_PERCENTILES)
@@ -89,7 +89,7 @@ def member_percentiles(gauge_rows: DataFrame) -> DataFrame:
 def group_percentiles(snapshot_rows: DataFrame) -> DataFrame:
     """Return GROUP_PERCENTILES (one row) over the snapshots' largest value of any member.
 
-    ``snapshot_rows`` are :data:`spark.report.snapshots.SNAPSHOTS` rows: the group's p95
+    ``snapshot_rows`` are :data:`grstats.spark.report.snapshots.SNAPSHOTS` rows: the group's p95
     applier queue is the p95, over snapshots, of the largest applier queue of any member
     (the member that holds the group back at that moment).
     """

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from pyspark.sql import functions as F  # noqa: N812 (pyspark's own idiom)
 from pyspark.sql.types import DoubleType, LongType, StringType, TimestampType
 
-from spark.report.frame import conform, epoch_seconds, schema
+from grstats.spark.report.frame import conform, epoch_seconds, schema
 
 if TYPE_CHECKING:
     import datetime as dt
@@ -46,7 +46,7 @@ def member_series(gauge_rows: DataFrame, origin: dt.datetime, bucket_s: int) -> 
 
     Buckets start at ``origin``; keeping each bucket's maximum keeps every peak visible
     however far the series is downsampled. ``gauge_rows`` are GAUGES_SCHEMA rows
-    (:func:`spark.report.steps.gauges`).
+    (:func:`grstats.spark.report.steps.gauges`).
     """
     offset = origin.timestamp()
     index = F.floor((epoch_seconds("collected_at") - F.lit(offset)) / bucket_s)

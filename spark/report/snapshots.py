@@ -13,8 +13,8 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F  # noqa: N812 (pyspark's own idiom)
 from pyspark.sql.types import BooleanType, DoubleType, LongType, TimestampType
 
-from spark.report.frame import conform, epoch_seconds, schema
-from spark.report.steps import GAUGES
+from grstats.spark.report.frame import conform, epoch_seconds, schema
+from grstats.spark.report.steps import GAUGES
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -31,7 +31,7 @@ SNAPSHOTS = schema(
 
 
 def group_snapshots(gauge_rows: DataFrame, max_gap_s: float) -> DataFrame:
-    """Return SNAPSHOTS rows from GAUGES_SCHEMA rows (:func:`spark.report.steps.gauges`).
+    """Return SNAPSHOTS rows from GAUGES_SCHEMA rows (:func:`grstats.spark.report.steps.gauges`).
 
     ``held_s`` runs to the next snapshot, at most ``max_gap_s`` (0 for the last one);
     ``throttling`` is set when any member was throttling, so the sum of ``held_s`` over

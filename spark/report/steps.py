@@ -29,7 +29,7 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
-from spark.report.frame import conform, epoch_seconds, schema
+from grstats.spark.report.frame import conform, epoch_seconds, schema
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession

@@ -16,14 +16,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from spark.report.output import iso, json_value
-from spark.report.percentiles import ACCURACY
-from spark.report.worst import RANKINGS
+from grstats.spark.report.output import iso, json_value
+from grstats.spark.report.percentiles import ACCURACY
+from grstats.spark.report.worst import RANKINGS
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from spark.report.config import ReportConfig
+    from grstats.spark.report.config import ReportConfig
 
 #: The summary's format version.
 FORMAT = 1

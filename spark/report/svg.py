@@ -2,7 +2,7 @@
 
 Two shapes: :func:`line_chart` (one line per member over time) and :func:`timeline` (one
 lane per member, a coloured bar per episode). Times are unix seconds (UTC); callers
-downsample long series first (:mod:`spark.report.series`).
+downsample long series first (:mod:`grstats.spark.report.series`).
 """
 
 from __future__ import annotations

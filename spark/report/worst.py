@@ -8,7 +8,7 @@ from pyspark.sql import Window
 from pyspark.sql import functions as F  # noqa: N812 (pyspark's own idiom)
 from pyspark.sql.types import DoubleType, IntegerType, StringType, TimestampType
 
-from spark.report.frame import conform, ratio, schema
+from grstats.spark.report.frame import conform, ratio, schema
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -8,15 +8,15 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from agent.config import (
+from grstats.agent.config import (
     AgentConfig,
     SimulatedSourceConfig,
     load_config,
     split_address,
 )
-from agent.errors import ConfigError
-from agent.sources.mysql_config import MySQLSourceConfig
-from agent.sources.simulated import SimulatedSource
+from grstats.agent.errors import ConfigError
+from grstats.agent.sources.mysql_config import MySQLSourceConfig
+from grstats.agent.sources.simulated import SimulatedSource
 
 if TYPE_CHECKING:
     from collections.abc import Callable

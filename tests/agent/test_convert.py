@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent.convert import (
+from grstats.agent.convert import (
     MAX_GTID_TEXT,
     MAX_UPDATES,
     WireError,
@@ -16,17 +16,17 @@ from agent.convert import (
     update_to_wire,
     updates_from_wire,
 )
-from agent.gossip import Counts, Key, Stamp, Update
-from agent.gtid import GtidSet
-from agent.pipeline_stats import PipelineStats, encoded_size
-from agent.rows import (
+from grstats.agent.gossip import Counts, Key, Stamp, Update
+from grstats.agent.gtid import GtidSet
+from grstats.agent.pipeline_stats import PipelineStats, encoded_size
+from grstats.agent.rows import (
     REPLICATION_GROUP_MEMBERS,
     ApplierStatusRow,
     MemberRow,
     MemberStatsRow,
 )
-from agent.sources import GroupView, SourceHealth
-from proto import grstats_pb2 as pb
+from grstats.agent.sources import GroupView, SourceHealth
+from grstats.proto import grstats_pb2 as pb
 
 A = "d8a706aa-16ee-11eb-8b4c-0800270d5e61"
 B = "e14043d7-16ee-11eb-9a3b-0800275c3a8f"

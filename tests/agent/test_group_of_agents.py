@@ -8,9 +8,9 @@ import random
 import grpc
 import pytest
 
-from agent.convert import update_to_wire, uuid_to_bytes
-from agent.limits import LimitsConfig
-from proto import grstats_pb2 as pb
+from grstats.agent.convert import update_to_wire, uuid_to_bytes
+from grstats.agent.limits import LimitsConfig
+from grstats.proto import grstats_pb2 as pb
 from tests.agent.test_runtime import Group, start_group, stats
 
 #: No rate limits: the fuzz tests here check decoding, thousands of messages a second.

@@ -18,15 +18,15 @@ import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2
 
-from agent.convert import update_to_wire, uuid_to_bytes
-from agent.limits import LimitsConfig
-from proto import grstats_pb2 as pb
+from grstats.agent.convert import update_to_wire, uuid_to_bytes
+from grstats.agent.limits import LimitsConfig
+from grstats.proto import grstats_pb2 as pb
 from tests.agent.test_runtime import start_group
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable
 
-    from agent.runtime import Agent
+    from grstats.agent.runtime import Agent
     from tests.agent.test_runtime import Group
 
 U64 = 2**64 - 1

@@ -10,14 +10,14 @@ import pytest
 import structlog
 from structlog.testing import capture_logs
 
-from agent.config import load_config
-from agent.convert import update_to_wire, uuid_to_bytes
-from agent.errors import ConfigError
-from agent.gossip import Counts, GossipState, Key, Stamp, Update
-from agent.limits import DEFAULT_LIMITS, LimitsConfig, RateLimiter, client_host
-from agent.rows import MemberRow, MemberStatsRow
-from agent.sources import GroupView
-from proto import grstats_pb2 as pb
+from grstats.agent.config import load_config
+from grstats.agent.convert import update_to_wire, uuid_to_bytes
+from grstats.agent.errors import ConfigError
+from grstats.agent.gossip import Counts, GossipState, Key, Stamp, Update
+from grstats.agent.limits import DEFAULT_LIMITS, LimitsConfig, RateLimiter, client_host
+from grstats.agent.rows import MemberRow, MemberStatsRow
+from grstats.agent.sources import GroupView
+from grstats.proto import grstats_pb2 as pb
 from tests.agent.test_runtime import start_group
 
 if TYPE_CHECKING:

@@ -12,8 +12,8 @@ import pytest
 import structlog
 from structlog.testing import capture_logs
 
-from agent.errors import ConfigError
-from agent.log import ThrottledWarning, configure_logging, get_logger
+from grstats.agent.errors import ConfigError
+from grstats.agent.log import ThrottledWarning, configure_logging, get_logger
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from agent.errors import ConfigError
-from agent.metrics import MEMBER_STATES
+from grstats.agent.errors import ConfigError
+from grstats.agent.metrics import MEMBER_STATES
 from tests.agent.test_config import agent as agent_config
 from tests.agent.test_runtime import _start_without_loop, start_group, stats
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from agent.pipeline_stats import (
+from grstats.agent.pipeline_stats import (
     FLOW_CONTROL_DISABLED,
     FLOW_CONTROL_QUOTA,
     PipelineStats,

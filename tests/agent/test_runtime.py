@@ -11,16 +11,16 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from agent.convert import table_from_wire, uuid_to_bytes
-from agent.gossip import Key
-from agent.limits import DEFAULT_LIMITS, LimitsConfig
-from agent.registry import MemberRecord, SqliteRegistry
-from agent.runtime import Agent
-from agent.sim.scenario import load_scenario
-from agent.sources.simulated import SimulatedSource
-from agent.transports import FaultyTransport, GrpcTransport
-from proto import grstats_pb2 as pb
-from proto import grstats_pb2_grpc as pb_grpc
+from grstats.agent.convert import table_from_wire, uuid_to_bytes
+from grstats.agent.gossip import Key
+from grstats.agent.limits import DEFAULT_LIMITS, LimitsConfig
+from grstats.agent.registry import MemberRecord, SqliteRegistry
+from grstats.agent.runtime import Agent
+from grstats.agent.sim.scenario import load_scenario
+from grstats.agent.sources.simulated import SimulatedSource
+from grstats.agent.transports import FaultyTransport, GrpcTransport
+from grstats.proto import grstats_pb2 as pb
+from grstats.proto import grstats_pb2_grpc as pb_grpc
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator

@@ -5,11 +5,11 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from agent.gossip import Counts, GossipState, Key
-from agent.gtid import GtidSet
-from agent.rows import ApplierStatusRow, MemberRow, MemberStatsRow
-from agent.served import EXTENDED_COLUMNS, Served, freshest_view, served_tables
-from agent.sources import GroupView, MemberSnapshot
+from grstats.agent.gossip import Counts, GossipState, Key
+from grstats.agent.gtid import GtidSet
+from grstats.agent.rows import ApplierStatusRow, MemberRow, MemberStatsRow
+from grstats.agent.served import EXTENDED_COLUMNS, Served, freshest_view, served_tables
+from grstats.agent.sources import GroupView, MemberSnapshot
 
 A, B, C = (f"{c * 8}-{c * 4}-{c * 4}-{c * 4}-{c * 12}" for c in "abc")
 GROUP = "8a84f397-aaa4-18df-89ab-c70aa9823561"

@@ -20,23 +20,23 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from structlog.testing import capture_logs
 
-from agent.cli.agent import config_from
-from agent.cli.demo import free_ports
-from agent.cli.main import build_parser, main
-from agent.config import load_config
-from agent.convert import update_to_wire, uuid_to_bytes
-from agent.errors import ConfigError
-from agent.gossip import Counts, Key, Stamp
-from agent.identity import certified_members, member_uri, refusal
-from agent.runtime import Agent
-from agent.security import Security
-from agent.sim.group import stable_uuid
-from agent.sim.scenario import load_scenario
-from agent.sources.simulated import SimulatedSource
-from agent.tls import CertificateFiles, TlsConfig
-from agent.transports import FaultyTransport, GrpcTransport
-from proto import grstats_pb2 as pb
-from proto import grstats_pb2_grpc as pb_grpc
+from grstats.agent.cli.agent import config_from
+from grstats.agent.cli.demo import free_ports
+from grstats.agent.config import load_config
+from grstats.agent.convert import update_to_wire, uuid_to_bytes
+from grstats.agent.errors import ConfigError
+from grstats.agent.gossip import Counts, Key, Stamp
+from grstats.agent.identity import certified_members, member_uri, refusal
+from grstats.agent.runtime import Agent
+from grstats.agent.security import Security
+from grstats.agent.sim.group import stable_uuid
+from grstats.agent.sim.scenario import load_scenario
+from grstats.agent.sources.simulated import SimulatedSource
+from grstats.agent.tls import CertificateFiles, TlsConfig
+from grstats.agent.transports import FaultyTransport, GrpcTransport
+from grstats.cli import build_parser, main
+from grstats.proto import grstats_pb2 as pb
+from grstats.proto import grstats_pb2_grpc as pb_grpc
 from tests.agent.cli.test_agent_processes import PYTHON, grstats, wait_until
 from tests.agent.test_runtime import START_S, Clock, Group, Settings, stats
 from tests.certs import make_certs
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
     from pathlib import Path
 
-    from agent.gossip import Update
+    from grstats.agent.gossip import Update
 
 UUIDS = [stable_uuid("member", 1, index) for index in range(3)]
 TOKEN = "s3cret-token-of-the-group-0123456789"  # noqa: S105  (a test's token)

@@ -27,7 +27,7 @@ independent hosts, and stopped at the end, also on errors.
    encoding of the same values (``agent.pipeline_stats.encode``, 8.0 and 8.4). Target: at most
    a third of MySQL's bytes.
 
-The agent processes run ``grstats agent`` (``agent.cli.main``) through this script, which
+The agent processes run ``grstats agent`` (``grstats.cli``) through this script, which
 swaps in the recording agent or the fixed source first: ``bench_agent.py --as-agent MODE
 RECORD -- ARGS``. Linux only (/proc). The script exits 0 even when a target fails: it
 measures, and prints FAIL where a target is missed.
@@ -53,23 +53,23 @@ from typing import TYPE_CHECKING, Any
 
 import grpc
 
-from agent.cli import agent as command
-from agent.cli import main as grstats
-from agent.cli.demo import free_ports
-from agent.convert import table_from_wire, update_to_wire, uuid_from_bytes
-from agent.gossip import Counts, Key, Stamp, Update
-from agent.pipeline_stats import PipelineStats, encode
-from agent.rows import MemberStatsRow
-from agent.runtime import Agent
-from agent.sim.group import TICK_US
-from agent.sim.views import snapshot
-from agent.sources import MemorySource
-from proto import grstats_pb2 as pb
-from proto import grstats_pb2_grpc as pb_grpc
+from grstats.agent.cli import agent as command
+from grstats.agent.cli.demo import free_ports
+from grstats.agent.convert import table_from_wire, update_to_wire, uuid_from_bytes
+from grstats.agent.gossip import Counts, Key, Stamp, Update
+from grstats.agent.pipeline_stats import PipelineStats, encode
+from grstats.agent.rows import MemberStatsRow
+from grstats.agent.runtime import Agent
+from grstats.agent.sim.group import TICK_US
+from grstats.agent.sim.views import snapshot
+from grstats.agent.sources import MemorySource
+from grstats.cli import main as grstats
+from grstats.proto import grstats_pb2 as pb
+from grstats.proto import grstats_pb2_grpc as pb_grpc
 
 if TYPE_CHECKING:
-    from agent.config import AgentConfig
-    from agent.gossip import MergeResult
+    from grstats.agent.config import AgentConfig
+    from grstats.agent.gossip import MergeResult
 
 MEMBERS = 9
 PERIOD_S = 1.0

@@ -36,12 +36,12 @@ from typing import Any
 
 import grpc
 
-from agent.cli import agent as command
-from agent.cli import main as grstats
-from agent.cli.demo import free_ports
-from agent.runtime import Agent
-from proto import grstats_pb2 as pb
-from proto import grstats_pb2_grpc as pb_grpc
+from grstats.agent.cli import agent as command
+from grstats.agent.cli.demo import free_ports
+from grstats.agent.runtime import Agent
+from grstats.cli import main as grstats
+from grstats.proto import grstats_pb2 as pb
+from grstats.proto import grstats_pb2_grpc as pb_grpc
 from tests.benchmarks.bench_agent import AgentProcess, percentile, stop_group
 
 MEMBERS = 5

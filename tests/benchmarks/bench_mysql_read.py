@@ -22,8 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from agent.sources.mysql import MySQLSource
-from agent.sources.mysql_config import MySQLSourceConfig
+from grstats.agent.sources.mysql import MySQLSource
+from grstats.agent.sources.mysql_config import MySQLSourceConfig
 from tests.agent.sources.schemas import USER, create_accounts, load_schema
 from tests.mariadb import MariaDB, require_server_binaries
 

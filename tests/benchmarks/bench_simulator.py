@@ -17,8 +17,8 @@ import asyncio
 import time
 from typing import Any
 
-from agent.sim.scenario import Scenario, from_mapping
-from agent.sources.simulated import SimulatedSource
+from grstats.agent.sim.scenario import Scenario, from_mapping
+from grstats.agent.sources.simulated import SimulatedSource
 
 TARGET_PERCENT = 5.0
 START = 1_700_000_000.0

@@ -36,7 +36,7 @@ def run(args: list[str], timeout: float) -> tuple[float, subprocess.CompletedPro
     """Run ``python -m agent ARGS`` and return (wall seconds, the finished process)."""
     began = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "agent", *args],
+        [sys.executable, "-m", "grstats", *args],
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -28,12 +28,18 @@ from typing import Any
 
 import structlog
 
-from agent.cli.demo import free_ports
-from agent.config import load_config
-from agent.runtime import Agent
-from collector.poller import Poller, PollerSettings
-from collector.records import encode
-from collector.spool import SpoolSettings, SpoolWriter, SyncPolicy, read_segment, sealed_segments
+from grstats.agent.cli.demo import free_ports
+from grstats.agent.config import load_config
+from grstats.agent.runtime import Agent
+from grstats.collector.poller import Poller, PollerSettings
+from grstats.collector.records import encode
+from grstats.collector.spool import (
+    SpoolSettings,
+    SpoolWriter,
+    SyncPolicy,
+    read_segment,
+    sealed_segments,
+)
 
 DAY_S = 86_400
 

@@ -2,7 +2,7 @@
 
 The spool is what ``grstats collect`` would have written polling the agent of member 1 once a
 second: every record holds the four tables with the extended columns, and is written through
-the collector's own :class:`collector.spool.SpoolWriter`, so segments roll at the collector's
+the collector's own :class:`grstats.collector.spool.SpoolWriter`, so segments roll at the collector's
 defaults (64 MiB or one hour of collection time) and are sealed the same way.
 
 What the group does (deterministic for a given --seed; day d is the same in every run that
@@ -46,12 +46,12 @@ from typing import Any
 
 import msgpack  # type: ignore[import-untyped]
 
-from agent.gtid import GtidSet
-from agent.log import configure_logging
-from agent.rows import TABLES
-from agent.served import EXTENDED_COLUMNS
-from collector.records import SCHEMA_VERSION, TABLE_NAMES
-from collector.spool import SpoolSettings, SpoolWriter, SyncPolicy
+from grstats.agent.gtid import GtidSet
+from grstats.agent.log import configure_logging
+from grstats.agent.rows import TABLES
+from grstats.agent.served import EXTENDED_COLUMNS
+from grstats.collector.records import SCHEMA_VERSION, TABLE_NAMES
+from grstats.collector.spool import SpoolSettings, SpoolWriter, SyncPolicy
 
 MEMBERS = 9
 WRITERS = (0, 1, 2)

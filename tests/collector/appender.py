@@ -12,7 +12,7 @@ from pathlib import Path
 
 import structlog
 
-from collector.spool import SpoolSettings, SpoolWriter, read_segment, sealed_segments
+from grstats.collector.spool import SpoolSettings, SpoolWriter, read_segment, sealed_segments
 
 
 def main() -> None:

@@ -11,16 +11,16 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from agent.cli.demo import free_ports
-from collector.records import table_rows
-from collector.spool import read_segment, sealed_segments
+from grstats.agent.cli.demo import free_ports
+from grstats.collector.records import table_rows
+from grstats.collector.spool import read_segment, sealed_segments
 from tests.agent.cli.test_agent_processes import members, start_agent, wait_until
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
-PYTHON = [sys.executable, "-m", "agent"]
+PYTHON = [sys.executable, "-m", "grstats"]
 
 
 def collect(*args: str) -> subprocess.Popen[str]:

@@ -12,21 +12,21 @@ import pytest
 import structlog
 from structlog.testing import capture_logs
 
-from agent.cli.demo import free_ports
-from agent.errors import ConfigError
-from agent.runtime import Agent
-from agent.sim.scenario import load_scenario
-from agent.sources.simulated import SimulatedSource
-from collector.collect import Limits, collect
-from collector.poller import Poller, PollerSettings
-from collector.spool import SpoolWriter, read_segment, sealed_segments
+from grstats.agent.cli.demo import free_ports
+from grstats.agent.errors import ConfigError
+from grstats.agent.runtime import Agent
+from grstats.agent.sim.scenario import load_scenario
+from grstats.agent.sources.simulated import SimulatedSource
+from grstats.collector.collect import Limits, collect
+from grstats.collector.poller import Poller, PollerSettings
+from grstats.collector.spool import SpoolWriter, read_segment, sealed_segments
 from tests.agent.test_runtime import Group, Settings, start_group
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
     from pathlib import Path
 
-    from collector.collect import Progress
+    from grstats.collector.collect import Progress
 
 
 @pytest.fixture(name="group")

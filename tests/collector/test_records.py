@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING
 import grpc
 import pytest
 
-from agent.convert import table_to_wire
-from agent.rows import TABLES, Column, Kind
-from agent.served import EXTENDED_COLUMNS
-from collector.errors import RecordError, UnknownSchema
-from collector.records import (
+from grstats.agent.convert import table_to_wire
+from grstats.agent.rows import TABLES, Column, Kind
+from grstats.agent.served import EXTENDED_COLUMNS
+from grstats.collector.errors import RecordError, UnknownSchema
+from grstats.collector.records import (
     SCHEMA_VERSION,
     TABLE_NAMES,
     check_schema,
@@ -21,8 +21,8 @@ from collector.records import (
     record_from_response,
     table_rows,
 )
-from proto import grstats_pb2 as pb
-from proto import grstats_pb2_grpc as pb_grpc
+from grstats.proto import grstats_pb2 as pb
+from grstats.proto import grstats_pb2_grpc as pb_grpc
 from tests.agent.test_runtime import Group, start_group
 
 if TYPE_CHECKING:

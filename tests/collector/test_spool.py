@@ -8,11 +8,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from structlog.testing import capture_logs
 
-from agent.errors import ConfigError
-from collector import spool
-from collector.errors import SegmentCorrupt, SpoolError, SpoolLocked
-from collector.records import encode
-from collector.spool import (
+from grstats.agent.errors import ConfigError
+from grstats.collector import spool
+from grstats.collector.errors import SegmentCorrupt, SpoolError, SpoolLocked
+from grstats.collector.records import encode
+from grstats.collector.spool import (
     FRAME_HEADER,
     MAGIC,
     SpoolSettings,

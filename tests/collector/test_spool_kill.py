@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from collector.spool import (
+from grstats.collector.spool import (
     MAGIC,
     SpoolWriter,
     parse_segment_name,

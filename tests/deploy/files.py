@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import yaml
 
-from agent.cli.main import build_parser
+from grstats.cli import build_parser
 from tests.mariadb import missing
 
 if TYPE_CHECKING:

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from agent.config import load_config
-from agent.errors import ConfigError
+from grstats.agent.config import load_config
+from grstats.agent.errors import ConfigError
 from tests.deploy.files import DEPLOY, configmap_toml, under
 
 #: Each TOML file of deploy/, with the overrides it needs from the command line.

@@ -18,12 +18,12 @@ from typing import Any
 
 import pytest
 
-from agent import __version__
-from agent.cli.agent import config_from, run_agent
-from agent.cli.security import client_security
-from agent.config import split_address
-from collector.cli import run as run_collect
-from collector.cli import settings_from
+from grstats import __version__
+from grstats.agent.cli.agent import config_from, run_agent
+from grstats.agent.cli.security import client_security
+from grstats.agent.config import split_address
+from grstats.collector.cli import run as run_collect
+from grstats.collector.cli import settings_from
 from tests.deploy.files import (
     DEPLOY,
     INSTALLED_GRSTATS,

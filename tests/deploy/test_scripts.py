@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from spark.ingest_cli import run as run_ingest
-from spark.report_cli import run as run_report
+from grstats.spark.ingest_cli import run as run_ingest
+from grstats.spark.report_cli import run as run_report
 from tests.deploy.files import DEPLOY, parse_grstats
 
 if TYPE_CHECKING:

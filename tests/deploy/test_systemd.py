@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from agent.cli.agent import config_from, run_agent
-from agent.cli.security import client_security
-from collector.cli import run as run_collect
-from collector.cli import settings_from
+from grstats.agent.cli.agent import config_from, run_agent
+from grstats.agent.cli.security import client_security
+from grstats.collector.cli import run as run_collect
+from grstats.collector.cli import settings_from
 from tests.deploy.files import (
     DEPLOY,
     INSTALLED_GRSTATS,

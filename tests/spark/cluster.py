@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 import pyspark
 import pytest
 
-from agent.cli.demo import free_ports
+from grstats.agent.cli.demo import free_ports
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -62,7 +62,7 @@ def run_on_cluster(cluster: StandaloneCluster, *args: str) -> subprocess.Complet
     """Run ``grstats spark ARGS --master <cluster> --format json``; assert it succeeded."""
     done = subprocess.run(
         [
-            *(sys.executable, "-m", "agent", "spark", *args),
+            *(sys.executable, "-m", "grstats", "spark", *args),
             *("--master", cluster.master_url, "--format", "json"),
         ],
         env=driver_env(cluster),

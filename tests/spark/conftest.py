@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from spark.session import build_session
+from grstats.spark.session import build_session
 from tests.spark.cluster import _spark_cluster  # noqa: F401 (the spark_cluster fixture)
 
 if TYPE_CHECKING:

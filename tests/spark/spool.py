@@ -11,11 +11,17 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING, Any
 
-from agent.gtid import GtidSet
-from agent.rows import TABLES
-from agent.served import EXTENDED_COLUMNS
-from collector.records import TABLE_NAMES, table_rows
-from collector.spool import SpoolSettings, SpoolWriter, SyncPolicy, read_records, sealed_segments
+from grstats.agent.gtid import GtidSet
+from grstats.agent.rows import TABLES
+from grstats.agent.served import EXTENDED_COLUMNS
+from grstats.collector.records import TABLE_NAMES, table_rows
+from grstats.collector.spool import (
+    SpoolSettings,
+    SpoolWriter,
+    SyncPolicy,
+    read_records,
+    sealed_segments,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from spark.ingest import run_ingest
-from spark.table import TableLog, read_member_rows
+from grstats.spark.ingest import run_ingest
+from grstats.spark.table import TableLog, read_member_rows
 from tests.spark.cluster import run_on_cluster
 from tests.spark.spool import expected_rows, make_record, row_key, write_spool
 

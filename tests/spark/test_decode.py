@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from collector.errors import SegmentCorrupt, UnknownSchema
-from spark.decode import ARROW_MEMBER_ROWS, decode_segment
-from spark.schema import MEMBER_ROWS
+from grstats.collector.errors import SegmentCorrupt, UnknownSchema
+from grstats.spark.decode import ARROW_MEMBER_ROWS, decode_segment
+from grstats.spark.schema import MEMBER_ROWS
 from tests.spark.spool import COLUMNS, MEMBER_IDS, expected_rows, make_record, write_spool
 
 if TYPE_CHECKING:

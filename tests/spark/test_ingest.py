@@ -7,9 +7,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from spark.ingest import IngestError, run_ingest, task_sizes
-from spark.schema import MEMBER_ROWS
-from spark.table import LOG_DIR, QUARANTINE_DIR, TableError, TableLog, read_member_rows
+from grstats.spark.ingest import IngestError, run_ingest, task_sizes
+from grstats.spark.schema import MEMBER_ROWS
+from grstats.spark.table import LOG_DIR, QUARANTINE_DIR, TableError, TableLog, read_member_rows
 from tests.spark.spool import expected_rows, make_record, row_key, write_spool
 
 if TYPE_CHECKING:

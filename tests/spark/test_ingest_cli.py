@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from agent.cli.main import main
+from grstats.cli import main
 from tests.spark.spool import make_record, write_spool
 
 if TYPE_CHECKING:
@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 def grstats(*args: str) -> subprocess.CompletedProcess[str]:
     """Run grstats (as python -m agent) and capture its output."""
     return subprocess.run(
-        [sys.executable, "-m", "agent", *args],
+        [sys.executable, "-m", "grstats", *args],
         capture_output=True,
         text=True,
         timeout=300,
@@ -61,7 +61,7 @@ def test_ingest_asks_for_a_session_whose_work_runs_in_python(
         asked.append({"args": args, **kwargs})
         raise _Started
 
-    monkeypatch.setattr("spark.session.build_session", record)
+    monkeypatch.setattr("grstats.spark.session.build_session", record)
     (tmp_path / "spool").mkdir()
     with pytest.raises(_Started):
         main(

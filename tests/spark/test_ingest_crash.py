@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from spark.ingest import run_ingest
-from spark.stage import CRASH_ENV
-from spark.table import LOG_DIR, QUARANTINE_DIR, TableLog, read_member_rows
+from grstats.spark.ingest import run_ingest
+from grstats.spark.stage import CRASH_ENV
+from grstats.spark.table import LOG_DIR, QUARANTINE_DIR, TableLog, read_member_rows
 from tests.spark.spool import expected_rows, make_record, row_key, write_spool
 
 if TYPE_CHECKING:

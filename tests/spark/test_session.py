@@ -11,7 +11,7 @@ import pytest
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-from spark.session import LOG4J2_PROPERTIES, build_session, is_local, session_conf
+from grstats.spark.session import LOG4J2_PROPERTIES, build_session, is_local, session_conf
 
 
 class TestSessionConf:
@@ -84,6 +84,6 @@ def _pyspark_file(_: object) -> str:
 def test_local_workers_import_the_installed_pyspark_not_its_zip(spark: SparkSession) -> None:
     """Local workers load pyspark's compiled package, not the zip Spark puts first on the path."""
     found = spark.sparkContext.parallelize([0], 1).map(_pyspark_file).collect()
-    assert spark.conf.get("spark.python.daemon.module") == "spark.worker_daemon"
+    assert spark.conf.get("spark.python.daemon.module") == "grstats.spark.worker_daemon"
     assert ".zip" not in found[0]
     assert Path(found[0]).is_file()

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 # Runs two tasks the way a reused worker does, reporting gc's frozen count after each.
 _TWO_TASKS = """
 import gc, json, sys
-from spark.stage import stage_partition
+from grstats.spark.stage import stage_partition
 first, second, staging = sys.argv[1:]
 counts = []
 for index, segment in enumerate((first, second)):

@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from spark.schema import MEMBER_ROWS
-from spark.table import (
+from grstats.spark.schema import MEMBER_ROWS
+from grstats.spark.table import (
     LOG_DIR,
     Commit,
     TableError,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from spark.worker_daemon import installed_first
+from grstats.spark.worker_daemon import installed_first
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -1,10 +1,11 @@
 """``grstats demo``: the main job, on a simulated 3-member group, from agents to the Spark report.
 
-Modules: :mod:`~agent.cli.demo.group` (the agents, a member crash, an agent kill),
-:mod:`~agent.cli.demo.pipeline` (collector, ingest, report), :mod:`~agent.cli.demo.children`
-(every process started, stopped at the end, on errors and on Ctrl-C),
-:mod:`~agent.cli.demo.workdir` (where the output stays) and
-:mod:`~agent.cli.demo.progress` (the ``== [  t s]`` lines).
+Modules: :mod:`~grstats.agent.cli.demo.group` (the agents, a member crash, an agent kill),
+:mod:`~grstats.agent.cli.demo.pipeline` (collector, ingest, report),
+:mod:`~grstats.agent.cli.demo.children` (every process started,
+stopped at the end, on errors and on Ctrl-C),
+:mod:`~grstats.agent.cli.demo.workdir` (where the output stays) and
+:mod:`~grstats.agent.cli.demo.progress` (the ``== [  t s]`` lines).
 """
 
 from __future__ import annotations
@@ -17,21 +18,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from agent.cli.demo.children import Children, Interrupted, signals_ignored, signals_interrupt
-from agent.cli.demo.group import Group
-from agent.cli.demo.headlines import headlines
-from agent.cli.demo.pipeline import Pipeline
-from agent.cli.demo.ports import free_ports
-from agent.cli.demo.progress import Progress
-from agent.cli.demo.workdir import prepare
-from agent.cli.main import CliError
-from agent.errors import ConfigError
-from agent.sim.scenario import load_scenario
+from grstats.agent.cli.demo.children import (
+    Children,
+    Interrupted,
+    signals_ignored,
+    signals_interrupt,
+)
+from grstats.agent.cli.demo.group import Group
+from grstats.agent.cli.demo.headlines import headlines
+from grstats.agent.cli.demo.pipeline import Pipeline
+from grstats.agent.cli.demo.ports import free_ports
+from grstats.agent.cli.demo.progress import Progress
+from grstats.agent.cli.demo.workdir import prepare
+from grstats.agent.cli.errors import CliError
+from grstats.agent.errors import ConfigError
+from grstats.agent.sim.scenario import load_scenario
 
 if TYPE_CHECKING:
-    from agent.cli.demo.workdir import Workdir
-    from agent.cli.types import Subparsers
-    from agent.sim.scenario import Scenario
+    from grstats.agent.cli.demo.workdir import Workdir
+    from grstats.agent.cli.types import Subparsers
+    from grstats.agent.sim.scenario import Scenario
 
 __all__ = ["DemoOptions", "free_ports", "register", "run"]
 

@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from agent.cli.main import CliError
+from grstats.agent.cli.errors import CliError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
@@ -55,7 +55,7 @@ class Child:
 
 def grstats_command(*args: str) -> list[str]:
     """The command line of ``grstats ARGS`` run by this very interpreter."""
-    return [sys.executable, "-m", "agent", *args]
+    return [sys.executable, "-m", "grstats", *args]
 
 
 class Children:

@@ -7,18 +7,18 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
-from agent.cli.demo.children import grstats_command
-from agent.cli.demo.ports import free_ports
-from agent.cli.demo.tables import AgentDown, Table, read, read_many
-from agent.cli.main import CliError
+from grstats.agent.cli.demo.children import grstats_command
+from grstats.agent.cli.demo.ports import free_ports
+from grstats.agent.cli.demo.tables import AgentDown, Table, read, read_many
+from grstats.agent.cli.errors import CliError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from agent.cli.demo.children import Children
-    from agent.cli.demo.progress import Progress
-    from agent.cli.demo.workdir import Workdir
-    from agent.sim.scenario import Scenario
+    from grstats.agent.cli.demo.children import Children
+    from grstats.agent.cli.demo.progress import Progress
+    from grstats.agent.cli.demo.workdir import Workdir
+    from grstats.agent.sim.scenario import Scenario
 
 T = TypeVar("T")
 

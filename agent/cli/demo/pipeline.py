@@ -7,16 +7,16 @@ import math
 import time
 from typing import TYPE_CHECKING, Any
 
-from agent.cli.demo.children import grstats_command, log_tail
-from agent.cli.main import CliError
+from grstats.agent.cli.demo.children import grstats_command, log_tail
+from grstats.agent.cli.errors import CliError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from pathlib import Path
 
-    from agent.cli.demo.children import Children
-    from agent.cli.demo.progress import Progress
-    from agent.cli.demo.workdir import Workdir
+    from grstats.agent.cli.demo.children import Children
+    from grstats.agent.cli.demo.progress import Progress
+    from grstats.agent.cli.demo.workdir import Workdir
 
 #: Seconds between two progress lines while the collector runs.
 COLLECT_PROGRESS_S = 15.0

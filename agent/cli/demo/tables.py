@@ -8,16 +8,16 @@ from typing import TYPE_CHECKING
 
 import grpc
 
-from agent.cli.query import WHAT, columns_named
-from agent.convert import table_from_wire
-from agent.rows import render
-from proto import grstats_pb2 as pb
-from proto import grstats_pb2_grpc as pb_grpc
+from grstats.agent.cli.query import WHAT, columns_named
+from grstats.agent.convert import table_from_wire
+from grstats.agent.rows import render
+from grstats.proto import grstats_pb2 as pb
+from grstats.proto import grstats_pb2_grpc as pb_grpc
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from agent.rows import Column, Value
+    from grstats.agent.rows import Column, Value
 
 #: Seconds to wait for one agent's answer.
 QUERY_TIMEOUT_S = 2.0

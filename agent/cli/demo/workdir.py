@@ -6,7 +6,7 @@ import shutil
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from agent.cli.main import CliError
+from grstats.agent.cli.errors import CliError
 
 if TYPE_CHECKING:
     from pathlib import Path

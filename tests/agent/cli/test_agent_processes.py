@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from agent.cli.demo import free_ports
-from agent.registry import MemberRecord, SqliteRegistry
+from grstats.agent.cli.demo import free_ports
+from grstats.agent.registry import MemberRecord, SqliteRegistry
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-PYTHON = [sys.executable, "-m", "agent"]
+PYTHON = [sys.executable, "-m", "grstats"]
 
 
 def grstats(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:

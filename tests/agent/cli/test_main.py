@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from agent import __version__
-from agent.cli import main
+from grstats import __version__
+from grstats.cli import main
 
 
 def test_help_explains_the_product(capsys: pytest.CaptureFixture[str]) -> None:

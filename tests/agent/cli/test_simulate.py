@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from agent.cli import main
-from agent.rows import REPLICATION_GROUP_MEMBER_STATS, REPLICATION_GROUP_MEMBERS
-from agent.sim.scenario import list_scenarios
+from grstats.agent.rows import REPLICATION_GROUP_MEMBER_STATS, REPLICATION_GROUP_MEMBERS
+from grstats.agent.sim.scenario import list_scenarios
+from grstats.cli import main
 
 
 def test_list_names_every_scenario(capsys: pytest.CaptureFixture[str]) -> None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from agent.gossip import LOCAL, Counts, GossipState, Key, Stamp, Update
-from agent.gtid import GtidSet
-from agent.rows import ApplierStatusRow, MemberRow, MemberStatsRow
-from agent.sources import GroupView, SourceHealth
+from grstats.agent.gossip import LOCAL, Counts, GossipState, Key, Stamp, Update
+from grstats.agent.gtid import GtidSet
+from grstats.agent.rows import ApplierStatusRow, MemberRow, MemberStatsRow
+from grstats.agent.sources import GroupView, SourceHealth
 
 A, B, C, D = (f"{c * 8}-{c * 4}-{c * 4}-{c * 4}-{c * 12}" for c in "abcd")
 GROUP = "8a84f397-aaa4-18df-89ab-c70aa9823561"

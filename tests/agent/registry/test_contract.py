@@ -7,15 +7,15 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from agent.registry import MemberRegistry, MemoryRegistry, RegistryError, SqliteRegistry
-from agent.registry import sqlite as sqlite_registry
+from grstats.agent.registry import MemberRegistry, MemoryRegistry, RegistryError, SqliteRegistry
+from grstats.agent.registry import sqlite as sqlite_registry
 from tests.agent.registry.records import NOW_US, A, B, C, bare, full
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
-    from agent.rows import Row
+    from grstats.agent.rows import Row
 
 
 @pytest.fixture(name="registry", params=["sqlite", "memory"])

@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from agent.rows import MemberStatsRow, RowValueError
+from grstats.agent.rows import MemberStatsRow, RowValueError
 from tests.agent.registry.records import A, B, bare, full
 
 if TYPE_CHECKING:
-    from agent.registry import MemberRecord
+    from grstats.agent.registry import MemberRecord
 
 
 class TestMemberRecord:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 import msgpack  # type: ignore[import-untyped]
 import pytest
 
-from agent.registry import REGISTRY_FILENAME, RegistryError, SqliteRegistry
+from grstats.agent.registry import REGISTRY_FILENAME, RegistryError, SqliteRegistry
 from tests.agent.registry.records import A, B, bare, full, generation, generation_of
 
 if TYPE_CHECKING:
@@ -85,7 +85,7 @@ class TestDurability:
         """A save that returned is seen by a new registry after its process exits uncleanly."""
         code = """
             import os, sys
-            from agent.registry import SqliteRegistry
+            from grstats.agent.registry import SqliteRegistry
             from tests.agent.registry.records import generation
             SqliteRegistry(sys.argv[1]).save(generation(7))
             os._exit(0)
@@ -104,7 +104,7 @@ class TestDurability:
         """
         code = """
             import sys, time
-            from agent.registry import SqliteRegistry
+            from grstats.agent.registry import SqliteRegistry
             from tests.agent.registry.records import generation
             registry, number = SqliteRegistry(sys.argv[1]), int(sys.argv[2])
             while True:

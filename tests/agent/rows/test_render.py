@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from agent.rows import (
+from grstats.agent.rows import (
     REPLICATION_GROUP_MEMBER_LAG,
     REPLICATION_GROUP_MEMBER_STATS,
     REPLICATION_GROUP_MEMBERS,

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from agent.rows import (
+from grstats.agent.rows import (
     GROUP_REPLICATION_APPLIER,
     ApplierStatusRow,
     MemberRow,

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from agent.rows import (
+from grstats.agent.rows import (
     MYSQL57_STATS_COLUMNS,
     REPLICATION_GROUP_MEMBER_GTID_EXECUTED,
     REPLICATION_GROUP_MEMBER_LAG,

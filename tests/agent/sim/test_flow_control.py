@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from agent.sim.flow_control import MAXTPS, MemberPeriod, Quota, needs_flow_control, next_quota
-from agent.sources import FlowControlSettings
+from grstats.agent.sim.flow_control import (
+    MAXTPS,
+    MemberPeriod,
+    Quota,
+    needs_flow_control,
+    next_quota,
+)
+from grstats.agent.sources import FlowControlSettings
 
 DEFAULTS = FlowControlSettings()
 

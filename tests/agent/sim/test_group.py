@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from agent.cli.simulate import ground_truth
-from agent.errors import SourceUnavailable
-from agent.gtid import GtidSet
-from agent.rows import MemberState
-from agent.rows.render import json_objects
-from agent.sim.group import TICKS_PER_SECOND, SimulatedGroup
-from agent.sim.scenario import Scenario, from_mapping, list_scenarios, load_scenario
-from agent.sim.views import group_rows, snapshot
+from grstats.agent.cli.simulate import ground_truth
+from grstats.agent.errors import SourceUnavailable
+from grstats.agent.gtid import GtidSet
+from grstats.agent.rows import MemberState
+from grstats.agent.rows.render import json_objects
+from grstats.agent.sim.group import TICKS_PER_SECOND, SimulatedGroup
+from grstats.agent.sim.scenario import Scenario, from_mapping, list_scenarios, load_scenario
+from grstats.agent.sim.views import group_rows, snapshot
 
 START_US = 1_700_000_000_000_000
 COUNTERS = (

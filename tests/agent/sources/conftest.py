@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from agent.sources.mysql_config import MySQLSourceConfig
+from grstats.agent.sources.mysql_config import MySQLSourceConfig
 from tests.agent.sources.schemas import USER, Accounts, create_accounts, load_schema
 from tests.mariadb import MariaDB, require_server_binaries
 

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from agent.errors import SourceDataError
-from agent.rows import ApplierStatusRow
-from agent.sources.mysql_records import (
+from grstats.agent.errors import SourceDataError
+from grstats.agent.rows import ApplierStatusRow
+from grstats.agent.sources.mysql_records import (
     APPLY_COLUMNS,
     VARIABLE_VALUE_MAX,
     applier_row,
@@ -22,7 +22,7 @@ from agent.sources.mysql_records import (
     timestamp_us,
     variable_map,
 )
-from agent.sources.snapshot import FlowControlSettings
+from grstats.agent.sources.snapshot import FlowControlSettings
 
 A = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
 B = "bbbbbbbb-bbbb-bbbb-bbbb-bbbbbbbbbbbb"

@@ -17,19 +17,19 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from agent.errors import SourceDataError, SourceError, SourceUnavailable
-from agent.gtid import GtidSet
-from agent.rows import GROUP_REPLICATION_APPLIER, MemberRow, MemberStatsRow
-from agent.sources.mysql import NO_TIMESTAMPS_57, MySQLSource
-from agent.sources.snapshot import FlowControlSettings, SourceHealth
+from grstats.agent.errors import SourceDataError, SourceError, SourceUnavailable
+from grstats.agent.gtid import GtidSet
+from grstats.agent.rows import GROUP_REPLICATION_APPLIER, MemberRow, MemberStatsRow
+from grstats.agent.sources.mysql import NO_TIMESTAMPS_57, MySQLSource
+from grstats.agent.sources.snapshot import FlowControlSettings, SourceHealth
 from tests.agent.sources.schemas import X509_USER
 from tests.mariadb import free_port, missing, run_script
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from agent.sources.mysql_config import MySQLSourceConfig
-    from agent.sources.snapshot import MemberSnapshot
+    from grstats.agent.sources.mysql_config import MySQLSourceConfig
+    from grstats.agent.sources.snapshot import MemberSnapshot
     from tests.agent.sources.schemas import Accounts
     from tests.mariadb import MariaDB, Tls
 

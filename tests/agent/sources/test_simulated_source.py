@@ -7,12 +7,12 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from agent.errors import ConfigError, SourceError, SourceUnavailable
-from agent.sim.scenario import load_scenario
-from agent.sources.simulated import SimulatedSource
+from grstats.agent.errors import ConfigError, SourceError, SourceUnavailable
+from grstats.agent.sim.scenario import load_scenario
+from grstats.agent.sources.simulated import SimulatedSource
 
 if TYPE_CHECKING:
-    from agent.sources import StatsSource
+    from grstats.agent.sources import StatsSource
 
 START = 1_700_000_000.0
 

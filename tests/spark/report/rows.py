@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING, Any
 
-from spark.schema import COUNTER_COLUMNS, MEMBER_ROWS
+from grstats.spark.schema import COUNTER_COLUMNS, MEMBER_ROWS
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

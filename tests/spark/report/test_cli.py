@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from agent.cli.main import main
-from spark.ingest import run_ingest
-from spark.report.config import ReportConfig
-from spark.report.job import TABLE_NAMES, run_report
+from grstats.cli import main
+from grstats.spark.ingest import run_ingest
+from grstats.spark.report.config import ReportConfig
+from grstats.spark.report.job import TABLE_NAMES, run_report
 from tests.spark.cluster import run_on_cluster
 from tests.spark.spool import make_record, write_spool
 

@@ -4,11 +4,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from spark.report.episodes import EPISODES, SEGMENTS, episodes, segments
-from spark.report.frame import same_columns
-from spark.report.minutes import RUNS, member_runs
-from spark.report.output import collect_rows
-from spark.report.steps import member_steps
+from grstats.spark.report.episodes import EPISODES, SEGMENTS, episodes, segments
+from grstats.spark.report.frame import same_columns
+from grstats.spark.report.minutes import RUNS, member_runs
+from grstats.spark.report.output import collect_rows
+from grstats.spark.report.steps import member_steps
 from tests.spark.report.rows import at, frame, row
 
 if TYPE_CHECKING:

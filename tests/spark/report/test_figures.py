@@ -5,15 +5,15 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from spark.report.episodes import episodes, segments
-from spark.report.figures import FIGURES, group_figures, member_figures
-from spark.report.frame import same_columns
-from spark.report.minutes import MINUTES, member_minutes, member_runs
-from spark.report.output import collect_rows
-from spark.report.percentiles import group_percentiles, member_percentiles
-from spark.report.series import member_series, minute_series
-from spark.report.snapshots import group_snapshots
-from spark.report.steps import gauges, member_steps
+from grstats.spark.report.episodes import episodes, segments
+from grstats.spark.report.figures import FIGURES, group_figures, member_figures
+from grstats.spark.report.frame import same_columns
+from grstats.spark.report.minutes import MINUTES, member_minutes, member_runs
+from grstats.spark.report.output import collect_rows
+from grstats.spark.report.percentiles import group_percentiles, member_percentiles
+from grstats.spark.report.series import member_series, minute_series
+from grstats.spark.report.snapshots import group_snapshots
+from grstats.spark.report.steps import gauges, member_steps
 from tests.spark.report.rows import frame, row
 
 if TYPE_CHECKING:

@@ -29,15 +29,15 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from agent import server as agent_server
-from agent.sim.group import TICKS_PER_SECOND, SimulatedGroup
-from agent.sim.scenario import load_scenario
-from agent.sim.views import snapshot
-from collector.poller import Poller, PollerSettings
-from collector.spool import SpoolSettings, SpoolWriter, SyncPolicy
-from spark.ingest import run_ingest
-from spark.report.config import ReportConfig
-from spark.report.job import run_report
+from grstats.agent import server as agent_server
+from grstats.agent.sim.group import TICKS_PER_SECOND, SimulatedGroup
+from grstats.agent.sim.scenario import load_scenario
+from grstats.agent.sim.views import snapshot
+from grstats.collector.poller import Poller, PollerSettings
+from grstats.collector.spool import SpoolSettings, SpoolWriter, SyncPolicy
+from grstats.spark.ingest import run_ingest
+from grstats.spark.report.config import ReportConfig
+from grstats.spark.report.job import run_report
 from tests.agent.test_runtime import START_S, start_group
 
 if TYPE_CHECKING:

@@ -8,9 +8,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from spark.report import svg
-from spark.report.config import ReportConfig, ReportConfigError, parse_time
-from spark.report.series import bucket_seconds
+from grstats.spark.report import svg
+from grstats.spark.report.config import ReportConfig, ReportConfigError, parse_time
+from grstats.spark.report.series import bucket_seconds
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -94,7 +94,7 @@ class TestWriteTable:
         self, spark: SparkSession, tmp_path: Path
     ) -> None:
         """The Parquet file Spark reads back equals the returned rows, schema and nulls included."""
-        from spark.report.output import write_table  # noqa: PLC0415
+        from grstats.spark.report.output import write_table  # noqa: PLC0415
 
         when = dt.datetime(2026, 1, 31, 12, 0, 0, 250_000, tzinfo=dt.UTC)
         frame = spark.createDataFrame(

@@ -4,9 +4,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from spark.report.frame import same_columns
-from spark.report.output import collect_rows
-from spark.report.steps import GAUGES_SCHEMA, STEPS, gauges, member_steps
+from grstats.spark.report.frame import same_columns
+from grstats.spark.report.output import collect_rows
+from grstats.spark.report.steps import GAUGES_SCHEMA, STEPS, gauges, member_steps
 from tests.spark.report.rows import at, frame, row
 
 if TYPE_CHECKING:
@@ -126,7 +126,7 @@ class TestMemberPartitioned:
         """Every row of a member lands in one partition, and no partition holds two members."""
         from pyspark.sql import functions as F  # noqa: PLC0415, N812
 
-        from spark.report.steps import member_partitioned  # noqa: PLC0415
+        from grstats.spark.report.steps import member_partitioned  # noqa: PLC0415
 
         members = [f"member-{n}" for n in range(9)]
         rows = frame(spark, [row(m, t) for m in members for t in range(3)])
@@ -138,7 +138,7 @@ class TestMemberPartitioned:
 
     def test_a_row_without_a_member_id_is_kept_not_a_failure(self, spark: SparkSession) -> None:
         """Rows whose MEMBER_ID is null get no key but stay; the members keep their partitions."""
-        from spark.report.steps import member_partitioned  # noqa: PLC0415
+        from grstats.spark.report.steps import member_partitioned  # noqa: PLC0415
 
         rows = frame(spark, [row("a", 0), row("b", 0), {**row("a", 1), "member_id": None}])
         keyed = member_partitioned(rows)
@@ -153,7 +153,7 @@ class TestMemberPartitioned:
         """The key found for partition p is sent to partition p by Spark's own repartition."""
         from pyspark.sql import functions as F  # noqa: PLC0415, N812
 
-        from spark.report.steps import partition_keys  # noqa: PLC0415
+        from grstats.spark.report.steps import partition_keys  # noqa: PLC0415
 
         keys = partition_keys(spark, 7)
         frame_of_keys = spark.createDataFrame([(k,) for k in keys], "key int").repartition(7, "key")

@@ -1,9 +1,11 @@
-"""Entry point of the ``grstats`` command: builds the parser and dispatches to a subcommand.
+"""The ``grstats`` command: builds the parser and dispatches to a subcommand.
 
-Each subcommand lives in its own module that exposes ``register(subparsers)``; the module
-sets ``handler`` on its parser, a callable taking the parsed namespace and returning the
-exit status. Modules are imported lazily by name so that ``grstats --help`` stays fast and
-later packages (collector, spark) can plug in without the agent importing them eagerly.
+This is the top layer: it sits above :mod:`grstats.agent`, :mod:`grstats.collector` and
+:mod:`grstats.spark`, and nothing imports it but ``python -m grstats`` and the ``grstats``
+script. Each subcommand lives in its own module of its layer, which exposes
+``register(subparsers)`` and sets ``handler`` on its parser: a callable taking the parsed
+namespace and returning the exit status. Each raises
+:class:`grstats.agent.cli.errors.CliError` for a failure the user can act on.
 """
 
 from __future__ import annotations
@@ -13,20 +15,21 @@ import importlib
 import sys
 from typing import TYPE_CHECKING
 
-from agent import __version__
+from grstats import __version__
+from grstats.agent.cli.errors import CliError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
 #: Modules that each add one subcommand, in the order ``--help`` lists them.
 COMMAND_MODULES: tuple[str, ...] = (
-    "agent.cli.agent",
-    "agent.cli.demo",
-    "agent.cli.query",
-    "collector.cli",
-    "agent.cli.simulate",
-    "agent.cli.version",
-    "spark.cli",
+    "grstats.agent.cli.agent",
+    "grstats.agent.cli.demo",
+    "grstats.agent.cli.query",
+    "grstats.collector.cli",
+    "grstats.agent.cli.simulate",
+    "grstats.agent.cli.version",
+    "grstats.spark.cli",
 )
 
 DESCRIPTION = """\
@@ -43,14 +46,6 @@ EPILOG = """\
 exit status: 0 on success, 1 when the work failed, 2 for invalid arguments.
 Run 'grstats COMMAND --help' for the options of one command.
 """
-
-
-class CliError(Exception):
-    """A failure the user can act on: printed as one line to stderr, exit status ``code``."""
-
-    def __init__(self, message: str, code: int = 1) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 def build_parser() -> argparse.ArgumentParser:
