@@ -55,7 +55,7 @@ bench: $(VENV)/.installed-bench ## run the benchmarks (not part of make test); f
 	$(BIN)/pytest tests/benchmarks -p no:cacheprovider --benchmark-columns=min,median,max,rounds
 	$(BIN)/python tests/benchmarks/bench_gtid.py --json bench-results/gtid.json
 	$(BIN)/python tests/benchmarks/bench_simulator.py
-	$(BIN)/python tests/benchmarks/bench_agent.py
+	$(BIN)/python -m tests.benchmarks.bench_agent
 	$(BIN)/python -m tests.benchmarks.bench_load
 	$(BIN)/python -m tests.benchmarks.bench_mysql_read
 	$(BIN)/python tests/benchmarks/bench_spool.py

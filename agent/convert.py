@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any
 from grstats.agent.errors import AgentError
 from grstats.agent.gossip import Counts, Key, Stamp, Update
 from grstats.agent.gtid import GtidError, GtidSet
+from grstats.agent.model import GroupView, SourceHealth
 from grstats.agent.rows import ApplierStatusRow, Kind, MemberRow, MemberStatsRow, RowValueError
-from grstats.agent.sources.snapshot import GroupView, SourceHealth
 from grstats.proto import grstats_pb2 as pb
 
 if TYPE_CHECKING:

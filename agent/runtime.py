@@ -43,12 +43,12 @@ from grstats.agent.gossip import Counts, GossipState, Key, MergeResult, Stamp
 from grstats.agent.gtid import GtidSet
 from grstats.agent.limits import LimitsConfig, RateLimiter
 from grstats.agent.metrics import AgentMetrics, serve_metrics
+from grstats.agent.model import GroupView, SourceHealth
 from grstats.agent.registry import MemberRecord, RegistryError
 from grstats.agent.rows import ApplierStatusRow, MemberRow
 from grstats.agent.security import Security
 from grstats.agent.served import served_tables
 from grstats.agent.server import SERVICE_NAMES, build_server, now_us
-from grstats.agent.sources.snapshot import GroupView, SourceHealth
 from grstats.agent.transports.rpc import GrpcTransport
 from grstats.proto import grstats_pb2 as pb
 
@@ -60,10 +60,10 @@ if TYPE_CHECKING:
 
     from grstats.agent.gossip import Digest, Update
     from grstats.agent.gossip.updates import Value
+    from grstats.agent.model import MemberSnapshot
     from grstats.agent.registry import MemberRegistry
     from grstats.agent.served import Served
     from grstats.agent.sources.base import StatsSource
-    from grstats.agent.sources.snapshot import MemberSnapshot
     from grstats.agent.transports.base import Transport
 
 

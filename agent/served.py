@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from grstats.agent.gossip import LOCAL, Counts, Key
 from grstats.agent.gtid import GtidSet
+from grstats.agent.model import GroupView
 from grstats.agent.rows import (
     REPLICATION_GROUP_MEMBER_GTID_EXECUTED,
     REPLICATION_GROUP_MEMBER_LAG,
@@ -36,14 +37,13 @@ from grstats.agent.rows import (
     MemberRow,
     MemberStatsRow,
 )
-from grstats.agent.sources.snapshot import GroupView
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from grstats.agent.gossip import GossipState, Heard
+    from grstats.agent.model import MemberSnapshot
     from grstats.agent.rows import Row, Value
-    from grstats.agent.sources.snapshot import MemberSnapshot
 
 #: grstats's columns appended to every table with ``extended`` (WL#2860's CONNECTED and more).
 EXTENDED_COLUMNS = (

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeAlias
 
 from grstats.agent.gossip.updates import Counts, Key, Stamp, Update
-from grstats.agent.sources.snapshot import GroupView
+from grstats.agent.model import GroupView
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping

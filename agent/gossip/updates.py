@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, TypeAlias
 
 if TYPE_CHECKING:
     from grstats.agent.gtid import GtidSet
+    from grstats.agent.model import GroupView, SourceHealth
     from grstats.agent.rows import ApplierStatusRow, MemberStatsRow
-    from grstats.agent.sources.snapshot import GroupView, SourceHealth
 
 
 class Key(enum.StrEnum):

@@ -48,8 +48,8 @@ from pathlib import Path
 from typing import Any
 
 from grstats.agent.errors import ConfigError
+from grstats.agent.model import FlowControlSettings
 from grstats.agent.rows import encode_version
-from grstats.agent.sources.snapshot import FlowControlSettings
 
 #: Where the built-in scenarios are.
 BUILTIN_DIR = Path(__file__).parent / "scenarios"

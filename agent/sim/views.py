@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from grstats.agent.errors import SourceUnavailable
 from grstats.agent.gtid import GtidSet
+from grstats.agent.model import GroupView, MemberSnapshot
 from grstats.agent.rows import (
     ApplierStatusRow,
     MemberRow,
@@ -22,7 +23,6 @@ from grstats.agent.rows import (
 )
 from grstats.agent.sim.group import DELIVERY_US, TICKS_PER_SECOND
 from grstats.agent.sim.txlog import NEGATIVE
-from grstats.agent.sources.snapshot import GroupView, MemberSnapshot
 
 if TYPE_CHECKING:
     from grstats.agent.sim.group import SimulatedGroup

@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import typing
 
-from grstats.agent.sources.base import StatsSource
-from grstats.agent.sources.memory import MemorySource
-from grstats.agent.sources.mysql_config import MySQLSourceConfig
-from grstats.agent.sources.snapshot import (
+from grstats.agent.model import (
     FLOW_CONTROL_MODES,
     FlowControlSettings,
     GroupView,
     MemberSnapshot,
     SourceHealth,
 )
+from grstats.agent.sources.base import StatsSource
+from grstats.agent.sources.memory import MemorySource
+from grstats.agent.sources.mysql_config import MySQLSourceConfig
 
 __all__ = [
     "FLOW_CONTROL_MODES",

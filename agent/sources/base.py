@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from grstats.agent.sources.snapshot import MemberSnapshot
+    from grstats.agent.model import MemberSnapshot
 
 
 class StatsSource(Protocol):

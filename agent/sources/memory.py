@@ -9,7 +9,7 @@ from grstats.agent.errors import SourceError, SourceUnavailable
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from grstats.agent.sources.snapshot import MemberSnapshot
+    from grstats.agent.model import MemberSnapshot
 
 
 class MemorySource:

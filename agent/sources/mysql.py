@@ -26,6 +26,7 @@ from pymysql.converters import decoders  # type: ignore[import-untyped]
 from pymysql.err import MySQLError  # type: ignore[import-untyped]
 
 from grstats.agent.errors import SourceDataError, SourceError, SourceUnavailable
+from grstats.agent.model import GroupView, MemberSnapshot, SourceHealth
 from grstats.agent.rows import GROUP_REPLICATION_APPLIER
 from grstats.agent.sources.mysql_config import MySQLSourceConfig, read_password, tls_context
 from grstats.agent.sources.mysql_records import (
@@ -47,7 +48,6 @@ from grstats.agent.sources.mysql_records import (
     stats_row,
     variable_map,
 )
-from grstats.agent.sources.snapshot import GroupView, MemberSnapshot, SourceHealth
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping, Sequence

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from grstats.agent.errors import ConfigError, SourceDataError
 from grstats.agent.gtid import GtidError, GtidSet
+from grstats.agent.model import FlowControlSettings
 from grstats.agent.rows import (
     REPLICATION_GROUP_MEMBER_LAG,
     REPLICATION_GROUP_MEMBER_STATS,
@@ -28,7 +29,6 @@ from grstats.agent.rows import (
     RowValueError,
     member_role,
 )
-from grstats.agent.sources.snapshot import FlowControlSettings
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence

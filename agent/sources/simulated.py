@@ -14,8 +14,8 @@ from grstats.agent.sim.views import not_started, snapshot
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from grstats.agent.model import MemberSnapshot
     from grstats.agent.sim.scenario import Scenario
-    from grstats.agent.sources.snapshot import MemberSnapshot
 
 
 #: Ticks stepped per worker-thread call while catching up (60 simulated seconds).

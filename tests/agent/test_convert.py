@@ -18,7 +18,6 @@ from grstats.agent.convert import (
 )
 from grstats.agent.gossip import Counts, Key, Stamp, Update
 from grstats.agent.gtid import GtidSet
-from grstats.agent.pipeline_stats import PipelineStats, encoded_size
 from grstats.agent.rows import (
     REPLICATION_GROUP_MEMBERS,
     ApplierStatusRow,
@@ -27,6 +26,7 @@ from grstats.agent.rows import (
 )
 from grstats.agent.sources import GroupView, SourceHealth
 from grstats.proto import grstats_pb2 as pb
+from tests.agent.pipeline_stats import PipelineStats, encoded_size
 
 A = "d8a706aa-16ee-11eb-8b4c-0800270d5e61"
 B = "e14043d7-16ee-11eb-9a3b-0800275c3a8f"

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grstats.agent.pipeline_stats import (
+from tests.agent.pipeline_stats import (
     FLOW_CONTROL_DISABLED,
     FLOW_CONTROL_QUOTA,
     PipelineStats,

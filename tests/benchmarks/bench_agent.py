@@ -24,11 +24,11 @@ independent hosts, and stopped at the end, also on errors.
    one fixed snapshot (``MemorySource``), which leaves out the simulator's cost. Target: at most
    1% of one core per agent.
 4. **Bytes** of one counts message: grstats' wire (``update_to_wire``) against MySQL's own
-   encoding of the same values (``agent.pipeline_stats.encode``, 8.0 and 8.4). Target: at most
+   encoding of the same values (``tests.agent.pipeline_stats.encode``, 8.0 and 8.4). Target: at most
    a third of MySQL's bytes.
 
 The agent processes run ``grstats agent`` (``grstats.cli``) through this script, which
-swaps in the recording agent or the fixed source first: ``bench_agent.py --as-agent MODE
+swaps in the recording agent or the fixed source first: ``python -m tests.benchmarks.bench_agent --as-agent MODE
 RECORD -- ARGS``. Linux only (/proc). The script exits 0 even when a target fails: it
 measures, and prints FAIL where a target is missed.
 """
@@ -57,7 +57,6 @@ from grstats.agent.cli import agent as command
 from grstats.agent.cli.demo import free_ports
 from grstats.agent.convert import table_from_wire, update_to_wire, uuid_from_bytes
 from grstats.agent.gossip import Counts, Key, Stamp, Update
-from grstats.agent.pipeline_stats import PipelineStats, encode
 from grstats.agent.rows import MemberStatsRow
 from grstats.agent.runtime import Agent
 from grstats.agent.sim.group import TICK_US
@@ -66,6 +65,9 @@ from grstats.agent.sources import MemorySource
 from grstats.cli import main as grstats
 from grstats.proto import grstats_pb2 as pb
 from grstats.proto import grstats_pb2_grpc as pb_grpc
+from tests.agent.pipeline_stats import PipelineStats, encode
+
+ROOT = Path(__file__).resolve().parents[2]  # the agents run this module with -m from here
 
 if TYPE_CHECKING:
     from grstats.agent.config import AgentConfig
@@ -204,7 +206,15 @@ def start_group(workdir: Path, mode: str, into: list[AgentProcess]) -> None:
     for index, port in enumerate(ports):
         log, record = workdir / f"{mode}-{index}.log", workdir / f"{mode}-{index}.json"
         arguments = [
-            *(sys.executable, str(Path(__file__).resolve()), AS_AGENT, mode, str(record), "--"),
+            *(
+                sys.executable,
+                "-m",
+                "tests.benchmarks.bench_agent",
+                AS_AGENT,
+                mode,
+                str(record),
+                "--",
+            ),
             *("agent", "--source", "simulated", "--scenario", SCENARIO),
             *("--members", str(MEMBERS), "--member-index", str(index)),
             *("--group-start", str(start), "--listen", f"127.0.0.1:{port}", "--peers", peers),
@@ -212,7 +222,7 @@ def start_group(workdir: Path, mode: str, into: list[AgentProcess]) -> None:
             *("--log-format", "json"),
         ]
         with log.open("wb") as out:
-            process = subprocess.Popen(arguments, stdout=out, stderr=subprocess.STDOUT)
+            process = subprocess.Popen(arguments, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
         into.append(AgentProcess(process, f"127.0.0.1:{port}", log, record))
         time.sleep(PERIOD_S / MEMBERS)
 

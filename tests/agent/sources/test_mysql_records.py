@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from grstats.agent.errors import SourceDataError
+from grstats.agent.model import FlowControlSettings
 from grstats.agent.rows import ApplierStatusRow
 from grstats.agent.sources.mysql_records import (
     APPLY_COLUMNS,
@@ -22,7 +23,6 @@ from grstats.agent.sources.mysql_records import (
     timestamp_us,
     variable_map,
 )
-from grstats.agent.sources.snapshot import FlowControlSettings
 
 A = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
 B = "bbbbbbbb-bbbb-bbbb-bbbb-bbbbbbbbbbbb"

@@ -1,4 +1,4 @@
-"""What a stats source returns: one typed reading of the local member.
+"""The member model: what a stats source reads of its member, and what gossip carries of it.
 
 Built from the row model (:mod:`grstats.agent.rows`), so the agent serves what the source read in
 MySQL's exact names and formats.
