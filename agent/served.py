@@ -26,6 +26,7 @@ from grstats.agent.gossip import LOCAL, Counts, Key
 from grstats.agent.gtid import GtidSet
 from grstats.agent.model import GroupView
 from grstats.agent.rows import (
+    EXTENDED_COLUMNS,
     REPLICATION_GROUP_MEMBER_GTID_EXECUTED,
     REPLICATION_GROUP_MEMBER_LAG,
     REPLICATION_GROUP_MEMBER_STATS,
@@ -33,7 +34,6 @@ from grstats.agent.rows import (
     ApplierStatusRow,
     Column,
     GtidExecutedRow,
-    Kind,
     MemberRow,
     MemberStatsRow,
 )
@@ -44,15 +44,6 @@ if TYPE_CHECKING:
     from grstats.agent.gossip import GossipState, Heard
     from grstats.agent.model import MemberSnapshot
     from grstats.agent.rows import Row, Value
-
-#: grstats's columns appended to every table with ``extended`` (WL#2860's CONNECTED and more).
-EXTENDED_COLUMNS = (
-    Column("CONNECTED", "ENUM('YES','NO')", nullable=False, kind=Kind.TEXT),
-    Column("IN_VIEW", "ENUM('YES','NO')", nullable=False, kind=Kind.TEXT),
-    Column("LAST_SEEN", "TIMESTAMP(6)", nullable=False, kind=Kind.TIMESTAMP),
-    Column("AGE_MS", "BIGINT UNSIGNED", nullable=True, kind=Kind.INTEGER),
-    Column("SOURCE", "CHAR(255)", nullable=False, kind=Kind.TEXT),
-)
 
 Served = dict[str, tuple[tuple[Column, ...], list[tuple["Value", ...]]]]
 

@@ -28,8 +28,7 @@ from typing import TYPE_CHECKING, Any
 import msgpack  # type: ignore[import-untyped]
 
 from grstats.agent.convert import table_from_wire
-from grstats.agent.rows import TABLES, Kind
-from grstats.agent.served import EXTENDED_COLUMNS
+from grstats.agent.rows import EXTENDED_COLUMNS, TABLES, Kind
 from grstats.collector.errors import RecordError, UnknownSchema
 
 if TYPE_CHECKING:

@@ -12,8 +12,7 @@ import grpc
 from grstats.agent.cli.errors import CliError
 from grstats.agent.cli.security import add_security_arguments, client_security
 from grstats.agent.convert import table_from_wire
-from grstats.agent.rows import TABLES, Column, Kind, render
-from grstats.agent.served import EXTENDED_COLUMNS
+from grstats.agent.rows import EXTENDED_COLUMNS, TABLES, Column, Kind, render
 from grstats.proto import grstats_pb2 as pb
 from grstats.proto import grstats_pb2_grpc as pb_grpc
 

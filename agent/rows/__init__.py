@@ -26,6 +26,7 @@ from grstats.agent.rows.members import MemberRow
 from grstats.agent.rows.render import FORMATS, render, render_json, render_table, render_vertical
 from grstats.agent.rows.row import Row, Value
 from grstats.agent.rows.schema import (
+    EXTENDED_COLUMNS,
     GROUP_REPLICATION_APPLIER,
     MYSQL57_STATS_COLUMNS,
     REPLICATION_GROUP_MEMBER_GTID_EXECUTED,
@@ -41,6 +42,7 @@ from grstats.agent.rows.stats import MemberStatsRow
 
 __all__ = [
     "ANONYMOUS",
+    "EXTENDED_COLUMNS",
     "FORMATS",
     "GROUP_REPLICATION_APPLIER",
     "MYSQL57_STATS_COLUMNS",

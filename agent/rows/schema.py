@@ -156,6 +156,15 @@ REPLICATION_GROUP_MEMBER_GTID_EXECUTED = Table(
     ),
 )
 
+#: grstats's columns appended to every table with ``extended`` (WL#2860's CONNECTED and more).
+EXTENDED_COLUMNS: tuple[Column, ...] = (
+    Column("CONNECTED", "ENUM('YES','NO')", nullable=False, kind=Kind.TEXT),
+    Column("IN_VIEW", "ENUM('YES','NO')", nullable=False, kind=Kind.TEXT),
+    Column("LAST_SEEN", "TIMESTAMP(6)", nullable=False, kind=Kind.TIMESTAMP),
+    Column("AGE_MS", "BIGINT UNSIGNED", nullable=True, kind=Kind.INTEGER),
+    Column("SOURCE", "CHAR(255)", nullable=False, kind=Kind.TEXT),
+)
+
 #: The tables by name.
 TABLES: dict[str, Table] = {
     table.name: table

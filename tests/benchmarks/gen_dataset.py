@@ -48,8 +48,7 @@ import msgpack  # type: ignore[import-untyped]
 
 from grstats.agent.gtid import GtidSet
 from grstats.agent.log import configure_logging
-from grstats.agent.rows import TABLES
-from grstats.agent.served import EXTENDED_COLUMNS
+from grstats.agent.rows import EXTENDED_COLUMNS, TABLES
 from grstats.collector.records import SCHEMA_VERSION, TABLE_NAMES
 from grstats.collector.spool import SpoolSettings, SpoolWriter, SyncPolicy
 

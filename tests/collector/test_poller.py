@@ -12,7 +12,7 @@ from structlog.testing import capture_logs
 
 from grstats.agent.cli.demo import free_ports
 from grstats.agent.errors import ConfigError
-from grstats.agent.served import EXTENDED_COLUMNS
+from grstats.agent.rows import EXTENDED_COLUMNS
 from grstats.collector.errors import NoAgentAnswered
 from grstats.collector.poller import Poller, PollerSettings, Schedule
 from grstats.collector.records import TABLE_NAMES, table_rows

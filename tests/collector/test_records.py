@@ -9,8 +9,7 @@ import grpc
 import pytest
 
 from grstats.agent.convert import table_to_wire
-from grstats.agent.rows import TABLES, Column, Kind
-from grstats.agent.served import EXTENDED_COLUMNS
+from grstats.agent.rows import EXTENDED_COLUMNS, TABLES, Column, Kind
 from grstats.collector.errors import RecordError, UnknownSchema
 from grstats.collector.records import (
     SCHEMA_VERSION,

@@ -12,8 +12,7 @@ import datetime as dt
 from typing import TYPE_CHECKING, Any
 
 from grstats.agent.gtid import GtidSet
-from grstats.agent.rows import TABLES
-from grstats.agent.served import EXTENDED_COLUMNS
+from grstats.agent.rows import EXTENDED_COLUMNS, TABLES
 from grstats.collector.records import TABLE_NAMES, table_rows
 from grstats.collector.spool import (
     SpoolSettings,
