@@ -1,0 +1,201 @@
+"""No module imports from a layer above its own, and grstats's modules import no cycle.
+
+Imports are read from the source, all of them: at module level, inside functions, under
+``TYPE_CHECKING``, and by string (``importlib.import_module("grstats.…")``, a module named in a
+setting such as ``spark.python.daemon.module``). docs/architecture.md draws the same layers.
+"""
+
+from __future__ import annotations
+
+import ast
+import graphlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+ROOT = Path(__file__).resolve().parent.parent
+FOLDERS = ("agent", "collector", "spark", "proto")
+
+#: The layers, bottom first. A module belongs to the first layer with a prefix that names it
+#: or one of its packages; it may import its own layer and the layers below.
+LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("package", ("grstats",)),  # the root __init__: the version, nothing else
+    ("wire contract", ("grstats.proto",)),
+    (
+        "values",
+        (
+            "grstats.agent.errors",
+            "grstats.agent.checks",
+            "grstats.agent.address",
+            "grstats.agent.clock",
+            "grstats.agent.gtid",
+            "grstats.agent.rows",
+            "grstats.agent.model",
+        ),
+    ),
+    (
+        "member reading and gossip core",
+        (
+            "grstats.agent.limits",
+            "grstats.agent.log",
+            "grstats.agent.gossip",
+            "grstats.agent.sim",
+            "grstats.agent.sources",
+            "grstats.agent.registry",
+            "grstats.agent.identity",
+            "grstats.agent.auth",
+            "grstats.agent.tls",
+            "grstats.agent.security",
+            "grstats.agent.config",
+        ),
+    ),
+    ("agent", ("grstats.agent",)),  # the wire modules, the servers and the runtime
+    ("agent commands", ("grstats.agent.cli",)),
+    ("collector", ("grstats.collector",)),
+    ("spark", ("grstats.spark",)),
+    ("command root", ("grstats.cli", "grstats.__main__")),
+)
+
+
+@dataclass(frozen=True)
+class Import:
+    """One import of a grstats module by another, and where it is written."""
+
+    importer: str
+    imported: str
+    line: int
+    by_string: bool
+
+
+def module_files() -> dict[str, Path]:
+    """Every module of grstats by dotted name (the root's files and the four folders')."""
+    found = {
+        "grstats": ROOT / "__init__.py",
+        "grstats.__main__": ROOT / "__main__.py",
+        "grstats.cli": ROOT / "cli.py",
+    }
+    for folder in FOLDERS:
+        for path in (ROOT / folder).rglob("*.py"):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            if "__pycache__" in parts:
+                continue
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            found[".".join(("grstats", *parts))] = path
+    return found
+
+
+MODULES = module_files()
+
+
+def layer_of(module: str) -> int:
+    """The index in LAYERS of the layer ``module`` belongs to."""
+    best: tuple[int, int] | None = None  # (prefix length, layer): the longest prefix wins
+    for index, (_, prefixes) in enumerate(LAYERS):
+        for prefix in prefixes:
+            if module == prefix or module.startswith(prefix + "."):
+                candidate = (len(prefix), index)
+                best = candidate if best is None or candidate[0] > best[0] else best
+    assert best is not None, f"{module} is in no layer: add it to LAYERS"
+    return best[1]
+
+
+def resolve(name: str) -> str | None:
+    """The grstats module that ``name`` (a module, or a name inside one) is, if any."""
+    while name:
+        if name in MODULES:
+            return name
+        name = name.rpartition(".")[0]
+    return None
+
+
+def is_module_name(value: object) -> bool:
+    """Whether ``value`` is a string that names a grstats module or a name in one."""
+    return (
+        isinstance(value, str)
+        and value.startswith("grstats.")
+        and all(part.isidentifier() for part in value.split("."))
+    )
+
+
+def imports_of(module: str, path: Path) -> Iterator[Import]:
+    """Every grstats module that ``module`` imports, by statement or by string."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(tree):
+        names: list[str] = []
+        by_string = False
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                base = f"{anchor}.{base}" if base else anchor
+            names = [f"{base}.{alias.name}" for alias in node.names]
+        elif isinstance(node, ast.Constant) and is_module_name(node.value):
+            names, by_string = [str(node.value)], True
+        for name in names:
+            target = resolve(name)
+            if target is not None and target != module:
+                yield Import(module, target, getattr(node, "lineno", 0), by_string)
+
+
+ALL_IMPORTS = [found for module, path in MODULES.items() for found in imports_of(module, path)]
+
+
+def test_every_module_is_in_a_layer() -> None:
+    """The layer table covers every module (a new package must be placed in it)."""
+    for module in MODULES:
+        layer_of(module)
+
+
+def test_the_string_imports_are_seen() -> None:
+    """The scanner reads imports by string: the command root loads its subcommands that way."""
+    strings = {(i.importer, i.imported) for i in ALL_IMPORTS if i.by_string}
+    assert ("grstats.cli", "grstats.spark.cli") in strings
+    assert ("grstats.cli", "grstats.collector.cli") in strings
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_import_goes_up_a_layer(module: str) -> None:
+    """A module imports only from its own layer or the layers below it."""
+    own = layer_of(module)
+    upward = [
+        f"{MODULES[module].relative_to(ROOT)}:{i.line} imports {i.imported} "
+        f"({LAYERS[layer_of(i.imported)][0]}){' by string' if i.by_string else ''}"
+        for i in ALL_IMPORTS
+        if i.importer == module and layer_of(i.imported) > own
+    ]
+    assert not upward, f"{module} ({LAYERS[own][0]}) imports from above:\n" + "\n".join(upward)
+
+
+def cycle_in(graph: dict[str, set[str]]) -> list[str]:
+    """One import cycle of ``graph`` (``[a, b, …, a]``), or ``[]`` when there is none."""
+    try:
+        tuple(graphlib.TopologicalSorter(graph).static_order())
+    except graphlib.CycleError as error:
+        return list(error.args[1])
+    return []
+
+
+def test_there_is_no_import_cycle() -> None:
+    """No two grstats modules import each other, directly or through others."""
+    graph: dict[str, set[str]] = {module: set() for module in MODULES}
+    for found in ALL_IMPORTS:
+        graph[found.importer].add(found.imported)
+    assert cycle_in(graph) == []
+
+
+def test_the_cycle_check_finds_a_cycle() -> None:
+    """The check above can fail: a three-module loop is found."""
+    assert sorted(set(cycle_in({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}))) == [
+        "a",
+        "b",
+        "c",
+    ]
