@@ -15,14 +15,14 @@ $(VENV)/.installed: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "grstats needs Python >= 3.11: run make PYTHON=python3.11 ...")'
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
-	$(PIP) install --quiet -e '.[test,dev]'
+	$(PIP) install --quiet -e '.[spark,test,dev]'
 	@touch $@
 
 $(VENV)/.installed-bench: $(VENV)/.installed
-	$(PIP) install --quiet -e '.[test,dev,bench]'
+	$(PIP) install --quiet -e '.[spark,test,dev,bench]'
 	@touch $@
 
-install: $(VENV)/.installed ## create .venv and install grstats with its test and dev tools
+install: $(VENV)/.installed ## create .venv and install grstats (editable, with Spark) and its test and dev tools
 
 system-deps: ## install the system packages the tests need (MariaDB server), if missing
 	@if ! command -v mariadbd >/dev/null && ! test -x /usr/sbin/mariadbd; then \

@@ -1,8 +1,10 @@
-"""Shared test settings: hypothesis profiles (``ci`` runs more examples)."""
+"""Shared test settings: hypothesis profiles (``ci`` runs more examples), grstats imported by its name."""
 
 from __future__ import annotations
 
+import importlib.abc
 import os
+import sys
 
 from hypothesis import HealthCheck, settings
 
@@ -14,3 +16,25 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
+
+
+class _BareFolderImports(importlib.abc.MetaPathFinder):
+    """Refuses ``import agent`` and the like, so code and examples import ``grstats.agent``.
+
+    The tests put the checkout on sys.path (for ``tests.*``), where the folders would otherwise
+    import as top-level packages beside grstats.X, as no installed grstats allows.
+    """
+
+    FOLDERS = frozenset({"agent", "collector", "spark", "proto"})
+
+    def find_spec(self, fullname: str, path: object = None, target: object = None) -> None:
+        """Raise ImportError for a folder of the checkout imported by its bare name."""
+        del path, target
+        if fullname in self.FOLDERS:
+            message = (
+                f"import grstats.{fullname}, not {fullname} (the folder is grstats.{fullname})"
+            )
+            raise ImportError(message, name=fullname)
+
+
+sys.meta_path.insert(0, _BareFolderImports())
