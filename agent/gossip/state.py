@@ -5,7 +5,8 @@ transport delivered; tests drive it directly. Rules:
 
 * per origin and key, the value with the highest :class:`Stamp` wins; an older or equal one is
   counted as stale and dropped, so replays and relays are harmless;
-* a COUNTS value without fresh GTID columns keeps the previous ones (facts §2.5);
+* a COUNTS value without fresh GTID columns keeps the previous ones, as GR's
+  ``Pipeline_member_stats::update_member_stats`` does;
 * only members that some member's Group Replication membership lists (or that the agent
   already knows) get values: a message about an unknown member never creates one. VIEW values
   of known members are merged first, so a batch may introduce a member and carry its values;

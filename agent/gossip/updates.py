@@ -21,7 +21,11 @@ if TYPE_CHECKING:
 
 
 class Key(enum.StrEnum):
-    """The values an origin shares, each versioned on its own (facts §2, §4.1)."""
+    """The values an origin shares, each versioned on its own.
+
+    GR shares COUNTS in ``Pipeline_stats_member_message`` (pipeline_stats.cc) and GTID_EXECUTED
+    in ``Certifier_broadcast_thread::broadcast_gtid_executed`` (certifier.cc).
+    """
 
     COUNTS = "counts"  #: its replication_group_member_stats row, every period
     VIEW = "view"  #: its view of the membership, when it changes
@@ -42,9 +46,10 @@ class Stamp:
 class Counts:
     """The COUNTS value: the member's stats row and whether its GTID columns are fresh.
 
-    Like GR's ``PIT_TRANSACTION_GTIDS_PRESENT`` (facts §2.4, §2.5), the two GTID columns ride
-    only on some messages; a receiver keeps the previous GTID columns when ``gtids_present`` is
-    false.
+    Like GR's ``PIT_TRANSACTION_GTIDS_PRESENT`` (set in
+    ``Pipeline_stats_member_collector::send_stats_member_message``, read in
+    ``Pipeline_member_stats::update_member_stats``), the two GTID columns ride only on some
+    messages; a receiver keeps the previous GTID columns when ``gtids_present`` is false.
     """
 
     row: MemberStatsRow

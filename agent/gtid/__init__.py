@@ -1,4 +1,4 @@
-"""MySQL GTIDs and GTID sets: the exact text format and the set algebra (facts §5).
+"""MySQL GTIDs and GTID sets: the exact text format and the set algebra (sql/rpl_gtid_set.cc).
 
 >>> s = GtidSet.parse("3E11FA47-71CA-11E1-9E33-C80AA9429562:21-57")
 >>> str(s - GtidSet.parse("3E11FA47-71CA-11E1-9E33-C80AA9429562:23-24"))

@@ -1,10 +1,11 @@
 """Interval algebra on the GNOs of one (uuid, tag): "bounds", a flat tuple of half-open edges.
 
 A GNO set is stored as ``(s0, e0, s1, e1, ...)``: the half-open intervals ``[s, e)`` that MySQL
-keeps internally (facts §5.1), sorted, disjoint and never touching, so every edge is strictly
-greater than the one before it. That canonical form gives value semantics for free (equality is
-tuple equality) and lets every operation run as a few passes of C-level built-ins (``sorted``,
-``map``, ``itertools``, ``bisect``, ``set``) instead of a Python loop per interval:
+keeps internally (``Gtid_set::Interval``, merged by ``Gtid_set::add_gno_interval``), sorted,
+disjoint and never touching, so every edge is strictly greater than the one before it. That
+canonical form gives value semantics for free (equality is tuple equality) and lets every
+operation run as a few passes of C-level built-ins (``sorted``, ``map``, ``itertools``,
+``bisect``, ``set``) instead of a Python loop per interval:
 
 * a GNO ``g`` is in the set iff the number of edges ``<= g`` is odd (``bisect``);
 * the symmetric difference is the symmetric difference of the edge sets, since membership is the
@@ -29,9 +30,9 @@ if TYPE_CHECKING:
 
 Bounds: TypeAlias = tuple[int, ...]
 
-#: Smallest GNO (facts §5.2: 0 is malformed).
+#: Smallest GNO (``Gtid_set::add_gtid_text``: 0 is malformed).
 GNO_MIN = 1
-#: Largest GNO, 2^63 - 2 (facts §5.2: 2^63 - 1 is malformed).
+#: Largest GNO, 2^63 - 2 (``parse_gno`` in sql/rpl_gtid_set.cc: 2^63 - 1 is malformed).
 GNO_MAX = (1 << 63) - 2
 #: Exclusive end of the GNO space, the ``e`` of an interval that holds ``GNO_MAX``.
 GNO_END = GNO_MAX + 1
@@ -49,7 +50,7 @@ def from_pairs(pairs: Iterable[tuple[int, int]]) -> Bounds:
     """Return the canonical bounds of half-open ``(start, end)`` pairs in any order.
 
     Pairs may overlap, touch, repeat or be empty (``end <= start``, dropped), as MySQL's parser
-    accepts them (facts §5.2).
+    accepts them (``Gtid_set::add_gtid_text``).
     """
     ordered = sorted(pair for pair in pairs if pair[0] < pair[1])
     if not ordered:
@@ -199,12 +200,12 @@ def _packed(bounds: Bounds) -> int:
 def intersect_many(sets: Sequence[Bounds]) -> Bounds:
     """Return the GNOs held by every one of ``sets`` (at least one set).
 
-    This is the stable-set computation (facts §4.1): the ``gtid_executed`` of up to 9 members,
-    often thousands of intervals each, that mostly share their history. Intervals that every
-    set starts with are kept as they are (they cannot touch what follows, as the sets are
-    canonical). Of the rest, when the sets differ from the first one in few edges, the result
-    is the first minus everything another set disagrees on (``A1 - union(A1 ^ Ai)``), spliced
-    in; otherwise one sweep of all edges.
+    This is the stable-set computation (``Certifier::stable_set_handle``): the
+    ``gtid_executed`` of up to 9 members, often thousands of intervals each, that mostly share
+    their history. Intervals that every set starts with are kept as they are (they cannot touch
+    what follows, as the sets are canonical). Of the rest, when the sets differ from the first
+    one in few edges, the result is the first minus everything another set disagrees on
+    (``A1 - union(A1 ^ Ai)``), spliced in; otherwise one sweep of all edges.
     """
     if not sets:
         raise ValueError("intersect_many needs at least one set")

@@ -27,9 +27,10 @@ class GtidInterval(NamedTuple):
 
 @dataclass(frozen=True, slots=True, order=True)
 class Gtid:
-    """One GTID, ``uuid:gno`` or ``uuid:tag:gno`` (LAST_CONFLICT_FREE_TRANSACTION, facts §4.2).
+    """One GTID, ``uuid:gno`` or ``uuid:tag:gno`` (LAST_CONFLICT_FREE_TRANSACTION).
 
-    ``uuid`` and ``tag`` are normalised to lowercase; ``tag`` is ``''`` when untagged.
+    Its text is that of ``Gtid::to_string`` (sql/rpl_gtid_misc.cc). ``uuid`` and ``tag`` are
+    normalised to lowercase; ``tag`` is ``''`` when untagged.
     """
 
     uuid: str
@@ -57,7 +58,7 @@ class Gtid:
 
 
 class GtidSet:
-    """An immutable set of GTIDs with MySQL's text format and set algebra (facts §5).
+    """An immutable set of GTIDs with MySQL's text format and set algebra (sql/rpl_gtid_set.cc).
 
     Build one with ``GtidSet.parse(text)``, ``GtidSet()`` (empty) or ``GtidSet(intervals)`` from
     ``(uuid, tag, start, end)`` tuples with ``end`` inclusive. ``str(s)`` is MySQL's canonical
@@ -94,7 +95,7 @@ class GtidSet:
 
     @classmethod
     def parse(cls, text: str) -> GtidSet:
-        """Return the set that MySQL reads from ``text`` (lenient; see the facts §5.2).
+        """Return the set that MySQL reads from ``text`` (lenient: ``Gtid_set::add_gtid_text``).
 
         Raises:
             GtidParseError: the text is malformed; the message names the token and its offset.
@@ -103,9 +104,10 @@ class GtidSet:
 
     @classmethod
     def intersection_of(cls, sets: Iterable[GtidSet]) -> GtidSet:
-        """Return the GTIDs in every one of ``sets``: the stable set of a group (facts §4.1).
+        """Return the GTIDs in every one of ``sets``: the stable set of a group.
 
-        The intersection of no sets is the empty set.
+        That is the intersection ``Certifier::stable_set_handle`` computes (certifier.cc). The
+        intersection of no sets is the empty set.
         """
         members = list(sets)
         if not members:

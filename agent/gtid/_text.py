@@ -1,4 +1,4 @@
-"""GTID set text: MySQL's lenient parser and its canonical formatter (facts §5.1, §5.2).
+"""GTID set text: MySQL's lenient parser and its canonical formatter (sql/rpl_gtid_set.cc).
 
 Parsing has two paths that must agree. The fast path checks the whole text against one regular
 expression of the grammar and then splits it with ``str`` methods; it handles every valid text
@@ -178,7 +178,7 @@ def parse_exact(text: str) -> Parsed:  # noqa: C901  (mirrors add_gtid_text step
             if at < size and text[at] == "-":
                 end, at = _read_gno(text, _skip_ws(text, at + 1), "expected a GNO after '-'")
                 at = _skip_ws(text, at)
-            intervals.append((start, end + 1))  # end < start adds nothing (facts §5.2)
+            intervals.append((start, end + 1))  # end < start adds nothing (add_gtid_text)
         if at < size and text[at] != ",":
             raise GtidParseError(text, at, "expected ',', ':' or the end of the text")
     return {tsid: bounds for tsid in sorted(found) if (bounds := from_pairs(found[tsid]))}
@@ -237,7 +237,8 @@ def format_set(items: Iterable[tuple[Tsid, Bounds]], separator: str = UUID_SEPAR
     """Return canonical GTID set text of ``items`` sorted by Tsid (empty set: ``''``).
 
     One UUID is printed once, untagged intervals first, then ``:tag:intervals`` per tag in tag
-    order; ``separator`` (default comma and newline) goes between UUIDs only (facts §5.1).
+    order; ``separator`` (default comma and newline) goes between UUIDs only, as in
+    ``Gtid_set::to_string``.
     """
     groups: list[str] = []
     current = ""

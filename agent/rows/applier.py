@@ -2,9 +2,9 @@
 
 WL#7374 keeps, per stage, the last transaction that completed it and the one in it now, each
 with its GTID, original and immediate commit times and the stage's start (and end) times, all
-in µs since the epoch (facts §6). A transaction text is ``''`` when nothing is there (F5),
-``ANONYMOUS``, or ``uuid:gno`` / ``uuid:tag:gno``; a time of 0 means "not set" and prints as
-``0000-00-00 00:00:00.000000``.
+in µs since the epoch (``Trx_monitoring_info``, sql/rpl_gtid_misc.cc). A transaction text is
+``''`` when nothing is there (F5), ``ANONYMOUS``, or ``uuid:gno`` / ``uuid:tag:gno``; a time of
+0 means "not set" and prints as ``0000-00-00 00:00:00.000000``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""Value domains of Group Replication's columns and MySQL's display rules (facts §1, §6).
+"""Value domains of Group Replication's columns and MySQL's display rules.
+
+The group tables follow MySQL's ``plugin/group_replication/src/member_info.cc``,
+``member_version.cc`` and ``ps_information.cc``; the applier channel's transactions and times
+follow WL#7374.
 
 Errors tree::
 
@@ -20,7 +24,7 @@ if TYPE_CHECKING:
 
 #: Largest BIGINT UNSIGNED.
 BIGINT_UNSIGNED_MAX = (1 << 64) - 1
-#: How MySQL prints a TIMESTAMP(6) whose value is 0, "not set" (WL#7374 F5, facts §6.1).
+#: How MySQL prints a TIMESTAMP(6) whose value is 0, "not set" (WL#7374 F5).
 ZERO_TIMESTAMP = "0000-00-00 00:00:00.000000"
 
 _UUID_RE = re.compile(
@@ -40,7 +44,7 @@ class RowValueError(ValueError):
 
 
 class MemberState(enum.StrEnum):
-    """MEMBER_STATE strings (``Group_member_info::get_member_status_string``, facts §1.1).
+    """MEMBER_STATE strings (``Group_member_info::get_member_status_string``, member_info.cc).
 
     UNREACHABLE is never stored by GR: it overrides the displayed state while GR suspects the
     member. Any unknown value prints as OFFLINE.
@@ -83,7 +87,7 @@ def displayed_state(status: MemberState, unreachable: bool) -> MemberState:
 
 
 def member_role(status: MemberState, role: Role, single_primary_mode: bool) -> str:
-    """Return MEMBER_ROLE as ``Group_member_info::get_member_role_string`` does (facts §1.1).
+    """Return MEMBER_ROLE as ``Group_member_info::get_member_role_string`` does (member_info.cc).
 
     ``status`` is the stored status (not UNREACHABLE, which keeps its underlying role): ``''``
     unless ONLINE or RECOVERING; every member is PRIMARY in multi-primary mode.
@@ -150,7 +154,10 @@ def is_uuid(text: str) -> bool:
 
 
 def is_view_id(text: str) -> bool:
-    """Return whether ``text`` is a GCS view id ``<fixed>:<monotonic>`` (facts §1.2)."""
+    """Return whether ``text`` is a GCS view id ``<fixed>:<monotonic>``.
+
+    That is the text ``Gcs_xcom_view_identifier::init`` builds (gcs_xcom_view_identifier.cc).
+    """
     return len(text) <= 60 and _VIEW_ID_RE.fullmatch(text) is not None
 
 

@@ -1,4 +1,4 @@
-"""A row of ``replication_group_members`` (facts §1.1)."""
+"""A row of ``replication_group_members`` (ps_information.cc, ``get_group_members_info``)."""
 
 from __future__ import annotations
 

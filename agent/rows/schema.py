@@ -1,11 +1,14 @@
 """The tables grstats serves: column names, order, SQL types and NULL rules, in one place.
 
 ``replication_group_members`` and ``replication_group_member_stats`` are MySQL's own tables
-(facts §1.1, §1.2) and are served exactly as MySQL defines them. The others are grstats's own:
-``replication_group_member_lag`` holds the WL#7374 transaction-monitoring columns of each
-member's ``group_replication_applier`` channel, named as MySQL names them in
-``replication_connection_status`` (queue) and ``replication_applier_status_by_worker`` (apply)
-(facts §6), plus the lag in seconds that MySQL does not compute;
+(``storage/perfschema/table_replication_group_members.cc`` and
+``table_replication_group_member_stats.cc``) and are served exactly as MySQL defines them. The
+others are grstats's own: ``replication_group_member_lag`` holds the WL#7374
+transaction-monitoring columns of each member's ``group_replication_applier`` channel, named as
+MySQL names them in ``replication_connection_status`` (queue) and
+``replication_applier_status_by_worker`` (apply) (``table_replication_connection_status.cc``,
+``table_replication_applier_status_by_worker.cc``), plus the lag in seconds that MySQL does not
+compute;
 ``replication_group_member_gtid_executed`` holds each member's ``gtid_executed``.
 
 WARNING: ONLY APPEND to these column lists. Their order is what users, the collector's spool
@@ -77,7 +80,8 @@ def _timestamp(name: str) -> Column:
 #: Every Group Replication row's CHANNEL_NAME.
 GROUP_REPLICATION_APPLIER = "group_replication_applier"
 
-#: performance_schema.replication_group_members, 8.0.27+ (facts §1.1): 8 columns.
+#: performance_schema.replication_group_members, 8.0.27+: 8 columns
+#: (storage/perfschema/table_replication_group_members.cc).
 REPLICATION_GROUP_MEMBERS = Table(
     "replication_group_members",
     (
@@ -92,7 +96,8 @@ REPLICATION_GROUP_MEMBERS = Table(
     ),
 )
 
-#: performance_schema.replication_group_member_stats, 8.0.2+ (facts §1.2): 13 columns, all NOT NULL.
+#: performance_schema.replication_group_member_stats, 8.0.2+: 13 columns, all NOT NULL
+#: (storage/perfschema/table_replication_group_member_stats.cc).
 REPLICATION_GROUP_MEMBER_STATS = Table(
     "replication_group_member_stats",
     (
@@ -112,10 +117,10 @@ REPLICATION_GROUP_MEMBER_STATS = Table(
     ),
 )
 
-#: MySQL 5.7's replication_group_member_stats has only the first 9 columns (facts §1.2).
+#: MySQL 5.7's replication_group_member_stats has only the first 9 columns (WL#10380).
 MYSQL57_STATS_COLUMNS = 9
 
-#: grstats's lag table: WL#7374 fields of the group_replication_applier channel (facts §6).
+#: grstats's lag table: WL#7374 fields of the group_replication_applier channel.
 #: Transaction columns are CHAR(90), the 8.3+ width that holds tagged GTIDs.
 REPLICATION_GROUP_MEMBER_LAG = Table(
     "replication_group_member_lag",
@@ -147,7 +152,7 @@ REPLICATION_GROUP_MEMBER_LAG = Table(
     ),
 )
 
-#: grstats's table of each member's ``@@GLOBAL.gtid_executed`` (facts §5 text format).
+#: grstats's table of each member's ``@@GLOBAL.gtid_executed`` (``Gtid_set::to_string`` text).
 REPLICATION_GROUP_MEMBER_GTID_EXECUTED = Table(
     "replication_group_member_gtid_executed",
     (

@@ -1,4 +1,4 @@
-"""A row of ``replication_group_member_stats`` (facts §1.2, §4)."""
+"""A row of ``replication_group_member_stats`` (ps_information.cc, ``get_group_member_stats``)."""
 
 from __future__ import annotations
 
@@ -65,7 +65,10 @@ class MemberStatsRow(Row):
 
     @classmethod
     def unheard(cls, member_id: str, view_id: str) -> MemberStatsRow:
-        """Return the row MySQL shows for a member it has no stats message from (facts §1.2)."""
+        """Return the row MySQL shows for a member it has no stats message from.
+
+        As ``get_group_member_stats`` in ps_information.cc fills it.
+        """
         return cls(view_id=view_id, member_id=member_id)
 
     def committed_all_members(self) -> GtidSet:

@@ -1,4 +1,4 @@
-"""Group Replication's flow control in QUOTA mode, one step per period (facts §3.2, §3.3).
+"""Group Replication's flow control in QUOTA mode, one step per period (pipeline_stats.cc).
 
 A pure function of the previous quota and what every member reported in the period, so that
 every member computes the same quota, as GR's members do from the same stats messages.
@@ -75,7 +75,7 @@ def next_quota(
 def _held_quota(
     members: Sequence[MemberPeriod], settings: FlowControlSettings, hold: float, extra: int
 ) -> int:
-    """Return the quota while some member is over a threshold (step 2 of §3.2).
+    """Return the quota while some member is over a threshold (``flow_control_step``, holds > 0).
 
     Both minimum capacities start at MAXTPS, as in the server, when no member qualifies.
     """

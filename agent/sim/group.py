@@ -12,13 +12,15 @@ outcomes. One tick is 0.1 s. Each tick:
    their flow-control quota; each writes ``keys_per_transaction`` keys drawn with Zipf skew;
 4. certification in one total order: in multi-primary mode a transaction conflicts when one of
    its keys was certified at a version its snapshot (what its origin had applied) does not
-   contain; single-primary mode does not detect conflicts (facts §4.3). Positive ones get the
-   next GNO of their origin's block of the group uuid, negative ones roll back at the origin;
+   contain; single-primary mode does not detect conflicts (``conflict_detection_enable`` in the
+   ``Certifier`` constructor, certifier.cc). Positive ones get the next GNO of their origin's
+   block of the group uuid, negative ones roll back at the origin;
 5. every member's applier applies remote transactions in order at its capacity, which gives the
    WL#7374 times; a RECOVERING member catches up to the point it joined, then turns ONLINE and
    certifies what it queued meanwhile;
-6. every flow-control period the quota is computed (facts §3.2); every ``gc_period_s`` the
-   stable set round runs and the certification database is garbage-collected (facts §4.1).
+6. every flow-control period the quota is computed (``Flow_control_module::flow_control_step``);
+   every ``gc_period_s`` the stable set round runs and the certification database is
+   garbage-collected (``Certifier::handle_certifier_data``, ``Certifier::garbage_collect``).
 """
 
 from __future__ import annotations
@@ -92,7 +94,8 @@ class SimulatedGroup:
         ]
         self.by_uuid_order = sorted(range(size), key=lambda i: self.members[i].uuid)
         # GCS view id: bootstrap time in 100 ns units plus a random 0-999, then a counter
-        # that the bootstrap and every join increase (facts §1.2).
+        # that the bootstrap and every join increase (Gcs_xcom_state_exchange::state_exchange,
+        # Gcs_xcom_view_identifier::init).
         self.view_fixed = start_us * 10 + random.Random(seed).randrange(1000)  # noqa: S311
         self.view_number = size
         for member in self.members:
@@ -235,7 +238,10 @@ class SimulatedGroup:
         self._view_change()
 
     def _join(self, member: SimMember) -> None:
-        """START GROUP_REPLICATION: join, recover what was missed, counters from 0 (§4.3)."""
+        """START GROUP_REPLICATION: join, recover what was missed, counters from 0.
+
+        MySQL builds a new ``Certifier`` and ``Pipeline_stats_member_collector`` at each START.
+        """
         member.in_view = True
         member.partitioned = False
         member.unreachable_since = None
@@ -499,7 +505,10 @@ class SimulatedGroup:
             member.quota_used = 0
 
     def _stable_set_round(self) -> None:
-        """The stable-set round (facts §4.1): intersect ONLINE members' executed sets, GC."""
+        """The stable-set round: intersect ONLINE members' executed sets, GC.
+
+        As ``Certifier::handle_certifier_data`` and ``Certifier::garbage_collect`` do.
+        """
         online = [m for m in self.members if m.online]
         if not online:
             return

@@ -22,9 +22,11 @@ class AppliedTransaction:
 class SimMember:
     """Mutable state of member ``index``; the group engine is the only writer.
 
-    Counters follow facts §4.3: they restart at 0 when the member (re)joins. ``certified_upto``
-    and ``applied_upto`` are seqs of the total order: every transaction up to them has been
-    certified (applied, or skipped as the member's own or rolled back).
+    Counters restart at 0 when the member (re)joins: MySQL builds a new ``Certifier`` and
+    ``Pipeline_stats_member_collector`` at START GROUP_REPLICATION, whose constructors zero them
+    (certifier.cc, pipeline_stats.cc). ``certified_upto`` and ``applied_upto`` are seqs of the
+    total order: every transaction up to them has been certified (applied, or skipped as the
+    member's own or rolled back).
     """
 
     index: int

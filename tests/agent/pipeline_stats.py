@@ -1,12 +1,15 @@
-"""MySQL's flow-control stats message, ``Pipeline_stats_member_message``, byte for byte (facts §2).
+"""MySQL's flow-control stats message, ``Pipeline_stats_member_message``, byte for byte.
 
-Every member of a Group Replication group broadcasts this message once per
-``group_replication_flow_control_period`` (facts §2.4); it is how MySQL itself spreads the
-counters of ``replication_group_member_stats``. grstats does not send it: this module exists so
-that benchmarks can compare the size of grstats's gossip with MySQL's encoding of the same
+The message is defined in MySQL's ``plugin/group_replication/src/pipeline_stats.cc`` and framed
+as in ``gcs_plugin_messages.cc``. Every member of a Group Replication group broadcasts it once
+per ``group_replication_flow_control_period`` (``Flow_control_module::flow_control_step`` calls
+``Pipeline_stats_member_collector::send_stats_member_message``); it is how MySQL itself spreads
+the counters of ``replication_group_member_stats``. grstats does not send it: this module exists
+so that benchmarks can compare the size of grstats's gossip with MySQL's encoding of the same
 values, and so that tests can check fidelity to MySQL's decoder.
 
-Wire layout (facts §2.1, §2.2), all integers little-endian::
+Wire layout (``Plugin_gcs_message::encode_header``, then
+``Pipeline_stats_member_message::encode_payload``), all integers little-endian::
 
     fixed header (16 bytes)  version u32 = 1 | header length u16 = 16 | message length u64 = 16
                              | cargo type u16 = 6
@@ -57,17 +60,17 @@ __all__ = [
     "encoded_size",
 ]
 
-#: ``Plugin_gcs_message::WIRE_FIXED_HEADER_SIZE``: 4 + 2 + 8 + 2 bytes (facts §2.1).
+#: ``Plugin_gcs_message::WIRE_FIXED_HEADER_SIZE``: 4 + 2 + 8 + 2 bytes (gcs_plugin_messages.cc).
 FIXED_HEADER_SIZE: Final = 16
-#: ``WIRE_PAYLOAD_ITEM_HEADER_SIZE``: type u16 + length u64 (facts §2.1).
+#: ``WIRE_PAYLOAD_ITEM_HEADER_SIZE``: type u16 + length u64 (gcs_plugin_messages.cc).
 ITEM_HEADER_SIZE: Final = 10
-#: ``CT_PIPELINE_STATS_MEMBER_MESSAGE`` (facts §2.1).
+#: ``CT_PIPELINE_STATS_MEMBER_MESSAGE`` (``Plugin_gcs_message::enum_cargo_type``).
 PIPELINE_STATS_CARGO_TYPE: Final = 6
-#: ``Flow_control_mode`` values sent raw in item 11 (facts §2.2, §3.1).
+#: ``Flow_control_mode`` values (pipeline_stats.h), sent raw in item 11 by ``encode_payload``.
 FLOW_CONTROL_DISABLED: Final = 0
 FLOW_CONTROL_QUOTA: Final = 1
 
-_PLUGIN_GCS_MESSAGE_VERSION: Final = 1  # facts §2.1
+_PLUGIN_GCS_MESSAGE_VERSION: Final = 1  # Plugin_gcs_message::PLUGIN_GCS_MESSAGE_VERSION
 _CARGO_TYPE_OFFSET: Final = 14  # after version (4), header length (2), message length (8)
 _HEADER = struct.Struct("<IHQH")
 _ITEM_HEADER = struct.Struct("<HQ")
@@ -79,7 +82,7 @@ _UINT64_MAX: Final = (1 << 64) - 1
 _TEXT_CODEC: Final = "utf-8"
 _TEXT_ERRORS: Final = "surrogateescape"
 
-# Item codes (``enum_payload_item_type``, facts §2.2).
+# Item codes (``Pipeline_stats_member_message::enum_payload_item_type``, pipeline_stats.h).
 _WAITING_CERTIFICATION: Final = 1
 _WAITING_APPLY: Final = 2
 _CERTIFIED: Final = 3
@@ -94,7 +97,7 @@ _FLOW_CONTROL_MODE: Final = 11
 _GTIDS_PRESENT: Final = 12
 _SENT_TIMESTAMP: Final = 13
 
-#: Items 1-5, which ``decode_payload`` reads by position (facts §2.3): (code, field, width).
+#: Items 1-5, which ``decode_payload`` reads by position: (code, field, width).
 _POSITIONAL: Final = (
     (_WAITING_CERTIFICATION, "transactions_waiting_certification", 4),
     (_WAITING_APPLY, "transactions_waiting_apply", 4),
@@ -102,18 +105,18 @@ _POSITIONAL: Final = (
     (_APPLIED, "transactions_applied", 8),
     (_LOCAL, "transactions_local", 8),
 )
-#: The 8-byte counters of the switch in ``decode_payload`` (facts §2.3).
+#: The 8-byte counters of the switch in ``Pipeline_stats_member_message::decode_payload``.
 _SWITCH_INT8: Final = {
     _NEGATIVE_CERTIFIED: "transactions_negative_certified",
     _ROWS_VALIDATING: "transactions_rows_validating",
     _LOCAL_ROLLBACK: "transactions_local_rollback",
 }
-#: The text items of the switch in ``decode_payload`` (facts §2.3).
+#: The text items of the switch in ``Pipeline_stats_member_message::decode_payload``.
 _SWITCH_TEXT: Final = {
     _COMMITTED_ALL_MEMBERS: "transactions_committed_all_members",
     _LAST_CONFLICT_FREE: "transaction_last_conflict_free",
 }
-#: The 1-byte items of the switch in ``decode_payload`` (facts §2.3).
+#: The 1-byte items of the switch in ``Pipeline_stats_member_message::decode_payload``.
 _SWITCH_BYTE: Final = {
     _FLOW_CONTROL_MODE: "flow_control_mode",
     _GTIDS_PRESENT: "gtids_present",
@@ -126,7 +129,7 @@ _ITEM_NAMES: Final = {
 }
 
 _VERSION_RE = re.compile(r"([0-9]{1,3})\.([0-9]{1,3})(?:\.[0-9]{1,3})?")
-_FIRST_SKIPPING_VERSION: Final = (8, 4)  # 8.4/9.x skip unknown items (facts §2.3)
+_FIRST_SKIPPING_VERSION: Final = (8, 4)  # 8.4/9.x decode_payload skips unknown items
 
 
 class PipelineStatsError(ValueError):
@@ -154,10 +157,11 @@ class PipelineStatsValueError(ValueError):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PipelineStats:
-    """The values one ``Pipeline_stats_member_message`` carries (facts §2.2).
+    """The values one ``Pipeline_stats_member_message`` carries (``encode_payload``).
 
-    Defaults are those of MySQL's decoding constructor (facts §2.3): counters 0, strings ``''``,
-    ``gtids_present`` false, mode QUOTA, and no sent timestamp.
+    Defaults are those of MySQL's decoding ``Pipeline_stats_member_message`` constructor
+    (pipeline_stats.cc): counters 0, strings ``''``, ``gtids_present`` false, mode QUOTA, and no
+    sent timestamp.
 
     Attributes:
         transactions_waiting_certification: item 1, the applier queue size; int32.
@@ -226,7 +230,7 @@ def _check_int(field: str, value: object, low: int, high: int, expected: str) ->
 
 
 def _skips_unknown_items(version: str) -> bool:
-    """Return True for 8.4 and later, whose decoder seeks past every item (facts §2.3)."""
+    """Return True for 8.4 and later, whose ``decode_payload`` seeks past every item."""
     match = _VERSION_RE.fullmatch(version)
     if match is None:
         raise PipelineStatsValueError("version", version, "a MySQL version such as '8.0' or '8.4'")
@@ -237,7 +241,7 @@ def _skips_unknown_items(version: str) -> bool:
 
 
 def _item(code: int, value: bytes) -> bytes:
-    """Return one payload item: type u16, length u64, value (facts §2.1)."""
+    """Return one payload item: type u16, length u64, value (gcs_plugin_messages.cc)."""
     return _ITEM_HEADER.pack(code, len(value)) + value
 
 
@@ -250,10 +254,10 @@ def encode(stats: PipelineStats, *, version: str = "8.0") -> bytes:
 
     The header's message-length field is 16, not the length of the message. MySQL sets
     ``m_msg_len`` to the fixed-header size in the ``Plugin_gcs_message`` constructor and none of
-    the encoders update it; receivers do not read it (facts §2.1). This function writes it the same
-    way, so the bytes match what a MySQL member puts on the wire.
+    the encoders update it; receivers do not read it (gcs_plugin_messages.cc). This
+    function writes it the same way, so the bytes match what a MySQL member puts on the wire.
 
-    Items 8 and 9 are always present, with length 0 when the strings are empty (facts §2.2).
+    Items 8 and 9 are always present, with length 0 when the strings are empty (``encode_payload``).
     Item 13 (the sent timestamp) is written only when ``version`` is 8.4 or later and
     ``stats.sent_timestamp_us`` is set; 8.0 has no item 13, so an 8.0 encoding drops it.
 
@@ -272,7 +276,7 @@ def encode(stats: PipelineStats, *, version: str = "8.0") -> bytes:
         _HEADER.pack(
             _PLUGIN_GCS_MESSAGE_VERSION,
             FIXED_HEADER_SIZE,
-            FIXED_HEADER_SIZE,  # m_msg_len, never updated by the encoders (facts §2.1)
+            FIXED_HEADER_SIZE,  # m_msg_len, never updated by the encoders (encode_header)
             PIPELINE_STATS_CARGO_TYPE,
         ),
         _item(
@@ -300,7 +304,7 @@ def encoded_size(stats: PipelineStats, *, version: str = "8.0") -> int:
     """Return ``len(encode(stats, version=version))`` without building the bytes.
 
     That is 16 + 12 item headers of 10 bytes + 58 bytes of fixed-width values + both texts, plus
-    18 for item 13 on 8.4+ when a timestamp is set (facts §2.1, §2.2).
+    18 for item 13 on 8.4+ when a timestamp is set (``encode_header``, ``encode_payload``).
     """
     size = FIXED_HEADER_SIZE + 12 * ITEM_HEADER_SIZE
     size += 4 + 4 + 8 * 6 + 1 + 1  # items 1-7, 10, 11, 12
@@ -312,11 +316,12 @@ def encoded_size(stats: PipelineStats, *, version: str = "8.0") -> int:
 
 
 def decode(data: bytes | bytearray | memoryview, *, version: str = "8.4") -> PipelineStats:
-    """Decode a message as the receiving member's ``decode_payload`` does (facts §2.3).
+    """Decode a message as the receiving member's ``decode_payload`` does (pipeline_stats.cc).
 
     The fixed header is read but only its cargo type is checked; MySQL dispatches on it and
-    ignores the version, header length and message length (facts §2.1). Payload reading starts
-    at byte 16 whatever the header-length field says, as ``decode_header`` does.
+    ignores the version, header length and message length that ``decode_header`` reads
+    (``Plugin_gcs_events_handler::on_message_received``). Payload reading starts at byte 16
+    whatever the header-length field says, as ``decode_header`` does.
 
     Items 1 to 5 are read by position with no check of their type or length fields: each is a
     10-byte header then 4, 4, 8, 8, 8 value bytes. Then, while at least 10 bytes remain, an item
@@ -333,16 +338,16 @@ def decode(data: bytes | bytearray | memoryview, *, version: str = "8.4") -> Pip
       separate scan from byte 16, as ``get_sent_timestamp`` does: it walks every item by its
       length field, gives up (no timestamp) at an item that runs past the end, and takes item 13
       only if its length is 8. A timestamp of 0 reads as None, as MySQL's 0 means "none".
-      Facts §2.3 describe only the seek as new in 8.4; the case bodies are taken to be those of
-      8.0-late (apply only if the value fits, fixed-width values read at full width).
+      Only the seek is known to be new in 8.4's ``decode_payload``; the case bodies are taken to
+      be those of 8.0-late (apply only if the value fits, fixed-width values read at full width).
     * ``version`` 8.0: the decoder moves past an item only inside a known case whose value fits.
       This function emulates that faithfully, not as "stop at the first unknown item": after an
       unknown item, or a known one that does not fit, the next loop turn reads the item's
       *value bytes* as the next item header, so anything after it is misread (an unknown item
       whose value looks like an item header would even be applied). An 8.4 sender's item 13
       comes last, and its 8 value bytes are too few for another header, so an 8.0 receiver
-      decodes 8.4 messages correctly (facts §2.3). ``sent_timestamp_us`` is always None: 8.0 has
-      no ``get_sent_timestamp``.
+      decodes 8.4 messages correctly (``decode_payload``). ``sent_timestamp_us`` is always None:
+      8.0 has no ``get_sent_timestamp``.
 
     MySQL's C++ checks ``slider + length <= end`` with pointer arithmetic that can wrap for
     lengths near 2**64; here such a length simply does not fit.
@@ -433,7 +438,7 @@ def _int32(value: int) -> int:
 
 
 def _sent_timestamp(data: bytes) -> int | None:
-    """Find item 13 as ``Plugin_gcs_message::get_sent_timestamp`` does (facts §2.3)."""
+    """Find item 13 as ``Plugin_gcs_message::get_sent_timestamp`` does."""
     end = len(data)
     at = FIXED_HEADER_SIZE
     while end - at >= ITEM_HEADER_SIZE:

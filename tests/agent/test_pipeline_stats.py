@@ -1,4 +1,8 @@
-"""MySQL's Pipeline_stats_member_message: exact bytes, decoder quirks, malformed input (facts §2)."""
+"""MySQL's Pipeline_stats_member_message: exact bytes, decoder quirks, malformed input.
+
+It is encoded and decoded by ``encode_payload`` and ``decode_payload`` in MySQL's
+``plugin/group_replication/src/pipeline_stats.cc``.
+"""
 
 from __future__ import annotations
 
@@ -40,7 +44,7 @@ TYPICAL = PipelineStats(
 
 
 def header(cargo_type: int = 6, msg_len: int = 16, version: int = 1, hd_len: int = 16) -> bytes:
-    """Build the fixed header field by field (facts §2.1)."""
+    """Build the fixed header field by field (``Plugin_gcs_message::encode_header``)."""
     return (
         struct.pack("<I", version)
         + struct.pack("<H", hd_len)
@@ -50,7 +54,7 @@ def header(cargo_type: int = 6, msg_len: int = 16, version: int = 1, hd_len: int
 
 
 def item(code: int, value: bytes, length: int | None = None) -> bytes:
-    """Build one payload item; ``length`` overrides the length field (facts §2.1)."""
+    """Build one payload item; ``length`` overrides the length field (gcs_plugin_messages.cc)."""
     return (
         struct.pack("<H", code)
         + struct.pack("<Q", len(value) if length is None else length)
@@ -61,7 +65,7 @@ def item(code: int, value: bytes, length: int | None = None) -> bytes:
 def positional(
     w_cert: int = 0, w_apply: int = 0, cert: int = 0, applied: int = 0, local: int = 0
 ) -> bytes:
-    """Build items 1-5, the ones read by position (facts §2.3)."""
+    """Build items 1-5, the ones ``decode_payload`` reads by position."""
     return (
         item(1, struct.pack("<I", w_cert))
         + item(2, struct.pack("<I", w_apply))
@@ -102,13 +106,13 @@ stats = st.builds(
 
 
 class TestEncode:
-    def test_header_is_16_bytes_little_endian_facts_2_1(self) -> None:
+    def test_header_is_16_bytes_little_endian_encode_header(self) -> None:
         """The header is version 1, header length 16, message length 16 and cargo type 6, little-endian."""
         data = encode(TYPICAL)
         assert data[:16] == bytes.fromhex("01000000 1000 1000000000000000 0600")
 
     @pytest.mark.parametrize("version", ["8.0", "8.4"])
-    def test_message_length_field_stays_16_facts_2_1(self, version: str) -> None:
+    def test_message_length_field_stays_16_encode_header(self, version: str) -> None:
         """m_msg_len is written as 16 whatever the real length, as MySQL's encoders leave it."""
         data = encode(
             dataclasses.replace(TYPICAL, transactions_committed_all_members=f"{UUID}:1-9"),
@@ -117,7 +121,7 @@ class TestEncode:
         assert len(data) > 200
         assert struct.unpack_from("<Q", data, 6) == (16,)
 
-    def test_exact_bytes_8_0_facts_2_1_2_2(self) -> None:
+    def test_exact_bytes_8_0_encode_header_and_payload(self) -> None:
         """A small 8.0 message is header then items 1-12 in code order, each type, length, value."""
         values = PipelineStats(
             transactions_waiting_certification=-2,
@@ -156,7 +160,7 @@ class TestEncode:
         assert encode(values) == expected  # 8.0 is the default layout
         assert encoded_size(values) == len(expected) == 16 + 12 * 10 + 58 + 41 + 39
 
-    def test_exact_bytes_8_4_appends_item_13_facts_2_2(self) -> None:
+    def test_exact_bytes_8_4_appends_item_13_encode_payload(self) -> None:
         """An 8.4 message is the 8.0 message plus item 13, 8 bytes of microseconds, at the end."""
         values = dataclasses.replace(TYPICAL, sent_timestamp_us=TIMESTAMP_US)
         expected_tail = (
@@ -166,11 +170,11 @@ class TestEncode:
         assert data == encode(values, version="8.0") + expected_tail
         assert encode(values, version="9.7") == data  # later versions keep the 8.4 layout
 
-    def test_8_4_without_timestamp_has_no_item_13_facts_2_2(self) -> None:
+    def test_8_4_without_timestamp_has_no_item_13_encode_payload(self) -> None:
         """Item 13 is written only when a timestamp is given."""
         assert encode(TYPICAL, version="8.4") == encode(TYPICAL, version="8.0")
 
-    def test_typical_message_size_facts_2_1_2_2(self) -> None:
+    def test_typical_message_size_encode_header_and_payload(self) -> None:
         """A typical message with empty GTID strings is 194 bytes in 8.0 and 212 in 8.4."""
         values_8_0 = 4 + 4 + 8 + 8 + 8 + 8 + 8 + 0 + 0 + 8 + 1 + 1  # items 1-12
         size_8_0 = 16 + 12 * 10 + values_8_0
@@ -182,20 +186,20 @@ class TestEncode:
             len(encode(stamped, version="8.4")) == encoded_size(stamped, version="8.4") == size_8_4
         )
 
-    def test_empty_strings_keep_items_8_and_9_facts_2_2(self) -> None:
+    def test_empty_strings_keep_items_8_and_9_encode_payload(self) -> None:
         """Items 8 and 9 are always present, with length 0 when the strings are empty."""
         data = encode(PipelineStats())
         at = 16 + 14 + 14 + 18 * 5  # after items 1-7
         assert data[at : at + 20] == item(8, b"") + item(9, b"")
 
-    def test_gtids_present_is_ascii_and_mode_is_raw_facts_2_2(self) -> None:
+    def test_gtids_present_is_ascii_and_mode_is_raw_encode_payload(self) -> None:
         """gtids_present is byte 0x31/0x30 ('1'/'0') while the flow-control mode is raw 0x00/0x01."""
         quota_true = encode(PipelineStats(flow_control_mode=FLOW_CONTROL_QUOTA, gtids_present=True))
         disabled_false = encode(PipelineStats(flow_control_mode=FLOW_CONTROL_DISABLED))
         assert quota_true[-22:] == item(11, b"\x01") + item(12, b"\x31")
         assert disabled_false[-22:] == item(11, b"\x00") + item(12, b"\x30")
 
-    def test_waiting_counts_are_int32_cast_to_uint32_facts_2_2(self) -> None:
+    def test_waiting_counts_are_int32_cast_to_uint32_encode_payload(self) -> None:
         """A negative int32 queue size travels as its uint32 cast and decodes back to itself."""
         values = PipelineStats(
             transactions_waiting_certification=-1, transactions_waiting_apply=INT32_MIN
@@ -208,33 +212,37 @@ class TestEncode:
 
 class TestRoundTrip:
     @given(stats)
-    def test_round_trip_8_4_facts_2_2(self, values: PipelineStats) -> None:
+    def test_round_trip_8_4_encode_and_decode_payload(self, values: PipelineStats) -> None:
         """decode(encode(x)) == x in the 8.4 layout, timestamp included."""
         assert decode(encode(values, version="8.4"), version="8.4") == values
 
     @given(stats)
-    def test_round_trip_8_0_drops_only_the_timestamp_facts_2_2(self, values: PipelineStats) -> None:
+    def test_round_trip_8_0_drops_only_the_timestamp_encode_and_decode_payload(
+        self, values: PipelineStats
+    ) -> None:
         """The 8.0 layout carries everything but item 13, which 8.0 does not have."""
         assert decode(encode(values, version="8.0"), version="8.0") == dataclasses.replace(
             values, sent_timestamp_us=None
         )
 
     @given(stats)
-    def test_8_0_receiver_reads_8_4_sender_facts_2_3(self, values: PipelineStats) -> None:
+    def test_8_0_receiver_reads_8_4_sender_decode_payload(self, values: PipelineStats) -> None:
         """An 8.0 receiver decodes an 8.4 message to the same values, as item 13 comes last."""
         assert decode(encode(values, version="8.4"), version="8.0") == dataclasses.replace(
             values, sent_timestamp_us=None
         )
 
     @given(stats, st.sampled_from(["8.0", "8.4"]))
-    def test_encoded_size_is_len_of_encode_facts_2_1(
+    def test_encoded_size_is_len_of_encode_header_and_payload(
         self, values: PipelineStats, version: str
     ) -> None:
         """encoded_size gives the length of the encoding without building it."""
         assert encoded_size(values, version=version) == len(encode(values, version=version))
 
     @given(st.binary(max_size=40))
-    def test_any_text_bytes_survive_a_round_trip_facts_2_2(self, raw: bytes) -> None:
+    def test_any_text_bytes_survive_a_round_trip_encode_and_decode_payload(
+        self, raw: bytes
+    ) -> None:
         """Text items carry raw bytes: any bytes decode, and re-encode to the same bytes."""
         texts = item(8, raw) + item(9, b"\xff" + raw)
         data = header() + positional() + item(6, bytes(8)) + item(7, bytes(8)) + texts
@@ -243,28 +251,28 @@ class TestRoundTrip:
 
 
 class TestDecoderCompatibility:
-    def test_unknown_item_99_after_item_12_is_skipped_in_8_4_facts_2_3(self) -> None:
+    def test_unknown_item_99_after_item_12_is_skipped_in_8_4_decode_payload(self) -> None:
         """An 8.4 receiver seeks past unknown item 99 and still finds item 13 after it."""
         stamped = dataclasses.replace(TYPICAL, gtids_present=True, sent_timestamp_us=TIMESTAMP_US)
         data = encode(dataclasses.replace(stamped, sent_timestamp_us=None))
         data += item(99, b"future value") + item(13, struct.pack("<Q", TIMESTAMP_US))
         assert decode(data, version="8.4") == stamped
 
-    def test_8_4_message_decodes_in_8_0_to_same_counters_facts_2_3(self) -> None:
+    def test_8_4_message_decodes_in_8_0_to_same_counters_decode_payload(self) -> None:
         """The 8.0 decoder leaves item 13 unread yet gets every other value, because 13 comes last."""
         stamped = dataclasses.replace(TYPICAL, sent_timestamp_us=TIMESTAMP_US)
         decoded = decode(encode(stamped, version="8.4"), version="8.0")
         assert decoded == TYPICAL
         assert decoded.sent_timestamp_us is None
 
-    def test_8_0_misreads_what_follows_an_unknown_item_facts_2_3(self) -> None:
+    def test_8_0_misreads_what_follows_an_unknown_item_decode_payload(self) -> None:
         """8.0 does not seek past an unknown item, so an item hidden in its value is applied."""
         hidden = item(12, b"1")  # gtids_present = '1', hidden inside item 99's value
         data = encode(TYPICAL) + item(99, hidden)
         assert decode(data, version="8.4").gtids_present is False
         assert decode(data, version="8.0").gtids_present is True
 
-    def test_8_0_misreads_items_after_a_mid_message_item_13_facts_2_3(self) -> None:
+    def test_8_0_misreads_items_after_a_mid_message_item_13_decode_payload(self) -> None:
         """Were item 13 not last, 8.0 would misread the items after it while 8.4 reads them."""
         values = dataclasses.replace(
             TYPICAL, transactions_negative_certified=3, transactions_local_rollback=4
@@ -283,7 +291,7 @@ class TestDecoderCompatibility:
         assert misread != values
         assert misread.transactions_negative_certified == 0
 
-    def test_first_five_items_are_positional_facts_2_3(self) -> None:
+    def test_first_five_items_are_positional_decode_payload(self) -> None:
         """Swapping the type codes of items 1 and 2 changes nothing: the values land by position."""
         values = dataclasses.replace(
             TYPICAL, transactions_waiting_certification=7, transactions_waiting_apply=9
@@ -293,14 +301,14 @@ class TestDecoderCompatibility:
         struct.pack_into("<H", data, 30, 1)  # item 2 now says it is item 1
         assert decode(bytes(data)) == values
 
-    def test_positional_items_ignore_their_length_fields_facts_2_3(self) -> None:
+    def test_positional_items_ignore_their_length_fields_decode_payload(self) -> None:
         """Items 1-5 are read as 4, 4, 8, 8, 8 value bytes whatever their length fields say."""
         data = bytearray(encode(TYPICAL))
         struct.pack_into("<Q", data, 16 + 2, 999)  # item 1's length field
         struct.pack_into("<Q", data, 16 + 28 + 2, 0)  # item 3's length field
         assert decode(bytes(data)) == TYPICAL
 
-    def test_defaults_when_items_6_to_12_are_absent_facts_2_3(self) -> None:
+    def test_defaults_when_items_6_to_12_are_absent_decode_payload(self) -> None:
         """A message of only the five positional items decodes with MySQL's defaults elsewhere."""
         decoded = decode(header() + positional(1, 2, 3, 4, 5))
         assert decoded == PipelineStats(
@@ -314,14 +322,14 @@ class TestDecoderCompatibility:
         assert decoded.gtids_present is False
 
     @pytest.mark.parametrize("version", ["8.0", "8.4"])
-    def test_only_ascii_one_means_gtids_present_facts_2_3(self, version: str) -> None:
+    def test_only_ascii_one_means_gtids_present_decode_payload(self, version: str) -> None:
         """Item 12 is true only for byte '1'; a raw 0x01 reads as false."""
         base = header() + positional()
         assert decode(base + item(12, b"1"), version=version).gtids_present is True
         assert decode(base + item(12, b"\x01"), version=version).gtids_present is False
 
     @pytest.mark.parametrize("version", ["8.0", "8.4"])
-    def test_mode_is_the_raw_byte_facts_2_3(self, version: str) -> None:
+    def test_mode_is_the_raw_byte_decode_payload(self, version: str) -> None:
         """Item 11 is cast from its raw byte: 0 is DISABLED, and other bytes are kept as sent."""
         base = header() + positional()
         assert (
@@ -348,7 +356,7 @@ class TestDecoderCompatibility:
             pytest.param(item(11, b"\x00", length=2), "flow_control_mode", id="byte"),
         ],
     )
-    def test_item_running_past_end_is_silently_not_applied_facts_2_3(
+    def test_item_running_past_end_is_silently_not_applied_decode_payload(
         self, version: str, late_item: bytes, field: str
     ) -> None:
         """A known item whose length runs past the end keeps its default and raises nothing, as in MySQL."""
@@ -356,7 +364,7 @@ class TestDecoderCompatibility:
         assert decoded == PipelineStats(transactions_certified=5)
         assert getattr(decoded, field) == getattr(PipelineStats(), field)
 
-    def test_8_4_stops_at_an_item_running_past_end_facts_2_3(self) -> None:
+    def test_8_4_stops_at_an_item_running_past_end_decode_payload(self) -> None:
         """8.4 seeks past a too-long item, which ends the loop: nothing after it is read."""
         data = (
             header()
@@ -367,7 +375,7 @@ class TestDecoderCompatibility:
         assert decode(data, version="8.4").transactions_rows_validating == 0
         assert decode(data, version="8.4").transactions_local_rollback == 0
 
-    def test_later_copy_of_an_item_wins_facts_2_3(self) -> None:
+    def test_later_copy_of_an_item_wins_decode_payload(self) -> None:
         """Each item found overwrites the field, so a repeated item's last copy wins."""
         data = (
             header() + positional() + item(7, struct.pack("<Q", 1)) + item(7, struct.pack("<Q", 2))
@@ -382,7 +390,7 @@ class TestDecoderCompatibility:
             pytest.param({"hd_len": 40}, id="header-length"),
         ],
     )
-    def test_header_fields_other_than_cargo_are_ignored_facts_2_1(
+    def test_header_fields_other_than_cargo_are_ignored_decode_header(
         self, fields: dict[str, int]
     ) -> None:
         """Receivers do not rely on the header's version, header length or message length."""
@@ -399,7 +407,7 @@ class TestDecoderCompatibility:
             pytest.param(item(13, struct.pack("<Q", 5), length=9), None, id="past-end"),
         ],
     )
-    def test_sent_timestamp_requires_length_8_facts_2_3(
+    def test_sent_timestamp_requires_length_8_get_sent_timestamp(
         self, timestamp_item: bytes, expected: int | None
     ) -> None:
         """The timestamp scan takes item 13 only with length 8, and 0 or a broken item means none."""
@@ -407,7 +415,7 @@ class TestDecoderCompatibility:
         assert decode(data, version="8.4").sent_timestamp_us == expected
         assert decode(data, version="8.0").sent_timestamp_us is None
 
-    def test_timestamp_scan_gives_up_at_a_broken_earlier_item_facts_2_3(self) -> None:
+    def test_timestamp_scan_gives_up_at_a_broken_earlier_item_get_sent_timestamp(self) -> None:
         """get_sent_timestamp walks items by length, so a too-long item before 13 hides it."""
         data = (
             header()
@@ -449,7 +457,7 @@ class TestMalformed:
         ],
     )
     @pytest.mark.parametrize("version", ["8.0", "8.4"])
-    def test_malformed_input_names_the_offset_facts_2_1_2_3(
+    def test_malformed_input_names_the_offset_decode_header_and_payload(
         self, data: bytes, offset: int, words: str, version: str
     ) -> None:
         """Bytes MySQL could not decode raise PipelineStatsError naming what is wrong and where."""
@@ -459,7 +467,7 @@ class TestMalformed:
         assert isinstance(caught.value, ValueError)
 
     @given(stats, st.data())
-    def test_truncated_or_corrupted_messages_never_raise_anything_else_facts_2_3(
+    def test_truncated_or_corrupted_messages_never_raise_anything_else_decode_payload(
         self, values: PipelineStats, data: st.DataObject
     ) -> None:
         """Any cut or byte flip of a valid message decodes or raises PipelineStatsError, nothing else."""
@@ -507,7 +515,7 @@ class TestValidation:
         assert caught.value.field == field
         assert repr(value) in str(caught.value)
 
-    def test_extremes_are_accepted_facts_2_2(self) -> None:
+    def test_extremes_are_accepted_encode_payload(self) -> None:
         """The ends of each wire range are valid values."""
         top = PipelineStats(
             transactions_waiting_certification=INT32_MIN,

@@ -123,7 +123,10 @@ class TestMerge:
         assert checked(a, A) == 1
 
     def test_counts_without_gtids_keep_the_previous_gtid_columns(self) -> None:
-        """TRANSACTIONS_COMMITTED_ALL_MEMBERS stays until a message carries it (facts §2.5)."""
+        """TRANSACTIONS_COMMITTED_ALL_MEMBERS stays until a message carries it.
+
+        As in ``Pipeline_member_stats::update_member_stats``.
+        """
         a, b = agent(A, B), agent(B, A)
         b.merge([a.record_local(Key.COUNTS, counts(A, 1, f"{GROUP}:1-5"), 0)], 0, via=A)
         b.merge([a.record_local(Key.COUNTS, counts(A, 2, present=False), SECOND)], SECOND, via=A)

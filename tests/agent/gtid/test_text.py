@@ -1,4 +1,4 @@
-"""MySQL's lenient GTID text rules (facts §5.1, §5.2) and the errors for malformed text."""
+"""MySQL's lenient GTID text rules (sql/rpl_gtid_set.cc) and the errors for malformed text."""
 
 from __future__ import annotations
 
@@ -43,7 +43,10 @@ def test_lenient_parse_gives_canonical_text(text: str, canonical: str) -> None:
 
 
 def test_one_line_separator() -> None:
-    """to_text(',') gives one line; the default separator is comma-newline (facts §5.1)."""
+    """to_text(',') gives one line; the default separator is comma-newline.
+
+    As in ``Gtid_set::default_string_format`` (sql/rpl_gtid_set.cc).
+    """
     gtids = GtidSet.parse(f"{B}:1,{A}:1")
     assert gtids.to_text(",") == f"{A}:1,{B}:1"
     assert str(gtids) == f"{A}:1,\n{B}:1"

@@ -1,4 +1,9 @@
-"""Every example of facts §5.4 (MySQL manual and mtr binlog_gtid_utils) as a named test vector."""
+"""Every example of the MySQL manual and mtr binlog_gtid_utils as a named test vector.
+
+The manual page is "Functions Used with Global Transaction Identifiers (GTIDs)"; the mtr result is
+``binlog_gtid/r/binlog_gtid_utils.result``, whose stored helpers (GTID_IS_EQUAL, GTID_UNION, ...)
+come from ``include/gtid_utils.inc``.
+"""
 
 from __future__ import annotations
 
@@ -27,11 +32,11 @@ def gtid_subtract(a: str, b: str) -> str:
 @pytest.mark.parametrize(
     ("a", "b", "expected"),
     [
-        pytest.param(f"{U}:23", f"{U}:21-57", 1, id="5.4.1-subset-single-gno"),
-        pytest.param(f"{U}:23-25", f"{U}:21-57", 1, id="5.4.2-subset-interval"),
-        pytest.param(f"{U}:20-25", f"{U}:21-57", 0, id="5.4.3-not-subset-overhang"),
-        pytest.param(f"{A}:1-{MAX}", "", 0, id="5.4.8-full-range-not-subset-of-empty"),
-        pytest.param("", f"{A}:1-{MAX}", 1, id="5.4.8-empty-subset-of-full-range"),
+        pytest.param(f"{U}:23", f"{U}:21-57", 1, id="subset-single-gno"),
+        pytest.param(f"{U}:23-25", f"{U}:21-57", 1, id="subset-interval"),
+        pytest.param(f"{U}:20-25", f"{U}:21-57", 0, id="not-subset-overhang"),
+        pytest.param(f"{A}:1-{MAX}", "", 0, id="full-range-not-subset-of-empty"),
+        pytest.param("", f"{A}:1-{MAX}", 1, id="empty-subset-of-full-range"),
     ],
 )
 def test_gtid_subset(a: str, b: str, expected: int) -> None:
@@ -42,12 +47,12 @@ def test_gtid_subset(a: str, b: str, expected: int) -> None:
 @pytest.mark.parametrize(
     ("a", "b", "expected"),
     [
-        pytest.param(f"{U}:21-57", f"{U}:21", f"{u}:22-57", id="5.4.4-subtract-lowercases"),
-        pytest.param(f"{U}:21-57", f"{U}:20-25", f"{u}:26-57", id="5.4.5-subtract-overlap"),
-        pytest.param(f"{U}:21-57", f"{U}:23-24", f"{u}:21-22:25-57", id="5.4.6-subtract-splits"),
-        pytest.param(f"{U}:21-57", f"{U}:21-57", "", id="5.4.7-subtract-all-is-empty-string"),
-        pytest.param(f"{A}:1-{MAX}", "", f"{A}:1-{MAX}", id="5.4.9-subtract-empty"),
-        pytest.param("", f"{A}:1-{MAX}", "", id="5.4.9-subtract-from-empty"),
+        pytest.param(f"{U}:21-57", f"{U}:21", f"{u}:22-57", id="subtract-lowercases"),
+        pytest.param(f"{U}:21-57", f"{U}:20-25", f"{u}:26-57", id="subtract-overlap"),
+        pytest.param(f"{U}:21-57", f"{U}:23-24", f"{u}:21-22:25-57", id="subtract-splits"),
+        pytest.param(f"{U}:21-57", f"{U}:21-57", "", id="subtract-all-is-empty-string"),
+        pytest.param(f"{A}:1-{MAX}", "", f"{A}:1-{MAX}", id="subtract-empty"),
+        pytest.param("", f"{A}:1-{MAX}", "", id="subtract-from-empty"),
     ],
 )
 def test_gtid_subtract(a: str, b: str, expected: str) -> None:
@@ -58,10 +63,10 @@ def test_gtid_subtract(a: str, b: str, expected: str) -> None:
 @pytest.mark.parametrize(
     "text",
     [
-        pytest.param(f"{A}:1-9223372036854775807", id="5.4.10-gno-2^63-1"),
-        pytest.param(f"{A}:0", id="5.4.10-gno-zero"),
-        pytest.param(f"{A}:0-1", id="5.4.10-interval-from-zero"),
-        pytest.param(f"{A}:1-6,3-20", id="5.2-uuid-required-after-comma"),
+        pytest.param(f"{A}:1-9223372036854775807", id="gno-2^63-1"),
+        pytest.param(f"{A}:0", id="gno-zero"),
+        pytest.param(f"{A}:0-1", id="interval-from-zero"),
+        pytest.param(f"{A}:1-6,3-20", id="uuid-required-after-comma"),
     ],
 )
 def test_malformed(text: str) -> None:
@@ -73,8 +78,8 @@ def test_malformed(text: str) -> None:
 @pytest.mark.parametrize(
     ("a", "b", "equal"),
     [
-        pytest.param(f"{A}:1,{B}:3:2:1", f"{B}:1-3,{A}:1", True, id="5.4.11-is-equal-normalises"),
-        pytest.param(f"{A}:1,{B}:3:2:1", f"{B}:1:3,{A}:1", False, id="5.4.11-is-equal-differs"),
+        pytest.param(f"{A}:1,{B}:3:2:1", f"{B}:1-3,{A}:1", True, id="is-equal-normalises"),
+        pytest.param(f"{A}:1,{B}:3:2:1", f"{B}:1:3,{A}:1", False, id="is-equal-differs"),
     ],
 )
 def test_gtid_is_equal(a: str, b: str, equal: bool) -> None:
@@ -85,9 +90,9 @@ def test_gtid_is_equal(a: str, b: str, equal: bool) -> None:
 @pytest.mark.parametrize(
     ("a", "b", "expected"),
     [
-        pytest.param(f"{A}:1-3:5-7", f"{A}:3-5", f"{A}:3:5", id="5.4.12-intersection"),
-        pytest.param(f"{A}:1-3", f"{A}:1:2:3", f"{A}:1-3", id="5.4.12-intersection-merges"),
-        pytest.param(f"{A}:1-3", f"{B}:1-3", "", id="5.4.12-intersection-disjoint-uuids"),
+        pytest.param(f"{A}:1-3:5-7", f"{A}:3-5", f"{A}:3:5", id="intersection"),
+        pytest.param(f"{A}:1-3", f"{A}:1:2:3", f"{A}:1-3", id="intersection-merges"),
+        pytest.param(f"{A}:1-3", f"{B}:1-3", "", id="intersection-disjoint-uuids"),
     ],
 )
 def test_gtid_intersection(a: str, b: str, expected: str) -> None:
@@ -98,8 +103,8 @@ def test_gtid_intersection(a: str, b: str, expected: str) -> None:
 @pytest.mark.parametrize(
     ("a", "b", "expected"),
     [
-        pytest.param(f"{A}:1:3", f"{A}:2:4", f"{A}:1-4", id="5.4.13-union-merges-singletons"),
-        pytest.param(f"{A}:1-3", f"{A}:1:3", f"{A}:1-3", id="5.4.13-union-subset"),
+        pytest.param(f"{A}:1:3", f"{A}:2:4", f"{A}:1-4", id="union-merges-singletons"),
+        pytest.param(f"{A}:1-3", f"{A}:1:3", f"{A}:1-3", id="union-subset"),
     ],
 )
 def test_gtid_union(a: str, b: str, expected: str) -> None:
@@ -110,9 +115,9 @@ def test_gtid_union(a: str, b: str, expected: str) -> None:
 @pytest.mark.parametrize(
     ("a", "b", "expected"),
     [
-        pytest.param(f"{A}:1-3", f"{A}:3-5", f"{A}:1-2:4-5", id="5.4.14-symdiff-overlap"),
-        pytest.param(f"{A}:1-3", f"{A}:4-5", f"{A}:1-5", id="5.4.14-symdiff-adjacent"),
-        pytest.param(f"{A}:1-3", f"{B}:1-3", f"{A}:1-3,\n{B}:1-3", id="5.4.15-symdiff-newline"),
+        pytest.param(f"{A}:1-3", f"{A}:3-5", f"{A}:1-2:4-5", id="symdiff-overlap"),
+        pytest.param(f"{A}:1-3", f"{A}:4-5", f"{A}:1-5", id="symdiff-adjacent"),
+        pytest.param(f"{A}:1-3", f"{B}:1-3", f"{A}:1-3,\n{B}:1-3", id="symdiff-newline"),
     ],
 )
 def test_gtid_symmetric_difference(a: str, b: str, expected: str) -> None:
@@ -121,7 +126,7 @@ def test_gtid_symmetric_difference(a: str, b: str, expected: str) -> None:
 
 
 def test_gtid_subtract_uuid() -> None:
-    """5.4.16: GTID_SUBTRACT_UUID drops every GTID of one UUID."""
+    """GTID_SUBTRACT_UUID (mtr gtid_utils.inc) drops every GTID of one UUID."""
     full = GtidSet.parse(f"{A}:1-3,{B}:1-3,{C}:1-3")
     only_b = GtidSet([(B, "", 1, 2**63 - 2)])
     assert str(full - only_b) == f"{A}:1-3,\n{C}:1-3"
@@ -130,10 +135,10 @@ def test_gtid_subtract_uuid() -> None:
 @pytest.mark.parametrize(
     ("text", "count"),
     [
-        pytest.param(f"{A}:1-3:4-5", 5, id="5.4.17-count-touching"),
-        pytest.param(f"{A}:1-3:5-5", 4, id="5.4.17-count-single-as-interval"),
-        pytest.param(f"{A}:1-3:5-4", 3, id="5.4.17-count-reversed-ignored"),
-        pytest.param(f"{A}:1-3:5-4,{B}:1:3,", 5, id="5.4.17-count-trailing-comma"),
+        pytest.param(f"{A}:1-3:4-5", 5, id="count-touching"),
+        pytest.param(f"{A}:1-3:5-5", 4, id="count-single-as-interval"),
+        pytest.param(f"{A}:1-3:5-4", 3, id="count-reversed-ignored"),
+        pytest.param(f"{A}:1-3:5-4,{B}:1:3,", 5, id="count-trailing-comma"),
     ],
 )
 def test_gtid_count(text: str, count: int) -> None:
@@ -142,7 +147,7 @@ def test_gtid_count(text: str, count: int) -> None:
 
 
 def test_mtr_stable_set_sample() -> None:
-    """7.1: the mtr stable set string and the set it must equal after the wait."""
+    """The stable set of mtr gr_perfschema_group_member_stats and the set it must equal later."""
     group = "8a84f397-aaa4-18df-89ab-c70aa9823561"
     stable = GtidSet.parse(f"{group}:1-5")
     executed = GtidSet.parse(f"aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa:1,\n{group}:1-6")
@@ -153,7 +158,7 @@ def test_mtr_stable_set_sample() -> None:
 
 
 def test_block_allocation_sample() -> None:
-    """7.2: a set with a later assignment block prints as MySQL shows it."""
+    """A set with a later GTID assignment block (gtid_generator.cc) prints as MySQL shows it."""
     text = "cc5e2627-1111-2222-3333-444455556666:1-23:1000003"
     assert str(GtidSet.parse(text)) == text
     assert GtidSet.parse(text).count() == 24

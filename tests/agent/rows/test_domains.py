@@ -40,12 +40,15 @@ ONLINE, RECOVERING, OFFLINE, ERROR = (
     ],
 )
 def test_member_role(status: MemberState, role: Role, single_primary: bool, shown: str) -> None:
-    """MEMBER_ROLE follows get_member_role_string (facts §1.1)."""
+    """MEMBER_ROLE follows ``Group_member_info::get_member_role_string`` (member_info.cc)."""
     assert member_role(status, role, single_primary) == shown
 
 
 def test_unreachable_overrides_the_state_not_the_role() -> None:
-    """UNREACHABLE replaces the displayed state while the role keeps its ONLINE value (§1.1)."""
+    """UNREACHABLE replaces the displayed state while the role keeps its ONLINE value.
+
+    As ``get_group_members_info`` (ps_information.cc) and ``get_member_role_string`` show them.
+    """
     assert displayed_state(ONLINE, unreachable=True) is MemberState.UNREACHABLE
     assert displayed_state(ONLINE, unreachable=False) is ONLINE
     assert member_role(ONLINE, Role.PRIMARY, single_primary_mode=True) == "PRIMARY"
@@ -67,7 +70,10 @@ def test_unknown_status_prints_as_offline() -> None:
     ],
 )
 def test_member_version(server_version: str, encoded: int, shown: str) -> None:
-    """Versions are stored with decimal digits read as hex and printed in hex (facts §1.1)."""
+    """Versions are stored with decimal digits read as hex and printed in hex.
+
+    As ``Member_version::get_version_string`` (member_version.cc) prints them.
+    """
     assert encode_version(server_version) == encoded
     assert version_string(encoded) == shown
     assert member_version(server_version, ONLINE) == shown
@@ -87,7 +93,10 @@ def test_bad_version_names_the_column() -> None:
 
 
 def test_communication_stack_and_port() -> None:
-    """Stack codes print XCom/MySQL/Invalid Protocol; a stored port 0 shows NULL (§1.1)."""
+    """Stack codes print XCom/MySQL/Invalid Protocol; a stored port 0 shows NULL.
+
+    As ``Communication_stack_to_string::to_string`` and the members table's ``read_row_values``.
+    """
     assert [communication_stack(code) for code in (0, 1, 7)] == [
         "XCom",
         "MySQL",

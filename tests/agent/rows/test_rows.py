@@ -21,7 +21,10 @@ GROUP = "8a84f397-aaa4-18df-89ab-c70aa9823561"
 
 class TestDefaults:
     def test_members_row_before_start(self) -> None:
-        """Before START GROUP_REPLICATION the row is CHANNEL_NAME, OFFLINE, '' and NULL (§1.1)."""
+        """Before START GROUP_REPLICATION the row is CHANNEL_NAME, OFFLINE, '' and NULL.
+
+        As ``get_group_members_info`` (ps_information.cc) fills it when GR never started.
+        """
         assert MemberRow().values() == (
             GROUP_REPLICATION_APPLIER,
             "",
@@ -34,7 +37,10 @@ class TestDefaults:
         )
 
     def test_stats_row_before_start(self) -> None:
-        """Before START only CHANNEL_NAME is set: counters 0, strings '' (mtr, facts §7.1)."""
+        """Before START only CHANNEL_NAME is set: counters 0, strings ''.
+
+        As MySQL's mtr test ``group_replication.gr_perfschema_group_member_stats`` shows.
+        """
         row = MemberStatsRow().as_dict()
         assert row["CHANNEL_NAME"] == GROUP_REPLICATION_APPLIER
         assert all(value == 0 for name, value in row.items() if name.startswith("COUNT_"))
@@ -42,7 +48,10 @@ class TestDefaults:
         assert row["LAST_CONFLICT_FREE_TRANSACTION"] == ""
 
     def test_unheard_remote_member(self) -> None:
-        """A remote member with no stats message shows VIEW_ID and MEMBER_ID, zeros and '' (§1.2)."""
+        """A remote member with no stats message shows VIEW_ID and MEMBER_ID, zeros and ''.
+
+        As ``get_group_member_stats`` (ps_information.cc) fills it.
+        """
         row = MemberStatsRow.unheard(ID, "16036502905383892:9")
         assert (row.view_id, row.member_id, row.count_transactions_checked) == (
             "16036502905383892:9",
@@ -163,7 +172,10 @@ class TestNormalisation:
         assert row.committed_all_members().count() == 4
 
     def test_transactions_are_gtid_or_anonymous(self) -> None:
-        """WL#7374 transaction texts are '', ANONYMOUS or one GTID, lowercased (facts §6.1)."""
+        """WL#7374 transaction texts are '', ANONYMOUS or one GTID, lowercased.
+
+        As ``Trx_monitoring_info::copy_to_ps_table`` (sql/rpl_gtid_misc.cc) writes them.
+        """
         row = ApplierStatusRow(
             applying_transaction="ANONYMOUS", last_applied_transaction=f"{GROUP.upper()}:tag:7"
         )

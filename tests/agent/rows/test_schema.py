@@ -1,4 +1,4 @@
-"""The column lists, pinned against facts §1.1, §1.2 and §6."""
+"""The column lists, pinned against MySQL's storage/perfschema/table_replication_*.cc."""
 
 from __future__ import annotations
 
@@ -74,27 +74,33 @@ APPLY_FACTS_6_1 = [
 
 
 def test_replication_group_members_columns() -> None:
-    """replication_group_members has MySQL 8.0.27+'s 8 columns, types and NULL rules (§1.1)."""
+    """replication_group_members has MySQL 8.0.27+'s 8 columns, types and NULL rules.
+
+    As storage/perfschema/table_replication_group_members.cc defines them.
+    """
     got = [(c.name, c.sql_type, c.nullable) for c in REPLICATION_GROUP_MEMBERS.columns]
     assert got == MEMBERS_FACTS_1_1
 
 
 def test_replication_group_member_stats_columns() -> None:
-    """replication_group_member_stats has 13 NOT NULL columns in MySQL's order (§1.2)."""
+    """replication_group_member_stats has 13 NOT NULL columns in MySQL's order.
+
+    As storage/perfschema/table_replication_group_member_stats.cc defines them.
+    """
     got = [(c.name, c.sql_type) for c in REPLICATION_GROUP_MEMBER_STATS.columns]
     assert got == STATS_FACTS_1_2
     assert not any(c.nullable for c in REPLICATION_GROUP_MEMBER_STATS.columns)
 
 
 def test_mysql57_stats_is_the_first_nine_columns() -> None:
-    """5.7's table is the first 9 columns; 8.0.2 appended the other 4 (§1.2, WL#10380)."""
+    """5.7's table is the first 9 columns; 8.0.2 appended the other 4 (WL#10380)."""
     first = REPLICATION_GROUP_MEMBER_STATS.column_names[:MYSQL57_STATS_COLUMNS]
     assert first[-1] == "LAST_CONFLICT_FREE_TRANSACTION"
     assert MYSQL57_STATS_COLUMNS == 9
 
 
 def test_lag_table_uses_wl7374_names_in_mysql_order() -> None:
-    """The lag table is channel, member, the WL#7374 queue and apply columns, then the lag (§6)."""
+    """The lag table is channel, member, the WL#7374 queue and apply columns, then the lag."""
     names = list(REPLICATION_GROUP_MEMBER_LAG.column_names)
     assert names == [
         "CHANNEL_NAME",
@@ -107,7 +113,7 @@ def test_lag_table_uses_wl7374_names_in_mysql_order() -> None:
         if column.name.endswith("_TIMESTAMP"):
             assert (column.sql_type, column.nullable) == ("TIMESTAMP(6)", False)
         if column.name.endswith("TRANSACTION"):
-            assert column.sql_type == "CHAR(90)"  # 8.3+ width, holds tagged GTIDs (§4.2)
+            assert column.sql_type == "CHAR(90)"  # 8.3+ width, Gtid::MAX_TEXT_LENGTH + 1 with tags
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""The QUOTA step of Group Replication's flow control, checked against facts §3.2 by hand."""
+"""The QUOTA step of Group Replication's flow control, checked by hand (``flow_control_step``)."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ def test_over_threshold_is_strict() -> None:
 
 
 def test_hold_uses_the_slowest_applier_times_hold() -> None:
-    """Held: quota = min capacity x (1 - hold%): a 1500 tps applier gives 1350 (§3.2 step 2)."""
+    """Held (``flow_control_step``): quota = min capacity x (1 - hold%); 1500 tps gives 1350."""
     members = [
         member(applied=0, certified=3000, local=3000),
         member(applied=3000, certified=3000),
@@ -107,7 +107,7 @@ def test_release_grows_by_half_then_stops_at_maxtps() -> None:
     ],
 )
 def test_settings(settings: FlowControlSettings, expected: int) -> None:
-    """The group_replication_flow_control_* variables change the quota as §3.2 says."""
+    """The group_replication_flow_control_* variables change the quota as flow_control_step does."""
     members = [
         member(certified=3000, local=3000),
         member(waiting_apply=30000, applied=1500, certified=3000),

@@ -148,7 +148,7 @@ class TestCounters:
                 previous[index] = values
 
     def test_rejoined_member_restarts_at_zero(self) -> None:
-        """A member that restarts and rejoins shows counters from 0 (facts §4.3)."""
+        """A rejoined member's counters restart at 0 (new ``Pipeline_stats_member_collector``)."""
         group = group_of("crash-rejoin")
         run_seconds(group, 29)
         before = snapshot(group, 2).stats.count_transactions_checked
@@ -182,7 +182,10 @@ class TestStableSet:
         assert seen_nonempty
 
     def test_recovering_member_reports_no_stable_set(self) -> None:
-        """A RECOVERING member reports '' for TRANSACTIONS_COMMITTED_ALL_MEMBERS (facts §4.1)."""
+        """A RECOVERING member reports '' for TRANSACTIONS_COMMITTED_ALL_MEMBERS.
+
+        As ``Certifier::get_group_stable_transactions_set_string`` returns while RECOVERING.
+        """
         group = group_of("crash-rejoin")
         run_seconds(group, 60.5)
         stats = snapshot(group, 2).stats
@@ -195,7 +198,10 @@ class TestConflicts:
         "name", ["steady", "slow-secondary", "crash-rejoin", "primary-failover"]
     )
     def test_no_conflicts_in_single_primary_mode(self, name: str) -> None:
-        """Single-primary mode does not detect conflicts: no conflict, no local rollback (§4.3)."""
+        """Single-primary mode does not detect conflicts: no conflict, no local rollback.
+
+        The ``Certifier`` constructor enables conflict detection only in multi-primary mode.
+        """
         group = group_of(name)
         run_seconds(group, 120)
         for index, member in enumerate(group.members):
@@ -311,7 +317,7 @@ class TestLifecycle:
         assert states(group)[group.members[1].uuid] == "ONLINE"
 
     def test_stopped_member_shows_only_itself_offline(self) -> None:
-        """After STOP GROUP_REPLICATION a member lists only its own OFFLINE row (facts §1.1)."""
+        """A stopped member lists only its own OFFLINE row (``get_group_members_info``)."""
         group = group_of(scenario(events=[{"at": 10, "action": "stop", "member": 1}]))
         run_seconds(group, 12)
         read = snapshot(group, 1)
