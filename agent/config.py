@@ -55,39 +55,48 @@ with the key as the file spells it (``period_s: 0 is not in [1, 60] seconds``,
 from __future__ import annotations
 
 import difflib
-import math
-import re
-import time
 import tomllib
 from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeGuard
+from typing import TYPE_CHECKING, Any
 
+from grstats.agent.address import MAX_PORT, split_address
 from grstats.agent.auth import read_token
+from grstats.agent.checks import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_path,
+    check_seconds,
+    format_number,
+)
 from grstats.agent.errors import ConfigError
 from grstats.agent.limits import DEFAULT_LIMITS, LimitsConfig
 from grstats.agent.log import LOG_FORMATS, LOG_LEVELS
-from grstats.agent.sim.scenario import MAX_MEMBERS, load_scenario
 from grstats.agent.sources.mysql_config import MySQLSourceConfig
-from grstats.agent.sources.simulated import SimulatedSource
+from grstats.agent.sources.simulated_config import SimulatedSourceConfig
 from grstats.agent.tls import TlsConfig
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Mapping
+    from collections.abc import Mapping
 
-    from grstats.agent.sim.scenario import Scenario
+__all__ = [
+    "MAX_FANOUT",
+    "MAX_RETENTION_S",
+    "MIN_RETENTION_S",
+    "SOURCES",
+    "AgentConfig",
+    "load_config",
+    "split_address",  # its home is grstats.agent.address; kept here for older importers
+]
 
 #: The stats sources an agent can read, each configured by the section of the same name.
 SOURCES = ("simulated", "mysql")
-#: The latest group start accepted (9999-12-31T23:59:59Z), in UNIX seconds.
-MAX_UNIX_S = 253_402_300_799
 #: The longest retention, in seconds (366 days).
 MAX_RETENTION_S = 366 * 86_400
 MIN_RETENTION_S = 60
 MAX_FANOUT = 8
-MAX_SEED = 2**63 - 1
 
-_HOST_RE = re.compile(r"[A-Za-z0-9_.-]{1,253}")
 _MISSING_HINTS = {
     "source": 'give "simulated" or "mysql"',
     "simulated.member_index": "this agent's member of the group, counted from 0",
@@ -96,96 +105,6 @@ _MISSING_HINTS = {
     ),
     "mysql.host": "the member's server: a host name or address",
 }
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SimulatedSourceConfig:
-    """The ``[simulated]`` section: which member of which simulated group this agent reads.
-
-    Validated on construction; errors name the key as ``simulated.<field>``.
-
-    Attributes:
-        scenario: a built-in scenario's name (``steady``, ``slow-secondary``, ...) or the path of
-            a scenario file.
-        member_index: this agent's member, in ``0..members-1``.
-        members: the group's size, 1..9 (default: the scenario's own).
-        seed: the random seed, 0..2^63-1.
-        group_start_s: when the group starts, in UNIX seconds. It has no default: agents of one
-            group must agree on it, and a start long ago makes the first read replay the group
-            from then on.
-    """
-
-    scenario: str = "steady"
-    member_index: int
-    members: int | None = None
-    seed: int = 1
-    group_start_s: float
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.scenario, str) or not self.scenario.strip():
-            raise ConfigError(
-                f"simulated.scenario: {self.scenario!r} is not a scenario name or file path"
-            )
-        if self.members is not None:
-            _check_int("simulated.members", self.members, 1, MAX_MEMBERS)
-        top = MAX_MEMBERS - 1 if self.members is None else self.members - 1
-        if not _is_int(self.member_index) or not 0 <= self.member_index <= top:
-            size = "" if self.members is None else f" for {self.members} members"
-            raise ConfigError(
-                f"simulated.member_index: {self.member_index!r} is not in 0..{top}{size}"
-            )
-        _check_int("simulated.seed", self.seed, 0, MAX_SEED)
-        if not _is_number(self.group_start_s) or not 0 <= self.group_start_s <= MAX_UNIX_S:
-            raise ConfigError(
-                f"simulated.group_start_s: {self.group_start_s!r} is not a UNIX time "
-                f"in [0, {MAX_UNIX_S}] seconds"
-            )
-
-    def sized_scenario(self) -> Scenario:
-        """Load the scenario and size it to ``members``; ConfigError names the key at fault.
-
-        Also checks ``member_index`` against the size (the scenario's own when ``members`` is
-        None). Reads the scenario file, so :func:`load_config` calls it to fail early.
-        """
-        try:
-            scenario = load_scenario(self.scenario)
-        except ConfigError as exc:
-            reason = str(exc).removeprefix("scenario: ")
-            raise ConfigError(f"simulated.scenario: {reason}") from exc
-        if self.members is not None and self.members != scenario.members:
-            try:
-                scenario = scenario.with_members(self.members)
-            except ConfigError as exc:
-                raise ConfigError(
-                    f"simulated.members: {self.members} does not fit scenario "
-                    f"{scenario.name!r}: {exc}"
-                ) from exc
-        if self.member_index >= scenario.members:
-            raise ConfigError(
-                f"simulated.member_index: {self.member_index} is not in "
-                f"0..{scenario.members - 1} for scenario {scenario.name!r} of "
-                f"{scenario.members} members"
-            )
-        return scenario
-
-    def build(self, clock: Callable[[], float] = time.time) -> SimulatedSource:
-        """Return the source of member ``member_index`` of this simulated group.
-
-        Args:
-            clock: the time in UNIX seconds (tests pass a clock they move by hand).
-
-        Raises:
-            ConfigError: the scenario cannot be loaded or sized, or ``member_index`` is not a
-                member of it.
-        """
-        return SimulatedSource(
-            self.sized_scenario(),
-            self.member_index,
-            self.seed,
-            self.group_start_s,
-            clock=clock,
-            step_ahead=True,
-        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -223,8 +142,10 @@ class AgentConfig:
         flush_interval_s: how often the registry is written to ``state_dir``, 1..3600 s.
         metrics_listen: where to serve Prometheus' ``/metrics`` (host:port, port 0: any free
             port); None (the default) serves no metrics.
-        simulated: the simulated source's section (``source = "simulated"``).
-        mysql: the MySQL source's section (``source = "mysql"``).
+        simulated: the simulated source's section (``source = "simulated"``), a
+            :class:`~grstats.agent.sources.SimulatedSourceConfig`.
+        mysql: the MySQL source's section (``source = "mysql"``), a
+            :class:`~grstats.agent.sources.MySQLSourceConfig`.
         limits: the ``[limits]`` section (:class:`~grstats.agent.limits.LimitsConfig`); a table from
             TOML becomes one, and its errors name ``limits.<key>``.
         log_format: ``auto`` (console on a terminal, else JSON), ``json`` or ``console``.
@@ -267,8 +188,8 @@ class AgentConfig:
         self._check_network()
         self._check_timing()
         self._check_security()
-        _check_choice("log_format", self.log_format, LOG_FORMATS)
-        _check_choice("log_level", self.log_level, LOG_LEVELS)
+        check_choice("log_format", self.log_format, LOG_FORMATS)
+        check_choice("log_level", self.log_level, LOG_LEVELS)
 
     def _check_source(self) -> None:
         for name, kind in (("simulated", SimulatedSourceConfig), ("mysql", MySQLSourceConfig)):
@@ -294,47 +215,41 @@ class AgentConfig:
             if peer in seen:
                 raise ConfigError(f"peers[{position}]: {peer!r} is already peers[{seen[peer]}]")
             seen[peer] = position
-        if self.discover_peers is not None and not isinstance(self.discover_peers, bool):
-            raise ConfigError(f"discover_peers: {self.discover_peers!r} is not true or false")
-        _check_int("agent_port", self.agent_port, 0, 65535)
+        if self.discover_peers is not None:
+            check_bool("discover_peers", self.discover_peers)
+        check_int("agent_port", self.agent_port, 0, MAX_PORT)
         if self.agent_port == 0:
             object.__setattr__(self, "agent_port", listen_port)
-        state_dir: object = self.state_dir  # a string from TOML becomes a Path
-        if not isinstance(state_dir, str | Path) or not str(state_dir).strip():
-            raise ConfigError(f"state_dir: {state_dir!r} is not a directory path")
-        object.__setattr__(self, "state_dir", Path(state_dir))
+        # a string from TOML becomes a Path
+        object.__setattr__(
+            self, "state_dir", check_path("state_dir", self.state_dir, "a directory path")
+        )
 
     def _check_timing(self) -> None:
-        _check_seconds("period_s", self.period_s, 1, 60)
-        _check_seconds("gtid_interval_s", self.gtid_interval_s, 30, 60)
-        _check_seconds("executed_interval_s", self.executed_interval_s, 30, 60)
-        _check_int("silence_periods", self.silence_periods, 1, 1000)
-        if not (_is_number(self.retention_s) and self.retention_s == 0):
-            _check_seconds(
-                "retention_s",
-                self.retention_s,
-                MIN_RETENTION_S,
-                MAX_RETENTION_S,
-                zero="never purges",
-            )
-            silence_s = self.silence_periods * self.period_s
-            if self.retention_s <= silence_s:
-                raise ConfigError(
-                    f"retention_s: {self.retention_s!r} is not longer than silence_periods * "
-                    f"period_s = {_number(silence_s)} seconds (0 never purges)"
-                )
-        if not _is_int(self.fanout) or not 0 <= self.fanout <= MAX_FANOUT:
+        check_seconds("period_s", self.period_s, 1, 60)
+        check_seconds("gtid_interval_s", self.gtid_interval_s, 30, 60)
+        check_seconds("executed_interval_s", self.executed_interval_s, 30, 60)
+        check_int("silence_periods", self.silence_periods, 1, 1000)
+        check_seconds(
+            "retention_s", self.retention_s, MIN_RETENTION_S, MAX_RETENTION_S, zero="never purges"
+        )
+        silence_s = self.silence_periods * self.period_s
+        if self.retention_s != 0 and self.retention_s <= silence_s:
             raise ConfigError(
-                f"fanout: {self.fanout!r} is not 0 (every peer) or in 1..{MAX_FANOUT}"
+                f"retention_s: {self.retention_s!r} is not longer than silence_periods * "
+                f"period_s = {format_number(silence_s)} seconds (0 never purges)"
             )
-        _check_int("pull_fanout", self.pull_fanout, 1, MAX_FANOUT)
-        _check_seconds("rpc_timeout_s", self.rpc_timeout_s, 0.05, 30)
+        check_int(
+            "fanout", self.fanout, 0, MAX_FANOUT, accepted=f"0 (every peer) or in 1..{MAX_FANOUT}"
+        )
+        check_int("pull_fanout", self.pull_fanout, 1, MAX_FANOUT)
+        check_seconds("rpc_timeout_s", self.rpc_timeout_s, 0.05, 30)
         if self.rpc_timeout_s >= self.period_s:
             raise ConfigError(
                 f"rpc_timeout_s: {self.rpc_timeout_s!r} is not less than "
                 f"period_s = {self.period_s!r}"
             )
-        _check_seconds("flush_interval_s", self.flush_interval_s, 1, 3600)
+        check_seconds("flush_interval_s", self.flush_interval_s, 1, 3600)
 
     def _check_security(self) -> None:
         tls: object = self.tls  # a table from TOML becomes a TlsConfig
@@ -350,12 +265,10 @@ class AgentConfig:
                         f"tls.{name}: missing; an agent serves with its member's certificate "
                         "and checks its peers' against the group's CA"
                     )
-        token_file: object = self.token_file  # a string from TOML becomes a Path
-        if token_file is not None:
-            if not isinstance(token_file, str | Path) or not str(token_file).strip():
-                raise ConfigError(f"token_file: {token_file!r} is not a file path")
-            object.__setattr__(self, "token_file", Path(token_file))
-            read_token(Path(token_file), "token_file")
+        if self.token_file is not None:  # a string from TOML becomes a Path
+            token_file = check_path("token_file", self.token_file)
+            object.__setattr__(self, "token_file", token_file)
+            read_token(token_file, "token_file")
 
     @property
     def advertised(self) -> str:
@@ -381,20 +294,6 @@ class AgentConfig:
     def retention_us(self) -> int:
         """``retention_s`` in microseconds (0: never purge)."""
         return round(self.retention_s * 1_000_000)
-
-
-def split_address(address: object, name: str = "address", lowest_port: int = 1) -> tuple[str, int]:
-    """Return ``(host, port)`` of ``host:port`` or ``[ipv6]:port``; ConfigError names ``name``.
-
-    The host is a name or an IPv4 address (letters, digits, ``.``, ``-``, ``_``) or a bracketed
-    IPv6 address; the port is decimal, in ``lowest_port..65535``.
-    """
-    host, port = _split(address) if isinstance(address, str) else ("", -1)
-    if not host or not lowest_port <= port <= 65535:
-        raise ConfigError(
-            f"{name}: {address!r} is not host:port with a port in {lowest_port}..65535"
-        )
-    return host, port
 
 
 def load_config(path: Path | None, overrides: Mapping[str, object] | None = None) -> AgentConfig:
@@ -502,7 +401,7 @@ def _is_required(default: object, factory: object) -> bool:
 
 def _check_sections(source: object, given: list[str]) -> None:
     """Raise ConfigError (naming ``source``) unless exactly ``source``'s section is given."""
-    _check_choice("source", source, SOURCES)
+    check_choice("source", source, SOURCES)
     if given != [source]:
         found = ", ".join(f"[{name}]" for name in given) or "none"
         raise ConfigError(
@@ -519,47 +418,3 @@ def _mysql_section(table: dict[str, Any]) -> MySQLSourceConfig:
         raise ConfigError(f"mysql.{exc}") from exc
     except TypeError as exc:
         raise ConfigError(f"mysql: {exc}") from exc
-
-
-def _split(address: str) -> tuple[str, int]:
-    """Return ``(host, port)``, or ``("", -1)`` when ``address`` is not ``host:port``."""
-    head, colon, port_text = address.rpartition(":")
-    if not colon or not (port_text.isascii() and port_text.isdecimal()) or len(port_text) > 5:
-        return "", -1
-    if head.startswith("[") and head.endswith("]"):
-        host = head[1:-1]
-        ok = ":" in host and re.fullmatch(r"[0-9A-Fa-f:.]+(%[A-Za-z0-9_.-]+)?", host) is not None
-    else:
-        host = head
-        ok = _HOST_RE.fullmatch(host) is not None
-    return (host, int(port_text)) if ok else ("", -1)
-
-
-def _is_int(value: object) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _is_number(value: object) -> TypeGuard[float]:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _number(value: float) -> str:
-    """Show ``value`` as a config file would: ``60``, ``0.05``, ``31622400``."""
-    return str(int(value)) if float(value).is_integer() else repr(value)
-
-
-def _check_int(name: str, value: object, low: int, high: int) -> None:
-    if not _is_int(value) or not low <= value <= high:
-        raise ConfigError(f"{name}: {value!r} is not in {low}..{high}")
-
-
-def _check_seconds(name: str, value: object, low: float, high: float, zero: str = "") -> None:
-    if not _is_number(value) or not low <= value <= high:
-        accepted = f"[{_number(low)}, {_number(high)}] seconds"
-        accepted = f"0 ({zero}) or in {accepted}" if zero else f"in {accepted}"
-        raise ConfigError(f"{name}: {value!r} is not {accepted}")
-
-
-def _check_choice(name: str, value: object, choices: tuple[str, ...]) -> None:
-    if value not in choices:
-        raise ConfigError(f"{name}: {value!r} is not {', '.join(choices)}")

@@ -14,6 +14,10 @@ default that a 9-member group never comes near::
     max_clients = 1024            # peer and client hosts whose rates are tracked at once
     max_members = 64              # members whose values the agent holds, 9-10000
 
+This module is the one home of these defaults and of their bounds: the transports, the
+wire decoder, the server and the gossip state take theirs from :data:`DEFAULT_LIMITS` (or
+from the agent's own ``[limits]``), never from a constant of their own.
+
 :class:`RateLimiter` keeps one token bucket per host and kind of request, in a table of at
 most ``max_clients`` entries (the least recently seen is dropped first), so a flood from many
 addresses costs a bounded amount of memory. A host over its rate is logged once when it goes
@@ -23,7 +27,6 @@ refused meanwhile), never per request.
 
 from __future__ import annotations
 
-import math
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -31,19 +34,37 @@ from typing import TYPE_CHECKING
 
 import structlog
 
+from grstats.agent.checks import check_int, check_number
 from grstats.agent.errors import ConfigError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
 MIB = 1024 * 1024
+#: The most members a Group Replication group has at a time (MySQL Reference Manual, Group
+#: Replication Limitations, "Limit on Group Size").
+GROUP_MAX_MEMBERS = 9
+#: The values each member shares, :class:`grstats.agent.gossip.Key` (counts, view, applier,
+#: gtid_executed, health); a test holds this to the enum.
+KEYS_PER_MEMBER = 5
+
 #: Message size limits accepted, in bytes.
 MIN_MESSAGE_BYTES = 64 * 1024
 TOP_MESSAGE_BYTES = 256 * MIB
-#: The fewest updates a message must be allowed: every key of a 9-member group's members.
-MIN_UPDATES = 9 * 5
+#: The shortest GTID text limit accepted, in characters.
+MIN_GTID_TEXT = 1024
+#: The fewest updates a message must be allowed: every key of a full group's members.
+MIN_UPDATES = GROUP_MAX_MEMBERS * KEYS_PER_MEMBER
+TOP_UPDATES = 100_000
+#: The highest rate accepted, per second, and the largest burst.
 MAX_RATE = 1_000_000.0
+MAX_BURST = 1_000_000
+#: How many hosts' rates may be tracked at once.
+MIN_CLIENTS = 16
 MAX_CLIENTS = 1_000_000
+#: How many members' values the agent may be told to hold: at least a full group.
+MIN_MEMBERS = GROUP_MAX_MEMBERS
+TOP_MEMBERS = 10_000
 #: An episode of refusals ends at the first request admitted this long after the last refusal.
 EPISODE_QUIET_S = 1.0
 
@@ -69,7 +90,7 @@ class LimitsConfig:
 
     max_message_bytes: int = 16 * MIB
     max_gtid_text: int = 4 * MIB
-    max_updates: int = 2 * 9 * 5
+    max_updates: int = 2 * MIN_UPDATES  # every key of every member of a full group, twice over
     gossip_rate: float = 200.0
     gossip_burst: int = 400
     query_rate: float = 2000.0
@@ -78,17 +99,17 @@ class LimitsConfig:
     max_members: int = 64
 
     def __post_init__(self) -> None:
-        _check_int(
+        _check_count(
             "max_message_bytes", self.max_message_bytes, MIN_MESSAGE_BYTES, TOP_MESSAGE_BYTES
         )
-        _check_int("max_gtid_text", self.max_gtid_text, 1024, self.max_message_bytes)
-        _check_int("max_updates", self.max_updates, MIN_UPDATES, 100_000)
+        _check_count("max_gtid_text", self.max_gtid_text, MIN_GTID_TEXT, self.max_message_bytes)
+        _check_count("max_updates", self.max_updates, MIN_UPDATES, TOP_UPDATES)
         _check_rate("gossip_rate", self.gossip_rate)
-        _check_int("gossip_burst", self.gossip_burst, 1, 1_000_000)
+        _check_count("gossip_burst", self.gossip_burst, 1, MAX_BURST)
         _check_rate("query_rate", self.query_rate)
-        _check_int("query_burst", self.query_burst, 1, 1_000_000)
-        _check_int("max_clients", self.max_clients, 16, MAX_CLIENTS)
-        _check_int("max_members", self.max_members, 9, 10_000)
+        _check_count("query_burst", self.query_burst, 1, MAX_BURST)
+        _check_count("max_clients", self.max_clients, MIN_CLIENTS, MAX_CLIENTS)
+        _check_count("max_members", self.max_members, MIN_MEMBERS, TOP_MEMBERS)
 
     @classmethod
     def from_table(cls, table: object) -> LimitsConfig:
@@ -111,22 +132,18 @@ class LimitsConfig:
         ]
 
 
-def _check_int(name: str, value: object, low: int, high: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
-        raise ConfigError(f"limits.{name}: {value!r} is not in {low}..{high}")
+def _check_count(name: str, value: object, low: int, high: int) -> None:
+    check_int(f"limits.{name}", value, low, high)
 
 
 def _check_rate(name: str, value: object) -> None:
-    if (
-        not isinstance(value, int | float)
-        or isinstance(value, bool)
-        or not math.isfinite(value)
-        or not 0 <= value <= MAX_RATE
-    ):
-        raise ConfigError(
-            f"limits.{name}: {value!r} is not 0 (no limit) "
-            f"or a rate in (0, {MAX_RATE:g}] per second"
-        )
+    check_number(
+        f"limits.{name}",
+        value,
+        0,
+        MAX_RATE,
+        accepted=f"0 (no limit) or a rate in (0, {MAX_RATE:g}] per second",
+    )
 
 
 #: The limits of an agent whose config has no ``[limits]`` section.

@@ -1,7 +1,8 @@
 """The member model: what a stats source reads of its member, and what gossip carries of it.
 
 Built from the row model (:mod:`grstats.agent.rows`), so the agent serves what the source read in
-MySQL's exact names and formats.
+MySQL's exact names and formats. :class:`FlowControlSettings` is the simulator's: a scenario
+sets it, and no source reads it from a member (nothing downstream would use it).
 """
 
 from __future__ import annotations
@@ -9,20 +10,26 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from grstats.agent.checks import check_int
 from grstats.agent.errors import ConfigError
 
 if TYPE_CHECKING:
     from grstats.agent.gtid import GtidSet
     from grstats.agent.rows import ApplierStatusRow, MemberRow, MemberStatsRow
 
-#: group_replication_flow_control_mode values (facts §3.1).
+#: group_replication_flow_control_mode values (``enum Flow_control_mode`` in
+#: plugin/group_replication/include/pipeline_stats.h).
 FLOW_CONTROL_MODES = ("QUOTA", "DISABLED")
 _INT32_MAX = 2_147_483_647
 
 
 @dataclass(frozen=True, slots=True)
 class FlowControlSettings:
-    """The member's ``group_replication_flow_control_*`` variables; defaults are MySQL's (§3.1)."""
+    """The ``group_replication_flow_control_*`` variables of a simulated group.
+
+    Defaults are MySQL's (the system variables' definitions in
+    plugin/group_replication/src/plugin.cc); ranges are the reference manual's.
+    """
 
     mode: str = "QUOTA"
     certifier_threshold: int = 25000
@@ -52,11 +59,7 @@ class FlowControlSettings:
             "release_percent": (0, 1000),
         }
         for name, (low, high) in ranges.items():
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-                raise ConfigError(
-                    f"group_replication_flow_control_{name}: {value!r} is not in {low}..{high}"
-                )
+            check_int(f"group_replication_flow_control_{name}", getattr(self, name), low, high)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +91,8 @@ class MemberSnapshot:
     ``read_at_us`` is the source's clock (µs since the epoch) when it read; ``server_version`` is
     the server's ``@@version``. ``stats`` is the member's own row of
     ``replication_group_member_stats``; ``applier`` its ``group_replication_applier`` WL#7374
-    fields (lag not filled in: the agent computes it when it serves the row).
+    fields (lag not filled in: the agent computes it when it serves the row). ``health`` says
+    how the read went.
     """
 
     member_id: str
@@ -98,7 +102,6 @@ class MemberSnapshot:
     stats: MemberStatsRow
     applier: ApplierStatusRow
     gtid_executed: GtidSet
-    flow_control: FlowControlSettings = field(default_factory=FlowControlSettings)
     health: SourceHealth = field(default_factory=SourceHealth)
 
     def own_row(self) -> MemberRow | None:

@@ -9,9 +9,9 @@ import re
 import signal
 from typing import TYPE_CHECKING
 
+from grstats.agent.address import split_address
 from grstats.agent.cli.errors import CliError
 from grstats.agent.cli.security import add_security_arguments, client_security
-from grstats.agent.config import split_address
 from grstats.agent.errors import ConfigError
 from grstats.agent.log import LOG_FORMATS, LOG_LEVELS, configure_logging, get_logger
 from grstats.collector.collect import Limits, collect

@@ -15,7 +15,7 @@ import time
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
-from grstats.agent.errors import ConfigError
+from grstats.agent.checks import check_int, check_number
 from grstats.collector.errors import NoAgentAnswered
 from grstats.collector.poller import Schedule
 
@@ -44,20 +44,16 @@ class Limits:
     summary_every_s: float = 60.0
 
     def __post_init__(self) -> None:
-        if self.count is not None and (
-            isinstance(self.count, bool) or not isinstance(self.count, int) or self.count < 1
-        ):
-            raise ConfigError(f"count: {self.count!r} is not a whole number of snapshots >= 1")
-        if self.duration_s is not None and not _positive(self.duration_s):
-            raise ConfigError(f"duration_s: {self.duration_s!r} is not a number of seconds > 0")
-        if not _positive(self.summary_every_s):
-            raise ConfigError(
-                f"summary_every_s: {self.summary_every_s!r} is not a number of seconds > 0"
-            )
+        if self.count is not None:
+            check_int("count", self.count, 1, accepted="a whole number of snapshots >= 1")
+        if self.duration_s is not None:
+            _check_positive_seconds("duration_s", self.duration_s)
+        _check_positive_seconds("summary_every_s", self.summary_every_s)
 
 
-def _positive(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and value > 0
+def _check_positive_seconds(name: str, value: object) -> None:
+    """Any number of seconds over 0 (infinity too: never)."""
+    check_number(name, value, 0, open_low=True, accepted="a number of seconds > 0")
 
 
 @dataclass(slots=True)

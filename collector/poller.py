@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING
 import grpc
 import structlog
 
-from grstats.agent.config import split_address
+from grstats.agent.address import split_address
+from grstats.agent.checks import check_number
 from grstats.agent.errors import ConfigError
 from grstats.agent.security import Security
 from grstats.collector.errors import NoAgentAnswered, RecordError
@@ -66,20 +67,21 @@ class PollerSettings:
         for index, node in enumerate(self.nodes):
             split_address(node, f"nodes[{index}]")
         low, high = INTERVAL_RANGE_S
-        if not _is_number(self.interval_s) or not low <= self.interval_s <= high:
-            raise ConfigError(
-                f"interval_s: {self.interval_s!r} is not a number of seconds from "
-                f"{low:g} to {high:g}"
-            )
-        if not _is_number(self.timeout_s) or not 0 < self.timeout_s <= MAX_TIMEOUT_S:
-            raise ConfigError(
-                f"timeout_s: {self.timeout_s!r} is not a number of seconds over 0 up to "
-                f"{MAX_TIMEOUT_S:g}"
-            )
-
-
-def _is_number(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+        check_number(
+            "interval_s",
+            self.interval_s,
+            low,
+            high,
+            accepted=f"a number of seconds from {low:g} to {high:g}",
+        )
+        check_number(
+            "timeout_s",
+            self.timeout_s,
+            0,
+            MAX_TIMEOUT_S,
+            open_low=True,
+            accepted=f"a number of seconds over 0 up to {MAX_TIMEOUT_S:g}",
+        )
 
 
 class Poller:

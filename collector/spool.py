@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 import structlog
 
+from grstats.agent.checks import check_int, check_number
 from grstats.agent.errors import ConfigError
 from grstats.collector.errors import RecordError, SegmentCorrupt, SpoolError, SpoolLocked
 from grstats.collector.records import decode, encode
@@ -246,24 +247,20 @@ class SpoolSettings:
     sync: SyncPolicy = SyncPolicy.RECORD
 
     def __post_init__(self) -> None:
-        if (
-            isinstance(self.segment_bytes, bool)
-            or not isinstance(self.segment_bytes, int)
-            or not 1024 <= self.segment_bytes <= 2**40
-        ):
-            raise ConfigError(
-                f"segment_bytes: {self.segment_bytes!r} is not a whole number of bytes "
-                "from 1024 (1 KiB) to 1099511627776 (1 TiB)"
-            )
-        if (
-            isinstance(self.segment_age_s, bool)
-            or not isinstance(self.segment_age_s, int | float)
-            or not 1 <= self.segment_age_s <= 7 * 86_400
-        ):
-            raise ConfigError(
-                f"segment_age_s: {self.segment_age_s!r} is not a number of seconds "
-                "from 1 to 604800 (7 days)"
-            )
+        check_int(
+            "segment_bytes",
+            self.segment_bytes,
+            1024,
+            2**40,
+            accepted="a whole number of bytes from 1024 (1 KiB) to 1099511627776 (1 TiB)",
+        )
+        check_number(
+            "segment_age_s",
+            self.segment_age_s,
+            1,
+            7 * 86_400,
+            accepted="a number of seconds from 1 to 604800 (7 days)",
+        )
         sync: object = self.sync
         if not isinstance(sync, SyncPolicy):
             choices = ", ".join(policy.value for policy in SyncPolicy)

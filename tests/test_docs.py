@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from grstats.agent.cli.agent import OVERRIDES
-from grstats.agent.config import SOURCES, AgentConfig, SimulatedSourceConfig, load_config
+from grstats.agent.config import SOURCES, AgentConfig, load_config
 from grstats.agent.errors import ConfigError
 from grstats.agent.limits import LimitsConfig
-from grstats.agent.sources.mysql_config import MySQLSourceConfig
+from grstats.agent.sources import MySQLSourceConfig, SimulatedSourceConfig
 from grstats.agent.tls import TlsConfig
 from grstats.cli import build_parser
 from grstats.spark.session import DEFAULT_MASTER

@@ -1,6 +1,7 @@
 """Read a simulated member the way a stats source reads a real one: a ``MemberSnapshot``.
 
-What each member shows follows MySQL (facts §1): a member in the group lists every member of
+What each member shows follows MySQL's ``get_group_members_info`` and ``get_group_member_stats``
+(plugin/group_replication/src/ps_information.cc): a member in the group lists every member of
 the view, UNREACHABLE while suspected; a partitioned member still lists its last view and sees
 the others UNREACHABLE; a stopped (OFFLINE) or expelled (ERROR) member lists only itself.
 """
@@ -63,7 +64,6 @@ def snapshot(group: SimulatedGroup, index: int, last_known: bool = False) -> Mem
         stats=_stats_row(group, member),
         applier=_applier_row(group, member),
         gtid_executed=executed_set(group, member.applied_by_origin),
-        flow_control=group.scenario.flow_control,
     )
 
 
@@ -139,7 +139,9 @@ def _member_rows(group: SimulatedGroup, viewer: SimMember) -> list[MemberRow]:
 
 def _stats_row(group: SimulatedGroup, member: SimMember) -> MemberStatsRow:
     if member.status is MemberState.OFFLINE and not member.in_view:
-        return MemberStatsRow(member_id=member.uuid)  # facts §1.2: an OFFLINE member's row
+        # An OFFLINE member's row: MEMBER_ID only, VIEW_ID '' and counters 0
+        # (get_group_member_stats, plugin/group_replication/src/ps_information.cc).
+        return MemberStatsRow(member_id=member.uuid)
     stable = (
         ""
         if member.status is MemberState.RECOVERING
@@ -234,7 +236,12 @@ def group_rows(group: SimulatedGroup) -> list[MemberRow]:
 
 
 def not_started(group: SimulatedGroup, index: int) -> MemberSnapshot:
-    """Return member ``index`` before the group starts: GR never started (facts §1.1, §1.2)."""
+    """Return member ``index`` before the group starts: GR never started.
+
+    One members row (CHANNEL_NAME and MEMBER_STATE OFFLINE, the rest empty) and one stats row
+    (CHANNEL_NAME only), as ``get_group_members_info`` and ``get_group_member_stats`` show a
+    server whose Group Replication never started (plugin/group_replication/src/ps_information.cc).
+    """
     return MemberSnapshot(
         member_id=group.members[index].uuid,
         read_at_us=group.start_us,
@@ -243,5 +250,4 @@ def not_started(group: SimulatedGroup, index: int) -> MemberSnapshot:
         stats=MemberStatsRow(),
         applier=ApplierStatusRow(member_id=group.members[index].uuid),
         gtid_executed=GtidSet(),
-        flow_control=group.scenario.flow_control,
     )

@@ -1,9 +1,12 @@
 """Stats sources: how an agent reads its own member (a real server or the simulator).
 
-``SimulatedSource`` lives in :mod:`grstats.agent.sources.simulated`, imported on demand, so that an
-agent reading a real server does not load the simulator. ``MySQLSource`` is loaded on first
-use too, so that what only needs the snapshot types (the gossip core, the collector's
-records, Spark's workers) does not load the MySQL driver.
+Each source has a config beside it: :class:`MySQLSourceConfig` (``[mysql]``) and
+:class:`SimulatedSourceConfig` (``[simulated]``), both exported here and both light.
+``SimulatedSource`` lives in :mod:`grstats.agent.sources.simulated`, imported on demand (by
+``SimulatedSourceConfig.build``), so that an agent reading a real server does not load the
+simulator. ``MySQLSource`` is loaded on first use too, so that what only needs the snapshot
+types (the gossip core, the collector's records, Spark's workers) does not load the MySQL
+driver.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ from grstats.agent.model import (
 from grstats.agent.sources.base import StatsSource
 from grstats.agent.sources.memory import MemorySource
 from grstats.agent.sources.mysql_config import MySQLSourceConfig
+from grstats.agent.sources.simulated_config import SimulatedSourceConfig
 
 __all__ = [
     "FLOW_CONTROL_MODES",
@@ -29,6 +33,7 @@ __all__ = [
     "MemorySource",
     "MySQLSource",
     "MySQLSourceConfig",
+    "SimulatedSourceConfig",
     "SourceHealth",
     "StatsSource",
 ]

@@ -260,7 +260,6 @@ class MySQLSource:
             stats=stats_value,
             applier=applier,
             gtid_executed=variables.gtid_executed,
-            flow_control=variables.flow_control,
             health=health,
         )
 

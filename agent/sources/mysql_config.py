@@ -7,18 +7,19 @@ restart, and neither ``repr()`` nor a log line of the config can show it.
 
 from __future__ import annotations
 
-import math
 import os
 import re
 import ssl
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
+from grstats.agent.address import MAX_PORT, join_address
+from grstats.agent.checks import check_bool, check_int, check_path, check_seconds
 from grstats.agent.errors import ConfigError, SourceUnavailable
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
+    from pathlib import Path
 
 #: How long a connect or a read may take at most, and the longest backoff (seconds).
 MAX_TIMEOUT_S = 300.0
@@ -74,10 +75,7 @@ class MySQLSourceConfig:
         for name in ("password_file", "ssl_ca", "ssl_cert", "ssl_key"):
             _normalise_path(self, name)
         _check_text("host", self.host, 255)
-        if isinstance(self.port, bool) or not isinstance(self.port, int):
-            raise ConfigError(f"port: {self.port!r} is not in 1..65535")
-        if not 1 <= self.port <= 65535:
-            raise ConfigError(f"port: {self.port!r} is not in 1..65535")
+        check_int("port", self.port, 1, MAX_PORT)
         _check_text("user", self.user, _USER_MAX)
         if self.password_env is not None and not (
             isinstance(self.password_env, str) and _ENV_NAME_RE.fullmatch(self.password_env)
@@ -93,14 +91,10 @@ class MySQLSourceConfig:
             raise ConfigError(
                 f"schema: {self.schema!r} is not 1 to 64 characters of A-Z, a-z, 0-9, _ and $"
             )
-        _check_seconds(
-            "connect_timeout_s", self.connect_timeout_s, 0.0, MAX_TIMEOUT_S, open_low=True
-        )
-        _check_seconds("query_timeout_s", self.query_timeout_s, 0.0, MAX_TIMEOUT_S, open_low=True)
-        _check_seconds(
-            "backoff_initial_s", self.backoff_initial_s, 0.0, MAX_BACKOFF_S, open_low=False
-        )
-        _check_seconds("backoff_max_s", self.backoff_max_s, 0.0, MAX_BACKOFF_S, open_low=False)
+        check_seconds("connect_timeout_s", self.connect_timeout_s, 0, MAX_TIMEOUT_S, open_low=True)
+        check_seconds("query_timeout_s", self.query_timeout_s, 0, MAX_TIMEOUT_S, open_low=True)
+        check_seconds("backoff_initial_s", self.backoff_initial_s, 0, MAX_BACKOFF_S)
+        check_seconds("backoff_max_s", self.backoff_max_s, 0, MAX_BACKOFF_S)
         if self.backoff_max_s < self.backoff_initial_s:
             raise ConfigError(
                 f"backoff_max_s: {self.backoff_max_s!r} is not in "
@@ -109,10 +103,7 @@ class MySQLSourceConfig:
         self._check_tls()
 
     def _check_tls(self) -> None:
-        if not isinstance(self.ssl_verify_identity, bool):
-            raise ConfigError(
-                f"ssl_verify_identity: {self.ssl_verify_identity!r} is not True or False"
-            )
+        check_bool("ssl_verify_identity", self.ssl_verify_identity, accepted="True or False")
         if (self.ssl_cert is None) != (self.ssl_key is None):
             raise ConfigError("ssl_cert and ssl_key: give both (a client certificate) or neither")
         if self.ssl_ca is None:
@@ -123,7 +114,7 @@ class MySQLSourceConfig:
     @property
     def address(self) -> str:
         """``host:port``, as messages show the server."""
-        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+        return join_address(self.host, self.port)
 
     @property
     def uses_tls(self) -> bool:
@@ -186,29 +177,12 @@ def tls_context(config: MySQLSourceConfig) -> ssl.SSLContext | None:
 
 
 def _normalise_path(config: MySQLSourceConfig, name: str) -> None:
+    """Make the path field ``name`` a Path (TOML gives a string); None stays None."""
     value = getattr(config, name)
-    if value is None or isinstance(value, Path):
-        if value is not None and not str(value).strip():
-            raise ConfigError(f"{name}: {str(value)!r} is not a file path")
-        return
-    if not isinstance(value, str) or not value.strip():
-        raise ConfigError(f"{name}: {value!r} is not a file path")
-    object.__setattr__(config, name, Path(value))
+    if value is not None:
+        object.__setattr__(config, name, check_path(name, value))
 
 
 def _check_text(name: str, value: object, longest: int) -> None:
     if not isinstance(value, str) or not 1 <= len(value) <= longest or "\0" in value:
         raise ConfigError(f"{name}: {value!r} is not 1 to {longest} characters")
-
-
-def _check_seconds(name: str, value: object, low: float, high: float, *, open_low: bool) -> None:
-    ok = (
-        isinstance(value, int | float)
-        and not isinstance(value, bool)
-        and math.isfinite(value)
-        and (low < value if open_low else low <= value)
-        and value <= high
-    )
-    if not ok:
-        bracket = "(" if open_low else "["
-        raise ConfigError(f"{name}: {value!r} is not in {bracket}{low:g}, {high:g}] seconds")

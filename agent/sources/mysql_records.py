@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from grstats.agent.errors import ConfigError, SourceDataError
+from grstats.agent.errors import SourceDataError
 from grstats.agent.gtid import GtidError, GtidSet
-from grstats.agent.model import FlowControlSettings
 from grstats.agent.rows import (
     REPLICATION_GROUP_MEMBER_LAG,
     REPLICATION_GROUP_MEMBER_STATS,
@@ -47,26 +46,12 @@ WORKER_STATUS = "replication_applier_status_by_worker"
 VARIABLE_VALUE_MAX = 1024
 
 #: The global variables a read needs (names as performance_schema lists them).
-FLOW_CONTROL_PREFIX = "group_replication_flow_control_"
-FLOW_CONTROL_FIELDS = (
-    "mode",
-    "certifier_threshold",
-    "applier_threshold",
-    "min_quota",
-    "min_recovery_quota",
-    "max_quota",
-    "member_quota_percent",
-    "period",
-    "hold_percent",
-    "release_percent",
-)
 VARIABLE_NAMES = (
     "server_uuid",
     "version",
     "gtid_executed",
     "group_replication_group_name",
     "group_replication_single_primary_mode",
-    *(FLOW_CONTROL_PREFIX + name for name in FLOW_CONTROL_FIELDS),
 )
 #: 5.7's only record of which member is the primary (the primary's server_uuid, or '').
 PRIMARY_MEMBER_STATUS = "group_replication_primary_member"
@@ -96,7 +81,6 @@ class ServerVariables:
     gtid_executed: GtidSet
     group_name: str
     single_primary_mode: bool
-    flow_control: FlowControlSettings
 
     @property
     def has_transaction_timestamps(self) -> bool:
@@ -156,30 +140,7 @@ def server_variables(variables: Mapping[str, str]) -> ServerVariables:
         ),
         group_name=variables.get("group_replication_group_name", ""),
         single_primary_mode=single_primary,
-        flow_control=flow_control(variables),
     )
-
-
-def flow_control(variables: Mapping[str, str]) -> FlowControlSettings:
-    """Return the flow-control settings; variables the server lacks keep MySQL's defaults."""
-    values: dict[str, Any] = {}
-    for name in FLOW_CONTROL_FIELDS:
-        text = variables.get(FLOW_CONTROL_PREFIX + name)
-        if text is None:
-            continue
-        if name == "mode":
-            values[name] = text.upper()
-            continue
-        try:
-            values[name] = int(text)
-        except ValueError:
-            raise SourceDataError(
-                f"{GLOBAL_VARIABLES}.{FLOW_CONTROL_PREFIX}{name}: {text!r} is not an integer"
-            ) from None
-    try:
-        return FlowControlSettings(**values)
-    except ConfigError as exc:
-        raise SourceDataError(f"{GLOBAL_VARIABLES}.{exc}") from exc
 
 
 def gtid_set(table: str, column: str, text: str) -> GtidSet:

@@ -8,15 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from grstats.agent.config import (
-    AgentConfig,
-    SimulatedSourceConfig,
-    load_config,
-    split_address,
-)
+from grstats.agent.config import AgentConfig, load_config
 from grstats.agent.errors import ConfigError
-from grstats.agent.sources.mysql_config import MySQLSourceConfig
-from grstats.agent.sources.simulated import SimulatedSource
+from grstats.agent.sources import MySQLSourceConfig, SimulatedSourceConfig
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -199,77 +193,6 @@ class TestAgentConfig:
         assert f"(given: {given})" in str(caught.value)
 
 
-class TestSimulatedSourceConfig:
-    def test_defaults(self) -> None:
-        """Only member_index and group_start_s are required; the scenario is steady."""
-        config = simulated()
-        assert (config.scenario, config.members, config.seed) == ("steady", None, 1)
-
-    @pytest.mark.parametrize(
-        ("key", "value", "message"),
-        [
-            ("scenario", "", "simulated.scenario: '' is not a scenario name or file path"),
-            ("member_index", -1, "simulated.member_index: -1 is not in 0..8"),
-            ("member_index", 9, "simulated.member_index: 9 is not in 0..8"),
-            ("members", 0, "simulated.members: 0 is not in 1..9"),
-            ("members", 10, "simulated.members: 10 is not in 1..9"),
-            ("members", "3", "simulated.members: '3' is not in 1..9"),
-            ("seed", -1, "simulated.seed: -1 is not in 0..9223372036854775807"),
-            ("seed", "1", "simulated.seed: '1' is not in 0..9223372036854775807"),
-            ("group_start_s", -1, "simulated.group_start_s: -1 is not a UNIX time in [0, 253402300799] seconds"),
-            ("group_start_s", float("inf"), "simulated.group_start_s: inf is not a UNIX time"),
-        ],
-    )  # fmt: skip
-    def test_bad_value_names_key_and_range(self, key: str, value: Any, message: str) -> None:
-        """A bad value raises ConfigError starting with simulated.<key>."""
-        with pytest.raises(ConfigError) as caught:
-            simulated(**{key: value})
-        assert str(caught.value).startswith(f"simulated.{key}: ")
-        assert message in str(caught.value)
-
-    def test_member_index_within_members(self) -> None:
-        """member_index must be a member of a group of ``members``."""
-        with pytest.raises(ConfigError, match=r"^simulated.member_index: 3 is not in 0..2 for 3"):
-            simulated(member_index=3, members=3)
-
-    def test_build_reads_the_right_member(self) -> None:
-        """build() returns a SimulatedSource for member_index of the group sized to members."""
-        source = simulated(member_index=4, members=5, seed=7).build(clock=lambda: START + 5)
-        assert isinstance(source, SimulatedSource)
-        assert source.member_index == 4
-        assert len(source.group.members) == 5
-        assert (source.group.seed, source.group.start_us) == (7, int(START * 1_000_000))
-
-    async def test_built_source_reads_its_member(self) -> None:
-        """The built source's snapshot is of its own member."""
-        source = simulated(member_index=1).build(clock=lambda: START + 5)
-        snapshot = await source.read()
-        assert snapshot.member_id == source.group.members[1].uuid
-
-    def test_member_index_beyond_the_scenario(self) -> None:
-        """Without members, member_index is checked against the scenario's own size."""
-        with pytest.raises(
-            ConfigError, match=r"^simulated.member_index: 3 is not in 0..2 for scenario 'steady'"
-        ):
-            simulated(member_index=3).build()
-
-    def test_unknown_scenario(self) -> None:
-        """A scenario that is neither built in nor a file is named as simulated.scenario."""
-        with pytest.raises(ConfigError, match=r"^simulated.scenario: 'nope' is neither"):
-            simulated(scenario="nope").build()
-
-    def test_scenario_file(self, tmp_path: Path) -> None:
-        """A scenario path is loaded from the file."""
-        path = tmp_path / "tiny.toml"
-        path.write_text('name = "tiny"\ndescription = "One member."\nmembers = 1\n')
-        assert simulated(scenario=str(path)).sized_scenario().members == 1
-
-    def test_members_that_do_not_fit(self) -> None:
-        """Shrinking a scenario below the members its events name is refused as simulated.members."""
-        with pytest.raises(ConfigError, match=r"^simulated.members: 2 does not fit scenario"):
-            simulated(scenario="crash-rejoin", members=2).sized_scenario()
-
-
 class TestLoadConfig:
     def test_file(self, write: Callable[[str], Path]) -> None:
         """The file's keys and [simulated] section become the config."""
@@ -440,26 +363,3 @@ class TestExamples:
         assert config.mysql.password_file is not None
         assert config.mysql.password_env is None
         assert config.log_format == "json"
-
-
-@pytest.mark.parametrize(
-    ("address", "expected"),
-    [
-        ("127.0.0.1:7400", ("127.0.0.1", 7400)),
-        ("db-1.example.net:1", ("db-1.example.net", 1)),
-        ("[::1]:7400", ("::1", 7400)),
-        ("[fe80::1%eth0]:7400", ("fe80::1%eth0", 7400)),
-    ],
-)
-def test_split_address(address: str, expected: tuple[str, int]) -> None:
-    """split_address returns the host (IPv6 without brackets) and the port."""
-    assert split_address(address) == expected
-
-
-@pytest.mark.parametrize(
-    "address", ["", ":7400", "db1:", "db1:+1", "db1:\uff11", "[db1]:1", "db1:123456"]
-)
-def test_split_address_refuses(address: str) -> None:
-    """split_address refuses what is not host:port, naming the setting."""
-    with pytest.raises(ConfigError, match=r"^peers\[0\]: "):
-        split_address(address, "peers[0]")

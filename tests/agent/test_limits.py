@@ -14,7 +14,15 @@ from grstats.agent.config import load_config
 from grstats.agent.convert import update_to_wire, uuid_to_bytes
 from grstats.agent.errors import ConfigError
 from grstats.agent.gossip import Counts, GossipState, Key, Stamp, Update
-from grstats.agent.limits import DEFAULT_LIMITS, LimitsConfig, RateLimiter, client_host
+from grstats.agent.limits import (
+    DEFAULT_LIMITS,
+    GROUP_MAX_MEMBERS,
+    KEYS_PER_MEMBER,
+    MIN_UPDATES,
+    LimitsConfig,
+    RateLimiter,
+    client_host,
+)
 from grstats.agent.rows import MemberRow, MemberStatsRow
 from grstats.agent.sources import GroupView
 from grstats.proto import grstats_pb2 as pb
@@ -49,6 +57,13 @@ class TestLimitsConfig:
         assert limits.max_gtid_text == 4 * 1024 * 1024
         assert limits.max_updates == 90
         assert ("grpc.max_receive_message_length", 16 * 1024 * 1024) in limits.channel_options
+
+    def test_update_bounds_follow_the_keys(self) -> None:
+        """A message may carry every key of a full group: the bounds count gossip's keys."""
+        assert len(Key) == KEYS_PER_MEMBER
+        assert GROUP_MAX_MEMBERS * len(Key) == MIN_UPDATES
+        assert DEFAULT_LIMITS.max_updates == 2 * MIN_UPDATES
+        LimitsConfig(max_updates=MIN_UPDATES, max_members=GROUP_MAX_MEMBERS)  # the lowest pass
 
     @pytest.mark.parametrize(
         ("key", "value", "message"),

@@ -8,13 +8,11 @@ from typing import Any
 import pytest
 
 from grstats.agent.errors import SourceDataError
-from grstats.agent.model import FlowControlSettings
 from grstats.agent.rows import ApplierStatusRow
 from grstats.agent.sources.mysql_records import (
     APPLY_COLUMNS,
     VARIABLE_VALUE_MAX,
     applier_row,
-    flow_control,
     is_truncated,
     member_rows,
     parse_version,
@@ -180,7 +178,6 @@ class TestVariables:
         """Without the plugin's variables the group is unnamed and single-primary by default."""
         variables = server_variables(self.base())
         assert (variables.group_name, variables.single_primary_mode) == ("", True)
-        assert variables.flow_control == FlowControlSettings()
         assert variables.has_transaction_timestamps
 
     def test_bad_mode(self) -> None:
@@ -196,37 +193,6 @@ class TestVariables:
             SourceDataError, match=r"^global_variables\.server_uuid: 'x' is not a UUID"
         ):
             server_variables({**self.base(), "server_uuid": "x"})
-
-    def test_flow_control(self) -> None:
-        """Flow-control variables are read as MySQL shows them; absent ones keep the defaults."""
-        settings = flow_control(
-            {
-                "group_replication_flow_control_mode": "disabled",
-                "group_replication_flow_control_period": "5",
-            }
-        )
-        assert settings == FlowControlSettings(mode="DISABLED", period=5)
-
-    @pytest.mark.parametrize(
-        ("name", "value", "message"),
-        [
-            ("period", "soon", "group_replication_flow_control_period: 'soon' is not an integer"),
-            (
-                "hold_percent",
-                "101",
-                "group_replication_flow_control_hold_percent: 101 is not in 0..100",
-            ),
-            (
-                "mode",
-                "FAST",
-                "group_replication_flow_control_mode: 'FAST' is not QUOTA or DISABLED",
-            ),
-        ],
-    )
-    def test_bad_flow_control(self, name: str, value: str, message: str) -> None:
-        """A flow-control value outside its domain is a data error naming the variable."""
-        with pytest.raises(SourceDataError, match=f"^global_variables.{message}"):
-            flow_control({f"group_replication_flow_control_{name}": value})
 
     def test_null_value(self) -> None:
         """A NULL VARIABLE_VALUE is a data error naming the variable."""

@@ -19,7 +19,7 @@ import pytest
 
 from grstats.agent.errors import SourceDataError, SourceError, SourceUnavailable
 from grstats.agent.gtid import GtidSet
-from grstats.agent.model import FlowControlSettings, SourceHealth
+from grstats.agent.model import SourceHealth
 from grstats.agent.rows import GROUP_REPLICATION_APPLIER, MemberRow, MemberStatsRow
 from grstats.agent.sources.mysql import NO_TIMESTAMPS_57, MySQLSource
 from tests.agent.sources.schemas import X509_USER
@@ -90,7 +90,7 @@ def secret_leaks(exc: BaseException, secret: str) -> list[str]:
 
 class TestRead80:
     async def test_snapshot_fields(self, make_config: MakeConfig, ps80: str) -> None:
-        """A read of MySQL 8.0.27+ returns the member's id, version, view, GTIDs and settings."""
+        """A read of MySQL 8.0.27+ returns the member's id, version, view, GTIDs and health."""
         before = time.time_ns() // 1000
         snapshot = await read_once(make_config(ps80))
         after = time.time_ns() // 1000
@@ -101,11 +101,19 @@ class TestRead80:
         assert snapshot.view.group_name == GROUP
         assert snapshot.view.single_primary_mode is True
         assert snapshot.gtid_executed == GtidSet.parse(f"{PRIMARY}:1-18,{GROUP}:1-5999")
-        assert snapshot.flow_control == FlowControlSettings(
-            mode="QUOTA", applier_threshold=20000, period=2, hold_percent=15
-        )
         assert snapshot.health == SourceHealth()
         assert snapshot.own_row() == snapshot.view.members[1]
+
+    async def test_variables_it_does_not_use_are_not_read(
+        self, make_config: MakeConfig, ps80: str, mariadb: MariaDB
+    ) -> None:
+        """A variable no reader uses (flow control's) is not asked for, so its value fails nothing."""
+        mariadb.execute(
+            f"UPDATE {ps80}.global_variables SET VARIABLE_VALUE = 'garbage'"
+            " WHERE VARIABLE_NAME = 'group_replication_flow_control_period'"
+        )
+        snapshot = await read_once(make_config(ps80))
+        assert snapshot.member_id == LOCAL
 
     async def test_members(self, make_config: MakeConfig, ps80: str) -> None:
         """Members come sorted by MEMBER_ID with their ports (NULL kept), roles, versions, stacks."""
@@ -273,7 +281,6 @@ class TestOtherVersions:
         assert snapshot.applier.member_id == LOCAL
         assert snapshot.applier.last_applied_transaction == ""
         assert snapshot.health == SourceHealth(ok=True, message=NO_TIMESTAMPS_57)
-        assert snapshot.flow_control == FlowControlSettings()  # 5.7 lacks the 8.0 variables
 
     async def test_mysql57_multi_primary(
         self, make_config: MakeConfig, ps57: str, mariadb: MariaDB
@@ -445,7 +452,6 @@ GARBAGE_CASES = [
     ("replication_connection_status", "LAST_QUEUED_TRANSACTION", f"{GROUP}:5-6", "CHANNEL_NAME = 'group_replication_applier'", "is not '', ANONYMOUS or one GTID"),
     ("replication_group_members", "MEMBER_STATE", "SLEEPING", f"MEMBER_ID = '{PRIMARY}'", "is not a MEMBER_STATE"),
     ("global_variables", "gtid_executed", f"{GROUP}:1-5,3-4", "VARIABLE_NAME = 'gtid_executed'", "is not a GTID set"),
-    ("global_variables", "group_replication_flow_control_period", "0", "VARIABLE_NAME = 'group_replication_flow_control_period'", "is not in 1..60"),
 ]  # fmt: skip
 
 
