@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeAlias
 
 from grstats.agent.gossip.updates import Counts, Key, Stamp, Update
+from grstats.agent.limits import DEFAULT_LIMITS
 from grstats.agent.model import GroupView
 
 if TYPE_CHECKING:
@@ -31,9 +32,6 @@ if TYPE_CHECKING:
 
 #: What ``via`` says for values the agent read from its own source.
 LOCAL = "local"
-
-#: Most members one agent holds values of, by default (groups have at most 9 at a time).
-MAX_ORIGINS = 64
 
 #: Per origin, per key, the stamp of the value held.
 Digest: TypeAlias = "Mapping[str, Mapping[Key, Stamp]]"
@@ -77,7 +75,9 @@ class GossipState:
     unknown, so no stream of views listing new members makes the state grow without bound.
     """
 
-    def __init__(self, local_id: str, incarnation: int, max_origins: int = MAX_ORIGINS) -> None:
+    def __init__(
+        self, local_id: str, incarnation: int, max_origins: int = DEFAULT_LIMITS.max_members
+    ) -> None:
         self.local_id = local_id
         self.incarnation = incarnation
         self.max_origins = max_origins

@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from grstats.agent.errors import ConfigError
+from grstats.agent.limits import GROUP_MAX_MEMBERS
 from grstats.agent.model import FlowControlSettings
 from grstats.agent.rows import encode_version
 
@@ -64,7 +65,6 @@ ACTIONS = {
     "capacity": True,
 }
 MODES = ("single-primary", "multi-primary")
-MAX_MEMBERS = 9
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,7 +196,7 @@ def from_mapping(data: dict[str, Any], source: str = "scenario") -> Scenario:
         name=reader.text("name"),
         description=reader.text("description"),
         mode=reader.choice("mode", MODES, "single-primary"),
-        members=int(reader.number(data, "members", 3, 1, MAX_MEMBERS)),
+        members=int(reader.number(data, "members", 3, 1, GROUP_MAX_MEMBERS)),
         version=reader.text("version", "8.0.36"),
         workload=workload,
         capacity_tps=reader.number(members_data, "appliers.capacity_tps", 4000.0, 1, 1_000_000),
@@ -222,8 +222,8 @@ def from_mapping(data: dict[str, Any], source: str = "scenario") -> Scenario:
 def _checked(scenario: Scenario) -> Scenario:
     """Raise ConfigError if an index in ``scenario`` is out of range for its size."""
     last = scenario.members - 1
-    if not 1 <= scenario.members <= MAX_MEMBERS:
-        raise ConfigError(f"members: {scenario.members} is not in 1..{MAX_MEMBERS}")
+    if not 1 <= scenario.members <= GROUP_MAX_MEMBERS:
+        raise ConfigError(f"members: {scenario.members} is not in 1..{GROUP_MAX_MEMBERS}")
     for position, event in enumerate(scenario.events):
         if event.member > last:
             raise ConfigError(
@@ -292,8 +292,8 @@ class _Reader:
             index = int(str(value))
         except ValueError:
             raise self.fail(name, value, "a member index") from None
-        if not 0 <= index < MAX_MEMBERS:
-            raise self.fail(name, value, f"a member index in 0..{MAX_MEMBERS - 1}")
+        if not 0 <= index < GROUP_MAX_MEMBERS:
+            raise self.fail(name, value, f"a member index in 0..{GROUP_MAX_MEMBERS - 1}")
         return index
 
     def indexes(self, value: object, name: str) -> list[int]:
