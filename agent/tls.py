@@ -19,11 +19,15 @@ import dataclasses
 import ssl
 import threading
 from dataclasses import dataclass
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import grpc
 
+from grstats.agent.checks import check_bool, check_path
 from grstats.agent.errors import ConfigError
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 #: What a :class:`TlsConfig` field is called in the config file.
 _KEYS = {
@@ -60,13 +64,8 @@ class TlsConfig:
             value: object = getattr(self, name)
             if value is None:
                 continue
-            if not isinstance(value, str | Path) or not str(value).strip():
-                raise ConfigError(f"{_KEYS[name]}: {value!r} is not a file path")
-            object.__setattr__(self, name, Path(value))
-        if not isinstance(self.require_client_cert, bool):
-            raise ConfigError(
-                f"tls.require_client_cert: {self.require_client_cert!r} is not true or false"
-            )
+            object.__setattr__(self, name, check_path(_KEYS[name], value))
+        check_bool("tls.require_client_cert", self.require_client_cert)
         if (self.cert_file is None) != (self.key_file is None):
             given, missing = (
                 ("cert_file", "key_file") if self.key_file is None else ("key_file", "cert_file")
