@@ -1,7 +1,8 @@
 """``grstats spark``: the Spark jobs, as sub-subcommands (``ingest``, ``report``).
 
-Each job's module exposes ``register(subparsers)`` like the top-level commands do. pyspark is
-imported only inside the handlers, so ``grstats --help`` and argument errors start no JVM.
+Each job's module exposes ``register(subparsers)`` like the top-level commands do. pyspark and
+pyarrow (the ``spark`` extra, see :mod:`grstats.spark.extra`) are imported only inside the
+handlers, so ``grstats --help`` and argument errors need neither and start no JVM.
 """
 
 from __future__ import annotations

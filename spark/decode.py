@@ -8,7 +8,7 @@ joined with the member's rows of the other three tables on MEMBER_ID (a member m
 table gets nulls there). Work is done a column at a time: rows of records whose tables share a
 column layout are buffered, transposed with ``zip`` and handed to pyarrow as whole columns, so
 no Python code runs per cell. The GTID counts are computed once per distinct text (the texts
-change every 30-60 s, so a segment of an hour holds a few hundred), and cached across
+change far less often than the counters, so a segment holds few of them), and cached across
 segments in the same worker.
 """
 
@@ -40,7 +40,7 @@ _four_tables = operator.itemgetter(*_TABLE_KEYS)
 _TS = pa.timestamp("us", tz="UTC")
 # Constants as Arrow scalars: a Python number given to a compute function is converted on
 # each call, and that conversion tries to import dateutil, which fails (a search of sys.path)
-# where it is not installed: 14 ms of CPU an hourly segment (170 ms down to 156 ms).
+# where it is not installed (docs/benchmarks.md, "Spark ingest", has the cost).
 _US_PER_DAY = pa.scalar(86_400_000_000, pa.int64())
 _ZERO = pa.scalar(0, pa.int64())
 _NULL_INT = pa.scalar(None, pa.int64())
@@ -159,8 +159,9 @@ def decode_segment(path: Path | str) -> DecodedSegment:
     data = path.read_bytes()
     builder = _Builder(path.name)
     records = 0
-    # The records hold no reference cycles; pausing the cyclic collector while millions of
-    # short-lived objects come and go halves the time (msgpack's documentation advises it).
+    # The records hold no reference cycles; the cyclic collector would scan again and again
+    # while millions of short-lived objects come and go, so it is paused (msgpack's
+    # documentation advises it; docs/benchmarks.md, "Spark ingest", has the figures).
     collecting = gc.isenabled()
     gc.disable()
     try:
@@ -353,8 +354,8 @@ class _Builder:
         for kept, outputs, struct in zip(
             self.kept, self.plan.outputs, self.plan.structs, strict=True
         ):
-            # Arrow reads the row tuples as structs in one pass of C++, about three times
-            # faster than transposing them in Python and converting each column.
+            # Arrow reads the row tuples as structs in one pass of C++, faster than transposing
+            # them in Python and converting each column (docs/benchmarks.md, "Spark ingest").
             cells = pa.array(kept, struct).flatten()
             kept.clear()
             for out, column in zip(outputs, cells[1:], strict=True):

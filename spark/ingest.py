@@ -2,7 +2,7 @@
 
 One run:
 
-1. takes the table's lock, reads its commit log and deletes what a crashed run left
+1. takes the table's lock, reads its commit log and deletes what an interrupted run left
    (:meth:`TableLog.clean`);
 2. lists the spool's sealed segments and keeps those no commit names (a segment a commit
    names but whose size changed is an error: the spool is not the one this table loads);
@@ -16,21 +16,16 @@ One run:
    rows visible;
 6. deletes the staging directory and the quarantined segments from the spool.
 
-A crash anywhere loses nothing and duplicates nothing: before 5 no entry names the new
-files, so the next run deletes them and loads the same segments again; after 5 they are
-loaded and are skipped. On a cluster the spool and the table must be on storage that the
-driver and every executor see at the same paths (NFS, a shared volume).
-
-For tests only: ``GRSTATS_TEST_CRASH_AT=<point>`` makes the process kill itself with
-SIGKILL at that point (``job:N`` once N tasks are done, ``staged``, ``quarantined``,
-``moving:N`` after moving N files, ``moved``, ``committed``).
+A run stopped anywhere, however abruptly, loses nothing and duplicates nothing: before 5 no
+entry names the new files, so the next run deletes them and loads the same segments again;
+after 5 they are loaded and are skipped. On a cluster the spool and the table must be on
+storage that the driver and every executor see at the same paths (NFS, a shared volume).
 """
 
 from __future__ import annotations
 
 import os
 import shutil
-import signal
 import threading
 import time
 from dataclasses import dataclass
@@ -38,14 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from grstats.collector.spool import sealed_segments
-from grstats.spark.stage import (
-    CORRUPT,
-    CRASH_ENV,
-    LOADED,
-    UNKNOWN_SCHEMA,
-    StagedSegment,
-    stage_partition,
-)
+from grstats.spark.stage import CORRUPT, LOADED, UNKNOWN_SCHEMA, StagedSegment, stage_partition
 from grstats.spark.table import (
     DATA_DIR,
     META_DIR,
@@ -66,10 +54,9 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
-#: Segments a task stages at most: a task costs Spark and its Python worker 13-20 ms on top
-#: of its segments (about 190 ms each), so a few per task keep that cost small while a retried
-#: task redoes little and progress still moves. Measured on the 1-day ingest (24 segments),
-#: first job of fresh sessions, three rounds: 6 tasks 2.90-3.01 s, 24 tasks 3.03-3.30 s.
+#: Segments a task stages at most: each task costs Spark and its Python worker a fixed amount on
+#: top of its segments, so a few per task keep that cost small while a retried task redoes
+#: little and progress still moves (docs/benchmarks.md, "Spark ingest", has the figures).
 SEGMENTS_PER_TASK = 4
 #: Tasks per core that small spools are split into, so that every core has work to the end.
 TASKS_PER_CORE = 3
@@ -103,7 +90,7 @@ class Quarantined:
     copy: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class IngestResult:
     """What one ingest run did.
 
@@ -116,7 +103,7 @@ class IngestResult:
         rows: member rows loaded.
         quarantined: the corrupt segments this run set aside.
         seconds: wall time of the run.
-        cleaned: leftovers of a crashed run that were deleted first.
+        cleaned: leftovers of an interrupted run that were deleted first.
         files: data files this run added.
     """
 
@@ -203,14 +190,20 @@ def run_ingest(
         if not pending:
             say(f"nothing to load: all {len(segments)} sealed segments are in the table")
             return IngestResult(
-                None, len(segments), skipped, 0, 0, 0, (), time.monotonic() - began, len(cleaned)
+                commit=None,
+                segments_total=len(segments),
+                segments_skipped=skipped,
+                segments_loaded=0,
+                records=0,
+                rows=0,
+                seconds=time.monotonic() - began,
+                cleaned=len(cleaned),
             )
         number = log.next_number
         staging = table / STAGING_DIR / f"commit-{number:020d}"
         staging.mkdir(parents=True)
         say(f"loading {len(pending)} of {len(segments)} sealed segments (commit {number})")
         staged = _stage(spark, pending, staging, say)
-        _crash_point("staged")
         refused = [s for s in staged if s.status == UNKNOWN_SCHEMA]
         if refused:
             shutil.rmtree(staging)
@@ -220,10 +213,8 @@ def run_ingest(
                 f"does not read; nothing was loaded. {details}"
             )
         quarantined = _quarantine(table, spool, [s for s in staged if s.status == CORRUPT], say)
-        _crash_point("quarantined")
         loaded = [s for s in staged if s.status == LOADED]
         entries = _move_into_data(table, staging, number, loaded)
-        _crash_point("moved")
         commit = Commit(
             number,
             now_text(),
@@ -241,20 +232,19 @@ def run_ingest(
             ),
         )
         log.commit(commit)
-        _crash_point("committed")
         shutil.rmtree(staging, ignore_errors=True)
         _remove_quarantined(segments, log.known_segments(), say)
         return IngestResult(
-            number,
-            len(segments),
-            skipped,
-            len(loaded),
-            sum(s.records for s in loaded),
-            sum(s.rows for s in loaded),
-            tuple(quarantined),
-            time.monotonic() - began,
-            len(cleaned),
-            sum(len(s.files) for s in loaded),
+            commit=number,
+            segments_total=len(segments),
+            segments_skipped=skipped,
+            segments_loaded=len(loaded),
+            records=sum(s.records for s in loaded),
+            rows=sum(s.rows for s in loaded),
+            quarantined=tuple(quarantined),
+            seconds=time.monotonic() - began,
+            cleaned=len(cleaned),
+            files=sum(len(s.files) for s in loaded),
         )
 
 
@@ -284,7 +274,7 @@ def _stage(
     watcher.start()
     try:
         rdd = context.parallelize(tasks, len(tasks))  # one task (list of segments) a partition
-        results = rdd.mapPartitionsWithIndex(stage_partition).collect()
+        results = rdd.mapPartitions(stage_partition).collect()
     except Exception as exc:  # Py4JJavaError: a task failed for a reason a segment cannot explain
         first = next((line for line in str(exc).splitlines() if line.strip()), repr(exc))
         raise IngestError(f"the Spark job that stages the segments failed: {first}") from exc
@@ -309,7 +299,6 @@ def _watch(
     the smallest tasks, a count that is surely staged.
     """
     tracker = spark.sparkContext.statusTracker()
-    crash_after = _crash_count("job")
     smallest_first = sorted(sizes)
     reported, last_report = -1, time.monotonic()
     while not done.wait(0.2):
@@ -320,8 +309,6 @@ def _watch(
                 stage_info = tracker.getStageInfo(stage)
                 if stage_info is not None:
                     finished += stage_info.numCompletedTasks
-        if crash_after is not None and finished >= crash_after:
-            _kill_self()
         if finished != reported and time.monotonic() - last_report >= 2.0:
             staged = sum(smallest_first[:finished])
             say(f"{staged}/{sum(sizes)} segments staged ({finished}/{len(sizes)} tasks)")
@@ -361,8 +348,6 @@ def _move_into_data(
     table: Path, staging: Path, number: int, loaded: list[StagedSegment]
 ) -> list[dict[str, Any]]:
     """Move the staged files into ``data/``; return the commit's entries of the segments."""
-    crash_after = _crash_count("moving")
-    moved = 0
     touched: set[Path] = set()
     entries = []
     for staged in loaded:
@@ -375,9 +360,6 @@ def _move_into_data(
             source.rename(target)
             touched.add(target.parent)
             files.append((str(target.relative_to(table)), rows))
-            moved += 1
-            if crash_after is not None and moved >= crash_after:
-                _kill_self()
         entries.append(
             {
                 "name": staged.name,
@@ -405,18 +387,3 @@ def _remove_quarantined(
                 path.unlink()
             except OSError as exc:  # a read-only spool: the commit still skips it
                 say(f"could not remove quarantined {path} from the spool: {exc}")
-
-
-def _crash_count(point: str) -> int | None:
-    value = os.environ.get(CRASH_ENV, "")
-    name, _, count = value.partition(":")
-    return int(count) if name == point and count.isdigit() else None
-
-
-def _crash_point(point: str) -> None:
-    if os.environ.get(CRASH_ENV) == point:
-        _kill_self()
-
-
-def _kill_self() -> None:
-    os.kill(os.getpid(), signal.SIGKILL)

@@ -1,7 +1,8 @@
 """``grstats spark ingest``: load the collector's sealed segments into the table, exactly once.
 
 ``spark/cli.py`` adds the ``spark`` command and calls :func:`register` with its
-sub-subparsers. pyspark is imported only when ingest runs.
+sub-subparsers. pyspark and pyarrow are imported only when ingest runs, after
+:func:`grstats.spark.extra.require_spark` has checked that they are installed.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from grstats.agent.cli.errors import CliError
+from grstats.spark.extra import require_spark
 
 if TYPE_CHECKING:
     from grstats.agent.cli.types import Subparsers
@@ -26,15 +28,15 @@ EPILOG = """\
   _grstats/quarantine/                        copies of corrupt segments, set aside
 
 Run it as often as you like (e.g. every few minutes from a timer): each run loads only the
-sealed segments no earlier run loaded, and commits them with their rows in one atomic step,
-so a run killed at any moment and run again loses nothing and duplicates nothing. A corrupt
+sealed segments no earlier run loaded, and commits them with their rows in one atomic step.
+However abruptly a run stops, the next one loses nothing and duplicates nothing. A corrupt
 segment is copied to the quarantine, removed from the spool and reported with its file and
 offset; the other segments still load. A record of a schema version this grstats does not
 read stops the run (exit 1) and nothing is loaded: upgrade grstats.
 
 On a cluster (--master spark://HOST:7077), the executors read the spool and write the table
 themselves: both must be on storage every machine mounts at the same path, and the
-executors need grstats, msgpack and pyarrow (see deploy/spark/submit.sh).
+executors need grstats with its spark extra, grstats[spark] (see deploy/spark/submit.sh).
 
 exit status: 0 when the run loaded (or had nothing to load), 1 when it failed, 2 for invalid
 arguments.
@@ -53,7 +55,7 @@ def register(subparsers: Subparsers) -> None:
         help="load the collector's sealed spool segments into the Parquet table, exactly once",
         description="Load every sealed segment of the collector's spool that the table does "
         "not hold yet into the Parquet table, one row per snapshot and member, partitioned by "
-        "UTC date. Spark's executors decode the segments (one task per segment).",
+        "UTC date. Spark's executors decode the segments (a task takes a few consecutive ones).",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -79,6 +81,7 @@ def register(subparsers: Subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Run the ingest ``args`` describe and print its summary."""
+    require_spark()
     if not args.spool.is_dir():
         raise CliError(f"--spool: {str(args.spool)!r} is not a directory", code=2)
     if args.table.exists() and not args.table.is_dir():

@@ -1,8 +1,9 @@
 """``grstats spark report``: turn the ingested member rows into a report for people and scripts.
 
 ``spark/cli.py`` adds the ``spark`` command and calls :func:`register` with its
-sub-subparsers. pyspark is imported only when the report runs, so ``--help`` and
-argument errors never start a JVM.
+sub-subparsers. pyspark is imported only when the report runs, after
+:func:`grstats.spark.extra.require_spark` has checked that it is installed, so ``--help`` and
+argument errors never start a JVM and need no Spark.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from grstats.agent.cli.errors import CliError
+from grstats.spark.extra import require_spark
 from grstats.spark.report.config import (
     DEFAULT_FLOW_CONTROL_THRESHOLD,
     DEFAULT_MAX_GAP_S,
@@ -140,6 +142,7 @@ def config_from_args(args: argparse.Namespace) -> ReportConfig:
 
 def run(args: argparse.Namespace) -> int:
     """Run the report described by ``args`` and say where it is."""
+    require_spark()
     config = config_from_args(args)
     if not config.table_dir.is_dir():
         raise CliError(f"--table: {str(config.table_dir)!r} is not a directory", code=2)

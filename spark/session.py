@@ -57,13 +57,13 @@ def session_conf(master: str | None, app_name: str, *, python_work: bool = False
     java_options = f"-Dlog4j2.configurationFile={LOG4J2_PROPERTIES.as_uri()}"
     if is_local(master):
         # The executors run in this JVM: the throughput collector suits batch jobs, and Spark's
-        # sort and window pages are large arrays, which G1 (the default) treats as humongous.
-        # Measured on the 30-day report: 110 s instead of 127 s.
+        # sort and window pages are large arrays, which G1 (the default) treats as humongous
+        # (docs/benchmarks.md, "Spark report", has the figures).
         java_options += " -XX:+UseParallelGC"
         if python_work:
             # The JVM only schedules tasks and pipes them to Python: its optimizing compiler's
-            # threads would only take CPU from the workers, so it compiles with C1 alone.
-            # Measured on the 1-day ingest, three rounds: 3.06-3.37 s instead of 3.44-3.72 s.
+            # threads would only take CPU from the workers, so it compiles with C1 alone
+            # (docs/benchmarks.md, "Spark ingest", has the figures).
             java_options += " -XX:TieredStopAtLevel=1"
     conf["spark.driver.extraJavaOptions"] = java_options
     if is_local(master):

@@ -17,7 +17,6 @@ from __future__ import annotations
 import functools
 import gc
 import os
-import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -34,15 +33,12 @@ from grstats.spark.schema import PARTITION_COLUMN
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Sequence
 
-#: The environment variable of the crash points (tests only; see :mod:`grstats.spark.ingest`).
-CRASH_ENV = "GRSTATS_TEST_CRASH_AT"
-
 #: What a task reports for one segment (``status``).
 LOADED, CORRUPT, UNKNOWN_SCHEMA = "loaded", "corrupt", "unknown_schema"
 
-#: Parquet settings of the data files. Measured on a 9-member hour (32,400 rows): zstd level 1
-#: with dictionaries for the text columns only writes half the bytes of Spark's default
-#: (Snappy, dictionaries everywhere) in 20 ms instead of 23.
+#: Parquet settings of the data files: zstd level 1 with dictionaries for the text columns only
+#: writes fewer bytes than Spark's default (Snappy, dictionaries everywhere), and no slower
+#: (docs/benchmarks.md, "Spark ingest", has the figures).
 PARQUET_OPTIONS: dict[str, Any] = {
     "compression": "zstd",
     "compression_level": 1,
@@ -126,15 +122,12 @@ def _write_by_date(rows: pa.Table, staging: Path, segment: str) -> Iterator[tupl
         yield target, part.num_rows
 
 
-def stage_partition(
-    index: int, tasks: Iterable[Sequence[tuple[str, str]]]
-) -> Iterator[dict[str, Any]]:
-    """Spark's mapPartitionsWithIndex function: stage each ``(segment path, staging dir)``.
+def stage_partition(tasks: Iterable[Sequence[tuple[str, str]]]) -> Iterator[dict[str, Any]]:
+    """Spark's mapPartitions function: stage each ``(segment path, staging dir)``.
 
     A partition holds one task: a list of consecutive segments (see :func:`grstats.spark.ingest`).
     """
     _freeze_imported_objects()
-    _hold_for_crash_test(index)
     for task in tasks:
         for path, staging in task:
             yield stage_segment(path, staging).to_dict()
@@ -145,21 +138,10 @@ def _freeze_imported_objects() -> None:
     """Once per worker, exclude what the imports made from the collector's later scans.
 
     pyspark's daemon runs ``gc.collect()`` after every task of a reused worker; with pyspark,
-    pyarrow and these modules loaded, that full scan took 10-13 ms, about a third of the gap
-    between two tasks (measured on the 1-day ingest: 19 ms instead of 33 ms a gap). Modules,
-    classes and functions live as long as the worker; what is garbage already is collected
-    first, so nothing collectable is kept.
+    pyarrow and these modules loaded, that full scan of objects that live as long as the worker
+    was a large part of the gap between two tasks (docs/benchmarks.md, "Spark ingest").
+    Modules, classes and functions live as long as the worker; what is garbage already is
+    collected first, so nothing collectable is kept.
     """
     gc.collect()
     gc.freeze()
-
-
-def _hold_for_crash_test(index: int) -> None:
-    """Under the crash test ``job:N``, hold partitions N and later so the driver sees N finish.
-
-    Without the hold a small job can finish between two looks of the driver's watcher, and
-    the kill would never come mid-job. The driver kills itself, which ends this worker too.
-    """
-    name, _, count = os.environ.get(CRASH_ENV, "").partition(":")
-    if name == "job" and count.isdigit() and index >= int(count):
-        time.sleep(600)

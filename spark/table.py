@@ -12,8 +12,9 @@ The log is the table's truth (the idea of WL#2775: the record of what was applie
 atomically with what was applied). A commit's entry names the segments it loaded or
 quarantined and the data files it added; it is written to a temporary file, fsynced and
 renamed into place, and that rename is the commit. Data files are moved into ``data/`` just
-before it, so a crash leaves at most files that no entry names: :func:`read_member_rows` never
-reads them, and the next ingest deletes them (:meth:`TableLog.clean`) before loading again.
+before it, so an interrupted load leaves at most files that no entry names:
+:func:`read_member_rows` never reads them, and the next ingest deletes them
+(:meth:`TableLog.clean`) before loading again.
 A segment is therefore either in exactly one commit, with all its rows, or in none.
 """
 
@@ -278,7 +279,7 @@ class TableLock:
 def read_member_rows(spark: SparkSession, table_dir: Path | str) -> DataFrame:
     """Return the table's committed member rows as a DataFrame with the MEMBER_ROWS schema.
 
-    Only files named by a commit are read, so a load in progress or one that crashed is never
+    Only files named by a commit are read, so a load in progress or an interrupted one is never
     seen. A directory without commits gives an empty DataFrame.
 
     Raises:

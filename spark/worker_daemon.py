@@ -3,8 +3,8 @@
 Spark starts its Python workers with ``PYTHONPATH`` beginning with ``pyspark.zip`` and the
 py4j zip from ``$SPARK_HOME/python/lib``. Python cannot keep compiled bytecode for a module
 imported from a zip file, so every daemon and every worker it forks compiled pyspark's
-sources again: about 0.5 s before the first task of every job that started the workers
-(measured on the 1-day ingest: 24 tasks, 3.5 s instead of 4.1 s).
+sources again, which delayed the first task of every job that started the workers
+(docs/benchmarks.md, "Spark ingest", has the figures).
 
 When the zip sits inside a pip-installed pyspark (``<site>/pyspark/python/lib/pyspark.zip``,
 which is what ``pip install pyspark`` gives and what :mod:`grstats.spark.session` runs locally), the

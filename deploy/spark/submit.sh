@@ -8,12 +8,13 @@
 #     themselves, and the driver moves and commits them: SPOOL and TABLE must be the same
 #     paths on this machine and on every worker (NFS, CephFS, a shared volume). The report's
 #     OUT only needs to be writable here.
-#   * Python 3.11+ with grstats and its compiled dependencies (msgpack, pyarrow) on every
-#     executor. --py-files cannot carry compiled modules, so this script ships a whole
-#     virtual environment: it packs one with venv-pack (built once, reused) and passes it
-#     with --archives; executors unpack it and run ./environment/bin/python. The driver uses
-#     the same environment unpacked here. If grstats is already installed on every node at
-#     the same path, set GRSTATS_PYTHON to that interpreter instead and nothing is shipped.
+#   * Python 3.11+ with grstats and its spark extra (pyspark, pyarrow; msgpack comes with
+#     grstats) on every executor. --py-files cannot carry compiled modules, so this script
+#     ships a whole virtual environment: it packs one with venv-pack (built once, reused),
+#     installing the wheel as grstats[spark], and passes it with --archives; executors unpack
+#     it and run ./environment/bin/python. The driver uses the same environment unpacked here.
+#     If grstats[spark] is already installed on every node at the same path, set
+#     GRSTATS_PYTHON to that interpreter instead and nothing is shipped.
 #   * Java 17 and Spark 4.x matching the pyspark in the environment (pyspark 4.3.0).
 #
 # It runs two jobs, one after the other: grstats spark ingest (loads the sealed segments no
@@ -64,7 +65,7 @@ else
             wheel=$(ls "$env_dir-wheel"/grstats-*.whl)
         fi
         python3 -m venv "$env_dir"
-        "$env_dir/bin/pip" install --quiet "$wheel" venv-pack
+        "$env_dir/bin/pip" install --quiet "${wheel}[spark]" venv-pack
         "$env_dir/bin/venv-pack" --quiet --python-prefix ./environment -p "$env_dir" -o "$ENV_ARCHIVE"
     fi
     driver_python=$env_dir/bin/python

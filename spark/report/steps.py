@@ -102,10 +102,11 @@ def member_partitioned(rows: DataFrame) -> DataFrame:
 
     Each member gets an integer key chosen so that Spark's hash partitioning (Murmur3, as
     ``repartition`` uses) sends it to a partition of its own: members are spread evenly over
-    the cores, where hashing 9 UUIDs into as many partitions as cores left one core with
-    twice the rows of the other, and spilling. A small integer is also far cheaper to sort
-    on than a 36-character UUID whose first bytes repeat on every row of the member. Finding
-    the members reads one column; finding the keys is a tiny job.
+    the cores, where hashing the UUIDs into as many partitions as cores left one core with
+    more members than the others, and spilling (docs/benchmarks.md, "Spark report"). A small
+    integer is also far cheaper to sort on than a 36-character UUID whose first bytes repeat
+    on every row of the member. Finding the members reads one column; finding the keys is a
+    tiny job.
     """
     found = rows.select("member_id").distinct().collect()
     ids = sorted(r["member_id"] for r in found if r["member_id"] is not None)

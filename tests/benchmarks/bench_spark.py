@@ -33,7 +33,7 @@ HERE = Path(__file__).resolve().parent
 
 
 def run(args: list[str], timeout: float) -> tuple[float, subprocess.CompletedProcess[str]]:
-    """Run ``python -m agent ARGS`` and return (wall seconds, the finished process)."""
+    """Run ``python -m grstats ARGS`` and return (wall seconds, the finished process)."""
     began = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-m", "grstats", *args],

@@ -40,7 +40,47 @@ KINDS = {
     "collector.yaml": ["PersistentVolumeClaim", "Deployment"],
 }
 IMAGE = f"registry.example.net/grstats:{__version__}"
+SPARK_IMAGE = f"registry.example.net/grstats-spark:{__version__}"
 DOCKERFILE = DEPLOY / "container" / "Dockerfile"
+
+
+def dockerfile_stages() -> dict[str, list[str]]:
+    """The Dockerfile's instructions by stage (``FROM ... AS name``), in order.
+
+    Comments and blank lines are left out and continued lines joined, as docker reads them.
+    """
+    stages: dict[str, list[str]] = {}
+    joined = re.sub(r"\s*\\\n\s*", " ", DOCKERFILE.read_text(encoding="utf-8"))
+    for line in joined.splitlines():
+        text = line.strip()
+        if not text or text.startswith("#"):
+            continue
+        start = re.fullmatch(r"FROM \S+ AS (\S+)", text)
+        if start is not None:
+            stages[start[1]] = []
+        assert stages, f"Dockerfile: {text!r} comes before the first FROM ... AS"
+        stages[next(reversed(stages))].append(text)
+    return stages
+
+
+def build_commands() -> list[list[str]]:
+    """The ``docker build`` commands the Dockerfile's header gives, as words."""
+    header = re.sub(r"\s*\\\n#\s*", " ", DOCKERFILE.read_text(encoding="utf-8"))
+    return [
+        line.removeprefix("#").split()
+        for line in header.splitlines()
+        if line.removeprefix("#").strip().startswith("docker build")
+    ]
+
+
+def installed(stage: list[str]) -> str:
+    """What the stage's one ``pip install`` installs into /opt/grstats, as written."""
+    (found,) = [
+        match[1]
+        for line in stage
+        for match in re.finditer(r"/opt/grstats/bin/pip install --no-cache-dir (\S+)", line)
+    ]
+    return found
 
 
 def pod_spec(kind: str, name: str) -> dict[str, Any]:
@@ -116,10 +156,14 @@ def test_images() -> None:
     assert project["project"]["version"] == __version__
     mysql = container(pod_spec("StatefulSet", "mysql"), "mysql")
     assert mysql["image"] == "mysql:8.0"
-    dockerfile = DOCKERFILE.read_text(encoding="utf-8")
-    assert f'ENTRYPOINT ["{INSTALLED_GRSTATS}"]' in dockerfile
-    assert f"grstats:{__version__} ." in dockerfile
-    user = re.search(r"^USER (\d+):(\d+)$", dockerfile, re.MULTILINE)
+    sidecar = dockerfile_stages()["sidecar"]
+    assert f'ENTRYPOINT ["{INSTALLED_GRSTATS}"]' in sidecar
+    assert ["docker", "build", "-f", "deploy/container/Dockerfile", "-t", IMAGE, "."] in (
+        build_commands()
+    )
+    (user,) = [
+        re.fullmatch(r"USER (\d+):(\d+)", line) for line in sidecar if line.startswith("USER")
+    ]
     assert user is not None
     for running in (agent, collector):
         context = running["securityContext"]
@@ -127,6 +171,51 @@ def test_images() -> None:
         assert context["readOnlyRootFilesystem"] is True
         assert context["capabilities"]["drop"] == ["ALL"]
         assert running["resources"]["limits"]["memory"]
+
+
+def test_the_sidecar_image_has_no_spark() -> None:
+    """The default stage (the last) installs grstats without the spark extra, and no Java."""
+    stages = dockerfile_stages()
+    assert list(stages) == ["base", "spark", "sidecar"]  # a build without --target: sidecar
+    sidecar = stages["sidecar"]
+    assert installed(sidecar) == "/src"
+    for line in stages["base"] + sidecar:
+        assert "[spark]" not in line
+        assert not re.search(r"java|jre|jdk|temurin", line, re.IGNORECASE), line
+    assert not [line for line in stages["base"] if "pip" in line]
+    assert "EXPOSE 7400 9474" in sidecar
+
+
+def test_the_spark_image_has_the_extra_and_java_17() -> None:
+    """Stage spark installs grstats[spark] on a Java 17 runtime, as the same user and entrypoint."""
+    stages = dockerfile_stages()
+    spark = stages["spark"]
+    assert (spark[0], stages["sidecar"][0]) == ("FROM base AS spark", "FROM base AS sidecar")
+    assert "ENV JAVA_HOME=/opt/java/openjdk" in spark
+    assert "COPY --from=eclipse-temurin:17-jre $JAVA_HOME $JAVA_HOME" in spark
+    assert "ENV PATH=$JAVA_HOME/bin:$PATH" in spark
+    assert installed(spark) == "'/src[spark]'"
+    project = tomllib.loads((DEPLOY.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    extra = project["project"]["optional-dependencies"]["spark"]
+    assert {re.split(r"[<>=!~ ]", requirement)[0] for requirement in extra} == {
+        "pyspark",
+        "pyarrow",
+    }
+    assert f'ENTRYPOINT ["{INSTALLED_GRSTATS}"]' in spark
+    users = [line for line in spark + stages["sidecar"] if line.startswith("USER")]
+    assert users == ["USER 10001:10001"] * 2
+    spark_build = [
+        "docker",
+        "build",
+        "-f",
+        "deploy/container/Dockerfile",
+        "--target",
+        "spark",
+        "-t",
+        SPARK_IMAGE,
+        ".",
+    ]
+    assert spark_build in build_commands()
 
 
 def test_headless_service_fronts_the_statefulset() -> None:

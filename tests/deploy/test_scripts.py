@@ -2,7 +2,9 @@
 
 submit.sh runs against a stand-in spark-submit (``$SPARK_HOME/bin/spark-submit``) that
 records its arguments; the jobs' arguments are then parsed by grstats's own parser, so a
-renamed flag of ``grstats spark ingest`` or ``report`` breaks this test.
+renamed flag of ``grstats spark ingest`` or ``report`` breaks this test. The environment it
+ships to the executors is packed by stand-ins of python3, pip and venv-pack that record what
+they were asked.
 """
 
 from __future__ import annotations
@@ -29,6 +31,22 @@ FAKE_SPARK_SUBMIT = """#!/bin/sh
 for arg in "$@"; do printf '%s\\n' "$arg"; done >> "$RECORD"
 echo >> "$RECORD"
 """
+#: A stand-in python3 that only makes virtual environments: ``python3 -m venv DIR`` copies the
+#: stand-ins of $STUBS (pip, venv-pack, python) into DIR/bin.
+FAKE_PYTHON3 = """#!/bin/sh
+[ "$1" = -m ] && [ "$2" = venv ] || { echo "python3 $*: not a stand-in" >&2; exit 3; }
+mkdir -p "$3/bin" && cp "$STUBS"/* "$3/bin/"
+"""
+#: Records its arguments in $RECORD.NAME, one a line (NAME: the stand-in's file name).
+FAKE_TOOL = """#!/bin/sh
+for arg in "$@"; do printf '%s\\n' "$arg"; done > "$RECORD.${0##*/}"
+"""
+#: venv-pack's stand-in: records its arguments and writes an empty archive where -o says.
+FAKE_VENV_PACK = (
+    FAKE_TOOL
+    + """while [ $# -gt 0 ]; do [ "$1" = -o ] && : > "$2"; shift; done
+"""
+)
 
 
 def bash() -> str:
@@ -95,6 +113,13 @@ def test_submit_refuses_arguments() -> None:
     assert "takes no arguments but --help" in done.stderr
 
 
+def executable(path: Path, text: str) -> None:
+    """Write an executable script."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    path.chmod(0o755)
+
+
 def test_submit_runs_ingest_then_report(tmp_path: Path) -> None:
     """submit.sh submits grstats spark ingest, then report, each parsing with grstats's parser."""
     spark_home = tmp_path / "spark"
@@ -138,3 +163,49 @@ def test_submit_runs_ingest_then_report(tmp_path: Path) -> None:
     assert report.handler is run_report
     assert (str(report.table), str(report.out)) == ("/mnt/shared/grstats/table", "/srv/report")
     assert not list(tmp_path.glob("grstats-env*"))
+
+
+def test_submit_ships_the_wheel_with_the_spark_extra(tmp_path: Path) -> None:
+    """Without GRSTATS_PYTHON, submit.sh packs a venv of grstats[spark] and ships it to both jobs."""
+    executable(tmp_path / "spark" / "bin" / "spark-submit", FAKE_SPARK_SUBMIT)
+    executable(tmp_path / "path" / "python3", FAKE_PYTHON3)
+    for tool in ("pip", "python"):
+        executable(tmp_path / "stubs" / tool, FAKE_TOOL)
+    executable(tmp_path / "stubs" / "venv-pack", FAKE_VENV_PACK)
+    wheel = tmp_path / "grstats-0.1.0-py3-none-any.whl"
+    wheel.touch()
+    record = tmp_path / "record"
+    done = run_submit(
+        {
+            "PATH": f"{tmp_path / 'path'}:{os.environ['PATH']}",
+            "SPARK_HOME": str(tmp_path / "spark"),
+            "STUBS": str(tmp_path / "stubs"),
+            "RECORD": str(record),
+            "WHEEL": str(wheel),
+            "MASTER": "spark://spark-master:7077",
+            "SPOOL": "/mnt/shared/grstats/spool",
+            "TABLE": "/mnt/shared/grstats/table",
+            "OUT": "/srv/report",
+        },
+        cwd=tmp_path,
+    )
+    assert done.returncode == 0, done.stderr
+    pip = (tmp_path / "record.pip").read_text(encoding="utf-8").splitlines()
+    assert pip == ["install", "--quiet", f"{wheel}[spark]", "venv-pack"]
+    archive, env_dir = tmp_path / "grstats-env.tar.gz", tmp_path / "grstats-env"
+    pack = (tmp_path / "record.venv-pack").read_text(encoding="utf-8").splitlines()
+    assert pack == [
+        "--quiet",
+        "--python-prefix",
+        "./environment",
+        "-p",
+        str(env_dir),
+        "-o",
+        str(archive),
+    ]
+    assert archive.exists()
+    runs = [run.splitlines() for run in record.read_text(encoding="utf-8").split("\n\n") if run]
+    assert [run[run.index("--archives") + 1] for run in runs] == [f"{archive}#environment"] * 2
+    for run in runs:
+        assert "spark.pyspark.python=./environment/bin/python" in run
+        assert f"spark.pyspark.driver.python={env_dir}/bin/python" in run

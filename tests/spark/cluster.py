@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pyspark
 import pytest
 
 from grstats.agent.cli.demo import free_ports
@@ -28,9 +27,18 @@ from grstats.agent.cli.demo import free_ports
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-SPARK_HOME = Path(pyspark.__file__).parent
-SPARK_CLASS = SPARK_HOME / "bin" / "spark-class"
 START_TIMEOUT_S = 120.0
+
+
+def spark_home() -> Path:
+    """The directory of pyspark, which holds Spark's jars and ``bin/spark-class``.
+
+    pyspark is imported here, not when this module loads: tests/spark/conftest.py loads it for
+    every test of the folder, and some of them run where the spark extra is not installed.
+    """
+    import pyspark  # noqa: PLC0415
+
+    return Path(pyspark.__file__).parent
 
 
 @dataclass(frozen=True)
@@ -45,7 +53,7 @@ def cluster_env(base: Path) -> dict[str, str]:
     """The environment of the cluster's JVMs and of a driver using it: loopback only."""
     return {
         **os.environ,
-        "SPARK_HOME": str(SPARK_HOME),
+        "SPARK_HOME": str(spark_home()),
         "SPARK_LOCAL_IP": "127.0.0.1",
         "SPARK_LOG_DIR": str(base / "logs"),
         "SPARK_WORKER_DIR": str(base / "work"),
@@ -80,7 +88,7 @@ def _start(name: str, args: list[str], base: Path) -> tuple[subprocess.Popen[byt
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("wb") as out:
         process = subprocess.Popen(
-            [str(SPARK_CLASS), *args],
+            [str(spark_home() / "bin" / "spark-class"), *args],
             env=cluster_env(base),
             stdout=out,
             stderr=subprocess.STDOUT,

@@ -1,9 +1,10 @@
 """Exactly once: ingest killed with SIGKILL anywhere, then run again, loses and duplicates nothing.
 
-Each test runs the real command as a process that kills itself at one point of the load (the
-GRSTATS_TEST_CRASH_AT hook), then kills what is left of it (Spark's JVM and Python workers, as a
-crash of the machine would), runs ingest again and checks the table against the spool row by row.
-One more test kills the process from outside at a random moment.
+Each test runs the real command as a process that kills itself at one point of the load
+(``python -m tests.spark.crashing_ingest POINT spark ingest ...``, which wraps the ingest's own
+steps), then kills what is left of it (Spark's JVM and Python workers, as a crash of the
+machine would), runs ingest again and checks the table against the spool row by row. One more
+test kills ``python -m grstats spark ingest ...`` from outside at a random moment.
 """
 
 from __future__ import annotations
@@ -15,24 +16,41 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
 from grstats.spark.ingest import run_ingest
-from grstats.spark.stage import CRASH_ENV
-from grstats.spark.table import LOG_DIR, QUARANTINE_DIR, TableLog, read_member_rows
+from grstats.spark.table import (
+    DATA_DIR,
+    LOG_DIR,
+    QUARANTINE_DIR,
+    STAGING_DIR,
+    TableLog,
+    read_member_rows,
+)
 from tests.spark.spool import expected_rows, make_record, row_key, write_spool
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from pyspark.sql import SparkSession
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-#: Every point of a load the hook can stop at (see spark.ingest's docstring).
+#: Every point of a load the process can kill itself at (see tests/spark/crashing_ingest.py).
 CRASH_POINTS = ["job:2", "staged", "quarantined", "moving:2", "moved", "committed"]
+#: What the kill at each point leaves of a load of 4 good segments (one file each) and a corrupt
+#: one: (staged files, files in data/, the corrupt segment's copy in the quarantine). At job:2
+#: some tasks staged their segments and the others staged nothing (checked apart).
+LEFT_AT = {
+    "staged": (4, 0, False),
+    "quarantined": (4, 0, True),
+    "moving:2": (2, 2, True),
+    "moved": (0, 4, True),
+    "committed": (0, 4, True),
+}
+#: The repository's root: the crashing entry module runs from there (python -m tests.spark...).
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def spool_with_a_corrupt_segment(spool: Path) -> tuple[list[Path], Path]:
@@ -44,21 +62,20 @@ def spool_with_a_corrupt_segment(spool: Path) -> tuple[list[Path], Path]:
     return [s for s in segments if s != corrupt], corrupt
 
 
-def ingest_process(spool: Path, table: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    """Start ``grstats spark ingest`` (as python -m agent) in a process group of its own."""
+def ingest_process(spool: Path, table: Path, point: str | None) -> subprocess.Popen[bytes]:
+    """Start ``grstats spark ingest`` in a process group of its own, killing itself at ``point``.
+
+    Without a point it is ``python -m grstats``; with one, ``python -m
+    tests.spark.crashing_ingest POINT``. Both run from the repository's root.
+    """
+    program = ["grstats"] if point is None else ["tests.spark.crashing_ingest", point]
     return subprocess.Popen(
         [
-            sys.executable,
-            "-m",
-            "agent",
-            "spark",
-            "ingest",
-            "--spool",
-            str(spool),
-            "--table",
-            str(table),
+            *(sys.executable, "-m", *program),
+            *("spark", "ingest", "--spool", str(spool), "--table", str(table)),
         ],
-        env={**os.environ, "PYSPARK_PYTHON": sys.executable, **env},
+        cwd=ROOT,
+        env={**os.environ, "PYSPARK_PYTHON": sys.executable},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         start_new_session=True,
@@ -82,6 +99,13 @@ def kill_what_is_left(process: subprocess.Popen[bytes]) -> None:
     pytest.fail(f"process group {process.pid} still runs 30 s after SIGKILL")
 
 
+def left_behind(table: Path, corrupt: Path) -> tuple[int, int, bool]:
+    """What a killed run left: (staged files, files in data/, the corrupt segment's copy)."""
+    staged = len(list((table / STAGING_DIR).glob("*/*/*.parquet")))
+    data = len(list((table / DATA_DIR).glob("*/*.parquet")))
+    return staged, data, (table / QUARANTINE_DIR / corrupt.name).exists()
+
+
 def assert_loaded_exactly_once(
     spark: SparkSession, table: Path, good: list[Path], corrupt: Path
 ) -> None:
@@ -101,10 +125,17 @@ def test_killed_at_a_point_then_run_again(spark: SparkSession, tmp_path: Path, p
     spool, table = tmp_path / "spool", tmp_path / "table"
     good, corrupt = spool_with_a_corrupt_segment(spool)
     expected = expected_rows(good)  # before the first run moves the corrupt segment away
-    process = ingest_process(spool, table, {CRASH_ENV: point})
+    process = ingest_process(spool, table, point)
     _, stderr = process.communicate(timeout=300)
     assert process.returncode == -signal.SIGKILL, stderr.decode()
+    assert f"crashing at {point}\n" in stderr.decode()  # this kill, not another death
     kill_what_is_left(process)
+    left = left_behind(table, corrupt)
+    if point == "job:2":  # the held tasks staged nothing, nothing was moved or copied
+        assert 0 < left[0] < len(good), left
+        assert left[1:] == (0, False), left
+    else:
+        assert left == LEFT_AT[point]
     committed_before = len(TableLog(table).commits)
     assert committed_before == (1 if point == "committed" else 0)
     result = run_ingest(spark, spool, table)
@@ -122,7 +153,7 @@ def test_killed_at_a_random_moment_then_run_again(spark: SparkSession, tmp_path:
     spool, table = tmp_path / "spool", tmp_path / "table"
     good, corrupt = spool_with_a_corrupt_segment(spool)
     delay = random.Random(5).uniform(2.0, 8.0)  # noqa: S311 (a seeded delay, no secret)
-    process = ingest_process(spool, table, {})
+    process = ingest_process(spool, table, None)
     with contextlib.suppress(subprocess.TimeoutExpired):
         process.wait(timeout=delay)
     kill_what_is_left(process)

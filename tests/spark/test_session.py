@@ -74,16 +74,18 @@ def test_python_workers_run_this_interpreter(spark: SparkSession) -> None:
     assert found == [sys.executable]
 
 
-def _pyspark_file(_: object) -> str:
-    import pyspark  # noqa: PLC0415 (the worker's own pyspark)
-
-    return str(pyspark.__file__)
-
-
 @pytest.mark.spark
 def test_local_workers_import_the_installed_pyspark_not_its_zip(spark: SparkSession) -> None:
     """Local workers load pyspark's compiled package, not the zip Spark puts first on the path."""
-    found = spark.sparkContext.parallelize([0], 1).map(_pyspark_file).collect()
+
+    # Nested, so that Spark's pickler ships it by value: pytest may give this module a name
+    # that the workers cannot import (the name of the checkout's directory comes first).
+    def pyspark_file(_: object) -> str:
+        import pyspark  # noqa: PLC0415 (the worker's own pyspark)
+
+        return str(pyspark.__file__)
+
+    found = spark.sparkContext.parallelize([0], 1).map(pyspark_file).collect()
     assert spark.conf.get("spark.python.daemon.module") == "grstats.spark.worker_daemon"
     assert ".zip" not in found[0]
     assert Path(found[0]).is_file()

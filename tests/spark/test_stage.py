@@ -18,8 +18,8 @@ import gc, json, sys
 from grstats.spark.stage import stage_partition
 first, second, staging = sys.argv[1:]
 counts = []
-for index, segment in enumerate((first, second)):
-    results = list(stage_partition(index, [[(segment, staging)]]))
+for segment in (first, second):
+    results = list(stage_partition([[(segment, staging)]]))
     counts.append((gc.get_freeze_count(), results[0]["status"]))
 print(json.dumps(counts))
 """
