@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 from grstats.agent.errors import AgentError
 from grstats.agent.gossip import Counts, Key, Stamp, Update
 from grstats.agent.gtid import GtidError, GtidSet
+from grstats.agent.limits import DEFAULT_LIMITS
+from grstats.agent.messages import Answer, Gossip
 from grstats.agent.model import GroupView, SourceHealth
 from grstats.agent.rows import ApplierStatusRow, Kind, MemberRow, MemberStatsRow, RowValueError
 from grstats.proto import grstats_pb2 as pb
@@ -21,16 +23,15 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from grstats.agent.gossip import Digest
+    from grstats.agent.limits import LimitsConfig
     from grstats.agent.rows import Column, Value
 
 #: Most members a view may list: Group Replication groups have at most 9.
 MAX_MEMBERS = 9
-#: Most updates one message may carry: every key of every member, twice over.
-MAX_UPDATES = 2 * MAX_MEMBERS * len(Key)
-#: Longest GTID set text accepted (the stable set or gtid_executed of a big group).
-MAX_GTID_TEXT = 4 * 1024 * 1024
 #: Longest other text (hosts, versions, messages).
 MAX_TEXT = 1024
+#: Longest ``sender`` address accepted (a host name is at most 253 characters, plus the port).
+MAX_SENDER_CHARS = 255
 
 _KEYS = {
     Key.COUNTS: pb.KEY_COUNTS,
@@ -40,17 +41,8 @@ _KEYS = {
     Key.HEALTH: pb.KEY_HEALTH,
 }
 _KEYS_BACK = {number: key for key, number in _KEYS.items()}
-_COUNTERS = (
-    "transactions_in_queue",
-    "transactions_checked",
-    "conflicts_detected",
-    "transactions_rows_validating",
-    "transactions_remote_in_applier_queue",
-    "transactions_remote_applied",
-    "transactions_local_proposed",
-    "transactions_local_rollback",
-)
-# Applier message field -> ApplierStatusRow field (transactions and their times, facts 6).
+# Applier message field -> ApplierStatusRow field: the transactions and their times of WL#7374
+# (storage/perfschema/table_replication_applier_status_by_worker.cc).
 _APPLIER = {
     "last_queued_transaction": "last_queued_transaction",
     "last_queued_original_commit_us": "last_queued_transaction_original_commit_timestamp",
@@ -170,12 +162,12 @@ def updates_from_wire(
     messages: Sequence[pb.Update],
     where: str = "updates",
     *,
-    max_updates: int = MAX_UPDATES,
-    max_gtid_text: int = MAX_GTID_TEXT,
+    max_updates: int = DEFAULT_LIMITS.max_updates,
+    max_gtid_text: int = DEFAULT_LIMITS.max_gtid_text,
 ) -> list[Update]:
     """Return the model of ``messages``; raise WireError naming the first bad field.
 
-    ``max_updates`` and ``max_gtid_text`` are the agent's ``[limits]`` (defaults: the constants).
+    ``max_updates`` and ``max_gtid_text`` are the agent's ``[limits]`` (default: their defaults).
     """
     if len(messages) > max_updates:
         raise WireError(f"{where}: {len(messages)} updates is more than {max_updates}")
@@ -186,7 +178,10 @@ def updates_from_wire(
 
 
 def update_from_wire(
-    message: pb.Update, where: str = "update", *, max_gtid_text: int = MAX_GTID_TEXT
+    message: pb.Update,
+    where: str = "update",
+    *,
+    max_gtid_text: int = DEFAULT_LIMITS.max_gtid_text,
 ) -> Update:
     """Return the model of one update; raise WireError naming the bad field."""
     origin = uuid_from_bytes(message.origin, f"{where}.origin")
@@ -331,6 +326,71 @@ def digest_from_wire(
             stamps[key] = Stamp(stamp.incarnation, stamp.version)
         digest[origin] = stamps
     return digest
+
+
+# -- messages between agents --------------------------------------------------------------
+
+
+def gossip_to_wire(message: Gossip) -> pb.ExchangeRequest:
+    """Return a push or an exchange's request as an ``ExchangeRequest``."""
+    return pb.ExchangeRequest(
+        sender=message.sender,
+        sender_member=uuid_to_bytes(message.sender_member),
+        digest=digest_to_wire(message.digest),
+        updates=[update_to_wire(update) for update in message.updates],
+        sent_at_us=message.sent_at_us,
+    )
+
+
+def gossip_from_wire(
+    request: pb.ExchangeRequest, limits: LimitsConfig = DEFAULT_LIMITS, *, pushed: bool = False
+) -> Gossip:
+    """Return the message of ``request``; raise WireError naming the first bad field.
+
+    The sender, its member and the updates are checked first, then the digest, which is not
+    read at all when the message was ``pushed`` (a push carries none).
+    """
+    if len(request.sender) > MAX_SENDER_CHARS:
+        raise WireError(f"sender: {len(request.sender)} characters is more than {MAX_SENDER_CHARS}")
+    sender_member = uuid_from_bytes(request.sender_member, "sender_member")
+    updates = updates_from_wire(
+        request.updates, max_updates=limits.max_updates, max_gtid_text=limits.max_gtid_text
+    )
+    return Gossip(
+        sender=request.sender,
+        sender_member=sender_member,
+        updates=tuple(updates),
+        sent_at_us=request.sent_at_us,
+        digest={} if pushed else digest_from_wire(request.digest),
+    )
+
+
+def answer_to_wire(answer: Answer) -> pb.ExchangeResponse:
+    """Return an exchange's answer as an ``ExchangeResponse``."""
+    return pb.ExchangeResponse(
+        updates=[update_to_wire(update) for update in answer.updates],
+        digest=digest_to_wire(answer.digest),
+        received_at_us=answer.received_at_us,
+        sent_at_us=answer.sent_at_us,
+        member=uuid_to_bytes(answer.member) if answer.member else b"",
+    )
+
+
+def answer_from_wire(
+    response: pb.ExchangeResponse, limits: LimitsConfig = DEFAULT_LIMITS, request_bytes: int = 0
+) -> Answer:
+    """Return the answer of ``response``; raise WireError naming the first bad field."""
+    updates = updates_from_wire(
+        response.updates, max_updates=limits.max_updates, max_gtid_text=limits.max_gtid_text
+    )
+    return Answer(
+        updates=tuple(updates),
+        digest=digest_from_wire(response.digest),
+        member=uuid_from_bytes(response.member, "member") if response.member else "",
+        received_at_us=response.received_at_us,
+        sent_at_us=response.sent_at_us,
+        request_bytes=request_bytes,
+    )
 
 
 # -- query tables -------------------------------------------------------------------------

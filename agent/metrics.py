@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Any
 from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
+from grstats.agent.errors import ConfigError
+
 if TYPE_CHECKING:
     import threading
     from collections.abc import Callable, Iterator
@@ -40,7 +42,8 @@ if TYPE_CHECKING:
 
     from grstats.agent.served import Served
 
-#: The MEMBER_STATE values GR shows (facts §1.1); a state gauge has one series per state.
+#: The MEMBER_STATE values GR shows (``Group_member_info::get_member_status_string`` in
+#: plugin/group_replication/src/member_info.cc); a state gauge has one series per state.
 MEMBER_STATES = ("ONLINE", "RECOVERING", "OFFLINE", "ERROR", "UNREACHABLE")
 
 #: replication_group_member_stats columns exposed as counters: column -> (name, help).
@@ -279,3 +282,17 @@ def serve_metrics(
     """Start the ``/metrics`` HTTP server; return it, its thread and the bound port."""
     server, thread = start_http_server(port, addr=host, registry=metrics.registry)
     return server, thread, int(server.server_port)
+
+
+def start_metrics_server(metrics: AgentMetrics, listen: str) -> tuple[WSGIServer, str]:
+    """Serve ``/metrics`` at ``listen`` (``host:port``); return the server and its address.
+
+    Raises:
+        ConfigError: the address cannot be bound (the message names ``metrics_listen``).
+    """
+    host, _, port = listen.rpartition(":")
+    try:
+        server, _, bound = serve_metrics(metrics, host.strip("[]"), int(port))
+    except OSError as exc:
+        raise ConfigError(f"metrics_listen: cannot bind {listen}: {exc}") from exc
+    return server, f"{host}:{bound}"

@@ -9,7 +9,8 @@ clock offsets it estimated. Rules (MySQL's where MySQL defines them):
 * every member known but absent from that view stays listed (WL#2860) as OFFLINE, with its
   last rows; rows are sorted by MEMBER_ID;
 * the local stats row is read now; other rows are the last values received; VIEW_ID is the
-  served view's, the same on every row (facts §1.2); a member in the view whose stats were
+  served view's, the same on every row (``get_group_member_stats`` in
+  plugin/group_replication/src/ps_information.cc); a member in the view whose stats were
   never received shows MySQL's empty remote row;
 * APPLIER_LAG_SECONDS: while applying, now minus the original commit, ``now`` taken on the
   member's clock (our clock plus its estimated offset); otherwise end of apply minus original

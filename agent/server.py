@@ -1,12 +1,14 @@
 """The agent's gRPC services: Gossip (between agents) and Query (for clients), plus health.
 
-Servicers check every request through :mod:`grstats.agent.convert` and answer INVALID_ARGUMENT
-naming the bad field; nothing from a rejected request is stored, and the agent keeps running.
+The Gossip servicer is the gRPC transport's server half: it decodes each message, checks it
+and hands it to the agent's :class:`~grstats.agent.transports.base.Receiver` (the gossip
+rounds). Servicers check every request through :mod:`grstats.agent.convert` and answer
+INVALID_ARGUMENT naming the bad field; nothing from a rejected request is stored, and the
+agent keeps running. Times come from the clock the agent injects.
 """
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import grpc
@@ -15,20 +17,16 @@ from google.protobuf.message import DecodeError, Message
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
+from grstats.agent.clock import now_us
 from grstats.agent.convert import (
-    MAX_GTID_TEXT,
-    MAX_UPDATES,
     WireError,
-    digest_from_wire,
-    digest_to_wire,
+    answer_to_wire,
+    gossip_from_wire,
     table_to_wire,
-    update_to_wire,
-    updates_from_wire,
-    uuid_from_bytes,
     uuid_to_bytes,
 )
 from grstats.agent.identity import certified_members, refusal
-from grstats.agent.limits import LimitsConfig, RateLimiter
+from grstats.agent.limits import DEFAULT_LIMITS, LimitsConfig, RateLimiter
 from grstats.agent.log import ThrottledWarning
 from grstats.proto import grstats_pb2 as pb
 from grstats.proto import grstats_pb2_grpc as pb_grpc
@@ -36,15 +34,13 @@ from grstats.proto import grstats_pb2_grpc as pb_grpc
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
 
-    from grstats.agent.gossip import GossipState, MergeResult, Update
-    from grstats.agent.metrics import AgentMetrics
+    from grstats.agent.clock import Clock
+    from grstats.agent.messages import Gossip
     from grstats.agent.security import Security
     from grstats.agent.served import Served
+    from grstats.agent.transports.base import Receiver
 
 _M = TypeVar("_M", bound=Message)
-
-#: Longest ``sender`` address accepted (a host name is at most 253 characters, plus the port).
-MAX_SENDER_CHARS = 255
 
 SERVICE_NAMES = (
     pb.DESCRIPTOR.services_by_name["Gossip"].full_name,
@@ -53,32 +49,21 @@ SERVICE_NAMES = (
 
 
 class Node(Protocol):
-    """What the servicers need of the agent (``agent.runtime.Agent`` provides it)."""
+    """What the Query servicer needs of the agent (``grstats.agent.runtime.Agent`` has it)."""
 
-    address: str
-    member_id: str
-    metrics: AgentMetrics
-
-    def clock(self) -> int:
-        """The agent's clock, µs since the epoch: the times an exchange's answer carries."""
+    @property
+    def address(self) -> str:
+        """The agent's address, ``host:port``."""
         ...
 
-    def accept(self, updates: list[Update], sender: str, sender_member: str) -> MergeResult:
-        """Merge updates a peer pushed; return what was taken."""
-        ...
-
-    def knowledge(self) -> GossipState | None:
-        """The gossip state, once the local member is known."""
+    @property
+    def member_id(self) -> str:
+        """The agent's member, ``''`` before its first read."""
         ...
 
     def tables(self, extended: bool) -> Served:
         """The served tables now."""
         ...
-
-
-def now_us() -> int:
-    """The wall clock in µs since the epoch."""
-    return time.time_ns() // 1000
 
 
 async def _admit(
@@ -92,51 +77,37 @@ async def _admit(
 
 
 class GossipServicer(pb_grpc.GossipServicer):  # type: ignore[misc]
-    """Answers a peer's push-pull exchanges and takes its push stream."""
+    """Decodes and checks a peer's exchanges and push stream; the ``receiver`` merges them."""
 
     def __init__(
         self,
-        node: Node,
+        receiver: Receiver,
         limits: LimitsConfig | None = None,
         limiter: RateLimiter | None = None,
         log: structlog.typing.FilteringBoundLogger | None = None,
+        clock: Clock = now_us,
     ) -> None:
-        self._node = node
+        self._receiver = receiver
         self._log = log or structlog.get_logger()
         # Keyed by the certificate's members (a bounded set: our CA signed them), never by
         # what the peer wrote, so a flood of refusals costs a line per 10 s per certificate.
         self._identity_refused = ThrottledWarning(self._log, "peer_identity_refused")
-        self._max_updates = limits.max_updates if limits else MAX_UPDATES
-        self._max_gtid_text = limits.max_gtid_text if limits else MAX_GTID_TEXT
+        self._limits = limits or DEFAULT_LIMITS
         self._limiter = limiter
+        self._clock = clock
 
     async def Exchange(  # noqa: N802  (the RPC's name)
         self,
         request: pb.ExchangeRequest | None,
         context: grpc.aio.ServicerContext[pb.ExchangeRequest, pb.ExchangeResponse],
     ) -> pb.ExchangeResponse:
-        """Merge what the peer pushed, then send what it lacks by its digest."""
-        received = self._node.clock()
+        """Merge what the peer sent, then send what it lacks by its digest."""
+        received = self._clock()
         await _admit(self._limiter, "gossip", context)
-        sender_member, updates = await self._checked(request, context)
-        await self._authorized(sender_member, updates, context)
+        message = await self._checked(request, context, pushed=False)
         assert request is not None
-        try:
-            digest = digest_from_wire(request.digest)
-        except WireError as exc:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-        self._node.accept(updates, request.sender, sender_member)
-        self._node.metrics.received(self._sender(sender_member), "exchange", request.ByteSize())
-        state = self._node.knowledge()
-        if state is None:
-            return pb.ExchangeResponse(received_at_us=received, sent_at_us=self._node.clock())
-        return pb.ExchangeResponse(
-            updates=[update_to_wire(u) for u in state.updates_for(digest)],
-            digest=digest_to_wire(state.digest()),
-            received_at_us=received,
-            sent_at_us=self._node.clock(),
-            member=uuid_to_bytes(self._node.member_id),
-        )
+        answer = self._receiver.answer(message, request.ByteSize(), received)
+        return answer_to_wire(answer)
 
     async def Push(  # noqa: N802  (the RPC's name)
         self,
@@ -147,21 +118,31 @@ class GossipServicer(pb_grpc.GossipServicer):  # type: ignore[misc]
         accepted = 0
         async for request in requests:
             await _admit(self._limiter, "gossip", context)
-            sender_member, updates = await self._checked(request, context)
-            await self._authorized(sender_member, updates, context)
+            message = await self._checked(request, context, pushed=True)
             assert request is not None
-            self._node.accept(updates, request.sender, sender_member)
-            self._node.metrics.received(self._sender(sender_member), "push", request.ByteSize())
+            self._receiver.take(message, request.ByteSize())
             accepted += 1
         return pb.PushReply(accepted=accepted)
 
-    def _sender(self, member: str) -> str:
-        """The ``member`` label of a sender: its UUID if known, so that labels stay bounded."""
-        state = self._node.knowledge()
-        return member if state is not None and member in state.origins else "unknown"
+    async def _checked(
+        self,
+        request: pb.ExchangeRequest | None,
+        context: grpc.aio.ServicerContext[Any, Any],
+        *,
+        pushed: bool,
+    ) -> Gossip:
+        """The message of ``request``, or abort INVALID_ARGUMENT (or PERMISSION_DENIED)."""
+        if request is None:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "request: not an ExchangeRequest")
+        try:
+            message = gossip_from_wire(request, self._limits, pushed=pushed)
+        except WireError as exc:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
+        await self._authorized(message, context)
+        return message
 
     async def _authorized(
-        self, sender_member: str, updates: list[Update], context: grpc.aio.ServicerContext[Any, Any]
+        self, message: Gossip, context: grpc.aio.ServicerContext[Any, Any]
     ) -> None:
         """Abort PERMISSION_DENIED when the peer's certificate is not of the member it speaks for.
 
@@ -171,40 +152,16 @@ class GossipServicer(pb_grpc.GossipServicer):  # type: ignore[misc]
         certified = certified_members(context.auth_context())
         if certified is None:
             return
-        reason = refusal(certified, sender_member, updates)
+        reason = refusal(certified, message.sender_member, message.updates)
         if reason:
             self._identity_refused(
                 tuple(sorted(certified)),
                 peer=context.peer(),
                 certified=sorted(certified),
-                sender_member=sender_member,
+                sender_member=message.sender_member,
                 reason=reason,
             )
             await context.abort(grpc.StatusCode.PERMISSION_DENIED, reason)
-
-    async def _checked(
-        self, request: pb.ExchangeRequest | None, context: grpc.aio.ServicerContext[Any, Any]
-    ) -> tuple[str, list[Update]]:
-        """The sender's member and the updates of ``request``, or abort INVALID_ARGUMENT."""
-        if request is None:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "request: not an ExchangeRequest")
-        if len(request.sender) > MAX_SENDER_CHARS:
-            await context.abort(
-                grpc.StatusCode.INVALID_ARGUMENT,
-                f"sender: {len(request.sender)} characters is more than {MAX_SENDER_CHARS}",
-            )
-        try:
-            return (
-                uuid_from_bytes(request.sender_member, "sender_member"),
-                updates_from_wire(
-                    request.updates,
-                    max_updates=self._max_updates,
-                    max_gtid_text=self._max_gtid_text,
-                ),
-            )
-        except WireError as exc:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-        raise AssertionError  # not reached: abort raises
 
 
 class QueryServicer(pb_grpc.QueryServicer):  # type: ignore[misc]
@@ -216,10 +173,13 @@ class QueryServicer(pb_grpc.QueryServicer):  # type: ignore[misc]
     per query.
     """
 
-    def __init__(self, node: Node, limiter: RateLimiter | None = None) -> None:
+    def __init__(
+        self, node: Node, limiter: RateLimiter | None = None, clock: Clock = now_us
+    ) -> None:
         self._node = node
         self._encoded: tuple[Served, dict[tuple[str, ...], bytes]] | None = None
         self._limiter = limiter
+        self._clock = clock
 
     def _encoded_tables(self, tables: Served, names: tuple[str, ...]) -> bytes:
         """``QueryResponse.tables`` of ``names``, encoded once per set of tables built."""
@@ -251,7 +211,7 @@ class QueryServicer(pb_grpc.QueryServicer):  # type: ignore[misc]
         answer = pb.QueryResponse(
             agent=self._node.address,
             member=uuid_to_bytes(self._node.member_id) if self._node.member_id else b"",
-            served_at_us=now_us(),
+            served_at_us=self._clock(),
         )
         if request.extended:
             answer.tables.extend(table_to_wire(name, *tables[name]) for name in names)
@@ -283,14 +243,7 @@ def _lenient(message_type: type[_M]) -> Callable[[bytes], _M | None]:
     return parse
 
 
-def _handlers(
-    node: Node,
-    limits: LimitsConfig | None,
-    limiter: RateLimiter | None,
-    log: structlog.typing.FilteringBoundLogger | None = None,
-) -> list[grpc.GenericRpcHandler]:
-    gossip = GossipServicer(node, limits, limiter, log)
-    query = QueryServicer(node, limiter)
+def _handlers(gossip: GossipServicer, query: QueryServicer) -> list[grpc.GenericRpcHandler]:
     return [
         grpc.method_handlers_generic_handler(
             SERVICE_NAMES[0],
@@ -322,8 +275,10 @@ def _handlers(
 
 def build_server(  # noqa: PLR0913  (optional parts, by keyword)
     node: Node,
+    receiver: Receiver,
     health_servicer: health.aio.HealthServicer,
     *,
+    clock: Clock = now_us,
     limits: LimitsConfig | None = None,
     limiter: RateLimiter | None = None,
     security: Security | None = None,
@@ -331,16 +286,19 @@ def build_server(  # noqa: PLR0913  (optional parts, by keyword)
 ) -> grpc.aio.Server:
     """Return an unstarted server with Gossip, Query, health and reflection registered.
 
-    ``limits`` bounds message sizes and contents (default: :class:`LimitsConfig`'s defaults);
-    ``limiter`` rate-limits Gossip and Query per client host (None: no rate limit).
-    ``security`` adds the token check (its port is bound with ``security.bind``); ``log``
-    records refused identities and tokens.
+    Gossip hands what peers send to ``receiver``; Query serves ``node``'s tables. ``clock``
+    is the agent's (the times answers carry); ``limits`` bounds message sizes and contents
+    (default: :data:`~grstats.agent.limits.DEFAULT_LIMITS`); ``limiter`` rate-limits Gossip and
+    Query per client host (None: no rate limit). ``security`` adds the token check (its port
+    is bound with ``security.bind``); ``log`` records refused identities and tokens.
     """
-    limits = limits or LimitsConfig()
+    limits = limits or DEFAULT_LIMITS
     log = log or structlog.get_logger()
     interceptors = security.interceptors(SERVICE_NAMES, log) if security else []
     server = grpc.aio.server(options=limits.channel_options, interceptors=interceptors)
-    server.add_generic_rpc_handlers(_handlers(node, limits, limiter, log))
+    gossip = GossipServicer(receiver, limits, limiter, log, clock)
+    query = QueryServicer(node, limiter, clock)
+    server.add_generic_rpc_handlers(_handlers(gossip, query))
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
     reflection.enable_server_reflection(
         (

@@ -67,18 +67,16 @@ class Member(_message.Message):
     def __init__(self, member_id: _Optional[bytes] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., state: _Optional[str] = ..., role: _Optional[str] = ..., version: _Optional[str] = ..., communication_stack: _Optional[str] = ...) -> None: ...
 
 class View(_message.Message):
-    __slots__ = ("members", "view_id", "group_name", "single_primary_mode", "server_version")
+    __slots__ = ("members", "view_id", "group_name", "single_primary_mode")
     MEMBERS_FIELD_NUMBER: _ClassVar[int]
     VIEW_ID_FIELD_NUMBER: _ClassVar[int]
     GROUP_NAME_FIELD_NUMBER: _ClassVar[int]
     SINGLE_PRIMARY_MODE_FIELD_NUMBER: _ClassVar[int]
-    SERVER_VERSION_FIELD_NUMBER: _ClassVar[int]
     members: _containers.RepeatedCompositeFieldContainer[Member]
     view_id: str
     group_name: str
     single_primary_mode: bool
-    server_version: str
-    def __init__(self, members: _Optional[_Iterable[_Union[Member, _Mapping]]] = ..., view_id: _Optional[str] = ..., group_name: _Optional[str] = ..., single_primary_mode: _Optional[bool] = ..., server_version: _Optional[str] = ...) -> None: ...
+    def __init__(self, members: _Optional[_Iterable[_Union[Member, _Mapping]]] = ..., view_id: _Optional[str] = ..., group_name: _Optional[str] = ..., single_primary_mode: _Optional[bool] = ...) -> None: ...
 
 class Applier(_message.Message):
     __slots__ = ("last_queued_transaction", "last_queued_original_commit_us", "last_queued_immediate_commit_us", "last_queued_start_queue_us", "last_queued_end_queue_us", "queueing_transaction", "queueing_original_commit_us", "queueing_immediate_commit_us", "queueing_start_queue_us", "last_applied_transaction", "last_applied_original_commit_us", "last_applied_immediate_commit_us", "last_applied_start_apply_us", "last_applied_end_apply_us", "applying_transaction", "applying_original_commit_us", "applying_immediate_commit_us", "applying_start_apply_us")

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from google.protobuf import descriptor_pb2
+
 from grstats.proto import grstats_pb2
 
 ROOT = Path(__file__).parent.parent
@@ -59,3 +61,13 @@ def test_field_numbers_are_append_only() -> None:
         "gtid_executed": 13,
         "health": 14,
     }
+
+
+def test_dropped_fields_stay_reserved() -> None:
+    """View.server_version (5) was dropped: its number and name are reserved, never reused."""
+    view = {f.name: f.number for f in grstats_pb2.View.DESCRIPTOR.fields}
+    assert view == {"members": 1, "view_id": 2, "group_name": 3, "single_primary_mode": 4}
+    declared = descriptor_pb2.DescriptorProto()
+    grstats_pb2.View.DESCRIPTOR.CopyToProto(declared)
+    assert [(r.start, r.end) for r in declared.reserved_range] == [(5, 6)]
+    assert list(declared.reserved_name) == ["server_version"]

@@ -1,11 +1,16 @@
-"""The seam between an agent and its peers: ``Transport``."""
+"""The seam between an agent and its peers: ``Transport``, and the ``Receiver`` it delivers to.
+
+Both carry values (:mod:`grstats.agent.messages`: ``Gossip`` and ``Answer``), never protobuf:
+encoding is the business of the transport that needs it (gRPC's, in
+:mod:`grstats.agent.transports.rpc`, with its server half in :mod:`grstats.agent.server`).
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from grstats.proto import grstats_pb2 as pb
+    from grstats.agent.messages import Answer, Gossip
 
 
 class Transport(Protocol):
@@ -13,14 +18,17 @@ class Transport(Protocol):
 
     Calling contract:
 
-    * Who calls: the agent's period loop. Every period it calls :meth:`push` once per peer
-      (its own news, on a long-lived stream) and :meth:`exchange` with ``pull_fanout`` peers;
-      calls to different peers run concurrently, never two of a kind with the same peer.
-    * Each must return or raise within ``timeout_s``.
-    * Failures raise :class:`grstats.agent.errors.PeerUnreachable` or
-      :class:`grstats.agent.errors.PeerTimeout` naming the peer; nothing else for expected
-      failures. The loop logs them and goes on; a broken push stream is dropped and the next
-      :meth:`push` opens a new one.
+    * Who calls: the agent's gossip rounds, once per period (1 to 60 s). Every period they
+      call :meth:`push` once per peer (the agent's own news, on a long-lived stream) and
+      :meth:`exchange` with ``pull_fanout`` peers. Calls to different peers run concurrently,
+      never two of a kind with the same peer; :meth:`streaming` never blocks.
+    * Each call returns or raises within ``timeout_s``.
+    * A peer that cannot be reached, or does not answer in time, raises
+      :class:`grstats.agent.errors.PeerUnreachable` or :class:`grstats.agent.errors.PeerTimeout`
+      (both :class:`~grstats.agent.errors.TransportError`) naming the peer; an answer that
+      breaks the wire contract raises another :class:`~grstats.agent.errors.AgentError`
+      naming the bad field. Nothing else is raised for expected failures: the rounds log them
+      and go on. A broken push stream is dropped, and the next :meth:`push` opens a new one.
     * :meth:`aclose` closes every connection; it is called once, at shutdown.
     """
 
@@ -28,16 +36,52 @@ class Transport(Protocol):
         """Whether a push stream to ``peer`` is open (else the next push opens one)."""
         ...
 
-    async def push(self, peer: str, payload: bytes, timeout_s: float) -> None:
-        """Send one serialized ``ExchangeRequest`` to ``peer`` on its push stream."""
+    async def push(self, peer: str, news: Gossip, timeout_s: float) -> int:
+        """Send ``news`` to ``peer`` on its push stream; return its size on the wire in bytes.
+
+        The rounds pass the same ``news`` object to every peer of a period, so a transport
+        may encode it once. The size is for the metrics; 0 if nothing is encoded.
+        """
         ...
 
-    async def exchange(
-        self, peer: str, request: pb.ExchangeRequest, timeout_s: float
-    ) -> pb.ExchangeResponse:
-        """Send ``request`` to ``peer`` (host:port) and return its response."""
+    async def exchange(self, peer: str, request: Gossip, timeout_s: float) -> Answer:
+        """Send ``request`` to ``peer`` (``host:port``) and return its answer."""
         ...
 
     async def aclose(self) -> None:
         """Close every connection."""
+        ...
+
+
+class Receiver(Protocol):
+    """The agent's receiving side: what a transport's server half hands each message to.
+
+    Calling contract:
+
+    * Who calls: the server half of a transport (gRPC's ``Gossip`` servicer, or the in-memory
+      network), once per message a peer sends, after checking it. Calls come from the event
+      loop, one at a time, and never block: each merges into the gossip state and returns.
+    * ``size_bytes`` is the message's size on the wire (0 when nothing was encoded), for
+      the metrics. Neither method raises for what a peer sends: refusals happen before.
+    """
+
+    def take(self, news: Gossip, size_bytes: int) -> None:
+        """Merge a peer's pushed news."""
+        ...
+
+    def answer(self, request: Gossip, size_bytes: int, received_at_us: int | None) -> Answer:
+        """Merge an exchange's request and answer it (``received_at_us`` None: now)."""
+        ...
+
+
+@runtime_checkable
+class ServingTransport(Transport, Protocol):
+    """A transport that also delivers the agent's incoming gossip: no gRPC server is needed.
+
+    The agent calls :meth:`serve` once, at start, instead of binding its gRPC server; its
+    :meth:`aclose` stops the delivery. The in-memory network's transports are such.
+    """
+
+    def serve(self, receiver: Receiver) -> str:
+        """Deliver the messages sent to this transport's address to ``receiver``; return it."""
         ...

@@ -1,49 +1,56 @@
 """``GrpcTransport``: pushes and exchanges over gRPC, one channel per peer.
 
-gRPC's errors are translated here, once, into :mod:`grstats.agent.errors`.
+Messages are encoded here (:mod:`grstats.agent.convert`), and gRPC's errors are translated
+here, once, into :mod:`grstats.agent.errors`.
 """
 
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING
 
 import grpc
 
+from grstats.agent.convert import answer_from_wire, gossip_to_wire
 from grstats.agent.errors import PeerTimeout, PeerUnreachable, TransportError
+from grstats.agent.limits import DEFAULT_LIMITS, LimitsConfig
 from grstats.agent.security import Security
 from grstats.proto import grstats_pb2 as pb
 from grstats.proto import grstats_pb2_grpc as pb_grpc
 
-#: Largest message an agent accepts or sends (a whole group's state fits many times over).
-MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+if TYPE_CHECKING:
+    from grstats.agent.messages import Answer, Gossip
 
 #: The Push method's path: called with payloads serialized once for every peer.
 PUSH_METHOD = "/grstats.v1.Gossip/Push"
 
-#: Channel options: message limits, and keepalive pings so that a push stream to a host that
-#: vanished without closing its connections fails within about a minute.
-CHANNEL_OPTIONS = (
-    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+#: Keepalive pings, so that a push stream to a host that vanished without closing its
+#: connections fails within about a minute.
+KEEPALIVE_OPTIONS = (
     ("grpc.keepalive_time_ms", 30_000),
     ("grpc.keepalive_timeout_ms", 10_000),
 )
+
+#: Pushes whose encoding is kept: a period's news (and the opening message) for every peer.
+_ENCODINGS_KEPT = 2
 
 _PushCall = grpc.aio.StreamUnaryCall[bytes, pb.PushReply]
 
 
 class GrpcTransport:
-    """A :class:`~grstats.agent.transports.base.Transport` over grpc.aio, one channel per peer."""
+    """A :class:`~grstats.agent.transports.base.Transport` over grpc.aio, one channel per peer.
+
+    ``limits`` bounds what each channel sends and receives and what an answer may hold
+    (the agent's ``[limits]``); ``security`` gives the channels' TLS and every call's token.
+    """
 
     def __init__(
-        self, max_message_bytes: int = MAX_MESSAGE_BYTES, security: Security | None = None
+        self, limits: LimitsConfig = DEFAULT_LIMITS, security: Security | None = None
     ) -> None:
-        """``max_message_bytes`` bounds what each channel sends and receives ([limits])."""
-        self._security = security or Security()  # the channels' TLS, the token of every call
-        self._options = [
-            (name, max_message_bytes if name.endswith("_message_length") else value)
-            for name, value in CHANNEL_OPTIONS
-        ]
+        self._limits = limits
+        self._security = security or Security()
+        self._options = [*limits.channel_options, *KEEPALIVE_OPTIONS]
+        self._encoded: dict[int, tuple[Gossip, bytes]] = {}  # id(news) -> (news, its bytes)
         self._stubs: dict[str, pb_grpc.GossipStub] = {}
         self._channels: dict[str, grpc.aio.Channel] = {}
         self._streams: dict[str, _PushCall] = {}
@@ -80,31 +87,37 @@ class GrpcTransport:
             stub = self._stubs[peer] = pb_grpc.GossipStub(self._channel(peer))
         return stub
 
-    async def exchange(
-        self, peer: str, request: pb.ExchangeRequest, timeout_s: float
-    ) -> pb.ExchangeResponse:
-        """Run one Exchange RPC with ``peer``; translate gRPC's errors once, here."""
+    async def exchange(self, peer: str, request: Gossip, timeout_s: float) -> Answer:
+        """Run one Exchange RPC with ``peer``; translate gRPC's errors once, here.
+
+        An answer that breaks the wire contract raises :class:`~grstats.agent.convert.WireError`
+        naming the field.
+        """
         await self._renew(peer)
+        message = gossip_to_wire(request)
         try:
             response: pb.ExchangeResponse = await self._stub(peer).Exchange(
-                request, timeout=timeout_s, metadata=self._security.metadata
+                message, timeout=timeout_s, metadata=self._security.metadata
             )
         except grpc.aio.AioRpcError as exc:
             raise _translated(peer, exc, timeout_s) from exc
-        return response
+        return answer_from_wire(response, self._limits, message.ByteSize())
 
     def streaming(self, peer: str) -> bool:
         """Whether a push stream to ``peer`` is open (and not about to be renewed)."""
         call = self._streams.get(peer)
         return call is not None and not call.done() and not self._stale(peer)
 
-    async def push(self, peer: str, payload: bytes, timeout_s: float) -> None:
-        """Write ``payload`` on the push stream to ``peer``, opening the stream if needed.
+    async def push(self, peer: str, news: Gossip, timeout_s: float) -> int:
+        """Write ``news`` on the push stream to ``peer``, opening the stream if needed.
+
+        ``news`` is encoded once for every peer it is pushed to; the size encoded is returned.
 
         A stream that ended (the peer restarted, or refused a message) or a write that fails
         or takes longer than ``timeout_s`` drops the stream; the next push opens a new one.
         When the TLS files changed, the channel is dialled again first, with the new files.
         """
+        payload = self._encoding(news)
         await self._renew(peer)
         call = self._streams.get(peer)
         if call is not None and call.done():
@@ -128,6 +141,18 @@ class GrpcTransport:
         except asyncio.InvalidStateError as exc:  # the call ended between the check and the write
             self._drop(peer, call)
             raise PeerUnreachable(f"{peer}: push stream ended") from exc
+        return len(payload)
+
+    def _encoding(self, news: Gossip) -> bytes:
+        """The bytes of ``news``, encoded on its first push and kept for the other peers."""
+        kept = self._encoded.get(id(news))
+        if kept is not None and kept[0] is news:
+            return kept[1]
+        payload: bytes = gossip_to_wire(news).SerializeToString()
+        self._encoded[id(news)] = (news, payload)
+        while len(self._encoded) > _ENCODINGS_KEPT:
+            del self._encoded[next(iter(self._encoded))]
+        return payload
 
     def _drop(self, peer: str, call: _PushCall) -> None:
         call.cancel()
@@ -144,6 +169,7 @@ class GrpcTransport:
         self._channels.clear()
         self._stubs.clear()
         self._made.clear()
+        self._encoded.clear()
 
 
 async def _ended(peer: str, call: _PushCall) -> None:

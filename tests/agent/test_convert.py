@@ -5,11 +5,14 @@ from __future__ import annotations
 import pytest
 
 from grstats.agent.convert import (
-    MAX_GTID_TEXT,
-    MAX_UPDATES,
+    MAX_SENDER_CHARS,
     WireError,
+    answer_from_wire,
+    answer_to_wire,
     digest_from_wire,
     digest_to_wire,
+    gossip_from_wire,
+    gossip_to_wire,
     table_from_wire,
     table_to_wire,
     update_from_wire,
@@ -18,6 +21,8 @@ from grstats.agent.convert import (
 )
 from grstats.agent.gossip import Counts, Key, Stamp, Update
 from grstats.agent.gtid import GtidSet
+from grstats.agent.limits import DEFAULT_LIMITS
+from grstats.agent.messages import Answer, Gossip
 from grstats.agent.rows import (
     REPLICATION_GROUP_MEMBERS,
     ApplierStatusRow,
@@ -95,14 +100,18 @@ def test_every_key_round_trips(key: Key) -> None:
 
 
 def test_counts_without_gtids_do_not_carry_them() -> None:
-    """A counts message without fresh GTIDs leaves the GTID columns out (facts 2.4)."""
+    """Counts without fresh GTIDs leave the GTID columns out, as GR's stats message does.
+
+    ``Pipeline_stats_member_collector::send_stats_member_message``
+    (plugin/group_replication/src/pipeline_stats.cc) fills them only when the flag is set.
+    """
     wire = update_to_wire(update(Key.COUNTS, Counts(stats_row(), gtids_present=False)))
     assert wire.counts.transactions_committed_all_members == ""
     assert not wire.counts.gtids_present
 
 
 def test_counts_message_is_under_a_third_of_mysqls() -> None:
-    """One member's counts for a period take at most a third of MySQL's own encoding (facts 2)."""
+    """One member's counts take at most a third of MySQL's own stats message (pipeline_stats.cc)."""
     counts = Counts(stats_row(committed=""), gtids_present=False)
     ours = len(update_to_wire(update(Key.COUNTS, counts)).SerializeToString())
     mysql = encoded_size(
@@ -142,7 +151,9 @@ def bad(mutate: object) -> pb.Update:
         pytest.param(
             bad(
                 lambda m: setattr(
-                    m.counts, "transactions_committed_all_members", "x" * (MAX_GTID_TEXT + 1)
+                    m.counts,
+                    "transactions_committed_all_members",
+                    "x" * (DEFAULT_LIMITS.max_gtid_text + 1),
                 )
             ),
             "counts.transactions_committed_all_members",
@@ -180,8 +191,8 @@ def test_bad_input_names_the_field(message: pb.Update, field: str) -> None:
 def test_too_many_updates() -> None:
     """A message with more updates than a whole group could produce is refused."""
     one = update_to_wire(update(Key.HEALTH, VALUES[Key.HEALTH]))
-    with pytest.raises(WireError, match=f"more than {MAX_UPDATES}"):
-        updates_from_wire([one] * (MAX_UPDATES + 1))
+    with pytest.raises(WireError, match=f"more than {DEFAULT_LIMITS.max_updates}"):
+        updates_from_wire([one] * (DEFAULT_LIMITS.max_updates + 1))
 
 
 def test_digest_round_trip_and_unknown_keys() -> None:
@@ -192,6 +203,44 @@ def test_digest_round_trip_and_unknown_keys() -> None:
     assert digest_from_wire(entries) == digest
     with pytest.raises(WireError, match=r"digest\[0\].origin"):
         digest_from_wire([pb.DigestEntry(origin=b"short")])
+
+
+def test_gossip_round_trips_with_and_without_its_digest() -> None:
+    """An exchange's request comes back whole; a pushed one comes back without a digest."""
+    sent = Gossip(
+        sender="db1:7400",
+        sender_member=A,
+        updates=(update(Key.HEALTH, VALUES[Key.HEALTH]), update(Key.COUNTS, VALUES[Key.COUNTS])),
+        sent_at_us=1_763_000_002_000_000,
+        digest={A: {Key.COUNTS: Stamp(1, 5)}},
+    )
+    wire = pb.ExchangeRequest.FromString(gossip_to_wire(sent).SerializeToString())
+    assert gossip_from_wire(wire) == sent
+    assert gossip_from_wire(wire, pushed=True).digest == {}
+
+
+def test_gossip_names_a_bad_sender() -> None:
+    """A sender address too long, or a sender member that is no UUID, is refused by name."""
+    long = pb.ExchangeRequest(sender="x" * (MAX_SENDER_CHARS + 1), sender_member=b"\x01" * 16)
+    with pytest.raises(WireError, match=r"^sender: "):
+        gossip_from_wire(long)
+    with pytest.raises(WireError, match=r"^sender_member: "):
+        gossip_from_wire(pb.ExchangeRequest(sender="db1:7400", sender_member=b"x"))
+
+
+def test_answer_round_trips_and_carries_the_request_size() -> None:
+    """An answer comes back whole, with the size of its request; no member stays no member."""
+    sent = Answer(
+        updates=(update(Key.VIEW, VALUES[Key.VIEW]),),
+        digest={B: {Key.HEALTH: Stamp(2, 1)}},
+        member=B,
+        received_at_us=10,
+        sent_at_us=11,
+    )
+    wire = pb.ExchangeResponse.FromString(answer_to_wire(sent).SerializeToString())
+    back = answer_from_wire(wire, DEFAULT_LIMITS, request_bytes=123)
+    assert back == Answer(sent.updates, sent.digest, B, 10, 11, request_bytes=123)
+    assert answer_from_wire(answer_to_wire(Answer())).member == ""
 
 
 def test_table_cells_keep_their_types() -> None:

@@ -1,4 +1,4 @@
-"""Groups of 5 and 9 agents, a member crash as GR shows it, and fuzzing the Gossip service."""
+"""Groups of 5 and 9 agents and a member crash as GR shows it (in memory); fuzzing Gossip (gRPC)."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ async def stop_all(group: Group) -> None:
 @pytest.mark.parametrize("size", [5, 9])
 async def test_every_agent_agrees(size: int) -> None:
     """In groups of 5 and 9, every agent serves the same membership and each member's own counts."""
-    group = await start_group(size)
+    group = await start_group(size, memory=True)
     try:
         await group.rounds(3)
         truth = {a.member_id: a.local.stats.count_transactions_checked for a in group.agents}  # type: ignore[union-attr]
@@ -54,7 +54,7 @@ async def test_every_agent_agrees(size: int) -> None:
 
 async def test_member_crash_shows_unreachable_then_offline_still_listed() -> None:
     """A crashed member is UNREACHABLE after 5 s, then OFFLINE but still listed with its last row."""
-    group = await start_group(3, scenario="crash-rejoin")
+    group = await start_group(3, scenario="crash-rejoin", memory=True)
     try:
         crashed = group.agents[2]
         await group.rounds(20)  # to 30 s: the crash

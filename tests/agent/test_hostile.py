@@ -174,9 +174,9 @@ def sizes(agent: Agent) -> dict[str, int]:
     assert agent.state is not None
     return {
         "origins": len(agent.state.origins),
-        "agents": len(agent._agents),
+        "agents": len(agent.rounds.agents),
         "offsets": len(agent.offsets),
-        "peer_digests": len(agent._peer_digests),
+        "peer_digests": len(agent.rounds._peer_digests),
         "limiter": len(agent.limiter),
     }
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import urllib.request
 from typing import TYPE_CHECKING
 
@@ -26,11 +27,12 @@ if TYPE_CHECKING:
 async def _group() -> AsyncIterator[Group]:
     """Three agents; the third serves /metrics on a free port."""
     group = await start_group(3, started=2)
-    group.agents[2].settings.metrics_listen = "127.0.0.1:0"  # type: ignore[misc]
-    await _start_without_loop(group.agents[2])
+    third = group.agents[2]
+    third.config = dataclasses.replace(third.config, metrics_listen="127.0.0.1:0")
+    await _start_without_loop(third)
     addresses = tuple(agent.address for agent in group.agents)  # the third's port is known now
     for agent in group.agents:
-        agent.settings.peers = addresses  # type: ignore[misc]
+        agent.config = dataclasses.replace(agent.config, peers=addresses)
     yield group
     for agent in group.agents:
         await agent.stop(grace_s=0)

@@ -128,7 +128,11 @@ def test_departed_member_stays_listed_offline_with_its_last_rows() -> None:
 
 
 def test_member_never_heard_shows_mysqls_empty_remote_row() -> None:
-    """A member in the view whose stats never arrived shows zeros and '' with its ids (§1.2)."""
+    """A member in the view whose stats never arrived shows zeros and '' with its ids.
+
+    As MySQL's ``get_group_member_stats`` (plugin/group_replication/src/ps_information.cc)
+    shows a member with no stats message received yet.
+    """
     view = group_view(member(A), member(B))
     tables = served_tables(GossipState(A, incarnation=1), snapshot(A, view), NOW, SILENCE)
     unheard = rows(tables, "replication_group_member_stats")[1]

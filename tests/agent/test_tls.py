@@ -38,7 +38,7 @@ from grstats.cli import build_parser, main
 from grstats.proto import grstats_pb2 as pb
 from grstats.proto import grstats_pb2_grpc as pb_grpc
 from tests.agent.cli.test_agent_processes import PYTHON, grstats, wait_until
-from tests.agent.test_runtime import START_S, Clock, Group, Settings, stats
+from tests.agent.test_runtime import START_S, Clock, Group, settings, stats
 from tests.certs import make_certs
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ async def start_secure_group(securities: list[Security]) -> Group:
     for index, security in enumerate(securities):
         transport = FaultyTransport(GrpcTransport(security=security))
         source = SimulatedSource(size, index, seed=1, group_start_s=START_S, clock=clock.s)
-        agent = Agent(Settings(), source, transport=transport, clock=clock.us, security=security)
+        agent = Agent(settings(), source, transport=transport, clock=clock.us, security=security)
         await agent.start()
         assert agent._task is not None
         agent._task.cancel()
@@ -84,8 +84,8 @@ async def start_secure_group(securities: list[Security]) -> Group:
         transports.append(transport)
     addresses = tuple(agent.address for agent in agents)
     for agent in agents:
-        agent.settings.peers = addresses  # type: ignore[misc]
-    return Group(agents, transports, clock)
+        agent.config = dataclasses.replace(agent.config, peers=addresses)
+    return Group(agents, list(transports), clock)
 
 
 async def stop_all(group: Group) -> None:

@@ -130,6 +130,14 @@ class TimedAgent(Agent):
         super().__init__(*args, **kwargs)
         self.produced: dict[tuple[int, int], int] = {}  # own stamp -> read at, µs
         self.held: dict[tuple[str, int, int], int] = {}  # origin, stamp -> first held at, µs
+        merge = self.rounds.merge  # where every update from a peer enters the state
+
+        def timed_merge(updates: list[Update], via: str) -> MergeResult:
+            result = merge(updates, via)
+            self._note_held(updates)
+            return result
+
+        self.rounds.merge = timed_merge  # type: ignore[method-assign]
 
     async def _read_source(self) -> None:
         await super()._read_source()
@@ -138,9 +146,9 @@ class TimedAgent(Agent):
             stamp = heard.update.stamp
             self.produced.setdefault((stamp.incarnation, stamp.version), heard.update.sent_at_us)
 
-    def _merge(self, updates: list[Update], via: str) -> MergeResult:
-        result = super()._merge(updates, via)
-        assert self.state is not None
+    def _note_held(self, updates: list[Update]) -> None:
+        if self.state is None:
+            return
         for update in updates:
             if update.key is not Key.COUNTS or update.origin == self.member_id:
                 continue
@@ -148,7 +156,6 @@ class TimedAgent(Agent):
             if heard is not None and heard.update.stamp == update.stamp:
                 key = (update.origin, update.stamp.incarnation, update.stamp.version)
                 self.held.setdefault(key, heard.received_at_us)
-        return result
 
     async def stop(self, grace_s: float = 1.0) -> None:
         await super().stop(grace_s)

@@ -1,0 +1,56 @@
+"""What agents send each other, as values: :class:`Gossip` and the :class:`Answer` to an exchange.
+
+These are what the transport seam (:mod:`grstats.agent.transports.base`) carries; only the
+wire modules turn them into protobuf (``ExchangeRequest`` and ``ExchangeResponse``, see
+:mod:`grstats.agent.convert`). The in-memory transport hands them over as they are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from grstats.agent.gossip import Digest, Update
+
+
+@dataclass(frozen=True, slots=True)
+class Gossip:
+    """One message from an agent to a peer: a push of its own news, or an exchange's request.
+
+    Attributes:
+        sender: the sending agent's address, ``host:port``.
+        sender_member: the sending agent's member (server_uuid).
+        updates: on a push, the sender's own values (all of them on a stream's first message,
+            then what changed); on an exchange, its own values the receiver lacks.
+        sent_at_us: the sender's clock when it sent (for the clock-offset estimate).
+        digest: on an exchange, the stamps of everything the sender holds; empty on a push.
+    """
+
+    sender: str
+    sender_member: str
+    updates: tuple[Update, ...]
+    sent_at_us: int
+    digest: Digest = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """An agent's answer to an exchange: what the requester lacks, and the answerer's digest.
+
+    Attributes:
+        updates: the values the requester lacks, judged by the digest it sent.
+        digest: the stamps of everything the answerer holds.
+        member: the answerer's member, ``''`` before its first read.
+        received_at_us: the answerer's clock when the request arrived.
+        sent_at_us: the answerer's clock when it answered.
+        request_bytes: the size of the request on the wire, filled in by the transport that
+            sent it (0 for one that encodes nothing); for the metrics only.
+    """
+
+    updates: tuple[Update, ...] = ()
+    digest: Digest = field(default_factory=dict)
+    member: str = ""
+    received_at_us: int = 0
+    sent_at_us: int = 0
+    request_bytes: int = 0

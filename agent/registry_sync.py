@@ -1,0 +1,180 @@
+"""``RegistrySync``: keeps the member registry and the gossip state in step.
+
+At start the registry's records are loaded: the agent lists those members at once, as not
+connected (WL#2860 keeps members that are gone listed), and they seed the gossip state once it
+exists. Every ``flush_interval_s``, and at stop, every known member is saved in one
+transaction and members unseen for ``retention_s`` are purged. A member removed from the
+registry by ``grstats members forget`` while the agent runs is dropped from its state too.
+Registry failures are logged; the agent goes on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING
+
+from grstats.agent.gossip import Counts, Key
+from grstats.agent.gtid import GtidSet
+from grstats.agent.model import GroupView
+from grstats.agent.registry import MemberRecord, RegistryError
+from grstats.agent.rows import ApplierStatusRow, MemberRow
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    from grstats.agent.clock import Clock
+    from grstats.agent.config import AgentConfig
+    from grstats.agent.gossip import GossipState
+    from grstats.agent.gossip.updates import Value
+    from grstats.agent.local import LocalMember
+    from grstats.agent.registry import MemberRegistry
+    from grstats.agent.served import Served
+
+
+class RegistrySync:
+    """The registry of the agent's member (None: the agent remembers nothing across restarts).
+
+    Attributes:
+        remembered: the records loaded at start.
+    """
+
+    def __init__(
+        self,
+        registry: MemberRegistry | None,
+        member: LocalMember,
+        config: AgentConfig,
+        *,
+        clock: Clock,
+    ) -> None:
+        self.config = config
+        self.remembered: list[MemberRecord] = []
+        self._registry = registry
+        self._member = member
+        self._clock = clock
+        self._saved: set[str] = set()  # members in the registry after the last save
+        self._flushed_at = clock()
+
+    async def load(self) -> None:
+        """Load the remembered members (at start)."""
+        if self._registry is None:
+            return
+        self.remembered = await asyncio.to_thread(self._registry.load)
+        self._saved = {record.member_id for record in self.remembered}
+        self._member.log.info("registry_loaded", members=len(self.remembered))
+
+    def seed(self, state: GossipState) -> None:
+        """Hold the remembered members' values in ``state`` (below any news of them)."""
+        for record in self.remembered:
+            state.seed(record.member_id, remembered_values(record), record.last_seen_us, "registry")
+
+    def due(self) -> bool:
+        """Whether ``flush_interval_s`` has passed since the last flush."""
+        return self._clock() - self._flushed_at >= self.config.flush_interval_s * 1_000_000
+
+    async def flush(
+        self, tables: Callable[[], Served], agents: Mapping[str, str], address: str
+    ) -> None:
+        """Save every member the served ``tables()`` list in one transaction; purge the expired.
+
+        ``agents`` maps members to their agents' addresses, ``address`` is this agent's. A
+        member this agent saved last time that is no longer in the registry was removed by
+        ``grstats members forget`` while the agent ran: it is dropped from the state too, so
+        the save does not bring it back (it returns only if some member's view still lists
+        it). A forget between this check and the save, a few ms, is undone by the save.
+        """
+        now = self._clock()
+        self._flushed_at = now
+        state = self._member.state
+        if self._registry is None or state is None:
+            return
+        try:
+            held = {record.member_id for record in await asyncio.to_thread(self._registry.load)}
+        except RegistryError as exc:
+            self._member.log.warning("registry_load_failed", error=str(exc))
+            return
+        for member_id in sorted(self._saved - held - {self._member.member_id}):
+            if state.forget(member_id):
+                self._member.log.info("member_forgotten", member=member_id)
+        retention = int(self.config.retention_s * 1_000_000)
+        if retention:
+            for member_id, origin in list(state.origins.items()):
+                seen = max(origin.fresh_at_us, origin.first_seen_us)
+                if member_id != self._member.member_id and now - seen > retention:
+                    state.forget(member_id)
+        records = member_records(state, tables(), agents, address)
+        try:
+            await asyncio.to_thread(self._registry.save, records)
+            self._saved = {record.member_id for record in records}
+            if retention:
+                await asyncio.to_thread(self._registry.purge, now - retention)
+        except RegistryError as exc:
+            self._member.log.warning("registry_save_failed", error=str(exc))
+
+    async def aclose(self) -> None:
+        """Close the registry."""
+        if self._registry is not None:
+            await asyncio.to_thread(self._registry.close)
+
+
+def remembered_values(record: MemberRecord) -> dict[Key, Value]:
+    """The values a registry record gives back to the gossip state after a restart."""
+    values: dict[Key, Value] = {
+        Key.VIEW: GroupView(
+            members=(
+                MemberRow(
+                    member_id=record.member_id,
+                    member_host=record.member_host,
+                    member_port=record.member_port,
+                ),
+            )
+        )
+    }
+    if record.stats is not None:
+        values[Key.COUNTS] = Counts(record.stats, gtids_present=True)
+    if record.applier is not None:
+        values[Key.APPLIER] = record.applier
+    if record.gtid_executed:
+        values[Key.GTID_EXECUTED] = GtidSet.parse(record.gtid_executed)
+    return values
+
+
+def member_records(
+    state: GossipState, tables: Served, agents: Mapping[str, str], own_address: str
+) -> list[MemberRecord]:
+    """One registry record per member the served tables list."""
+    columns, rows = tables["replication_group_members"]
+    names = [column.name for column in columns]
+    records = []
+    for row in rows:
+        member = dict(zip(names, row, strict=True))
+        member_id = str(member["MEMBER_ID"])
+        origin = state.origins.get(member_id)
+        if not member_id or origin is None:
+            continue
+        counts = state.value(member_id, Key.COUNTS)
+        applier = state.value(member_id, Key.APPLIER)
+        executed = state.value(member_id, Key.GTID_EXECUTED)
+        port = member["MEMBER_PORT"]
+        records.append(
+            MemberRecord(
+                member_id=member_id,
+                member_host=str(member["MEMBER_HOST"]),
+                member_port=port if isinstance(port, int) else None,
+                agent_address=own_address
+                if member_id == state.local_id
+                else agents.get(member_id, ""),
+                first_seen_us=max(0, origin.first_seen_us),
+                last_seen_us=max(0, origin.fresh_at_us, origin.first_seen_us),
+                last_state=str(member["MEMBER_STATE"]),
+                stats=counts.update.value.row
+                if counts and isinstance(counts.update.value, Counts)
+                else None,
+                applier=applier.update.value
+                if applier and isinstance(applier.update.value, ApplierStatusRow)
+                else None,
+                gtid_executed=str(executed.update.value)
+                if executed and isinstance(executed.update.value, GtidSet)
+                else "",
+            )
+        )
+    return records

@@ -1,0 +1,72 @@
+"""``ServedTables``: the tables an agent serves, built only when what they show changed.
+
+The plain tables change only when the gossip state or the local read does, and once a period
+(the local applier's lag): they are built once per change and shared by every query until
+then. The extended columns hold the time, so those tables are built per query. Before the
+first read, the tables show what the registry remembers.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from grstats.agent.gossip import GossipState
+from grstats.agent.served import served_tables
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+
+    from grstats.agent.clock import Clock
+    from grstats.agent.config import AgentConfig
+    from grstats.agent.local import LocalMember
+    from grstats.agent.served import Served
+
+
+class ServedTables:
+    """What Query serves: :func:`~grstats.agent.served.served_tables` of the agent, cached.
+
+    ``offsets`` are the members' clock offsets (kept up to date by the rounds); ``seed`` puts
+    the remembered members in a gossip state, for the tables served before the first read.
+    """
+
+    def __init__(
+        self,
+        config: AgentConfig,
+        member: LocalMember,
+        offsets: Mapping[str, int],
+        seed: Callable[[GossipState], None],
+        *,
+        clock: Clock,
+    ) -> None:
+        self.config = config
+        self._member = member
+        self._offsets = offsets
+        self._seed = seed
+        self._clock = clock
+        self._cached: tuple[tuple[int, int | None, int], Served] | None = None
+
+    def get(self, extended: bool, periods: int) -> Served:
+        """The served tables now; ``periods`` counts the agent's periods (a cache key)."""
+        state = self._member.state
+        if not extended and state is not None:
+            snapshot = self._member.snapshot
+            key = (state.changes, snapshot.read_at_us if snapshot else None, periods)
+            if self._cached is None or self._cached[0] != key:
+                self._cached = (key, self._build(extended=False))
+            return self._cached[1]
+        return self._build(extended)
+
+    def _build(self, extended: bool) -> Served:
+        state = self._member.state
+        if state is None:
+            state = GossipState(self._member.member_id, self._member.incarnation)
+            self._seed(state)
+        silence = int(self.config.silence_periods * self.config.period_s * 1_000_000)
+        return served_tables(
+            state,
+            self._member.snapshot,
+            self._clock(),
+            silence,
+            offsets_us=self._offsets,
+            extended=extended,
+        )
