@@ -52,9 +52,20 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "grstats.agent.tls",
             "grstats.agent.security",
             "grstats.agent.config",
+            "grstats.agent.messages",
         ),
     ),
-    ("agent", ("grstats.agent",)),  # the wire modules, the servers and the runtime
+    (
+        "wire and serving",
+        (
+            "grstats.agent.convert",
+            "grstats.agent.served",
+            "grstats.agent.metrics",
+            "grstats.agent.transports",
+            "grstats.agent.server",
+        ),
+    ),
+    ("agent runtime", ("grstats.agent",)),  # runtime, rounds, local, registry_sync, tables
     ("agent commands", ("grstats.agent.cli",)),
     ("collector", ("grstats.collector",)),
     ("spark", ("grstats.spark",)),
@@ -173,6 +184,32 @@ def test_no_import_goes_up_a_layer(module: str) -> None:
         if i.importer == module and layer_of(i.imported) > own
     ]
     assert not upward, f"{module} ({LAYERS[own][0]}) imports from above:\n" + "\n".join(upward)
+
+
+#: The modules that may import the generated protobuf code: the agent's wire modules, and the
+#: clients of the Query service (grstats query, the demo, the collector). The gossip core, the
+#: transport seam and the runtime work with domain values.
+WIRE_MODULES = frozenset(
+    {
+        "grstats.agent.convert",
+        "grstats.agent.server",
+        "grstats.agent.transports.rpc",
+        "grstats.agent.cli.query",
+        "grstats.agent.cli.demo.tables",
+        "grstats.collector.poller",
+        "grstats.collector.records",
+    }
+)
+
+
+def test_only_the_wire_modules_import_protobuf() -> None:
+    """grstats.proto is imported by the wire modules and the Query clients, by nothing else."""
+    importers = {
+        i.importer
+        for i in ALL_IMPORTS
+        if i.imported.startswith("grstats.proto") and not i.importer.startswith("grstats.proto")
+    }
+    assert importers == WIRE_MODULES
 
 
 def cycle_in(graph: dict[str, set[str]]) -> list[str]:
