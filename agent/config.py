@@ -87,7 +87,6 @@ __all__ = [
     "SOURCES",
     "AgentConfig",
     "load_config",
-    "split_address",  # its home is grstats.agent.address; kept here for older importers
 ]
 
 #: The stats sources an agent can read, each configured by the section of the same name.

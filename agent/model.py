@@ -88,16 +88,14 @@ class SourceHealth:
 class MemberSnapshot:
     """One reading of the local member, as a source returns it.
 
-    ``read_at_us`` is the source's clock (µs since the epoch) when it read; ``server_version`` is
-    the server's ``@@version``. ``stats`` is the member's own row of
-    ``replication_group_member_stats``; ``applier`` its ``group_replication_applier`` WL#7374
-    fields (lag not filled in: the agent computes it when it serves the row). ``health`` says
-    how the read went.
+    ``read_at_us`` is the source's clock (µs since the epoch) when it read. ``stats`` is the
+    member's own row of ``replication_group_member_stats``; ``applier`` its
+    ``group_replication_applier`` WL#7374 fields (lag not filled in: the agent computes it when
+    it serves the row). ``health`` says how the read went.
     """
 
     member_id: str
     read_at_us: int
-    server_version: str
     view: GroupView
     stats: MemberStatsRow
     applier: ApplierStatusRow

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
+from grstats.agent.address import join_address
 from grstats.agent.errors import AgentError, TransportError
 from grstats.agent.gossip import MergeResult, Stamp
 from grstats.agent.messages import Answer, Gossip
@@ -83,7 +84,7 @@ class PeerRounds:
         snapshot = self._member.snapshot
         if self.config.discovery_enabled and snapshot is not None:
             for row in snapshot.view.members:
-                found = f"{row.member_host}:{self.config.agent_port}"
+                found = join_address(row.member_host, self.config.agent_port)
                 if (
                     row.member_id != self._member.member_id
                     and row.member_host

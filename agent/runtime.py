@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING
 import structlog
 from grpc_health.v1 import health, health_pb2
 
+from grstats.agent.address import join_address, split_address
 from grstats.agent.clock import now_us
 from grstats.agent.errors import ConfigError
 from grstats.agent.limits import RateLimiter
@@ -165,8 +166,8 @@ class Agent:
             port = self.security.bind(self._server, listen)
         except RuntimeError as exc:
             raise ConfigError(f"listen: cannot bind {listen}: {exc}") from exc
-        host = listen.rsplit(":", 1)[0]
-        self.rounds.address = self._config.advertise or f"{host}:{port}"
+        host, _ = split_address(listen, "listen", lowest_port=0)
+        self.rounds.address = self._config.advertise or join_address(host, port)
         await self._server.start()
         for name in ("", *SERVICE_NAMES):
             await self._health.set(name, health_pb2.HealthCheckResponse.SERVING)

@@ -54,7 +54,6 @@ def snapshot(group: SimulatedGroup, index: int, last_known: bool = False) -> Mem
     return MemberSnapshot(
         member_id=member.uuid,
         read_at_us=read_at,
-        server_version=group.scenario.version,
         view=GroupView(
             members=tuple(sorted(members, key=lambda row: row.member_id)),
             view_id=_view_id(member),
@@ -245,7 +244,6 @@ def not_started(group: SimulatedGroup, index: int) -> MemberSnapshot:
     return MemberSnapshot(
         member_id=group.members[index].uuid,
         read_at_us=group.start_us,
-        server_version=group.scenario.version,
         view=GroupView(members=(MemberRow(),), single_primary_mode=group.scenario.single_primary),
         stats=MemberStatsRow(),
         applier=ApplierStatusRow(member_id=group.members[index].uuid),

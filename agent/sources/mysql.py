@@ -250,7 +250,6 @@ class MySQLSource:
         return MemberSnapshot(
             member_id=variables.server_uuid,
             read_at_us=time.time_ns() // 1000,
-            server_version=variables.version,
             view=GroupView(
                 members=member_rows(members, variables.single_primary_mode, primary),
                 view_id=stats_value.view_id,

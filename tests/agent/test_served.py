@@ -46,7 +46,6 @@ def snapshot(uuid: str, view: GroupView, checked: int = 100) -> MemberSnapshot:
     return MemberSnapshot(
         member_id=uuid,
         read_at_us=NOW,
-        server_version="8.0.36",
         view=view,
         stats=MemberStatsRow(
             view_id=view.view_id, member_id=uuid, count_transactions_checked=checked

@@ -19,9 +19,9 @@ from typing import Any
 import pytest
 
 from grstats import __version__
+from grstats.agent.address import split_address
 from grstats.agent.cli.agent import config_from, run_agent
 from grstats.agent.cli.security import client_security
-from grstats.agent.config import split_address
 from grstats.collector.cli import run as run_collect
 from grstats.collector.cli import settings_from
 from tests.deploy.files import (

@@ -96,7 +96,6 @@ class TestRead80:
         after = time.time_ns() // 1000
         assert snapshot.member_id == LOCAL
         assert before <= snapshot.read_at_us <= after
-        assert snapshot.server_version == "8.0.36"
         assert snapshot.view.view_id == "16036502905383892:9"
         assert snapshot.view.group_name == GROUP
         assert snapshot.view.single_primary_mode is True
@@ -259,7 +258,6 @@ class TestOtherVersions:
     async def test_mysql57(self, make_config: MakeConfig, ps57: str) -> None:
         """5.7: roles from group_replication_primary_member, 9 stats columns, no WL#7374 times."""
         snapshot = await read_once(make_config(ps57))
-        assert snapshot.server_version == "5.7.44-log"
         assert [(m.member_id, m.member_state, m.member_role) for m in snapshot.view.members] == [
             (PRIMARY, "ONLINE", "PRIMARY"),
             (LOCAL, "ONLINE", "SECONDARY"),
@@ -306,7 +304,6 @@ class TestOtherVersions:
     async def test_mysql80_before_8027(self, make_config: MakeConfig, ps8026: str) -> None:
         """8.0 before 8.0.27 has no MEMBER_COMMUNICATION_STACK: it reads as ''."""
         snapshot = await read_once(make_config(ps8026))
-        assert snapshot.server_version == "8.0.26"
         assert [m.member_communication_stack for m in snapshot.view.members] == ["", "", ""]
         assert [m.member_role for m in snapshot.view.members] == [
             "PRIMARY",

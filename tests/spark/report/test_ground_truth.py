@@ -29,7 +29,6 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from grstats.agent import server as agent_server
 from grstats.agent.sim.group import TICKS_PER_SECOND, SimulatedGroup
 from grstats.agent.sim.scenario import load_scenario
 from grstats.agent.sim.views import snapshot
@@ -197,15 +196,10 @@ def _run(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Run:
     base = tmp_path_factory.mktemp("ground-truth")
     scenario_path = base / "scenario.toml"
     scenario_path.write_text(SCENARIO, encoding="utf-8")
-    with pytest.MonkeyPatch.context() as patch:
-        # The agents' clock offsets come from the four timestamps of each exchange: ours
-        # (the test clock) and the answering server's, which agent.server reads from the
-        # wall clock. Under a test clock that gives a 3-year "offset" and remote lags of
-        # 3 years, so the server reads the test clock too, as it reads the wall clock in
-        # production, where both are the same.
-        clock = _TestClock()
-        patch.setattr(agent_server, "now_us", clock.us)
-        truth = asyncio.run(_collect(scenario_path, base / "spool", clock))
+    # Every agent and its servers read the test clock (the agent's clock is injected), so the
+    # clock offsets estimated from each exchange's four timestamps are those of one clock.
+    clock = _TestClock()
+    truth = asyncio.run(_collect(scenario_path, base / "spool", clock))
     run_ingest(spark, base / "spool", base / "table")
     config = ReportConfig(base / "table", base / "report", flow_control_threshold=THRESHOLD)
     result = run_report(config, spark=spark)
