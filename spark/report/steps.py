@@ -34,7 +34,7 @@ from grstats.spark.report.frame import conform, epoch_seconds, schema
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-#: MEMBER_STATE values, in the order reports list them (facts §1.1).
+#: MEMBER_STATE values in report order (Group_member_info::get_member_status_string).
 STATES = ("ONLINE", "RECOVERING", "UNREACHABLE", "ERROR", "OFFLINE")
 #: States whose queues and lag are live values worth sampling.
 SAMPLED_STATES = ("ONLINE", "RECOVERING")
@@ -141,7 +141,7 @@ def gauges(rows: DataFrame, flow_control_threshold: int) -> DataFrame:
 
     ``throttling`` is set when the member is sampled, ONLINE, and its certifier or applier
     queue is above ``flow_control_threshold``: flow control then throttles every writer of
-    the group (facts §3.2).
+    the group (pipeline_stats.cc, Flow_control_module::flow_control_step).
     """
     false = F.lit(False)  # noqa: FBT003 (a SQL literal)
     sampled = F.coalesce(F.col("connected"), false) & F.col("member_state").isin(*SAMPLED_STATES)

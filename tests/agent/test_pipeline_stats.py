@@ -30,7 +30,8 @@ INT32_MAX = 2**31 - 1
 UUID = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
 TIMESTAMP_US = 1_763_760_000_123_456  # 2025-11-21T21:20:00.123456Z
 
-#: The typical values of the brief: an idle secondary between two GTID broadcasts.
+#: Typical values: the member that wrote every transaction (local = certified), between two
+#: GTID broadcasts, so the message carries no GTID sets.
 TYPICAL = PipelineStats(
     transactions_waiting_certification=0,
     transactions_waiting_apply=0,

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 
 def grstats(*args: str) -> subprocess.CompletedProcess[str]:
-    """Run grstats (as python -m agent) and capture its output."""
+    """Run grstats (as python -m grstats) and capture its output."""
     return subprocess.run(
         [sys.executable, "-m", "grstats", *args],
         capture_output=True,

@@ -23,7 +23,7 @@ PYTHON = [sys.executable, "-m", "grstats"]
 
 
 def grstats(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    """Run grstats (as python -m agent) and capture its output."""
+    """Run grstats (as python -m grstats) and capture its output."""
     return subprocess.run(
         [*PYTHON, *args], capture_output=True, text=True, timeout=timeout, check=False
     )
