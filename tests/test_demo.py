@@ -26,7 +26,7 @@ WITH_SIGINT = [
     "-c",
     (
         "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
-        "os.execv(sys.executable, [sys.executable, '-m', 'agent', *sys.argv[1:]])"
+        "os.execv(sys.executable, [sys.executable, '-m', 'grstats', *sys.argv[1:]])"
     ),
 ]
 #: A group whose member 2 crashes sooner than in the demo's scenario, for a shorter test.
