@@ -1,4 +1,4 @@
-"""What the light parts load: no MySQL driver for the gossip core, the records or Spark's decoder."""
+"""What the light parts load: no MySQL driver for the gossip core, the agent command, the records or Spark's stage."""
 
 from __future__ import annotations
 
@@ -9,7 +9,13 @@ import pytest
 
 
 @pytest.mark.parametrize(
-    "module", ["grstats.agent.gossip", "grstats.collector.records", "grstats.spark.stage"]
+    "module",
+    [
+        "grstats.agent.gossip",
+        "grstats.agent.cli.agent",
+        "grstats.collector.records",
+        "grstats.spark.stage",
+    ],
 )
 def test_no_mysql_driver_is_loaded(module: str) -> None:
     """Importing the module leaves aiomysql and PyMySQL unloaded (they load with MySQLSource)."""

@@ -71,3 +71,13 @@ def test_dropped_fields_stay_reserved() -> None:
     grstats_pb2.View.DESCRIPTOR.CopyToProto(declared)
     assert [(r.start, r.end) for r in declared.reserved_range] == [(5, 6)]
     assert list(declared.reserved_name) == ["server_version"]
+
+
+def test_the_generated_service_code_imports_grstats_proto() -> None:
+    """grstats_pb2_grpc.py imports its messages as grstats.proto, never as a top-level proto."""
+    service = (ROOT / "proto" / "grstats_pb2_grpc.py").read_text(encoding="utf-8")
+    imports = [line for line in service.splitlines() if "grstats_pb2 as" in line]
+    assert imports == [
+        "from grstats.proto import grstats_pb2 as grstats_dot_proto_dot_grstats__pb2"
+    ]
+    assert grstats_pb2.DESCRIPTOR.name == "grstats/proto/grstats.proto"

@@ -17,7 +17,6 @@ from grstats.agent.log import configure_logging, get_logger
 from grstats.agent.registry import RegistryError, SqliteRegistry
 from grstats.agent.runtime import Agent
 from grstats.agent.security import Security
-from grstats.agent.sources.mysql import MySQLSource
 
 if TYPE_CHECKING:
     from grstats.agent.cli.types import Subparsers
@@ -183,6 +182,9 @@ def build_source(config: AgentConfig) -> StatsSource:
         assert config.simulated is not None
         return config.simulated.build()
     assert config.mysql is not None
+    # Imported here: the MySQL driver loads only for an agent that reads a real member.
+    from grstats.agent.sources.mysql import MySQLSource  # noqa: PLC0415
+
     return MySQLSource(config.mysql)
 
 
