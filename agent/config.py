@@ -23,13 +23,13 @@ A config file looks like this; every key but ``source`` and its section has a de
     log_level = "info"                # debug, info, warning or error
     token_file = "/etc/grstats/token" # shared secret of Gossip and Query calls; default none
 
-    [tls]                             # serve and dial over TLS; see agent.tls
+    [tls]                             # serve and dial over TLS; see grstats.agent.tls
     cert_file = "/etc/grstats/tls/db1.pem"   # this member's certificate and key
     key_file = "/etc/grstats/tls/db1.key"
     ca_file = "/etc/grstats/tls/ca.pem"      # the group's CA
     require_client_cert = true        # mutual TLS: peers speak only for their own member
 
-    [limits]                          # what a peer or client may send: see agent.limits
+    [limits]                          # what a peer or client may send: see grstats.agent.limits
     max_message_bytes = 16777216      # also max_gtid_text, max_updates, gossip_rate, ...
 
     [simulated]                       # for source = "simulated"
