@@ -10,12 +10,12 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from grstats.agent.errors import AgentError
+from grstats.agent.errors import AgentError, ConfigError
 from grstats.agent.gossip import Counts, Key, Stamp, Update
 from grstats.agent.gtid import GtidError, GtidSet
 from grstats.agent.limits import DEFAULT_LIMITS
 from grstats.agent.messages import Answer, Gossip
-from grstats.agent.model import GroupView, SourceHealth
+from grstats.agent.model import FlowControlSettings, GroupView, ServerSettings, SourceHealth
 from grstats.agent.rows import ApplierStatusRow, Kind, MemberRow, MemberStatsRow, RowValueError
 from grstats.proto import grstats_pb2 as pb
 
@@ -39,6 +39,7 @@ _KEYS = {
     Key.APPLIER: pb.KEY_APPLIER,
     Key.GTID_EXECUTED: pb.KEY_GTID_EXECUTED,
     Key.HEALTH: pb.KEY_HEALTH,
+    Key.SERVER: pb.KEY_SERVER,
 }
 _KEYS_BACK = {number: key for key, number in _KEYS.items()}
 # Applier message field -> ApplierStatusRow field: the transactions and their times of WL#7374
@@ -63,6 +64,21 @@ _APPLIER = {
     "applying_immediate_commit_us": "applying_transaction_immediate_commit_timestamp",
     "applying_start_apply_us": "applying_transaction_start_apply_timestamp",
 }
+
+
+#: The ``group_replication_flow_control_*`` variables a Server message carries, by suffix.
+_FLOW_CONTROL_FIELDS = (
+    "mode",
+    "certifier_threshold",
+    "applier_threshold",
+    "min_quota",
+    "min_recovery_quota",
+    "max_quota",
+    "member_quota_percent",
+    "period",
+    "hold_percent",
+    "release_percent",
+)
 
 
 class WireError(AgentError, ValueError):
@@ -115,6 +131,7 @@ def update_to_wire(update: Update) -> pb.Update:
                 transactions_remote_applied=row.count_transactions_remote_applied,
                 transactions_local_proposed=row.count_transactions_local_proposed,
                 transactions_local_rollback=row.count_transactions_local_rollback,
+                transactions_behind=value.transactions_behind,
             )
         )
     elif update.key is Key.VIEW and isinstance(value, GroupView):
@@ -128,9 +145,29 @@ def update_to_wire(update: Update) -> pb.Update:
         message.gtid_executed = value.to_text(",")
     elif update.key is Key.HEALTH and isinstance(value, SourceHealth):
         message.health.CopyFrom(pb.Health(ok=value.ok, message=value.message))
+    elif update.key is Key.SERVER and isinstance(value, ServerSettings):
+        message.server.CopyFrom(_server_to_wire(value))
     else:
         raise TypeError(f"{update.key} cannot hold a {type(value).__name__}")
     return message
+
+
+def _server_to_wire(server: ServerSettings) -> pb.Server:
+    flow = server.flow_control
+    fields = {f"flow_control_{name}": getattr(flow, name) for name in _FLOW_CONTROL_FIELDS}
+    return pb.Server(read_only=server.read_only, super_read_only=server.super_read_only, **fields)
+
+
+def _server(message: pb.Server, where: str) -> ServerSettings:
+    _bounded(message.flow_control_mode, 16, f"{where}.flow_control_mode")
+    fields = {name: getattr(message, f"flow_control_{name}") for name in _FLOW_CONTROL_FIELDS}
+    try:
+        flow = FlowControlSettings(**fields)
+    except ConfigError as exc:
+        raise WireError(f"{where}.{exc}") from exc
+    return ServerSettings(
+        read_only=message.read_only, super_read_only=message.super_read_only, flow_control=flow
+    )
 
 
 def _empty(name: str) -> str | int:
@@ -212,10 +249,13 @@ def update_from_wire(
             _bounded(message.health.message, MAX_TEXT, f"{where}.health.message")
             health = SourceHealth(ok=message.health.ok, message=message.health.message)
             return Update(origin, stamp, Key.HEALTH, health, message.sent_at_us)
+        if kind == "server":
+            server = _server(message.server, f"{where}.server")
+            return Update(origin, stamp, Key.SERVER, server, message.sent_at_us)
     except (RowValueError, GtidError) as exc:
         raise WireError(f"{where}: {exc}") from exc
     raise WireError(
-        f"{where}.value: no value set (one of counts, view, applier, gtid_executed, health)"
+        f"{where}.value: no value set (one of counts, view, applier, gtid_executed, health, server)"
     )
 
 
@@ -248,7 +288,8 @@ def _counts(message: pb.Counts, origin: str, where: str, max_gtid_text: int) -> 
         count_transactions_local_proposed=message.transactions_local_proposed,
         count_transactions_local_rollback=message.transactions_local_rollback,
     )
-    return Counts(row, gtids_present=message.gtids_present)
+    behind = message.transactions_behind if message.HasField("transactions_behind") else None
+    return Counts(row, gtids_present=message.gtids_present, transactions_behind=behind)
 
 
 def _view(message: pb.View, where: str) -> GroupView:

@@ -7,7 +7,8 @@ Each read records, under the agent's own stamps, what changed since the last one
   (plugin/group_replication/src/certifier.cc) sets the flag every 30 ticks, and
   ``Pipeline_stats_member_collector::send_stats_member_message``
   (plugin/group_replication/src/pipeline_stats.cc) sends them once and clears it;
-* the view, the applier fields and the source's health, when they change;
+* the view, the applier fields, the source's health and the server's variables (read_only,
+  super_read_only, flow control), when they change; ``transactions_behind`` rides on the counts;
 * ``gtid_executed`` every ``executed_interval_s``, as ``dispatcher`` broadcasts it every 60
   ticks (``Certifier_broadcast_thread::broadcast_gtid_executed``).
 
@@ -86,10 +87,12 @@ class LocalMember:
         self._record_if_changed(Key.VIEW, snapshot.view, now)
         self._record_if_changed(Key.APPLIER, snapshot.applier, now)
         self._record_if_changed(Key.HEALTH, snapshot.health, now)
+        self._record_if_changed(Key.SERVER, snapshot.server, now)
         mark = int(now // (self.config.gtid_interval_s * 1_000_000))
         present = mark != self._gtid_mark
         self._gtid_mark = mark
-        self.state.record_local(Key.COUNTS, Counts(snapshot.stats, gtids_present=present), now)
+        counts = Counts(snapshot.stats, present, transactions_behind=snapshot.transactions_behind)
+        self.state.record_local(Key.COUNTS, counts, now)
         if now - self._executed_at >= self.config.executed_interval_s * 1_000_000:
             self._executed_at = now
             self.state.record_local(Key.GTID_EXECUTED, snapshot.gtid_executed, now)

@@ -1,8 +1,10 @@
 """The member model: what a stats source reads of its member, and what gossip carries of it.
 
 Built from the row model (:mod:`grstats.agent.rows`), so the agent serves what the source read in
-MySQL's exact names and formats. :class:`FlowControlSettings` is the simulator's: a scenario
-sets it, and no source reads it from a member (nothing downstream would use it).
+MySQL's exact names and formats. :class:`ServerSettings` holds the member's ``read_only``,
+``super_read_only`` and ``group_replication_flow_control_*`` variables: a real member's are read
+from ``global_variables``, a simulated member's come from its scenario, and the group status
+judges flow control with them as GR's own flow-control step does.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ _INT32_MAX = 2_147_483_647
 
 @dataclass(frozen=True, slots=True)
 class FlowControlSettings:
-    """The ``group_replication_flow_control_*`` variables of a simulated group.
+    """The ``group_replication_flow_control_*`` variables of a member (or a simulated group).
 
     Defaults are MySQL's (the system variables' definitions in
     plugin/group_replication/src/plugin.cc); ranges are the reference manual's.
@@ -63,6 +65,21 @@ class FlowControlSettings:
 
 
 @dataclass(frozen=True, slots=True)
+class ServerSettings:
+    """The member's server variables the group status needs, as its source read them.
+
+    ``read_only`` and ``super_read_only`` are the ``@@GLOBAL`` values (GR turns
+    ``super_read_only`` on for secondaries and for a member that is not ONLINE);
+    ``flow_control`` is its ``group_replication_flow_control_*`` variables, MySQL's defaults
+    when the server does not have one (5.7 before 5.7.20 lacks most of them).
+    """
+
+    read_only: bool = False
+    super_read_only: bool = False
+    flow_control: FlowControlSettings = field(default_factory=FlowControlSettings)
+
+
+@dataclass(frozen=True, slots=True)
 class GroupView:
     """The group as the local member sees it: ``replication_group_members`` and group settings.
 
@@ -92,6 +109,12 @@ class MemberSnapshot:
     member's own row of ``replication_group_member_stats``; ``applier`` its
     ``group_replication_applier`` WL#7374 fields (lag not filled in: the agent computes it when
     it serves the row). ``health`` says how the read went.
+
+    ``transactions_behind`` is ProxySQL's figure: how many transactions the member received
+    from the group and has not applied, the GTID count of the ``group_replication_applier``
+    channel's ``RECEIVED_TRANSACTION_SET`` (``replication_connection_status``) minus
+    ``gtid_executed``; None when the member has no such channel (Group Replication never
+    started). ``server`` holds its read_only, super_read_only and flow-control variables.
     """
 
     member_id: str
@@ -101,6 +124,8 @@ class MemberSnapshot:
     applier: ApplierStatusRow
     gtid_executed: GtidSet
     health: SourceHealth = field(default_factory=SourceHealth)
+    transactions_behind: int | None = None
+    server: ServerSettings = field(default_factory=ServerSettings)
 
     def own_row(self) -> MemberRow | None:
         """Return the local member's row of ``replication_group_members``, if it is listed."""

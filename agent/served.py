@@ -15,29 +15,38 @@ clock offsets it estimated. Rules (MySQL's where MySQL defines them):
 * APPLIER_LAG_SECONDS: while applying, now minus the original commit, ``now`` taken on the
   member's clock (our clock plus its estimated offset); otherwise end of apply minus original
   commit, as the member's server reported both;
-* with ``extended``, every row also gets CONNECTED, IN_VIEW, LAST_SEEN, AGE_MS and SOURCE.
+* TRANSACTIONS_BEHIND: the count the member's agent sent with its counts (the local one read
+  now);
+* with ``extended``, every row also gets CONNECTED, IN_VIEW, LAST_SEEN, AGE_MS and SOURCE;
+* ``replication_group_status`` and ``replication_group_member_status`` hold the group's verdict
+  (:mod:`grstats.agent.status`), built from the same inputs.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from grstats.agent.gossip import LOCAL, Counts, Key
-from grstats.agent.gtid import GtidSet
-from grstats.agent.model import GroupView
+from grstats.agent.gossip import LOCAL, Key
+from grstats.agent.known import (
+    applier_of,
+    departed,
+    executed_of,
+    freshest_view,
+    member_ids,
+    stats_of,
+)
 from grstats.agent.rows import (
     EXTENDED_COLUMNS,
     REPLICATION_GROUP_MEMBER_GTID_EXECUTED,
     REPLICATION_GROUP_MEMBER_LAG,
     REPLICATION_GROUP_MEMBER_STATS,
+    REPLICATION_GROUP_MEMBER_STATUS,
     REPLICATION_GROUP_MEMBERS,
-    ApplierStatusRow,
+    REPLICATION_GROUP_STATUS,
     Column,
     GtidExecutedRow,
-    MemberRow,
-    MemberStatsRow,
 )
+from grstats.agent.status import group_status
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -62,10 +71,7 @@ def served_tables(  # noqa: PLR0913  (every input of the tables is explicit)
     offsets = offsets_us or {}
     view = freshest_view(state, local)
     in_view = {row.member_id: row for row in view.members}
-    members = sorted(
-        set(in_view) | (set(state.origins) - {""}) | ({local.member_id} if local else set())
-    )
-    members = [m for m in members if m]
+    members = member_ids(state, local, view)
     tables: Served = {}
 
     def add(
@@ -92,93 +98,36 @@ def served_tables(  # noqa: PLR0913  (every input of the tables is explicit)
     add(
         REPLICATION_GROUP_MEMBERS.columns,
         REPLICATION_GROUP_MEMBERS.name,
-        [(in_view.get(m) or _departed(state, m), m, Key.COUNTS) for m in members],
+        [(in_view.get(m) or departed(state, m), m, Key.COUNTS) for m in members],
     )
     add(
         REPLICATION_GROUP_MEMBER_STATS.columns,
         REPLICATION_GROUP_MEMBER_STATS.name,
-        [(_stats(state, local, m, view.view_id, m in in_view), m, Key.COUNTS) for m in members],
+        [(stats_of(state, local, m, view.view_id, m in in_view), m, Key.COUNTS) for m in members],
     )
     add(
         REPLICATION_GROUP_MEMBER_LAG.columns,
         REPLICATION_GROUP_MEMBER_LAG.name,
-        [(_applier(state, local, m, now_us + offsets.get(m, 0)), m, Key.APPLIER) for m in members],
+        [
+            (applier_of(state, local, m, now_us + offsets.get(m, 0)), m, Key.APPLIER)
+            for m in members
+        ],
     )
     add(
         REPLICATION_GROUP_MEMBER_GTID_EXECUTED.columns,
         REPLICATION_GROUP_MEMBER_GTID_EXECUTED.name,
         [
-            (GtidExecutedRow.of(m, _executed(state, local, m)), m, Key.GTID_EXECUTED)
+            (GtidExecutedRow.of(m, executed_of(state, local, m)), m, Key.GTID_EXECUTED)
             for m in members
         ],
     )
+    group, rows = group_status(state, local, now_us, silence_us, offsets_us=offsets)
+    tables[REPLICATION_GROUP_STATUS.name] = (REPLICATION_GROUP_STATUS.columns, [group.values()])
+    tables[REPLICATION_GROUP_MEMBER_STATUS.name] = (
+        REPLICATION_GROUP_MEMBER_STATUS.columns,
+        [row.values() for row in rows],
+    )
     return tables
-
-
-def freshest_view(state: GossipState, local: MemberSnapshot | None) -> GroupView:
-    """Return the membership view to serve: the local one in a group, else the freshest known."""
-    if local is not None and local.view.view_id:
-        return local.view
-    candidates = [
-        heard.update
-        for origin in state.origins.values()
-        if (heard := origin.values.get(Key.VIEW)) is not None
-        and isinstance(heard.update.value, GroupView)
-        and heard.update.value.view_id
-    ]
-    if candidates:
-        freshest = max(candidates, key=lambda update: (update.sent_at_us, update.origin))
-        assert isinstance(freshest.value, GroupView)
-        return freshest.value
-    if local is not None:
-        return local.view
-    return GroupView()
-
-
-def _departed(state: GossipState, member: str) -> MemberRow:
-    """A member outside the served view: OFFLINE, with its last host and port (WL#2860)."""
-    for origin in state.origins.values():
-        heard = origin.values.get(Key.VIEW)
-        if heard is not None and isinstance(heard.update.value, GroupView):
-            for row in heard.update.value.members:
-                if row.member_id == member:
-                    return MemberRow(
-                        member_id=member, member_host=row.member_host, member_port=row.member_port
-                    )
-    return MemberRow(member_id=member)
-
-
-def _stats(
-    state: GossipState, local: MemberSnapshot | None, member: str, view_id: str, in_view: bool
-) -> MemberStatsRow:
-    if local is not None and member == local.member_id:
-        row = local.stats
-    else:
-        heard = state.value(member, Key.COUNTS)
-        if heard is None or not isinstance(heard.update.value, Counts):
-            return MemberStatsRow.unheard(member, view_id if in_view else "")
-        row = heard.update.value.row
-    return replace(row, view_id=view_id) if in_view and row.view_id != view_id else row
-
-
-def _applier(
-    state: GossipState, local: MemberSnapshot | None, member: str, member_now_us: int
-) -> ApplierStatusRow:
-    if local is not None and member == local.member_id:
-        return local.applier.with_lag(member_now_us)
-    heard = state.value(member, Key.APPLIER)
-    if heard is None or not isinstance(heard.update.value, ApplierStatusRow):
-        return ApplierStatusRow(member_id=member)
-    return heard.update.value.with_lag(member_now_us)
-
-
-def _executed(state: GossipState, local: MemberSnapshot | None, member: str) -> GtidSet:
-    if local is not None and member == local.member_id:
-        return local.gtid_executed
-    heard = state.value(member, Key.GTID_EXECUTED)
-    if heard is not None and isinstance(heard.update.value, GtidSet):
-        return heard.update.value
-    return GtidSet()
 
 
 def _extended(  # noqa: PLR0913  (the five columns need all of these)

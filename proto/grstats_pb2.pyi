@@ -15,15 +15,17 @@ class Key(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     KEY_APPLIER: _ClassVar[Key]
     KEY_GTID_EXECUTED: _ClassVar[Key]
     KEY_HEALTH: _ClassVar[Key]
+    KEY_SERVER: _ClassVar[Key]
 KEY_UNSPECIFIED: Key
 KEY_COUNTS: Key
 KEY_VIEW: Key
 KEY_APPLIER: Key
 KEY_GTID_EXECUTED: Key
 KEY_HEALTH: Key
+KEY_SERVER: Key
 
 class Counts(_message.Message):
-    __slots__ = ("transactions_in_queue", "transactions_checked", "conflicts_detected", "transactions_rows_validating", "gtids_present", "transactions_committed_all_members", "last_conflict_free_transaction", "transactions_remote_in_applier_queue", "transactions_remote_applied", "transactions_local_proposed", "transactions_local_rollback")
+    __slots__ = ("transactions_in_queue", "transactions_checked", "conflicts_detected", "transactions_rows_validating", "gtids_present", "transactions_committed_all_members", "last_conflict_free_transaction", "transactions_remote_in_applier_queue", "transactions_remote_applied", "transactions_local_proposed", "transactions_local_rollback", "transactions_behind")
     TRANSACTIONS_IN_QUEUE_FIELD_NUMBER: _ClassVar[int]
     TRANSACTIONS_CHECKED_FIELD_NUMBER: _ClassVar[int]
     CONFLICTS_DETECTED_FIELD_NUMBER: _ClassVar[int]
@@ -35,6 +37,7 @@ class Counts(_message.Message):
     TRANSACTIONS_REMOTE_APPLIED_FIELD_NUMBER: _ClassVar[int]
     TRANSACTIONS_LOCAL_PROPOSED_FIELD_NUMBER: _ClassVar[int]
     TRANSACTIONS_LOCAL_ROLLBACK_FIELD_NUMBER: _ClassVar[int]
+    TRANSACTIONS_BEHIND_FIELD_NUMBER: _ClassVar[int]
     transactions_in_queue: int
     transactions_checked: int
     conflicts_detected: int
@@ -46,7 +49,8 @@ class Counts(_message.Message):
     transactions_remote_applied: int
     transactions_local_proposed: int
     transactions_local_rollback: int
-    def __init__(self, transactions_in_queue: _Optional[int] = ..., transactions_checked: _Optional[int] = ..., conflicts_detected: _Optional[int] = ..., transactions_rows_validating: _Optional[int] = ..., gtids_present: _Optional[bool] = ..., transactions_committed_all_members: _Optional[str] = ..., last_conflict_free_transaction: _Optional[str] = ..., transactions_remote_in_applier_queue: _Optional[int] = ..., transactions_remote_applied: _Optional[int] = ..., transactions_local_proposed: _Optional[int] = ..., transactions_local_rollback: _Optional[int] = ...) -> None: ...
+    transactions_behind: int
+    def __init__(self, transactions_in_queue: _Optional[int] = ..., transactions_checked: _Optional[int] = ..., conflicts_detected: _Optional[int] = ..., transactions_rows_validating: _Optional[int] = ..., gtids_present: _Optional[bool] = ..., transactions_committed_all_members: _Optional[str] = ..., last_conflict_free_transaction: _Optional[str] = ..., transactions_remote_in_applier_queue: _Optional[int] = ..., transactions_remote_applied: _Optional[int] = ..., transactions_local_proposed: _Optional[int] = ..., transactions_local_rollback: _Optional[int] = ..., transactions_behind: _Optional[int] = ...) -> None: ...
 
 class Member(_message.Message):
     __slots__ = ("member_id", "host", "port", "state", "role", "version", "communication_stack")
@@ -118,6 +122,34 @@ class Applier(_message.Message):
     applying_start_apply_us: int
     def __init__(self, last_queued_transaction: _Optional[str] = ..., last_queued_original_commit_us: _Optional[int] = ..., last_queued_immediate_commit_us: _Optional[int] = ..., last_queued_start_queue_us: _Optional[int] = ..., last_queued_end_queue_us: _Optional[int] = ..., queueing_transaction: _Optional[str] = ..., queueing_original_commit_us: _Optional[int] = ..., queueing_immediate_commit_us: _Optional[int] = ..., queueing_start_queue_us: _Optional[int] = ..., last_applied_transaction: _Optional[str] = ..., last_applied_original_commit_us: _Optional[int] = ..., last_applied_immediate_commit_us: _Optional[int] = ..., last_applied_start_apply_us: _Optional[int] = ..., last_applied_end_apply_us: _Optional[int] = ..., applying_transaction: _Optional[str] = ..., applying_original_commit_us: _Optional[int] = ..., applying_immediate_commit_us: _Optional[int] = ..., applying_start_apply_us: _Optional[int] = ...) -> None: ...
 
+class Server(_message.Message):
+    __slots__ = ("read_only", "super_read_only", "flow_control_mode", "flow_control_certifier_threshold", "flow_control_applier_threshold", "flow_control_min_quota", "flow_control_min_recovery_quota", "flow_control_max_quota", "flow_control_member_quota_percent", "flow_control_period", "flow_control_hold_percent", "flow_control_release_percent")
+    READ_ONLY_FIELD_NUMBER: _ClassVar[int]
+    SUPER_READ_ONLY_FIELD_NUMBER: _ClassVar[int]
+    FLOW_CONTROL_MODE_FIELD_NUMBER: _ClassVar[int]
+    FLOW_CONTROL_CERTIFIER_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
+    FLOW_CONTROL_APPLIER_THRESHOLD_FIELD_NUMBER: _ClassVar[int]
+    FLOW_CONTROL_MIN_QUOTA_FIELD_NUMBER: _ClassVar[int]
+    FLOW_CONTROL_MIN_RECOVERY_QUOTA_FIELD_NUMBER: _ClassVar[int]
+    FLOW_CONTROL_MAX_QUOTA_FIELD_NUMBER: _ClassVar[int]
+    FLOW_CONTROL_MEMBER_QUOTA_PERCENT_FIELD_NUMBER: _ClassVar[int]
+    FLOW_CONTROL_PERIOD_FIELD_NUMBER: _ClassVar[int]
+    FLOW_CONTROL_HOLD_PERCENT_FIELD_NUMBER: _ClassVar[int]
+    FLOW_CONTROL_RELEASE_PERCENT_FIELD_NUMBER: _ClassVar[int]
+    read_only: bool
+    super_read_only: bool
+    flow_control_mode: str
+    flow_control_certifier_threshold: int
+    flow_control_applier_threshold: int
+    flow_control_min_quota: int
+    flow_control_min_recovery_quota: int
+    flow_control_max_quota: int
+    flow_control_member_quota_percent: int
+    flow_control_period: int
+    flow_control_hold_percent: int
+    flow_control_release_percent: int
+    def __init__(self, read_only: _Optional[bool] = ..., super_read_only: _Optional[bool] = ..., flow_control_mode: _Optional[str] = ..., flow_control_certifier_threshold: _Optional[int] = ..., flow_control_applier_threshold: _Optional[int] = ..., flow_control_min_quota: _Optional[int] = ..., flow_control_min_recovery_quota: _Optional[int] = ..., flow_control_max_quota: _Optional[int] = ..., flow_control_member_quota_percent: _Optional[int] = ..., flow_control_period: _Optional[int] = ..., flow_control_hold_percent: _Optional[int] = ..., flow_control_release_percent: _Optional[int] = ...) -> None: ...
+
 class Health(_message.Message):
     __slots__ = ("ok", "message")
     OK_FIELD_NUMBER: _ClassVar[int]
@@ -127,7 +159,7 @@ class Health(_message.Message):
     def __init__(self, ok: _Optional[bool] = ..., message: _Optional[str] = ...) -> None: ...
 
 class Update(_message.Message):
-    __slots__ = ("origin", "incarnation", "version", "sent_at_us", "counts", "view", "applier", "gtid_executed", "health")
+    __slots__ = ("origin", "incarnation", "version", "sent_at_us", "counts", "view", "applier", "gtid_executed", "health", "server")
     ORIGIN_FIELD_NUMBER: _ClassVar[int]
     INCARNATION_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
@@ -137,6 +169,7 @@ class Update(_message.Message):
     APPLIER_FIELD_NUMBER: _ClassVar[int]
     GTID_EXECUTED_FIELD_NUMBER: _ClassVar[int]
     HEALTH_FIELD_NUMBER: _ClassVar[int]
+    SERVER_FIELD_NUMBER: _ClassVar[int]
     origin: bytes
     incarnation: int
     version: int
@@ -146,7 +179,8 @@ class Update(_message.Message):
     applier: Applier
     gtid_executed: str
     health: Health
-    def __init__(self, origin: _Optional[bytes] = ..., incarnation: _Optional[int] = ..., version: _Optional[int] = ..., sent_at_us: _Optional[int] = ..., counts: _Optional[_Union[Counts, _Mapping]] = ..., view: _Optional[_Union[View, _Mapping]] = ..., applier: _Optional[_Union[Applier, _Mapping]] = ..., gtid_executed: _Optional[str] = ..., health: _Optional[_Union[Health, _Mapping]] = ...) -> None: ...
+    server: Server
+    def __init__(self, origin: _Optional[bytes] = ..., incarnation: _Optional[int] = ..., version: _Optional[int] = ..., sent_at_us: _Optional[int] = ..., counts: _Optional[_Union[Counts, _Mapping]] = ..., view: _Optional[_Union[View, _Mapping]] = ..., applier: _Optional[_Union[Applier, _Mapping]] = ..., gtid_executed: _Optional[str] = ..., health: _Optional[_Union[Health, _Mapping]] = ..., server: _Optional[_Union[Server, _Mapping]] = ...) -> None: ...
 
 class Stamp(_message.Message):
     __slots__ = ("key", "incarnation", "version")

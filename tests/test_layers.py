@@ -36,6 +36,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "grstats.agent.gtid",
             "grstats.agent.rows",
             "grstats.agent.model",
+            "grstats.agent.verdict",
         ),
     ),
     (
@@ -59,6 +60,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         "wire and serving",
         (
             "grstats.agent.convert",
+            "grstats.agent.known",
+            "grstats.agent.status",
             "grstats.agent.served",
             "grstats.agent.metrics",
             "grstats.agent.transports",

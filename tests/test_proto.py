@@ -49,6 +49,7 @@ def test_field_numbers_are_append_only() -> None:
     counts = {f.name: f.number for f in grstats_pb2.Counts.DESCRIPTOR.fields}
     assert counts["transactions_in_queue"] == 1
     assert counts["transactions_local_rollback"] == 11
+    assert counts["transactions_behind"] == 12
     update = {f.name: f.number for f in grstats_pb2.Update.DESCRIPTOR.fields}
     assert update == {
         "origin": 1,
@@ -60,6 +61,7 @@ def test_field_numbers_are_append_only() -> None:
         "applier": 12,
         "gtid_executed": 13,
         "health": 14,
+        "server": 15,
     }
 
 

@@ -225,7 +225,8 @@ class GossipState:
                 transactions_committed_all_members=kept.transactions_committed_all_members,
                 last_conflict_free_transaction=kept.last_conflict_free_transaction,
             )
-            update = dataclasses.replace(update, value=Counts(row, gtids_present=False))
+            value = dataclasses.replace(update.value, row=row)
+            update = dataclasses.replace(update, value=value)
         origin.values[update.key] = Heard(update, now_us, via)
         self.changes += 1
         if update.stamp > origin.stamp or len(origin.values) == 1:

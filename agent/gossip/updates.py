@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 if TYPE_CHECKING:
     from grstats.agent.gtid import GtidSet
-    from grstats.agent.model import GroupView, SourceHealth
+    from grstats.agent.model import GroupView, ServerSettings, SourceHealth
     from grstats.agent.rows import ApplierStatusRow, MemberStatsRow
 
 
@@ -32,6 +32,9 @@ class Key(enum.StrEnum):
     APPLIER = "applier"  #: its WL#7374 applier fields, every period they change
     GTID_EXECUTED = "gtid_executed"  #: its gtid_executed, every 30-60 s
     HEALTH = "health"  #: its source's health, when it changes
+    SERVER = (
+        "server"  #: its read_only, super_read_only and flow-control variables, when they change
+    )
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -50,13 +53,16 @@ class Counts:
     ``Pipeline_stats_member_collector::send_stats_member_message``, read in
     ``Pipeline_member_stats::update_member_stats``), the two GTID columns ride only on some
     messages; a receiver keeps the previous GTID columns when ``gtids_present`` is false.
+    ``transactions_behind`` rides with them every period (None when the origin does not know
+    it): see :class:`~grstats.agent.model.MemberSnapshot`.
     """
 
     row: MemberStatsRow
     gtids_present: bool
+    transactions_behind: int | None = None
 
 
-Value: TypeAlias = "Counts | GroupView | ApplierStatusRow | GtidSet | SourceHealth"
+Value: TypeAlias = "Counts | GroupView | ApplierStatusRow | GtidSet | SourceHealth | ServerSettings"
 
 
 @dataclass(frozen=True, slots=True)

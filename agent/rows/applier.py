@@ -58,6 +58,7 @@ class ApplierStatusRow(Row):
     applying_transaction_immediate_commit_timestamp: int = 0
     applying_transaction_start_apply_timestamp: int = 0
     applier_lag_seconds: float | None = None
+    transactions_behind: int | None = None
 
     def __post_init__(self) -> None:
         super(ApplierStatusRow, self).__post_init__()

@@ -8,8 +8,11 @@ transaction-monitoring columns of each member's ``group_replication_applier`` ch
 MySQL names them in ``replication_connection_status`` (queue) and
 ``replication_applier_status_by_worker`` (apply) (``table_replication_connection_status.cc``,
 ``table_replication_applier_status_by_worker.cc``), plus the lag in seconds that MySQL does not
-compute;
-``replication_group_member_gtid_executed`` holds each member's ``gtid_executed``.
+compute, and ProxySQL's TRANSACTIONS_BEHIND;
+``replication_group_member_gtid_executed`` holds each member's ``gtid_executed``;
+``replication_group_status`` (one row) and ``replication_group_member_status`` (one per member)
+hold the group's verdict in MySQL Shell's terms (``cluster.status()``), see
+:mod:`grstats.agent.verdict`.
 
 WARNING: ONLY APPEND to these column lists. Their order is what users, the collector's spool
 and the Spark schema see; MySQL too only ever appended columns (WL#10380).
@@ -149,6 +152,9 @@ REPLICATION_GROUP_MEMBER_LAG = Table(
         _timestamp("APPLYING_TRANSACTION_START_APPLY_TIMESTAMP"),
         # grstats: how far behind the member is, in seconds (see agent.rows.applier.lag_seconds)
         Column("APPLIER_LAG_SECONDS", "DECIMAL(20,6)", nullable=True, kind=Kind.DECIMAL),
+        # grstats: transactions received from the group and not applied yet, ProxySQL's
+        # transactions_behind (see agent.model.MemberSnapshot); NULL when unknown
+        Column("TRANSACTIONS_BEHIND", "BIGINT UNSIGNED", nullable=True, kind=Kind.INTEGER),
     ),
 )
 
@@ -158,6 +164,61 @@ REPLICATION_GROUP_MEMBER_GTID_EXECUTED = Table(
     (
         _text("MEMBER_ID", "CHAR(36)"),
         _text("GTID_EXECUTED", "LONGTEXT"),
+    ),
+)
+
+
+def _yes_no(name: str) -> Column:
+    return Column(name, "ENUM('YES','NO')", nullable=False, kind=Kind.TEXT)
+
+
+def _on_off(name: str) -> Column:
+    return Column(name, "ENUM('ON','OFF')", nullable=True, kind=Kind.TEXT)
+
+
+def _queue(name: str) -> Column:
+    return Column(name, "BIGINT UNSIGNED", nullable=True, kind=Kind.INTEGER)
+
+
+#: grstats's group verdict, one row: MySQL Shell's ``status`` and ``statusText`` of
+#: ``cluster.status()`` (modules/adminapi/cluster/status.cc, ``Status::check_group_status``),
+#: how many more failures keep quorum, the mode, the primaries and flow control's state.
+REPLICATION_GROUP_STATUS = Table(
+    "replication_group_status",
+    (
+        _text("GROUP_NAME", "CHAR(36)"),
+        _text("VIEW_ID", "CHAR(60)"),
+        _text("STATUS", "CHAR(32)"),
+        _text("STATUS_TEXT", "TEXT"),
+        _count("TOLERANCE"),
+        _text("MODE", "CHAR(16)"),  # single-primary, multi-primary, or '' when unknown
+        _text("PRIMARY_MEMBERS", "TEXT"),  # MEMBER_IDs, comma-separated
+        _yes_no("THROTTLED"),
+        _text("THROTTLED_BY", "TEXT"),  # MEMBER_IDs, comma-separated
+        _timestamp("AS_OF"),
+    ),
+)
+
+#: grstats's per-member part of the verdict: each member's state, role, freshness, lag,
+#: queues, read-only flags and whether flow control holds its writers back.
+REPLICATION_GROUP_MEMBER_STATUS = Table(
+    "replication_group_member_status",
+    (
+        _text("MEMBER_ID", "CHAR(36)"),
+        _text("MEMBER_HOST", "CHAR(255)"),
+        Column("MEMBER_PORT", "INTEGER", nullable=True, kind=Kind.INTEGER),
+        _text("MEMBER_STATE", "CHAR(64)"),
+        _text("MEMBER_ROLE", "CHAR(64)"),
+        _text("MEMBER_VERSION", "CHAR(64)"),
+        _yes_no("CONNECTED"),
+        Column("AGE_MS", "BIGINT UNSIGNED", nullable=True, kind=Kind.INTEGER),
+        Column("APPLIER_LAG_SECONDS", "DECIMAL(20,6)", nullable=True, kind=Kind.DECIMAL),
+        _queue("APPLIER_QUEUE"),  # COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE
+        _queue("CERTIFIER_QUEUE"),  # COUNT_TRANSACTIONS_IN_QUEUE
+        _queue("TRANSACTIONS_BEHIND"),
+        _on_off("READ_ONLY"),
+        _on_off("SUPER_READ_ONLY"),
+        _yes_no("THROTTLING"),
     ),
 )
 
@@ -178,5 +239,11 @@ TABLES: dict[str, Table] = {
         REPLICATION_GROUP_MEMBER_STATS,
         REPLICATION_GROUP_MEMBER_LAG,
         REPLICATION_GROUP_MEMBER_GTID_EXECUTED,
+        REPLICATION_GROUP_STATUS,
+        REPLICATION_GROUP_MEMBER_STATUS,
     )
 }
+
+#: The tables of members' rows: ``extended`` adds EXTENDED_COLUMNS to these, and the collector
+#: spools them. The status tables hold their freshness columns already.
+ROW_TABLES = tuple(TABLES)[:4]

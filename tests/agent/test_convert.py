@@ -23,6 +23,7 @@ from grstats.agent.gossip import Counts, Key, Stamp, Update
 from grstats.agent.gtid import GtidSet
 from grstats.agent.limits import DEFAULT_LIMITS
 from grstats.agent.messages import Answer, Gossip
+from grstats.agent.model import FlowControlSettings, ServerSettings
 from grstats.agent.rows import (
     REPLICATION_GROUP_MEMBERS,
     ApplierStatusRow,
@@ -88,6 +89,11 @@ VALUES = {
     ),
     Key.GTID_EXECUTED: GtidSet.parse(f"{GROUP}:1-9,\naaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa:1"),
     Key.HEALTH: SourceHealth(ok=False, message="server is down"),
+    Key.SERVER: ServerSettings(
+        read_only=True,
+        super_read_only=True,
+        flow_control=FlowControlSettings(mode="DISABLED", certifier_threshold=100, period=5),
+    ),
 }
 
 

@@ -7,6 +7,7 @@ from hypothesis import strategies as st
 
 from grstats.agent.gossip import LOCAL, Counts, GossipState, Key, Stamp, Update
 from grstats.agent.gtid import GtidSet
+from grstats.agent.model import ServerSettings
 from grstats.agent.rows import ApplierStatusRow, MemberRow, MemberStatsRow
 from grstats.agent.sources import GroupView, SourceHealth
 
@@ -146,12 +147,13 @@ class TestMerge:
         assert newest.transactions_committed_all_members == f"{GROUP}:1-9"
 
     def test_every_key_travels(self) -> None:
-        """All five keys (counts, view, applier, gtid_executed, health) reach a peer."""
+        """All six keys (counts, view, applier, gtid_executed, health, server) reach a peer."""
         a, b = agent(A, B), agent(B, A)
         a.record_local(Key.COUNTS, counts(A, 1), 0)
         a.record_local(Key.APPLIER, ApplierStatusRow(member_id=A), 0)
         a.record_local(Key.GTID_EXECUTED, GtidSet.parse(f"{GROUP}:1-9"), 0)
         a.record_local(Key.HEALTH, SourceHealth(ok=False, message="server is down"), 0)
+        a.record_local(Key.SERVER, ServerSettings(read_only=True, super_read_only=True), 0)
         exchange(a, b, 0)
         assert set(b.origins[A].values) == set(Key)
 

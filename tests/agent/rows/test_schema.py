@@ -11,12 +11,17 @@ from grstats.agent.rows import (
     REPLICATION_GROUP_MEMBER_GTID_EXECUTED,
     REPLICATION_GROUP_MEMBER_LAG,
     REPLICATION_GROUP_MEMBER_STATS,
+    REPLICATION_GROUP_MEMBER_STATUS,
     REPLICATION_GROUP_MEMBERS,
+    REPLICATION_GROUP_STATUS,
+    ROW_TABLES,
     TABLES,
     ApplierStatusRow,
+    GroupStatusRow,
     GtidExecutedRow,
     MemberRow,
     MemberStatsRow,
+    MemberStatusRow,
     Row,
     Table,
 )
@@ -100,7 +105,7 @@ def test_mysql57_stats_is_the_first_nine_columns() -> None:
 
 
 def test_lag_table_uses_wl7374_names_in_mysql_order() -> None:
-    """The lag table is channel, member, the WL#7374 queue and apply columns, then the lag."""
+    """The lag table is channel, member, the WL#7374 queue and apply columns, the lag, then behind."""
     names = list(REPLICATION_GROUP_MEMBER_LAG.column_names)
     assert names == [
         "CHANNEL_NAME",
@@ -108,6 +113,7 @@ def test_lag_table_uses_wl7374_names_in_mysql_order() -> None:
         *QUEUE_FACTS_6_2,
         *APPLY_FACTS_6_1,
         "APPLIER_LAG_SECONDS",
+        "TRANSACTIONS_BEHIND",
     ]
     for column in REPLICATION_GROUP_MEMBER_LAG.columns:
         if column.name.endswith("_TIMESTAMP"):
@@ -123,6 +129,8 @@ def test_lag_table_uses_wl7374_names_in_mysql_order() -> None:
         pytest.param(MemberStatsRow, REPLICATION_GROUP_MEMBER_STATS, id="stats"),
         pytest.param(ApplierStatusRow, REPLICATION_GROUP_MEMBER_LAG, id="lag"),
         pytest.param(GtidExecutedRow, REPLICATION_GROUP_MEMBER_GTID_EXECUTED, id="gtid-executed"),
+        pytest.param(GroupStatusRow, REPLICATION_GROUP_STATUS, id="group-status"),
+        pytest.param(MemberStatusRow, REPLICATION_GROUP_MEMBER_STATUS, id="member-status"),
     ],
 )
 def test_row_fields_follow_the_columns(row_type: type[Row], table: Table) -> None:
@@ -133,12 +141,20 @@ def test_row_fields_follow_the_columns(row_type: type[Row], table: Table) -> Non
 
 
 def test_tables_by_name() -> None:
-    """TABLES maps each served table's name to its definition."""
+    """TABLES maps each served table's name to its definition; ROW_TABLES are the members' rows."""
     assert sorted(TABLES) == [
         "replication_group_member_gtid_executed",
         "replication_group_member_lag",
         "replication_group_member_stats",
+        "replication_group_member_status",
         "replication_group_members",
+        "replication_group_status",
     ]
+    assert ROW_TABLES == (
+        "replication_group_members",
+        "replication_group_member_stats",
+        "replication_group_member_lag",
+        "replication_group_member_gtid_executed",
+    )
     with pytest.raises(KeyError, match="NOPE"):
         REPLICATION_GROUP_MEMBERS.column("NOPE")

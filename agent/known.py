@@ -1,0 +1,141 @@
+"""What an agent knows of each member: the values its tables are built from. Pure, no I/O.
+
+Each function answers for one member from the gossip state and the local read (None when the
+local server is down): the local member's values are the read's, the others' the last received.
+The served tables (:mod:`grstats.agent.served`) and the group status
+(:mod:`grstats.agent.status`) both build on these, so they never disagree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from grstats.agent.gossip import Counts, Key
+from grstats.agent.gtid import GtidSet
+from grstats.agent.model import GroupView, ServerSettings
+from grstats.agent.rows import ApplierStatusRow, MemberRow, MemberStatsRow
+
+if TYPE_CHECKING:
+    from grstats.agent.gossip import GossipState
+    from grstats.agent.model import MemberSnapshot
+
+
+def member_ids(state: GossipState, local: MemberSnapshot | None, view: GroupView) -> list[str]:
+    """Every member to serve a row of: in ``view``, held in ``state``, or the local one."""
+    members = {row.member_id for row in view.members} | set(state.origins)
+    if local is not None:
+        members.add(local.member_id)
+    return sorted(m for m in members if m)
+
+
+def view_origin(state: GossipState, local: MemberSnapshot | None) -> str:
+    """The member whose view :func:`freshest_view` returns, ``''`` when none."""
+    if local is not None and local.view.view_id:
+        return local.member_id
+    candidates = [
+        heard.update
+        for origin in state.origins.values()
+        if (heard := origin.values.get(Key.VIEW)) is not None
+        and isinstance(heard.update.value, GroupView)
+        and heard.update.value.view_id
+    ]
+    if candidates:
+        return max(candidates, key=lambda update: (update.sent_at_us, update.origin)).origin
+    return local.member_id if local is not None else ""
+
+
+def freshest_view(state: GossipState, local: MemberSnapshot | None) -> GroupView:
+    """Return the membership view to serve: the local one in a group, else the freshest known."""
+    if local is not None and local.view.view_id:
+        return local.view
+    candidates = [
+        heard.update
+        for origin in state.origins.values()
+        if (heard := origin.values.get(Key.VIEW)) is not None
+        and isinstance(heard.update.value, GroupView)
+        and heard.update.value.view_id
+    ]
+    if candidates:
+        freshest = max(candidates, key=lambda update: (update.sent_at_us, update.origin))
+        assert isinstance(freshest.value, GroupView)
+        return freshest.value
+    if local is not None:
+        return local.view
+    return GroupView()
+
+
+def departed(state: GossipState, member: str) -> MemberRow:
+    """A member outside the served view: OFFLINE, with its last host and port (WL#2860)."""
+    for origin in state.origins.values():
+        heard = origin.values.get(Key.VIEW)
+        if heard is not None and isinstance(heard.update.value, GroupView):
+            for row in heard.update.value.members:
+                if row.member_id == member:
+                    return MemberRow(
+                        member_id=member, member_host=row.member_host, member_port=row.member_port
+                    )
+    return MemberRow(member_id=member)
+
+
+def stats_of(
+    state: GossipState, local: MemberSnapshot | None, member: str, view_id: str, in_view: bool
+) -> MemberStatsRow:
+    """``member``'s stats row, VIEW_ID set to the served view's; MySQL's empty one if unheard."""
+    if local is not None and member == local.member_id:
+        row = local.stats
+    else:
+        heard = state.value(member, Key.COUNTS)
+        if heard is None or not isinstance(heard.update.value, Counts):
+            return MemberStatsRow.unheard(member, view_id if in_view else "")
+        row = heard.update.value.row
+    return replace(row, view_id=view_id) if in_view and row.view_id != view_id else row
+
+
+def applier_of(
+    state: GossipState, local: MemberSnapshot | None, member: str, member_now_us: int
+) -> ApplierStatusRow:
+    """``member``'s lag row: its applier fields, lag at ``member_now_us``, TRANSACTIONS_BEHIND."""
+    behind = transactions_behind(state, local, member)
+    if local is not None and member == local.member_id:
+        row = local.applier
+    else:
+        heard = state.value(member, Key.APPLIER)
+        if heard is None or not isinstance(heard.update.value, ApplierStatusRow):
+            return ApplierStatusRow(member_id=member, transactions_behind=behind)
+        row = heard.update.value
+    return replace(row.with_lag(member_now_us), transactions_behind=behind)
+
+
+def transactions_behind(
+    state: GossipState, local: MemberSnapshot | None, member: str
+) -> int | None:
+    """The count ``member``'s agent last sent with its counts (the local one's read now)."""
+    if local is not None and member == local.member_id:
+        return local.transactions_behind
+    heard = state.value(member, Key.COUNTS)
+    if heard is None or not isinstance(heard.update.value, Counts):
+        return None
+    return heard.update.value.transactions_behind
+
+
+def executed_of(state: GossipState, local: MemberSnapshot | None, member: str) -> GtidSet:
+    """``member``'s gtid_executed, empty when never received."""
+    if local is not None and member == local.member_id:
+        return local.gtid_executed
+    heard = state.value(member, Key.GTID_EXECUTED)
+    if heard is not None and isinstance(heard.update.value, GtidSet):
+        return heard.update.value
+    return GtidSet()
+
+
+def server_of(
+    state: GossipState, local: MemberSnapshot | None, member: str
+) -> ServerSettings | None:
+    """``member``'s read_only, super_read_only and flow-control variables, None if never heard."""
+    if local is not None and member == local.member_id:
+        return local.server
+    heard = state.value(member, Key.SERVER)
+    if heard is None or not isinstance(heard.update.value, ServerSettings):
+        return None
+    return heard.update.value

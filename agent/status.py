@@ -1,0 +1,191 @@
+"""``group_status``: the group's verdict and each member's part in it, as one agent sees them now.
+
+Pure: the caller passes the gossip state, the local read (None when the local server is down),
+the time and the clock offsets, as for the served tables. The verdict is MySQL Shell's
+(:mod:`grstats.agent.verdict`) over the view the agent serves (``freshest_view``): quorum comes
+from that view, a member UNREACHABLE in it counts as in the view and not reachable, and a
+known member outside it (departed, expelled, stopped) makes the status partial. A member whose
+agent is not heard keeps the state the view gives it and its last rows; the sentence says so.
+
+Flow control is judged as GR's own step does it (``Flow_control_module::handle_stats_data`` and
+``flow_control_step`` in plugin/group_replication/src/flow_control.cc): a writer (an ONLINE
+PRIMARY) whose ``group_replication_flow_control_mode`` is QUOTA is held back when a member whose
+mode is QUOTA reports more than the *writer's* thresholds waiting for certification
+(COUNT_TRANSACTIONS_IN_QUEUE > certifier_threshold) or for apply
+(COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE > applier_threshold). Only members whose stats
+messages still flow count: GR counts holds from the messages of the last period, so counts
+older than two of the writer's periods (one period, plus one for the gossip) hold no one back.
+A member whose variables were never heard is judged with MySQL's defaults.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from grstats.agent.gossip import Counts, Key
+from grstats.agent.known import (
+    applier_of,
+    departed,
+    freshest_view,
+    member_ids,
+    server_of,
+    transactions_behind,
+    view_origin,
+)
+from grstats.agent.model import ServerSettings
+from grstats.agent.rows import GroupStatusRow, MemberRow, MemberStatsRow, MemberStatusRow
+from grstats.agent.verdict import verdict
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from grstats.agent.gossip import GossipState
+    from grstats.agent.model import MemberSnapshot
+
+#: How many of the writer's flow-control periods a member's counts stay fresh enough to hold
+#: writers back: the period of GR's step, plus one for the gossip's own delay.
+FRESH_PERIODS = 2
+#: The states of members that send GR's stats message
+#: (``Pipeline_stats_member_collector::send_stats_member_message``).
+SENDING_STATES = ("ONLINE", "RECOVERING")
+_DEFAULT_SERVER = ServerSettings()
+
+
+def group_status(
+    state: GossipState,
+    local: MemberSnapshot | None,
+    now_us: int,
+    silence_us: int,
+    *,
+    offsets_us: Mapping[str, int] | None = None,
+) -> tuple[GroupStatusRow, list[MemberStatusRow]]:
+    """Return the group's verdict and one row per known member, in MEMBER_ID order."""
+    offsets = offsets_us or {}
+    view = freshest_view(state, local)
+    in_view = {row.member_id: row for row in view.members if row.member_id} if view.view_id else {}
+    members = member_ids(state, local, view)
+    shown = {m: in_view.get(m) or departed(state, m) for m in members}
+    counts = {m: _counts(state, local, m, now_us, offsets) for m in members}
+    servers = {m: server_of(state, local, m) for m in members}
+    held, by = _flow_control(in_view, counts, servers)
+    rows = [
+        _member_row(
+            shown[m],
+            counts[m],
+            servers[m],
+            connected=state.connected(m, now_us, silence_us),
+            lag=applier_of(state, local, m, now_us + offsets.get(m, 0)).applier_lag_seconds,
+            behind=transactions_behind(state, local, m),
+            throttling=m in held,
+        )
+        for m in members
+    ]
+    origin = view_origin(state, local)
+    found = verdict(
+        [row.member_state for row in in_view.values()],
+        not_in_view=len(members) - len(in_view),
+        not_heard=sum(1 for m in in_view if not state.connected(m, now_us, silence_us)),
+        visible_from=_address(shown.get(origin) or MemberRow(member_id=origin)),
+    )
+    mode = ("single-primary" if view.single_primary_mode else "multi-primary") if in_view else ""
+    group = GroupStatusRow(
+        group_name=view.group_name if in_view else "",
+        view_id=view.view_id,
+        status=found.status,
+        status_text=found.text,
+        tolerance=found.tolerance,
+        mode=mode,
+        primary_members=",".join(m for m, row in in_view.items() if row.member_role == "PRIMARY"),
+        throttled="YES" if held else "NO",
+        throttled_by=",".join(sorted(by)),
+        as_of=now_us,
+    )
+    return group, rows
+
+
+def _counts(
+    state: GossipState,
+    local: MemberSnapshot | None,
+    member: str,
+    now_us: int,
+    offsets: Mapping[str, int],
+) -> tuple[MemberStatsRow, int] | None:
+    """The member's stats row and its age in µs, None when none was ever received."""
+    if local is not None and member == local.member_id:
+        return local.stats, max(0, now_us - local.read_at_us)
+    heard = state.value(member, Key.COUNTS)
+    if heard is None or not isinstance(heard.update.value, Counts):
+        return None
+    seen = heard.update.sent_at_us - offsets.get(member, 0)
+    return heard.update.value.row, max(0, now_us - seen)
+
+
+def _flow_control(
+    in_view: Mapping[str, MemberRow],
+    counts: Mapping[str, tuple[MemberStatsRow, int] | None],
+    servers: Mapping[str, ServerSettings | None],
+) -> tuple[set[str], set[str]]:
+    """Return the writers flow control holds back and the members whose queues hold them."""
+    held: set[str] = set()
+    by: set[str] = set()
+    for writer, row in in_view.items():
+        if row.member_role != "PRIMARY" or row.member_state != "ONLINE":
+            continue
+        limits = (servers.get(writer) or _DEFAULT_SERVER).flow_control
+        if limits.mode != "QUOTA":
+            continue
+        fresh_us = FRESH_PERIODS * limits.period * 1_000_000
+        for member, other in in_view.items():
+            known = counts.get(member)
+            mode = (servers.get(member) or _DEFAULT_SERVER).flow_control.mode
+            if other.member_state not in SENDING_STATES or known is None or mode != "QUOTA":
+                continue
+            stats, age_us = known
+            if age_us <= fresh_us and (
+                stats.count_transactions_in_queue > limits.certifier_threshold
+                or stats.count_transactions_remote_in_applier_queue > limits.applier_threshold
+            ):
+                held.add(writer)
+                by.add(member)
+    return held, by
+
+
+def _member_row(  # noqa: PLR0913  (one row from several sources)
+    shown: MemberRow,
+    counts: tuple[MemberStatsRow, int] | None,
+    server: ServerSettings | None,
+    *,
+    connected: bool,
+    lag: float | None,
+    behind: int | None,
+    throttling: bool,
+) -> MemberStatusRow:
+    stats, age_us = counts if counts is not None else (None, None)
+    return MemberStatusRow(
+        member_id=shown.member_id,
+        member_host=shown.member_host,
+        member_port=shown.member_port,
+        member_state=shown.member_state,
+        member_role=shown.member_role,
+        member_version=shown.member_version,
+        connected="YES" if connected else "NO",
+        age_ms=age_us // 1000 if age_us is not None else None,
+        applier_lag_seconds=lag,
+        applier_queue=stats.count_transactions_remote_in_applier_queue if stats else None,
+        certifier_queue=stats.count_transactions_in_queue if stats else None,
+        transactions_behind=behind,
+        read_only=_on_off(server.read_only) if server else None,
+        super_read_only=_on_off(server.super_read_only) if server else None,
+        throttling="YES" if throttling else "NO",
+    )
+
+
+def _on_off(flag: bool) -> str:
+    return "ON" if flag else "OFF"
+
+
+def _address(row: MemberRow) -> str:
+    """``host:port`` of a member as its row shows it, else its MEMBER_ID."""
+    if row.member_host:
+        return f"{row.member_host}:{row.member_port}" if row.member_port else row.member_host
+    return row.member_id

@@ -1,0 +1,108 @@
+"""The group's verdict in MySQL Shell's terms: status, sentence and how many failures it tolerates.
+
+Pure: it takes the MEMBER_STATE of each member of the view and a few counts. The rules are
+Shell's ``Status::check_group_status`` (modules/adminapi/cluster/status.cc) and its quorum test
+(``has_quorum`` in mysqlshdk/libs/mysql/group_replication.cc):
+
+* the group has quorum while fewer than half of its view is UNREACHABLE;
+* ONLINE and RECOVERING members make the quorum; Shell tolerates ``(ONLINE + RECOVERING - 1) / 2``
+  failures; a view with no quorum is NO_QUORUM;
+* a status is *partial* when a known member is not in the view (Shell: in the metadata but not
+  in the group) or a member of the view is not ONLINE or RECOVERING;
+* the sentence is Shell's with "Group" for "Cluster", plus "N members are not active."
+
+Where grstats departs from Shell, on purpose:
+
+* **tolerance while members are UNREACHABLE.** Shell counts an UNREACHABLE member as gone
+  already. Until it is expelled it is still in the view, and GR keeps quorum only while a
+  majority of the *whole view* is reachable: 5 members with 2 UNREACHABLE lose quorum at one
+  more failure. grstats gives the smaller of Shell's figure and that margin, so such a group is
+  OK_NO_TOLERANCE_PARTIAL (tolerance 0) until the 2 are expelled, then OK_PARTIAL (tolerance 1).
+* **no ONLINE member.** Shell says ERROR; grstats says NO_QUORUM with Shell's sentence, so that
+  the status stays one of the six values scripts know: no member can take writes either way.
+* **no view at all** (no member of a group was read or heard): UNKNOWN.
+* **agents not heard.** The sentence also says how many members' agents are not heard: their
+  state is the view's, their rows are the last received.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+#: Numbers Shell spells out in "can tolerate up to ONE failure".
+_WORDS = {1: "ONE"}
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """A status of :data:`~grstats.agent.rows.status.STATUSES`, its sentence and tolerance."""
+
+    status: str
+    text: str
+    tolerance: int
+
+
+def has_quorum(states: Sequence[str]) -> bool:
+    """Whether a view whose members are in ``states`` has quorum (fewer than half UNREACHABLE)."""
+    unreachable = sum(1 for state in states if state == "UNREACHABLE")
+    return 2 * unreachable < len(states)
+
+
+def tolerance(states: Sequence[str]) -> int:
+    """How many more members of the view can fail with quorum kept (see the module docstring)."""
+    if not has_quorum(states):
+        return 0
+    quorum_size = sum(1 for state in states if state in ("ONLINE", "RECOVERING"))
+    shell = (quorum_size - 1) // 2 if quorum_size > 0 else 0
+    unreachable = sum(1 for state in states if state == "UNREACHABLE")
+    margin = (len(states) - 1) // 2 - unreachable
+    return max(0, min(shell, margin))
+
+
+def verdict(
+    states: Sequence[str], *, not_in_view: int = 0, not_heard: int = 0, visible_from: str = ""
+) -> Verdict:
+    """Return the verdict of a view whose members are in ``states``.
+
+    ``not_in_view`` counts known members outside the view (departed, expelled, stopped);
+    ``not_heard`` the members whose agents are not heard; ``visible_from`` names the member
+    whose view this is, for the NO_QUORUM sentence.
+    """
+    if not states:
+        return Verdict(
+            "UNKNOWN", "The group is not known: no member of a group was read or heard.", 0
+        )
+    online = sum(1 for state in states if state == "ONLINE")
+    quorum_size = sum(1 for state in states if state in ("ONLINE", "RECOVERING"))
+    tolerated = tolerance(states)
+    partial = not_in_view > 0 or len(states) != quorum_size
+    if not has_quorum(states):
+        status = "NO_QUORUM"
+        text = f"Group has no quorum as visible from '{visible_from}' and " + (
+            "no ONLINE members that can be used to restore it."
+            if online == 0
+            else "cannot process write transactions."
+        )
+    elif online == 0:
+        status, text = "NO_QUORUM", "There are no ONLINE members in the group."
+    elif tolerated == 0:
+        status = "OK_NO_TOLERANCE_PARTIAL" if partial else "OK_NO_TOLERANCE"
+        text = "Group is NOT tolerant to any failures."
+    else:
+        status = "OK_PARTIAL" if partial else "OK"
+        count = _WORDS.get(tolerated, str(tolerated))
+        text = f"Group is ONLINE and can tolerate up to {count} failure{'s' * (tolerated > 1)}."
+    inactive = len(states) + not_in_view - online
+    if inactive:
+        text += (
+            " 1 member is not active." if inactive == 1 else f" {inactive} members are not active."
+        )
+    if not_heard == 1:
+        text += " 1 member's agent is not heard: its rows are the last received."
+    elif not_heard:
+        text += f" {not_heard} members' agents are not heard: their rows are the last received."
+    return Verdict(status, text, tolerated)
