@@ -8,7 +8,9 @@ Shell's ``Status::check_group_status`` (modules/adminapi/cluster/status.cc) and 
 * ONLINE and RECOVERING members make the quorum; Shell tolerates ``(ONLINE + RECOVERING - 1) / 2``
   failures; a view with no quorum is NO_QUORUM;
 * a status is *partial* when a known member is not in the view (Shell: in the metadata but not
-  in the group) or a member of the view is not ONLINE or RECOVERING;
+  in the group) or a member of the view is neither ONLINE nor RECOVERING (a RECOVERING member
+  is in Shell's quorum, so it alone does not make the status partial, though the sentence
+  counts it as not active);
 * the sentence is Shell's with "Group" for "Cluster", plus "N members are not active."
 
 Where grstats departs from Shell, on purpose:
@@ -88,7 +90,7 @@ def verdict(
             else "cannot process write transactions."
         )
     elif online == 0:
-        status, text = "NO_QUORUM", "There are no ONLINE members in the group."
+        status, text, tolerated = "NO_QUORUM", "There are no ONLINE members in the group.", 0
     elif tolerated == 0:
         status = "OK_NO_TOLERANCE_PARTIAL" if partial else "OK_NO_TOLERANCE"
         text = "Group is NOT tolerant to any failures."

@@ -7,8 +7,9 @@ from typing import Any
 
 from grstats.agent.gossip import Counts, GossipState, Key
 from grstats.agent.gtid import GtidSet
+from grstats.agent.known import freshest_view
 from grstats.agent.rows import EXTENDED_COLUMNS, ApplierStatusRow, MemberRow, MemberStatsRow
-from grstats.agent.served import Served, freshest_view, served_tables
+from grstats.agent.served import Served, served_tables
 from grstats.agent.sources import GroupView, MemberSnapshot
 
 A, B, C = (f"{c * 8}-{c * 4}-{c * 4}-{c * 4}-{c * 12}" for c in "abc")
