@@ -6,8 +6,10 @@ outcomes. One tick is 0.1 s. Each tick:
 
 1. the scenario's events for the tick happen (crash, start, stop, partition, heal, rate, capacity);
 2. failure detection: a member nobody hears is suspected after ``suspicion_s`` (UNREACHABLE in the
-   others' views) and expelled ``expel_timeout_s`` later (a view change); the primary is elected
-   again when it leaves (single-primary: the ONLINE member with the lowest uuid);
+   others' views) and expelled ``expel_timeout_s`` later (a view change), but only while a
+   majority of the view is reachable: without quorum XCom agrees on no new view, so the
+   members stay UNREACHABLE; the primary is elected again when it leaves (single-primary: the
+   ONLINE member with the lowest uuid);
 3. if a majority of the view can talk, the writers commit transactions at their rates, within
    their flow-control quota; each writes ``keys_per_transaction`` keys drawn with Zipf skew;
 4. certification in one total order: in multi-primary mode a transaction conflicts when one of
@@ -201,6 +203,7 @@ class SimulatedGroup:
                 member.in_view
                 and since is not None
                 and seconds - since >= timing.suspicion_s + timing.expel_timeout_s
+                and self._has_quorum()  # a view changes only by a majority's consensus
             ):
                 self._leave(member, expelled=True)
             if member.rejoin_at is not None and seconds >= member.rejoin_at and member.reachable:

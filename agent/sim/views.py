@@ -4,15 +4,43 @@ What each member shows follows MySQL's ``get_group_members_info`` and ``get_grou
 (plugin/group_replication/src/ps_information.cc): a member in the group lists every member of
 the view, UNREACHABLE while suspected; a partitioned member still lists its last view and sees
 the others UNREACHABLE; a stopped (OFFLINE) or expelled (ERROR) member lists only itself.
+
+``transactions_behind`` is the column of ProxySQL's ``sys.gr_member_routing_candidate_status``
+(``sys.gr_applier_queue_length()``): the GTID count of the ``group_replication_applier``
+channel's RECEIVED_TRANSACTION_SET minus ``gtid_executed`` (:func:`received_set`). An ONLINE
+member's applier channel has received every transaction it certified, so the figure is its
+remote transactions certified and not applied (seqs ``applied_upto + 1 .. certified_upto``),
+the same as COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE.
+A RECOVERING member fetches what it missed through the ``group_replication_recovery`` channel,
+which is not the applier channel; its applier channel holds what the group delivered since it
+joined (seqs after ``recovering_target``, up to when it last heard the group), queued until
+recovery ends: the figure is that, which is what its applier queue holds once it is ONLINE.
+A member that stopped, was expelled or crashed keeps what it had received and not applied.
+
+``read_only`` and ``super_read_only`` are as GR sets them: it turns ``super_read_only`` ON (and
+with it ``read_only``) when it starts (``initialize_plugin_and_join``) and when it stops
+(``plugin_group_replication_stop``) in plugin/group_replication/src/plugin.cc, and on a
+secondary at an election
+(``Primary_election_secondary_process::enable_read_mode_on_server``); it turns ``read_only`` OFF
+(and with it ``super_read_only``) on a single-primary group's primary once it has applied its
+backlog (``Primary_election_primary_process::primary_election_process_handler``,
+primary_election_primary_process.cc) and on a multi-primary member when it turns ONLINE
+(``Plugin_gcs_events_handler::handle_recovery_message``, gcs_event_handlers.cc); both helpers are
+``enable_server_read_mode`` and ``disable_server_read_mode``
+(plugin_handlers/read_mode_handler.cc). A member that leaves on an error stays read-only
+(``group_replication_exit_state_action=READ_ONLY``). So only a writer is read-write: an ONLINE
+member of a multi-primary group, or the ONLINE primary that the simulator lets write (its
+applier queue empty); every other member has both ON.
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from typing import TYPE_CHECKING
 
 from grstats.agent.errors import SourceUnavailable
 from grstats.agent.gtid import GtidSet
-from grstats.agent.model import GroupView, MemberSnapshot
+from grstats.agent.model import GroupView, MemberSnapshot, ServerSettings
 from grstats.agent.rows import (
     ApplierStatusRow,
     MemberRow,
@@ -63,6 +91,8 @@ def snapshot(group: SimulatedGroup, index: int, last_known: bool = False) -> Mem
         stats=_stats_row(group, member),
         applier=_applier_row(group, member),
         gtid_executed=executed_set(group, member.applied_by_origin),
+        transactions_behind=sum(_waiting(group, member, *_received_span(group, member))),
+        server=_server(group, member),
     )
 
 
@@ -77,6 +107,76 @@ def executed_set(group: SimulatedGroup, counts: list[int]) -> GtidSet:
                 break
             intervals.append((group.group_name, "", start, start + used - 1))
     return GtidSet(intervals)
+
+
+def received_set(group: SimulatedGroup, member: SimMember) -> GtidSet:
+    """Return the member's ``group_replication_applier`` RECEIVED_TRANSACTION_SET.
+
+    Its executed set plus the remote transactions its applier channel received and has not
+    applied (see the module's docstring); ``snapshot`` gives only the count of the latter.
+    """
+    first, last = _received_span(group, member)
+    applied = member.applied_by_origin
+    # A RECOVERING member's channel skips what recovery still has to fetch (seqs applied_upto+1
+    # .. recovering_target): those ranks of each origin are neither executed nor received.
+    skipped = _waiting(group, member, member.applied_upto + 1, first - 1)
+    waiting = _waiting(group, member, first, last)
+    below = [a + s for a, s in zip(applied, skipped, strict=True)]
+    above = [b + w for b, w in zip(below, waiting, strict=True)]
+    queued = executed_set(group, above).difference(executed_set(group, below))
+    return executed_set(group, applied).union(queued)
+
+
+def _received_span(group: SimulatedGroup, member: SimMember) -> tuple[int, int]:
+    """Return the seqs (first, last) the member's applier channel received and has not applied.
+
+    ONLINE, and a member that left after recovery: what it certified and has not applied.
+    RECOVERING, or one that left during recovery (crashed, cut off, stopped): what the group
+    delivered after the point it joined at, until it stopped hearing the group; nothing for one
+    that was stopped, as the simulator keeps no time for a STOP.
+    """
+    recovered = member.applied_upto >= member.recovering_target
+    if member.status is not MemberState.RECOVERING and recovered:
+        return member.applied_upto + 1, member.certified_upto
+    first = member.recovering_target + 1
+    if member.in_group:
+        return first, group.log.last
+    if not member.server_up and member.down_since_us is not None:
+        until = member.down_since_us
+    elif member.unreachable_since is not None:
+        until = group.start_us + round(member.unreachable_since * 1_000_000)
+    else:
+        return first, first - 1
+    # Each tick's transactions are delivered during the tick: a member cut off at the start of
+    # a tick received those committed before it (commit times grow with seq).
+    heard = bisect_left(range(first, group.log.last + 1), until, key=group.log.commit_us)
+    return first, first + heard - 1
+
+
+def _waiting(group: SimulatedGroup, member: SimMember, first: int, last: int) -> list[int]:
+    """Count each origin's positive transactions in seqs ``first..last``, 0 for the member's own.
+
+    One count per origin over the log's bytes, not a loop over transactions: a slow member's
+    queue can hold thousands.
+    """
+    if last < first:
+        return [0] * len(group.members)
+    return [
+        0 if origin == member.index else group.log.count(first, last, origin)
+        for origin in range(len(group.members))
+    ]
+
+
+def _server(group: SimulatedGroup, member: SimMember) -> ServerSettings:
+    """The member's read_only, super_read_only and flow-control variables (module docstring)."""
+    writer = member.status is MemberState.ONLINE and (
+        not group.scenario.single_primary or (group.primary == member.index and member.queue == 0)
+    )
+    return ServerSettings(
+        read_only=not writer,
+        super_read_only=not writer,
+        flow_control=group.scenario.flow_control,
+    )
 
 
 def gtid_text(group: SimulatedGroup, origin: int, rank: int) -> str:
@@ -240,6 +340,9 @@ def not_started(group: SimulatedGroup, index: int) -> MemberSnapshot:
     One members row (CHANNEL_NAME and MEMBER_STATE OFFLINE, the rest empty) and one stats row
     (CHANNEL_NAME only), as ``get_group_members_info`` and ``get_group_member_stats`` show a
     server whose Group Replication never started (plugin/group_replication/src/ps_information.cc).
+    It has no ``group_replication_applier`` channel, so ``transactions_behind`` is None; the
+    simulated servers start with ``super_read_only`` ON (nothing writes to a member before it
+    joins) and the scenario's flow-control variables.
     """
     return MemberSnapshot(
         member_id=group.members[index].uuid,
@@ -248,4 +351,8 @@ def not_started(group: SimulatedGroup, index: int) -> MemberSnapshot:
         stats=MemberStatsRow(),
         applier=ApplierStatusRow(member_id=group.members[index].uuid),
         gtid_executed=GtidSet(),
+        transactions_behind=None,
+        server=ServerSettings(
+            read_only=True, super_read_only=True, flow_control=group.scenario.flow_control
+        ),
     )
