@@ -2,11 +2,18 @@
 
 Everything is read from performance_schema tables (``<schema>.<table>``, so an account with
 only ``SELECT`` on that schema is enough): ``replication_group_members``, the member's own row
-of ``replication_group_member_stats``, ``global_variables``, ``global_status`` (5.7's primary)
-and, on 8.0+, the ``group_replication_applier`` rows of ``replication_connection_status`` and
-``replication_applier_status_by_worker``. Which columns exist is taken from each result, so
-5.7 (9 stats columns, no role or version) and 8.0 before 8.0.27 (no communication stack)
-read as MySQL would show them.
+of ``replication_group_member_stats``, ``global_variables``, ``global_status`` (5.7's primary),
+the ``group_replication_applier`` row of ``replication_connection_status`` and, on 8.0+, that
+channel's rows of ``replication_applier_status_by_worker``. Which columns exist is taken from
+each result, so 5.7 (9 stats columns, no role or version) and 8.0 before 8.0.27 (no
+communication stack) read as MySQL would show them.
+
+``global_variables`` gives, besides the member's identity and GTIDs, its ``read_only``,
+``super_read_only`` and ``group_replication_flow_control_*`` variables (MySQL's default for
+each one the server lacks). The applier channel's row gives, on every version, its
+RECEIVED_TRANSACTION_SET, from which the member's ``transactions_behind`` is counted (5.7's
+row has that column, storage/perfschema/table_replication_connection_status.cc, but no WL#7374
+columns), and on 8.0+ the WL#7374 queue fields.
 
 The driver is aiomysql. Its exceptions are translated in one place, :func:`_translated`:
 anything about reaching the server becomes SourceUnavailable; values outside their domain
@@ -46,6 +53,7 @@ from grstats.agent.sources.mysql_records import (
     member_rows,
     server_variables,
     stats_row,
+    transactions_behind,
     variable_map,
 )
 
@@ -245,7 +253,11 @@ class MySQLSource:
                     self._sql["stats"],
                     (variables.server_uuid,),
                 )
-                applier, health = await self._applier(conn, variables)
+                queue_columns, connections = await _records(
+                    conn, self._sql["connection"], (GROUP_REPLICATION_APPLIER,)
+                )
+                connection = connections[0] if connections else None
+                applier, health = await self._applier(conn, variables, queue_columns, connection)
         stats_value = stats_row(stats[0] if stats else None)
         return MemberSnapshot(
             member_id=variables.server_uuid,
@@ -260,6 +272,8 @@ class MySQLSource:
             applier=applier,
             gtid_executed=variables.gtid_executed,
             health=health,
+            transactions_behind=transactions_behind(connection, variables.gtid_executed),
+            server=variables.server,
         )
 
     async def _variables(self, conn: Any) -> dict[str, str]:
@@ -276,13 +290,21 @@ class MySQLSource:
         return status.get(PRIMARY_MEMBER_STATUS, "")
 
     async def _applier(
-        self, conn: Any, variables: ServerVariables
+        self,
+        conn: Any,
+        variables: ServerVariables,
+        queue_columns: Sequence[str],
+        connection: Record | None,
     ) -> tuple[ApplierStatusRow, SourceHealth]:
+        """Return the channel's WL#7374 fields and the read's health (5.7 has none: idle row).
+
+        Queue fields come from ``connection``, the channel's ``replication_connection_status``
+        row (``queue_columns`` its table's columns); apply fields from the workers, read here.
+        """
         member_id = variables.server_uuid
         if not variables.has_transaction_timestamps:
             return applier_row(member_id, None, ()), SourceHealth(ok=True, message=NO_TIMESTAMPS_57)
         channel = (GROUP_REPLICATION_APPLIER,)
-        queue_columns, connections = await _records(conn, self._sql["connection"], channel)
         apply_columns, workers = await _records(conn, self._sql["workers"], channel)
         missing = [
             table
@@ -295,7 +317,7 @@ class MySQLSource:
         if missing:
             note = f"{', '.join(missing)}: no WL#7374 columns, so no transaction timestamps"
             return applier_row(member_id, None, ()), SourceHealth(ok=True, message=note)
-        row = applier_row(member_id, connections[0] if connections else None, workers)
+        row = applier_row(member_id, connection, workers)
         return row, SourceHealth()
 
 

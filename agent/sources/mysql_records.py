@@ -4,18 +4,27 @@ A *record* is one result row keyed by its column names in upper case, holding ex
 columns the server returned, so a missing column (5.7's 9 stats columns, 8.0 before 8.0.27
 without MEMBER_COMMUNICATION_STACK) shows up as a missing key, not as a guess from the version.
 Every value outside its column's domain raises :class:`~grstats.agent.errors.SourceDataError` whose
-message starts ``table.COLUMN:`` and shows the value.
+message starts ``table.COLUMN:`` and shows the value; a variable's starts
+``global_variables.<variable_name>:``.
+
+Besides the rows, a read yields the member's :class:`~grstats.agent.model.ServerSettings`
+(:func:`server_settings`: ``read_only``, ``super_read_only`` and the
+``group_replication_flow_control_*`` variables, MySQL's default for each one the server lacks)
+and ProxySQL's ``transactions_behind`` (:func:`transactions_behind`: the applier channel's
+RECEIVED_TRANSACTION_SET minus ``gtid_executed``).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from grstats.agent.errors import SourceDataError
+from grstats.agent.errors import ConfigError, SourceDataError
 from grstats.agent.gtid import GtidError, GtidSet
+from grstats.agent.model import FLOW_CONTROL_MODES, FlowControlSettings, ServerSettings
 from grstats.agent.rows import (
     REPLICATION_GROUP_MEMBER_LAG,
     REPLICATION_GROUP_MEMBER_STATS,
@@ -42,8 +51,22 @@ GLOBAL_STATUS = "global_status"
 CONNECTION_STATUS = "replication_connection_status"
 WORKER_STATUS = "replication_applier_status_by_worker"
 
+#: The applier channel's GTIDs received from the group (relay log), on every version since 5.7:
+#: ``Gtid_set::to_string`` text, UUIDs separated by ",\n" as in gtid_executed
+#: (storage/perfschema/table_replication_connection_status.cc).
+RECEIVED_TRANSACTION_SET = "RECEIVED_TRANSACTION_SET"
+
 #: Longest VARIABLE_VALUE performance_schema keeps: longer values are cut to this length.
 VARIABLE_VALUE_MAX = 1024
+
+#: The prefix of the Group Replication plugin's flow-control variables
+#: (plugin/group_replication/src/plugin.cc).
+FLOW_CONTROL_PREFIX = "group_replication_flow_control_"
+#: FlowControlSettings field -> its variable: the ten ``group_replication_flow_control_*``.
+FLOW_CONTROL_VARIABLES = {
+    field.name: FLOW_CONTROL_PREFIX + field.name
+    for field in dataclasses.fields(FlowControlSettings)
+}
 
 #: The global variables a read needs (names as performance_schema lists them).
 VARIABLE_NAMES = (
@@ -52,6 +75,9 @@ VARIABLE_NAMES = (
     "gtid_executed",
     "group_replication_group_name",
     "group_replication_single_primary_mode",
+    "read_only",
+    "super_read_only",
+    *FLOW_CONTROL_VARIABLES.values(),
 )
 #: 5.7's only record of which member is the primary (the primary's server_uuid, or '').
 PRIMARY_MEMBER_STATUS = "group_replication_primary_member"
@@ -60,11 +86,14 @@ _VERSION_RE = re.compile(r"([0-9]+)\.([0-9]+)\.([0-9]+)")
 _TIMESTAMP_RE = re.compile(r"(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,6}))?")
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ON_OFF = {"ON": True, "1": True, "OFF": False, "0": False}
+_INTEGER_RE = re.compile(r"-?[0-9]+")
 _QUEUE_PREFIXES = ("LAST_QUEUED_", "QUEUEING_")
+#: The lag table's columns that are not MySQL's but grstats's own, filled by the agent.
+_GRSTATS_COLUMNS = ("CHANNEL_NAME", "MEMBER_ID", "APPLIER_LAG_SECONDS", "TRANSACTIONS_BEHIND")
 _LAG_COLUMNS = tuple(
     column.name
     for column in REPLICATION_GROUP_MEMBER_LAG.columns
-    if column.name not in ("CHANNEL_NAME", "MEMBER_ID", "APPLIER_LAG_SECONDS")
+    if column.name not in _GRSTATS_COLUMNS
 )
 #: The WL#7374 columns (8.0+) the applier row is built from, per table.
 QUEUE_COLUMNS = tuple(name for name in _LAG_COLUMNS if name.startswith(_QUEUE_PREFIXES))
@@ -81,6 +110,7 @@ class ServerVariables:
     gtid_executed: GtidSet
     group_name: str
     single_primary_mode: bool
+    server: ServerSettings
 
     @property
     def has_transaction_timestamps(self) -> bool:
@@ -124,13 +154,7 @@ def server_variables(variables: Mapping[str, str]) -> ServerVariables:
     except RowValueError as exc:
         raise SourceDataError(f"{GLOBAL_VARIABLES}.server_uuid: {uuid!r} is not a UUID") from exc
     version = _required(variables, "version")
-    mode_text = variables.get("group_replication_single_primary_mode", "ON")
-    single_primary = _ON_OFF.get(mode_text.upper())
-    if single_primary is None:
-        raise SourceDataError(
-            f"{GLOBAL_VARIABLES}.group_replication_single_primary_mode: {mode_text!r} "
-            "is not ON, OFF, 1 or 0"
-        )
+    single_primary = _on_off(variables, "group_replication_single_primary_mode", default=True)
     return ServerVariables(
         server_uuid=uuid.lower(),
         version=version,
@@ -140,7 +164,44 @@ def server_variables(variables: Mapping[str, str]) -> ServerVariables:
         ),
         group_name=variables.get("group_replication_group_name", ""),
         single_primary_mode=single_primary,
+        server=server_settings(variables),
     )
+
+
+def server_settings(variables: Mapping[str, str]) -> ServerSettings:
+    """Return ``read_only``, ``super_read_only`` and flow control from ``variables``, checked.
+
+    A variable the server lacks keeps MySQL's default: ``super_read_only`` is OFF before 5.7.8
+    (sql/sys_vars.cc); 5.7 before 5.7.20 has only the flow-control mode and the two
+    thresholds, a server without the Group Replication plugin none of them.
+    """
+    return ServerSettings(
+        read_only=_on_off(variables, "read_only", default=False),
+        super_read_only=_on_off(variables, "super_read_only", default=False),
+        flow_control=_flow_control(variables),
+    )
+
+
+def transactions_behind(connection: Record | None, gtid_executed: GtidSet) -> int | None:
+    """Return how many transactions the member received from the group and has not applied.
+
+    ProxySQL's ``transactions_behind``: the GTID count of the ``group_replication_applier``
+    channel's RECEIVED_TRANSACTION_SET (its ``replication_connection_status`` row,
+    ``connection``) minus ``gtid_executed``. None without that row: Group Replication never
+    started on the member, so it has no applier channel.
+    """
+    if connection is None:
+        return None
+    where = f"{CONNECTION_STATUS}.{RECEIVED_TRANSACTION_SET}"
+    if RECEIVED_TRANSACTION_SET not in connection:
+        raise SourceDataError(f"{where}: the column is missing")
+    text = connection[RECEIVED_TRANSACTION_SET]
+    if text is None:
+        raise SourceDataError(f"{where}: None is not allowed: the column is NOT NULL")
+    if not isinstance(text, str):
+        raise SourceDataError(f"{where}: {text!r} is not text")
+    received = gtid_set(CONNECTION_STATUS, RECEIVED_TRANSACTION_SET, text)
+    return received.difference(gtid_executed).count()
 
 
 def gtid_set(table: str, column: str, text: str) -> GtidSet:
@@ -293,6 +354,38 @@ def _row(kind: type[_RowT], table: str, fields: dict[str, Any]) -> _RowT:
         return kind(**fields)
     except RowValueError as exc:
         raise SourceDataError(f"{table}.{exc}") from exc
+
+
+def _on_off(variables: Mapping[str, str], name: str, *, default: bool) -> bool:
+    text = variables.get(name)
+    if text is None:
+        return default
+    value = _ON_OFF.get(text.upper())
+    if value is None:
+        raise SourceDataError(f"{GLOBAL_VARIABLES}.{name}: {text!r} is not ON, OFF, 1 or 0")
+    return value
+
+
+def _flow_control(variables: Mapping[str, str]) -> FlowControlSettings:
+    settings: dict[str, Any] = {}
+    for field, name in FLOW_CONTROL_VARIABLES.items():
+        text = variables.get(name)
+        if text is None:
+            continue
+        if field == "mode":
+            if text.upper() not in FLOW_CONTROL_MODES:
+                raise SourceDataError(
+                    f"{GLOBAL_VARIABLES}.{name}: {text!r} is not {' or '.join(FLOW_CONTROL_MODES)}"
+                )
+            settings[field] = text.upper()
+        elif _INTEGER_RE.fullmatch(text):
+            settings[field] = int(text)
+        else:
+            raise SourceDataError(f"{GLOBAL_VARIABLES}.{name}: {text!r} is not an integer")
+    try:
+        return FlowControlSettings(**settings)
+    except ConfigError as exc:  # a range: the message is "<variable>: <value> is not in ..."
+        raise SourceDataError(f"{GLOBAL_VARIABLES}.{exc}") from exc
 
 
 def _required(variables: Mapping[str, str], name: str) -> str:

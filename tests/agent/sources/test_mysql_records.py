@@ -1,4 +1,4 @@
-"""Pure conversions of the MySQL source: versions, timestamps, roles, worker choice, variables."""
+"""Pure conversions of the MySQL source: versions, timestamps, roles, workers, variables, lag."""
 
 from __future__ import annotations
 
@@ -8,17 +8,24 @@ from typing import Any
 import pytest
 
 from grstats.agent.errors import SourceDataError
+from grstats.agent.gtid import GtidSet
+from grstats.agent.model import FlowControlSettings, ServerSettings
 from grstats.agent.rows import ApplierStatusRow
 from grstats.agent.sources.mysql_records import (
     APPLY_COLUMNS,
+    FLOW_CONTROL_VARIABLES,
+    QUEUE_COLUMNS,
+    VARIABLE_NAMES,
     VARIABLE_VALUE_MAX,
     applier_row,
     is_truncated,
     member_rows,
     parse_version,
+    server_settings,
     server_variables,
     stats_row,
     timestamp_us,
+    transactions_behind,
     variable_map,
 )
 
@@ -233,3 +240,166 @@ class TestStats:
         assert row.values()[3:7] == (1, 2, 3, 4)
         assert row.values()[9:] == (0, 0, 0, 0)
         assert row.transactions_committed_all_members == f"{A}:1,\n{B}:1-3"  # MySQL's order
+
+
+def connection(received: object) -> dict[str, object]:
+    """Return a group_replication_applier connection-status record with ``received``."""
+    return {"CHANNEL_NAME": "group_replication_applier", "RECEIVED_TRANSACTION_SET": received}
+
+
+class TestTransactionsBehind:
+    @pytest.mark.parametrize(
+        ("received", "executed", "expected"),
+        [
+            (f"{A}:1-100", f"{A}:1-90", 10),
+            (f"{A}:1-100,\n{B}:1-50:61-70", f"{A}:1-90,\n{B}:1-40,\n{C}:1-5", 10 + 10 + 10),
+            (f"{A}:1-10:audit:1-5", f"{A}:1-10", 5),  # 8.4's tagged GTIDs count too
+            (f"{A}:1-90", f"{A}:1-100,\n{B}:1-3", 0),  # all applied, and local transactions
+            ("", f"{A}:1-5", 0),  # nothing received since the channel started
+        ],
+    )
+    def test_received_minus_executed(self, received: str, executed: str, expected: int) -> None:
+        """It is the GTID count of RECEIVED_TRANSACTION_SET minus gtid_executed."""
+        assert transactions_behind(connection(received), GtidSet.parse(executed)) == expected
+
+    def test_no_channel(self) -> None:
+        """Without the applier channel's row (GR never started) it is unknown: None."""
+        assert transactions_behind(None, GtidSet.parse(f"{A}:1-5")) is None
+
+    @pytest.mark.parametrize(
+        ("record", "reason"),
+        [
+            (connection(f"{A}:0"), f"'{A}:0' is not a GTID set"),
+            (connection("garbage"), "'garbage' is not a GTID set"),
+            (connection(None), "None is not allowed"),
+            (connection(b"bytes"), "b'bytes' is not text"),
+            ({"CHANNEL_NAME": "group_replication_applier"}, "the column is missing"),
+        ],
+    )
+    def test_bad_set(self, record: dict[str, object], reason: str) -> None:
+        """A malformed or missing set is a data error naming the column and showing the value."""
+        with pytest.raises(SourceDataError) as caught:
+            transactions_behind(record, GtidSet())
+        message = str(caught.value)
+        assert message.startswith("replication_connection_status.RECEIVED_TRANSACTION_SET: ")
+        assert reason in message
+
+    def test_not_an_applier_column(self) -> None:
+        """RECEIVED_TRANSACTION_SET and TRANSACTIONS_BEHIND are not among the WL#7374 columns."""
+        assert "TRANSACTIONS_BEHIND" not in APPLY_COLUMNS + QUEUE_COLUMNS
+        assert "RECEIVED_TRANSACTION_SET" not in APPLY_COLUMNS + QUEUE_COLUMNS
+
+
+ALL_FLOW_CONTROL = {
+    "group_replication_flow_control_mode": "DISABLED",
+    "group_replication_flow_control_certifier_threshold": "1000",
+    "group_replication_flow_control_applier_threshold": "2000",
+    "group_replication_flow_control_min_quota": "3",
+    "group_replication_flow_control_min_recovery_quota": "4",
+    "group_replication_flow_control_max_quota": "2147483647",
+    "group_replication_flow_control_member_quota_percent": "60",
+    "group_replication_flow_control_period": "60",
+    "group_replication_flow_control_hold_percent": "0",
+    "group_replication_flow_control_release_percent": "1000",
+}
+
+#: (variable, value, the message after "global_variables.<variable>: ").
+BAD_SETTINGS = [
+    ("read_only", "maybe", "'maybe' is not ON, OFF, 1 or 0"),
+    ("super_read_only", "2", "'2' is not ON, OFF, 1 or 0"),
+    ("group_replication_flow_control_mode", "FAST", "'FAST' is not QUOTA or DISABLED"),
+    ("group_replication_flow_control_mode", "", "'' is not QUOTA or DISABLED"),
+    ("group_replication_flow_control_certifier_threshold", "abc", "'abc' is not an integer"),
+    ("group_replication_flow_control_applier_threshold", "1.5", "'1.5' is not an integer"),
+    ("group_replication_flow_control_min_quota", " 5", "' 5' is not an integer"),
+    ("group_replication_flow_control_min_recovery_quota", "1_000", "'1_000' is not an integer"),
+    ("group_replication_flow_control_max_quota", "-1", "-1 is not in 0..2147483647"),
+    (
+        "group_replication_flow_control_max_quota",
+        "2147483648",
+        "2147483648 is not in 0..2147483647",
+    ),
+    ("group_replication_flow_control_member_quota_percent", "101", "101 is not in 0..100"),
+    ("group_replication_flow_control_period", "0", "0 is not in 1..60"),
+    ("group_replication_flow_control_hold_percent", "+5", "'+5' is not an integer"),
+    ("group_replication_flow_control_release_percent", "1001", "1001 is not in 0..1000"),
+]
+
+
+class TestServerSettings:
+    def test_all_read(self) -> None:
+        """Both flags and the ten flow-control variables are read as the server shows them."""
+        settings = server_settings({"read_only": "ON", "super_read_only": "1", **ALL_FLOW_CONTROL})
+        assert settings == ServerSettings(
+            read_only=True,
+            super_read_only=True,
+            flow_control=FlowControlSettings(
+                mode="DISABLED",
+                certifier_threshold=1000,
+                applier_threshold=2000,
+                min_quota=3,
+                min_recovery_quota=4,
+                max_quota=2147483647,
+                member_quota_percent=60,
+                period=60,
+                hold_percent=0,
+                release_percent=1000,
+            ),
+        )
+
+    @pytest.mark.parametrize(
+        ("text", "expected"),
+        [("ON", True), ("on", True), ("1", True), ("OFF", False), ("0", False)],
+    )
+    def test_flags(self, text: str, expected: bool) -> None:
+        """read_only and super_read_only read ON/OFF and 1/0, each from its own variable."""
+        other = "OFF" if expected else "ON"
+        assert server_settings({"read_only": text, "super_read_only": other}) == ServerSettings(
+            read_only=expected, super_read_only=not expected
+        )
+        assert server_settings({"read_only": other, "super_read_only": text}) == ServerSettings(
+            read_only=not expected, super_read_only=expected
+        )
+
+    def test_without_group_replication(self) -> None:
+        """Without the plugin's variables (and before 5.7.8's super_read_only) MySQL's defaults."""
+        assert server_settings({"read_only": "ON"}) == ServerSettings(read_only=True)
+
+    def test_mysql57_before_5720(self) -> None:
+        """5.7 before 5.7.20 has only mode and the two thresholds: the rest are the defaults."""
+        settings = server_settings(
+            {
+                "group_replication_flow_control_mode": "DISABLED",
+                "group_replication_flow_control_certifier_threshold": "100",
+                "group_replication_flow_control_applier_threshold": "200",
+            }
+        )
+        assert settings.flow_control == FlowControlSettings(
+            mode="DISABLED", certifier_threshold=100, applier_threshold=200
+        )
+
+    def test_mode_case(self) -> None:
+        """The mode is read whatever its case, and kept as MySQL spells it."""
+        settings = server_settings({"group_replication_flow_control_mode": "disabled"})
+        assert settings.flow_control.mode == "DISABLED"
+
+    @pytest.mark.parametrize(("name", "value", "reason"), BAD_SETTINGS)
+    def test_bad_value(self, name: str, value: str, reason: str) -> None:
+        """A value the variable cannot take is a data error naming it and showing the value."""
+        with pytest.raises(SourceDataError) as caught:
+            server_settings({name: value})
+        assert str(caught.value) == f"global_variables.{name}: {reason}"
+
+    def test_variables_are_asked_for(self) -> None:
+        """The one variables query asks for both flags and all ten flow-control variables."""
+        assert {"read_only", "super_read_only", *FLOW_CONTROL_VARIABLES.values()} <= set(
+            VARIABLE_NAMES
+        )
+        assert len(FLOW_CONTROL_VARIABLES) == 10
+
+    def test_in_server_variables(self) -> None:
+        """server_variables carries the settings it read."""
+        variables = server_variables(
+            {"server_uuid": A, "version": "5.7.44", "gtid_executed": "", "super_read_only": "ON"}
+        )
+        assert variables.server == ServerSettings(super_read_only=True)

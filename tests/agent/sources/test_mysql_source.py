@@ -1,4 +1,10 @@
-"""MySQLSource against a real MariaDB server holding performance_schema look-alike schemas."""
+"""MySQLSource against a real MariaDB server holding performance_schema look-alike schemas.
+
+The layouts of ``tests/agent/sources/fixtures`` are extended here for what the source reads
+since issue 13: ``ps57`` gains 5.7's ``replication_connection_status`` (RECEIVED_TRANSACTION_SET,
+no WL#7374 columns), ``ps57`` and ``ps80`` the member's ``read_only`` and ``super_read_only``
+(ON: it is a secondary), and ``ps84`` is MySQL 8.4's layout, built from ``ps80``.
+"""
 
 # Test SQL is built from the fixtures' own schema, table and column names; password_env names
 # a variable, not a password:
@@ -19,7 +25,7 @@ import pytest
 
 from grstats.agent.errors import SourceDataError, SourceError, SourceUnavailable
 from grstats.agent.gtid import GtidSet
-from grstats.agent.model import SourceHealth
+from grstats.agent.model import FlowControlSettings, ServerSettings, SourceHealth
 from grstats.agent.rows import GROUP_REPLICATION_APPLIER, MemberRow, MemberStatsRow
 from grstats.agent.sources.mysql import NO_TIMESTAMPS_57, MySQLSource
 from tests.agent.sources.schemas import X509_USER
@@ -43,8 +49,88 @@ RECOVERING = "ea775284-16ee-11eb-b6a6-080027b2b7c2"
 SUSPECTED = "f3c1e0b5-16ee-11eb-8d2e-0800271a9b70"
 GROUP = "dc527338-16ee-11eb-a0c4-0800279c4a12"
 COMMITTED = f"{PRIMARY}:1-18,\n{GROUP}:1-1588"
+#: A GTID tag as long as MySQL allows (32 characters; tags are 8.3+).
+TAG = "night_shift_batch_loader_2024_q4"
+#: The applier channel's row of replication_connection_status.
+APPLIER_ROW = "CHANNEL_NAME = 'group_replication_applier'"
 #: Slack for timing checks on a busy machine.
 MARGIN_S = 1.0
+
+
+#: The member's read-only flags: GR turns super_read_only (and so read_only) on for a secondary.
+SECONDARY_FLAGS = """
+INSERT INTO global_variables VALUES ('read_only', 'ON'), ('super_read_only', 'ON');
+"""
+
+#: 5.7's replication_connection_status: 11 columns (5.7's field_types in
+#: storage/perfschema/table_replication_connection_status.cc), RECEIVED_TRANSACTION_SET but no
+#: WL#7374 columns; TIMESTAMP without fractions. The applier channel received 10 transactions
+#: more than gtid_executed holds (GROUP:6000-6009); a recovery channel row must be ignored.
+MYSQL57_CONNECTION_STATUS = f"""
+SET SESSION sql_mode = '';
+CREATE TABLE replication_connection_status (
+  CHANNEL_NAME CHAR(64) NOT NULL,
+  GROUP_NAME CHAR(36) CHARACTER SET utf8 COLLATE utf8_bin NOT NULL,
+  SOURCE_UUID CHAR(36) CHARACTER SET utf8 COLLATE utf8_bin NOT NULL,
+  THREAD_ID BIGINT(20) UNSIGNED DEFAULT NULL,
+  SERVICE_STATE ENUM('ON', 'OFF', 'CONNECTING') NOT NULL,
+  COUNT_RECEIVED_HEARTBEATS BIGINT(20) UNSIGNED NOT NULL DEFAULT 0,
+  LAST_HEARTBEAT_TIMESTAMP TIMESTAMP NOT NULL DEFAULT '0000-00-00 00:00:00',
+  RECEIVED_TRANSACTION_SET LONGTEXT NOT NULL,
+  LAST_ERROR_NUMBER INT(11) NOT NULL,
+  LAST_ERROR_MESSAGE VARCHAR(1024) NOT NULL,
+  LAST_ERROR_TIMESTAMP TIMESTAMP NOT NULL DEFAULT '0000-00-00 00:00:00',
+  PRIMARY KEY (CHANNEL_NAME)
+);
+INSERT INTO replication_connection_status VALUES
+  ('group_replication_applier', '{GROUP}', '{GROUP}', NULL, 'ON', 0, '0000-00-00 00:00:00',
+   '{PRIMARY}:1-18,\\n{GROUP}:1-6009', 0, '', '0000-00-00 00:00:00'),
+  ('group_replication_recovery', '', '{PRIMARY}', NULL, 'OFF', 0, '0000-00-00 00:00:00',
+   '{PRIMARY}:1-20', 0, '', '0000-00-00 00:00:00');
+"""
+
+#: MySQL 8.4 as 8.0.27+, but with transaction columns CHAR(90) (GTID tags, 8.3+: uuid:tag:gno
+#: in m_table_def of table_replication_connection_status.cc and
+#: table_replication_applier_status_by_worker.cc), version 8.4.3, and a tag in the GTID sets:
+#: 15 tagged transactions received and not applied besides GROUP:6000-10160.
+MYSQL84 = f"""
+SET SESSION sql_mode = '';
+ALTER TABLE replication_connection_status
+  MODIFY LAST_QUEUED_TRANSACTION CHAR(90) DEFAULT NULL,
+  MODIFY QUEUEING_TRANSACTION CHAR(90) DEFAULT NULL;
+ALTER TABLE replication_applier_status_by_worker
+  MODIFY LAST_APPLIED_TRANSACTION CHAR(90) DEFAULT NULL,
+  MODIFY APPLYING_TRANSACTION CHAR(90) DEFAULT NULL;
+UPDATE global_variables SET VARIABLE_VALUE = '8.4.3' WHERE VARIABLE_NAME = 'version';
+UPDATE replication_group_members SET MEMBER_VERSION = '8.4.3';
+UPDATE replication_connection_status
+  SET RECEIVED_TRANSACTION_SET = '{PRIMARY}:1-18,\\n{GROUP}:1-10160:{TAG}:1-40',
+      QUEUEING_TRANSACTION = '{GROUP}:{TAG}:41'
+  WHERE {APPLIER_ROW};
+UPDATE global_variables SET VARIABLE_VALUE = '{PRIMARY}:1-18,\\n{GROUP}:1-5999:{TAG}:1-25'
+  WHERE VARIABLE_NAME = 'gtid_executed';
+"""
+
+
+@pytest.fixture(name="ps80")
+def _ps80(ps80: str, mariadb: MariaDB) -> str:
+    """Return the 8.0.27+ schema with the member's read-only flags."""
+    mariadb.execute(f"USE {ps80}; {SECONDARY_FLAGS}")
+    return ps80
+
+
+@pytest.fixture(name="ps57")
+def _ps57(ps57: str, mariadb: MariaDB) -> str:
+    """Return the 5.7 schema with its replication_connection_status and read-only flags."""
+    mariadb.execute(f"USE {ps57}; {SECONDARY_FLAGS} {MYSQL57_CONNECTION_STATUS}")
+    return ps57
+
+
+@pytest.fixture(name="ps84")
+def _ps84(ps80: str, mariadb: MariaDB) -> str:
+    """Return MySQL 8.4's layout (in the ps80 schema, which it replaces)."""
+    mariadb.execute(f"USE {ps80}; {MYSQL84}")
+    return ps80
 
 
 def micros(text: str) -> int:
@@ -106,10 +192,10 @@ class TestRead80:
     async def test_variables_it_does_not_use_are_not_read(
         self, make_config: MakeConfig, ps80: str, mariadb: MariaDB
     ) -> None:
-        """A variable no reader uses (flow control's) is not asked for, so its value fails nothing."""
+        """A variable no reader uses (max_connections) is not asked for, so even NULL fails nothing."""
         mariadb.execute(
-            f"UPDATE {ps80}.global_variables SET VARIABLE_VALUE = 'garbage'"
-            " WHERE VARIABLE_NAME = 'group_replication_flow_control_period'"
+            f"UPDATE {ps80}.global_variables SET VARIABLE_VALUE = NULL"
+            " WHERE VARIABLE_NAME = 'max_connections'"
         )
         snapshot = await read_once(make_config(ps80))
         assert snapshot.member_id == LOCAL
@@ -312,6 +398,15 @@ class TestOtherVersions:
         ]
         assert snapshot.applier.last_applied_transaction == f"{GROUP}:5999"
 
+    async def test_mysql84(self, make_config: MakeConfig, ps84: str) -> None:
+        """8.4 reads as 8.0.27+ does, tagged GTIDs longer than 8.0's CHAR(57) included."""
+        snapshot = await read_once(make_config(ps84))
+        assert snapshot.health == SourceHealth()
+        assert [m.member_version for m in snapshot.view.members] == ["8.4.3"] * 3
+        assert snapshot.applier.queueing_transaction == f"{GROUP}:{TAG}:41"
+        assert snapshot.applier.last_applied_transaction == f"{GROUP}:5999"
+        assert snapshot.gtid_executed == GtidSet.parse(f"{PRIMARY}:1-18,{GROUP}:1-5999:{TAG}:1-25")
+
     async def test_channel_without_wl7374_columns(
         self, make_config: MakeConfig, ps80: str, mariadb: MariaDB
     ) -> None:
@@ -324,6 +419,139 @@ class TestOtherVersions:
         assert "replication_applier_status_by_worker: no WL#7374 columns" in snapshot.health.message
         assert snapshot.applier.last_queued_transaction == ""  # no half-filled row
         assert snapshot.stats.member_id == LOCAL
+
+
+LAYOUTS = ["ps57", "ps80", "ps84"]
+
+
+def layout(request: pytest.FixtureRequest, name: str) -> str:
+    """Return the schema of layout ``name`` (a fixture of this module), freshly loaded."""
+    schema: str = request.getfixturevalue(name)
+    return schema
+
+
+class TestTransactionsBehind:
+    @pytest.mark.parametrize(("name", "expected"), [("ps57", 10), ("ps80", 4161), ("ps84", 4176)])
+    async def test_each_layout(
+        self, make_config: MakeConfig, request: pytest.FixtureRequest, name: str, expected: int
+    ) -> None:
+        """Each layout's member is behind by its applier channel's received set minus gtid_executed."""
+        snapshot = await read_once(make_config(layout(request, name)))
+        assert snapshot.transactions_behind == expected
+        assert snapshot.applier.transactions_behind is None  # the agent fills it in when serving
+
+    @pytest.mark.parametrize("name", LAYOUTS)
+    @pytest.mark.parametrize(
+        ("received", "executed", "expected"),
+        [
+            ("aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa:1-100", "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa:1-90", 10),
+            (f"{PRIMARY}:1-18,\n{GROUP}:1-500:601-700", f"{PRIMARY}:1-20,\n{GROUP}:1-450,\n{LOCAL}:1-3", 150),
+        ],
+    )  # fmt: skip
+    async def test_vectors(
+        self,
+        *,
+        make_config: MakeConfig,
+        mariadb: MariaDB,
+        request: pytest.FixtureRequest,
+        name: str,
+        received: str,
+        executed: str,
+        expected: int,
+    ) -> None:
+        """The count is received minus executed, over every UUID, with MySQL's ",\\n" separators."""
+        schema = layout(request, name)
+        mariadb.execute(
+            f"UPDATE {schema}.replication_connection_status SET RECEIVED_TRANSACTION_SET = %s"
+            f" WHERE {APPLIER_ROW};"
+            f"UPDATE {schema}.global_variables SET VARIABLE_VALUE = %s"
+            " WHERE VARIABLE_NAME = 'gtid_executed'",
+            (received, executed),
+        )
+        assert (await read_once(make_config(schema))).transactions_behind == expected
+
+    @pytest.mark.parametrize("name", LAYOUTS)
+    async def test_no_channel_row(
+        self, make_config: MakeConfig, mariadb: MariaDB, request: pytest.FixtureRequest, name: str
+    ) -> None:
+        """Without the applier channel's row (GR never started) it is None; the read still succeeds."""
+        schema = layout(request, name)
+        mariadb.execute(f"DELETE FROM {schema}.replication_connection_status WHERE {APPLIER_ROW}")
+        snapshot = await read_once(make_config(schema))
+        assert snapshot.transactions_behind is None
+        assert snapshot.member_id == LOCAL
+        assert snapshot.applier.last_queued_transaction == ""
+
+    @pytest.mark.parametrize("name", LAYOUTS)
+    async def test_malformed_set(
+        self, make_config: MakeConfig, mariadb: MariaDB, request: pytest.FixtureRequest, name: str
+    ) -> None:
+        """A malformed received set raises SourceDataError naming the column and the value."""
+        schema = layout(request, name)
+        mariadb.execute(
+            f"UPDATE {schema}.replication_connection_status SET RECEIVED_TRANSACTION_SET = %s"
+            f" WHERE {APPLIER_ROW}",
+            (f"{GROUP}:0",),
+        )
+        with pytest.raises(
+            SourceDataError,
+            match=rf"^replication_connection_status\.RECEIVED_TRANSACTION_SET: '{GROUP}:0' is not",
+        ):
+            await read_once(make_config(schema))
+
+
+class TestServerSettings:
+    async def test_read(self, make_config: MakeConfig, ps80: str) -> None:
+        """The flags and the flow-control variables are read; the one the server lacks is default."""
+        server = (await read_once(make_config(ps80))).server
+        assert server == ServerSettings(
+            read_only=True,
+            super_read_only=True,
+            flow_control=FlowControlSettings(applier_threshold=20000, period=2, hold_percent=15),
+        )
+
+    @pytest.mark.parametrize("name", LAYOUTS)
+    async def test_writable_primary(
+        self, make_config: MakeConfig, mariadb: MariaDB, request: pytest.FixtureRequest, name: str
+    ) -> None:
+        """A member whose flags are off reads them off (0 and OFF alike) on every layout."""
+        schema = layout(request, name)
+        mariadb.execute(
+            f"UPDATE {schema}.global_variables SET VARIABLE_VALUE = '0' WHERE VARIABLE_NAME = 'read_only';"
+            f"UPDATE {schema}.global_variables SET VARIABLE_VALUE = 'OFF' WHERE VARIABLE_NAME = 'super_read_only'"
+        )  # fmt: skip
+        server = (await read_once(make_config(schema))).server
+        assert (server.read_only, server.super_read_only) == (False, False)
+
+    async def test_mysql57_before_5720(
+        self, make_config: MakeConfig, ps57: str, mariadb: MariaDB
+    ) -> None:
+        """5.7 before 5.7.20 has three flow-control variables: the other seven keep their defaults."""
+        mariadb.execute(
+            f"UPDATE {ps57}.global_variables SET VARIABLE_VALUE = '5.7.19' WHERE VARIABLE_NAME = 'version';"
+            f"UPDATE {ps57}.global_variables SET VARIABLE_VALUE = 'DISABLED' WHERE VARIABLE_NAME = 'group_replication_flow_control_mode';"
+            f"UPDATE {ps57}.global_variables SET VARIABLE_VALUE = '100' WHERE VARIABLE_NAME = 'group_replication_flow_control_certifier_threshold';"
+            f"UPDATE {ps57}.global_variables SET VARIABLE_VALUE = '200' WHERE VARIABLE_NAME = 'group_replication_flow_control_applier_threshold'"
+        )  # fmt: skip
+        server = (await read_once(make_config(ps57))).server
+        assert server == ServerSettings(
+            read_only=True,
+            super_read_only=True,
+            flow_control=FlowControlSettings(
+                mode="DISABLED", certifier_threshold=100, applier_threshold=200
+            ),
+        )
+
+    async def test_without_group_replication_plugin(
+        self, make_config: MakeConfig, ps57: str, mariadb: MariaDB
+    ) -> None:
+        """Without the plugin's variables, and before 5.7.8's super_read_only, MySQL's defaults."""
+        mariadb.execute(
+            f"DELETE FROM {ps57}.global_variables"
+            " WHERE VARIABLE_NAME LIKE 'group\\_replication\\_%' OR VARIABLE_NAME = 'super_read_only'"
+        )
+        server = (await read_once(make_config(ps57))).server
+        assert server == ServerSettings(read_only=True)
 
 
 class TestUnavailable:
@@ -435,11 +663,13 @@ class TestUnavailable:
             await source.read()
 
 
+#: (table, column, its type made nullable, the row, a valid value that heals the read).
 NULL_CASES = [
-    ("replication_group_member_stats", "COUNT_TRANSACTIONS_CHECKED", "BIGINT UNSIGNED NULL", f"MEMBER_ID = '{LOCAL}'"),
-    ("replication_group_members", "MEMBER_HOST", "CHAR(255) NULL", f"MEMBER_ID = '{RECOVERING}'"),
-    ("replication_applier_status_by_worker", "LAST_APPLIED_TRANSACTION_END_APPLY_TIMESTAMP", "TIMESTAMP(6) NULL", "WORKER_ID = 3"),
-    ("replication_connection_status", "QUEUEING_TRANSACTION_START_QUEUE_TIMESTAMP", "TIMESTAMP(6) NULL", "CHANNEL_NAME = 'group_replication_applier'"),
+    ("replication_group_member_stats", "COUNT_TRANSACTIONS_CHECKED", "BIGINT UNSIGNED NULL", f"MEMBER_ID = '{LOCAL}'", "7"),
+    ("replication_group_members", "MEMBER_HOST", "CHAR(255) NULL", f"MEMBER_ID = '{RECOVERING}'", "'fixed'"),
+    ("replication_applier_status_by_worker", "LAST_APPLIED_TRANSACTION_END_APPLY_TIMESTAMP", "TIMESTAMP(6) NULL", "WORKER_ID = 3", "0"),
+    ("replication_connection_status", "QUEUEING_TRANSACTION_START_QUEUE_TIMESTAMP", "TIMESTAMP(6) NULL", APPLIER_ROW, "0"),
+    ("replication_connection_status", "RECEIVED_TRANSACTION_SET", "LONGTEXT NULL", APPLIER_ROW, "''"),
 ]  # fmt: skip
 
 GARBAGE_CASES = [
@@ -449,11 +679,18 @@ GARBAGE_CASES = [
     ("replication_connection_status", "LAST_QUEUED_TRANSACTION", f"{GROUP}:5-6", "CHANNEL_NAME = 'group_replication_applier'", "is not '', ANONYMOUS or one GTID"),
     ("replication_group_members", "MEMBER_STATE", "SLEEPING", f"MEMBER_ID = '{PRIMARY}'", "is not a MEMBER_STATE"),
     ("global_variables", "gtid_executed", f"{GROUP}:1-5,3-4", "VARIABLE_NAME = 'gtid_executed'", "is not a GTID set"),
+    ("replication_connection_status", "RECEIVED_TRANSACTION_SET", f"{GROUP}:1-10160:0", APPLIER_ROW, "is not a GTID set"),
+    ("global_variables", "read_only", "maybe", "VARIABLE_NAME = 'read_only'", "'maybe' is not ON, OFF, 1 or 0"),
+    ("global_variables", "super_read_only", "2", "VARIABLE_NAME = 'super_read_only'", "'2' is not ON, OFF, 1 or 0"),
+    ("global_variables", "group_replication_flow_control_mode", "FAST", "VARIABLE_NAME = 'group_replication_flow_control_mode'", "'FAST' is not QUOTA or DISABLED"),
+    ("global_variables", "group_replication_flow_control_certifier_threshold", "abc", "VARIABLE_NAME = 'group_replication_flow_control_certifier_threshold'", "'abc' is not an integer"),
+    ("global_variables", "group_replication_flow_control_period", "0", "VARIABLE_NAME = 'group_replication_flow_control_period'", ": 0 is not in 1..60"),
+    ("global_variables", "group_replication_flow_control_hold_percent", "101", "VARIABLE_NAME = 'group_replication_flow_control_hold_percent'", ": 101 is not in 0..100"),
 ]  # fmt: skip
 
 
 class TestDataErrors:
-    @pytest.mark.parametrize(("table", "column", "nullable", "where"), NULL_CASES)
+    @pytest.mark.parametrize(("table", "column", "nullable", "where", "fixed"), NULL_CASES)
     async def test_null_in_not_null_column(
         self,
         *,
@@ -464,6 +701,7 @@ class TestDataErrors:
         column: str,
         nullable: str,
         where: str,
+        fixed: str,
     ) -> None:
         """A NULL where MySQL never puts one raises SourceDataError naming table.column; a fix heals."""
         mariadb.execute(
@@ -473,9 +711,8 @@ class TestDataErrors:
         async with MySQLSource(make_config(ps80)) as source:
             with pytest.raises(SourceDataError, match=rf"^{table}\.{column}: None is not allowed"):
                 await source.read()
-            original = "0" if "TIMESTAMP" in nullable else "'fixed'" if "CHAR" in nullable else "7"
             mariadb.execute(
-                f"SET SESSION sql_mode = ''; UPDATE {ps80}.{table} SET {column} = {original} WHERE {where}"
+                f"SET SESSION sql_mode = ''; UPDATE {ps80}.{table} SET {column} = {fixed} WHERE {where}"
             )
             assert (await source.read()).member_id == LOCAL
             assert source.connect_attempts == 1  # a data error keeps the connection
