@@ -24,13 +24,16 @@ $(VENV)/.installed-bench: $(VENV)/.installed
 
 install: $(VENV)/.installed ## create .venv and install grstats (editable, with Spark) and its test and dev tools
 
-system-deps: ## install the system packages the tests need (MariaDB server), if missing
-	@if ! command -v mariadbd >/dev/null && ! test -x /usr/sbin/mariadbd; then \
+system-deps: ## install the system packages the tests need (MariaDB server, tmux), if missing
+	@missing=""; \
+	command -v mariadbd >/dev/null || test -x /usr/sbin/mariadbd || missing="$$missing mariadb-server"; \
+	command -v tmux >/dev/null || missing="$$missing tmux"; \
+	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
-	    echo "installing mariadb-server (the tests start a MariaDB server of their own)"; \
-	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq mariadb-server >/dev/null; \
+	    echo "installing$$missing (the tests start a MariaDB server of their own, and run the watch screen in tmux)"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	  else \
-	    echo "make test needs the MariaDB server: run 'sudo apt-get install mariadb-server' (or make test as root)" >&2; \
+	    echo "make test needs$$missing: run 'sudo apt-get install$$missing' (or make test as root)" >&2; \
 	    exit 1; \
 	  fi; \
 	fi

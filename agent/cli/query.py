@@ -1,4 +1,9 @@
-"""``grstats query``: ask any agent for every member's rows, as the mysql client shows them."""
+"""``grstats query``: ask any agent for every member's rows, as the mysql client shows them.
+
+``grstats query status`` asks for the group's verdict instead (the document and its text:
+:mod:`grstats.agent.cli.status_view`), once or, with ``--watch``, every period
+(:mod:`grstats.agent.cli.watch`).
+"""
 
 from __future__ import annotations
 
@@ -11,6 +16,12 @@ import grpc
 
 from grstats.agent.cli.errors import CliError
 from grstats.agent.cli.security import add_security_arguments, client_security
+from grstats.agent.cli.status_view import (
+    STATUS_TABLES,
+    GroupStatus,
+    StatusTableMissing,
+    render_status,
+)
 from grstats.agent.convert import table_from_wire
 from grstats.agent.rows import EXTENDED_COLUMNS, TABLES, Column, Kind, render
 from grstats.proto import grstats_pb2 as pb
@@ -27,6 +38,8 @@ WHAT = {
     "lag": "replication_group_member_lag",
     "gtids": "replication_group_member_gtid_executed",
 }
+#: The word that asks for the group's verdict (replication_group_status and its members).
+STATUS = "status"
 
 EPILOG = """\
 what:
@@ -34,15 +47,27 @@ what:
   stats    replication_group_member_stats: every member's counters, even of members that are down
   lag      the WL#7374 applier fields of every member and APPLIER_LAG_SECONDS
   gtids    every member's gtid_executed
+  status   the group's verdict as MySQL Shell's cluster.status() gives it (OK, OK_PARTIAL,
+           OK_NO_TOLERANCE, NO_QUORUM, ...), how many failures it tolerates, the mode, the
+           primary, flow control, and each member's state, role, lag, queues and freshness
 
 --extended adds CONNECTED (is the member's agent heard), IN_VIEW (is the member in the group's
 view), LAST_SEEN and AGE_MS (how fresh the row is) and SOURCE (the agent it came through).
 
-exit status: 0 when the agent answered, 1 when it did not, 2 for invalid arguments.
+status --watch [SECONDS] asks again every SECONDS (default 1, the agent's period). On a terminal
+it redraws one screen in place like top: states in colour, values that changed in reverse, the
+last answer kept and marked STALE while the agent does not answer; Ctrl-C quits (exit 0).
+Piped, it prints each answer: JSON Lines with --format json, else text with a blank line between.
+
+exit status: 0 when the agent answered (also for a NO_QUORUM verdict), 1 when it did not,
+2 for invalid arguments.
 examples:
   grstats query stats --node 127.0.0.1:7400
   grstats query members --node db2:7400 --extended --format vertical
   grstats query lag --node db3:7400 --format json
+  grstats query status --node db1:7400
+  grstats query status --node db1:7400 --watch
+  grstats query status --node db1:7400 --format json --watch 5 >> status.jsonl
 """
 
 
@@ -50,13 +75,13 @@ def register(subparsers: Subparsers) -> None:
     """Add the ``query`` subcommand."""
     parser = subparsers.add_parser(
         "query",
-        help="show every member's rows, as seen by one agent",
-        description="Ask one agent for a table of every member of the group. Any agent answers "
-        "for all members, including members that are down.",
+        help="show every member's rows, or the group's verdict, as seen by one agent",
+        description="Ask one agent for a table of every member of the group, or for the group's "
+        "verdict (status). Any agent answers for all members, including members that are down.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("what", choices=tuple(WHAT), help="which table")
+    parser.add_argument("what", choices=(*WHAT, STATUS), help="which table, or status")
     parser.add_argument("--node", required=True, metavar="HOST:PORT", help="the agent to ask")
     parser.add_argument(
         "--format",
@@ -66,6 +91,13 @@ def register(subparsers: Subparsers) -> None:
     )
     parser.add_argument("--extended", action="store_true", help="add the freshness columns")
     parser.add_argument(
+        "--watch",
+        nargs="?",
+        const="1",
+        metavar="SECONDS",
+        help="status only: ask again every SECONDS (default 1) until Ctrl-C",
+    )
+    parser.add_argument(
         "--timeout", type=float, default=5.0, metavar="S", help="seconds to wait (default 5)"
     )
     add_security_arguments(parser, agent=False)
@@ -73,13 +105,19 @@ def register(subparsers: Subparsers) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Query the agent and print the table."""
+    """Query the agent and print the table (or the verdict, see :func:`status`)."""
     if args.timeout <= 0:
         raise CliError(f"--timeout: {args.timeout:g} is not a positive number of seconds", code=2)
+    if args.what == STATUS:
+        return status(args)
+    if args.watch is not None:
+        raise CliError(f"--watch: only 'grstats query {STATUS}' watches, not {args.what}", code=2)
     name = WHAT[args.what]
     security = client_security(args)
     started = time.monotonic()
-    response = asyncio.run(_read(args.node, name, args.extended, args.timeout, security))
+    response = asyncio.run(
+        _read(args.node, (name,), args.timeout, security, extended=args.extended)
+    )
     elapsed = time.monotonic() - started
     table = next((t for t in response.tables if t.name == name), None)
     if table is None:
@@ -89,10 +127,44 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def status(args: argparse.Namespace) -> int:
+    """Print the group's verdict once, or every period with ``--watch``."""
+    if args.extended:
+        raise CliError("--extended: the status tables hold CONNECTED and AGE_MS already", code=2)
+    security = client_security(args)
+
+    async def fetch() -> GroupStatus:
+        response = await _read(args.node, STATUS_TABLES, args.timeout, security)
+        tables = {table.name: table_from_wire(table) for table in response.tables}
+        try:
+            return GroupStatus.from_tables(args.node, tables)
+        except StatusTableMissing as exc:
+            raise CliError(_older(args.node, exc.table)) from exc
+
+    if args.watch is not None:  # rich is loaded for --watch only
+        from grstats.agent.cli.watch import run_watch, watch_period  # noqa: PLC0415
+
+        period_s = watch_period(args.watch)
+        return run_watch(fetch, agent=args.node, period_s=period_s, output_format=args.format)
+    started = time.monotonic()
+    answer = asyncio.run(fetch())
+    print(render_status(answer, args.format, time.monotonic() - started), end="")
+    return 0
+
+
+def _older(node: str, table: str) -> str:
+    return f"{node}: the agent does not serve {table}: it is an older grstats agent (upgrade it)"
+
+
 async def _read(
-    node: str, name: str, extended: bool, deadline_s: float, security: Security
+    node: str,
+    names: tuple[str, ...],
+    deadline_s: float,
+    security: Security,
+    *,
+    extended: bool = False,
 ) -> pb.QueryResponse:
-    request = pb.QueryRequest(tables=[name], extended=extended)
+    request = pb.QueryRequest(tables=names, extended=extended)
     try:
         async with security.channel(node) as channel:
             stub = pb_grpc.QueryStub(channel)
@@ -105,6 +177,9 @@ async def _read(
             raise CliError(f"{node}: no answer within {deadline_s:g} s") from exc
         if exc.code() == grpc.StatusCode.UNAVAILABLE:
             raise CliError(f"{node}: unreachable: is a grstats agent listening there?") from exc
+        unknown = next((n for n in names if repr(n) in (exc.details() or "")), None)
+        if exc.code() == grpc.StatusCode.INVALID_ARGUMENT and unknown is not None:
+            raise CliError(_older(node, unknown)) from exc
         raise CliError(f"{node}: {exc.code().name}: {exc.details()}") from exc
 
 

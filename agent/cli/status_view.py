@@ -1,0 +1,240 @@
+"""The document of ``grstats query status``: the group's verdict and its members, as text or JSON.
+
+Pure: it takes the two tables an agent answered, ``replication_group_status`` (one row) and
+``replication_group_member_status`` (one row per member), as column names and rows, and reads
+them by column name. A column a newer agent adds is shown in the members' table and left out
+of the JSON document; a table an older agent lacks is :class:`StatusTableMissing`.
+
+The JSON document (``--format json``) is one object: ``status``, ``status_text``,
+``tolerance``, ``mode``, ``primary`` (MEMBER_IDs), ``group_name``, ``view_id``, ``as_of``
+(MySQL's TIMESTAMP(6) text, UTC), ``throttled`` (bool), ``throttled_by`` (MEMBER_IDs),
+``agent`` (the agent asked) and ``members``, each with ``member_id``, ``host``, ``port``,
+``state``, ``role``, ``version``, ``connected`` (bool), ``age_ms``, ``applier_lag_seconds``,
+``applier_queue``, ``certifier_queue``, ``transactions_behind``, ``read_only`` and
+``super_read_only`` (bool, or null when unknown) and ``throttling`` (bool).
+
+The text (``table`` and ``vertical``) is a few ``label: value`` lines in the spirit of MySQL
+Shell's ``cluster.status()``, then the members as the ``mysql`` client prints them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from grstats.agent.rows import (
+    REPLICATION_GROUP_MEMBER_STATUS,
+    REPLICATION_GROUP_STATUS,
+    Column,
+    Kind,
+    render_table,
+    render_vertical,
+    timestamp_text,
+)
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+
+    from grstats.agent.rows import Table, Value
+
+#: The two tables ``grstats query status`` asks for.
+STATUS_TABLES = (REPLICATION_GROUP_STATUS.name, REPLICATION_GROUP_MEMBER_STATUS.name)
+
+#: One answered table: its column names and its rows.
+WireTable = tuple["Sequence[str]", "Sequence[Sequence[Value]]"]
+
+#: A member's JSON key -> its column of replication_group_member_status, in document order.
+MEMBER_KEYS = {
+    "member_id": "MEMBER_ID",
+    "host": "MEMBER_HOST",
+    "port": "MEMBER_PORT",
+    "state": "MEMBER_STATE",
+    "role": "MEMBER_ROLE",
+    "version": "MEMBER_VERSION",
+    "connected": "CONNECTED",
+    "age_ms": "AGE_MS",
+    "applier_lag_seconds": "APPLIER_LAG_SECONDS",
+    "applier_queue": "APPLIER_QUEUE",
+    "certifier_queue": "CERTIFIER_QUEUE",
+    "transactions_behind": "TRANSACTIONS_BEHIND",
+    "read_only": "READ_ONLY",
+    "super_read_only": "SUPER_READ_ONLY",
+    "throttling": "THROTTLING",
+}
+
+
+class StatusTableMissing(ValueError):
+    """An agent's answer lacks one of the status tables (an agent older than them)."""
+
+    def __init__(self, table: str) -> None:
+        super().__init__(f"the agent did not return {table}")
+        self.table = table
+
+
+def column_of(table: Table, name: str) -> Column:
+    """The column ``name`` of ``table``; a column of a newer agent is TEXT."""
+    try:
+        return table.column(name)
+    except KeyError:
+        return Column(name, "TEXT", nullable=True, kind=Kind.TEXT)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupStatus:
+    """One agent's answer to ``grstats query status``: the verdict row and the member rows."""
+
+    agent: str  #: the agent asked, HOST:PORT
+    group: Mapping[str, Value]  #: replication_group_status's row by column name
+    member_columns: tuple[Column, ...]  #: the columns of the member rows, as answered
+    member_rows: tuple[tuple[Value, ...], ...]
+
+    @classmethod
+    def from_tables(cls, agent: str, tables: Mapping[str, WireTable]) -> GroupStatus:
+        """Read the two status tables of an answer by column name.
+
+        Raises:
+            StatusTableMissing: the answer lacks a table, or the verdict table has no row.
+        """
+        group_table, member_table = STATUS_TABLES
+        if group_table not in tables or not tables[group_table][1]:
+            raise StatusTableMissing(group_table)
+        if member_table not in tables:
+            raise StatusTableMissing(member_table)
+        group_names, group_rows = tables[group_table]
+        member_names, member_rows = tables[member_table]
+        return cls(
+            agent=agent,
+            group=dict(zip(group_names, group_rows[0], strict=True)),
+            member_columns=tuple(
+                column_of(REPLICATION_GROUP_MEMBER_STATUS, name) for name in member_names
+            ),
+            member_rows=tuple(tuple(row) for row in member_rows),
+        )
+
+    @property
+    def members(self) -> list[dict[str, Value]]:
+        """The member rows as dicts keyed by column name."""
+        names = [column.name for column in self.member_columns]
+        return [dict(zip(names, row, strict=True)) for row in self.member_rows]
+
+    def text(self, name: str) -> str:
+        """The verdict's column ``name`` as text ('' when the agent did not send it)."""
+        value = self.group.get(name)
+        return "" if value is None else str(value)
+
+    @property
+    def as_of(self) -> str:
+        """AS_OF as MySQL's TIMESTAMP(6) text (UTC)."""
+        value = self.group.get("AS_OF")
+        return timestamp_text(int(value)) if isinstance(value, int) else ""
+
+    @property
+    def primary(self) -> list[str]:
+        """PRIMARY_MEMBERS as a list of MEMBER_IDs."""
+        return ids(self.text("PRIMARY_MEMBERS"))
+
+    @property
+    def throttled_by(self) -> list[str]:
+        """THROTTLED_BY as a list of MEMBER_IDs."""
+        return ids(self.text("THROTTLED_BY"))
+
+    def address_of(self, member_id: str) -> str:
+        """``host:port`` of the member ``member_id`` ('' when it is not listed)."""
+        for member in self.members:
+            if member.get("MEMBER_ID") == member_id:
+                return address(member)
+        return ""
+
+
+def ids(text: str) -> list[str]:
+    """Comma-separated MEMBER_IDs as a list ([] for '')."""
+    return [part for part in text.split(",") if part]
+
+
+def address(member: Mapping[str, Value]) -> str:
+    """A member's ``host:port`` (the host alone when the port is unknown)."""
+    host = member.get("MEMBER_HOST") or ""
+    port = member.get("MEMBER_PORT")
+    return f"{host}:{port}" if port is not None else str(host)
+
+
+def _yes(value: Value) -> bool | None:
+    return None if value is None else value == "YES"
+
+
+def _on(value: Value) -> bool | None:
+    return None if value is None else value == "ON"
+
+
+def member_document(member: Mapping[str, Value]) -> dict[str, Any]:
+    """One member of the JSON document, from its row by column name."""
+    found = {key: member.get(name) for key, name in MEMBER_KEYS.items()}
+    for key in ("connected", "throttling"):
+        found[key] = _yes(found[key])
+    for key in ("read_only", "super_read_only"):
+        found[key] = _on(found[key])
+    return found
+
+
+def document(status: GroupStatus) -> dict[str, Any]:
+    """The JSON document of ``status`` (keys: :data:`DOCUMENT_KEYS`)."""
+    return {
+        "status": status.group.get("STATUS"),
+        "status_text": status.group.get("STATUS_TEXT"),
+        "tolerance": status.group.get("TOLERANCE"),
+        "mode": status.group.get("MODE"),
+        "primary": status.primary,
+        "group_name": status.group.get("GROUP_NAME"),
+        "view_id": status.group.get("VIEW_ID"),
+        "as_of": status.as_of or None,
+        "throttled": _yes(status.group.get("THROTTLED")),
+        "throttled_by": status.throttled_by,
+        "agent": status.agent,
+        "members": [member_document(member) for member in status.members],
+    }
+
+
+def json_line(status: GroupStatus) -> str:
+    """The JSON document on one line (JSON Lines), without the newline."""
+    return json.dumps(document(status), separators=(",", ":"))
+
+
+def _with_addresses(status: GroupStatus, members: Sequence[str]) -> str:
+    return ", ".join(
+        f"{member} ({where})" if (where := status.address_of(member)) else member
+        for member in members
+    )
+
+
+def summary(status: GroupStatus) -> list[tuple[str, str]]:
+    """The verdict as ``(label, value)`` lines, in the spirit of MySQL Shell's cluster.status()."""
+    throttled = status.text("THROTTLED")
+    if throttled == "YES" and status.throttled_by:
+        throttled += " by " + _with_addresses(status, status.throttled_by)
+    return [
+        ("status", status.text("STATUS")),
+        ("status text", status.text("STATUS_TEXT")),
+        ("tolerance", status.text("TOLERANCE")),
+        ("mode", status.text("MODE") or "unknown"),
+        ("primary", _with_addresses(status, status.primary) or "none"),
+        ("group name", status.text("GROUP_NAME")),
+        ("view id", status.text("VIEW_ID")),
+        ("as of", status.as_of),
+        ("agent", status.agent),
+        ("throttled", throttled),
+    ]
+
+
+def render_status(status: GroupStatus, output_format: str, elapsed_s: float | None = None) -> str:
+    """``status`` as ``table``, ``vertical`` (the summary, then the members) or ``json``."""
+    if output_format == "json":
+        return json.dumps(document(status), indent=2) + "\n"
+    lines = summary(status)
+    width = max(len(label) for label, _ in lines)
+    head = "".join(f"{label.rjust(width)}: {value}\n" for label, value in lines)
+    if output_format == "table":
+        return head + "\n" + render_table(status.member_columns, status.member_rows, elapsed_s)
+    if output_format == "vertical":
+        return head + "\n" + render_vertical(status.member_columns, status.member_rows, elapsed_s)
+    raise ValueError(f"format: {output_format!r} is not one of table, vertical, json")

@@ -1,0 +1,426 @@
+"""``grstats query status --watch``: the verdict asked for again every period, like ``top``.
+
+On a terminal (``table`` and ``vertical``) one screen is redrawn in place, on the alternate
+screen, with rich: a title line with the agent asked and the time; the status, coloured, and
+its sentence; the mode, primary, group, view, AS_OF and flow control; then one line per member
+(up to 9 fit 80x24): the first 8 characters of its MEMBER_ID, host:port (ellipsized when the
+terminal is narrow), state (ONLINE green, RECOVERING yellow, UNREACHABLE and ERROR red,
+OFFLINE dim), role (``*`` when flow control holds its writes back), applier lag in seconds,
+applier and certifier queues, transactions behind, read-only flags and the age of its row
+(``!`` when its agent is not heard). A value that changed since the last refresh is shown in
+reverse. When the agent stops answering, the last answer stays on the screen, marked STALE
+with the time it began and the error, and the agent is asked again every period. Ctrl-C
+(or SIGTERM) leaves the alternate screen, shows the cursor and exits 0.
+
+Anywhere else (a pipe, a file) and for ``json``, each answer is printed as it comes and
+flushed: one compact JSON object per line (JSON Lines), or the text of ``grstats query status``
+with a blank line between answers. A failed ask is one line on standard error, printed again
+only when the error changes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, NamedTuple, TextIO
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+
+from grstats.agent.cli.errors import CliError
+from grstats.agent.cli.status_view import address, json_line, render_status
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+
+    from rich.console import RenderableType
+
+    from grstats.agent.cli.status_view import GroupStatus
+    from grstats.agent.rows import Value
+
+    #: Asks the agent once; raises CliError when it does not answer.
+    Fetch = Callable[[], Awaitable[GroupStatus]]
+    #: One value of the verdict as the screen shows it.
+    Field = Callable[[GroupStatus], str]
+
+#: How member states and group statuses are coloured.
+STATE_STYLES = {
+    "ONLINE": "green",
+    "RECOVERING": "yellow",
+    "UNREACHABLE": "bold red",
+    "ERROR": "bold red",
+    "OFFLINE": "dim",
+}
+STATUS_STYLES = {
+    "OK": "bold green",
+    "OK_PARTIAL": "bold yellow",
+    "OK_NO_TOLERANCE": "bold yellow",
+    "OK_NO_TOLERANCE_PARTIAL": "bold yellow",
+    "NO_QUORUM": "bold red",
+    "UNKNOWN": "bold red",
+}
+#: The style added to a value that changed since the last refresh.
+CHANGED = "reverse"
+#: The characters of a MEMBER_ID shown on the screen.
+SHORT_ID = 8
+LEGEND = "reverse: changed  ROLE*: throttled  AGE!: agent not heard  Ctrl-C: quit"
+
+
+def watch_period(text: str) -> float:
+    """The seconds of ``--watch SECONDS``.
+
+    Raises:
+        CliError: exit status 2, naming --watch and the value, unless it is a positive number.
+    """
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise CliError(f"--watch: {text!r} is not a positive number of seconds", code=2)
+    return value
+
+
+def run_watch(fetch: Fetch, *, agent: str, period_s: float, output_format: str) -> int:
+    """Ask ``fetch`` every ``period_s`` until Ctrl-C or SIGTERM; return the exit status (0)."""
+    live = output_format != "json" and sys.stdout.isatty()
+    try:
+        asyncio.run(_watch(fetch, agent, period_s, output_format, live=live))
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        pass
+    except BrokenPipeError:  # the reader went away (| head): nothing more to say
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
+
+
+async def _watch(
+    fetch: Fetch, agent: str, period_s: float, output_format: str, *, live: bool
+) -> None:
+    task = asyncio.current_task()
+    assert task is not None
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+    if live:
+        await _live(fetch, WatchScreen(agent, period_s), Console())
+    else:
+        await _stream(fetch, period_s, output_format, sys.stdout, sys.stderr)
+
+
+async def _every(period_s: float) -> AsyncIterator[None]:
+    """Yield now and then every ``period_s``; a late turn starts the next period, no burst."""
+    next_at = time.monotonic()
+    while True:
+        yield
+        next_at += period_s
+        now = time.monotonic()
+        next_at = max(next_at, now)
+        await asyncio.sleep(next_at - now)
+
+
+async def _stream(
+    fetch: Fetch, period_s: float, output_format: str, out: TextIO, err: TextIO
+) -> None:
+    """Print every answer as it comes: JSON Lines, or text with a blank line between."""
+    first = True
+    failing: str | None = None
+    async for _ in _every(period_s):
+        started = time.monotonic()
+        try:
+            status = await fetch()
+        except CliError as exc:
+            if str(exc) != failing:
+                print(f"grstats: {exc} (asking again every {period_s:g} s)", file=err, flush=True)
+            failing = str(exc)
+            continue
+        failing = None
+        if output_format == "json":
+            out.write(json_line(status) + "\n")
+        else:
+            text = render_status(status, output_format, time.monotonic() - started)
+            out.write(text if first else "\n" + text)
+        first = False
+        out.flush()
+
+
+async def _live(fetch: Fetch, screen: WatchScreen, console: Console) -> None:
+    """Redraw ``screen`` in place every period until cancelled."""
+    with Live(
+        screen.render(time.time()),
+        console=console,
+        screen=True,
+        auto_refresh=False,
+        redirect_stdout=False,
+        redirect_stderr=False,
+    ) as live:
+        async for _ in _every(screen.period_s):
+            try:
+                status = await fetch()
+            except CliError as exc:
+                screen.failed(str(exc), time.time())
+            else:
+                screen.answered(status)
+            live.update(screen.render(time.time()), refresh=True)
+
+
+# -- the screen ----------------------------------------------------------------------------
+
+
+def _count(value: Value) -> str:
+    """A queue or count in at most 5 characters."""
+    if not isinstance(value, int):
+        return "-"
+    if value < 100_000:
+        return str(value)
+    if value < 100_000_000:
+        return f"{value // 1000}k"
+    return f"{value // 1_000_000}M"
+
+
+def _seconds(value: Value) -> str:
+    """Applier lag in seconds, in at most 5 characters."""
+    if not isinstance(value, int | float):
+        return "-"
+    seconds = float(value)
+    for decimals in (3, 2, 1, 0):  # as many decimals as fit
+        if len(text := f"{seconds:.{decimals}f}") <= 5:
+            return text
+    return f"{seconds / 86400:.0f}d"
+
+
+def _age(milliseconds: Value) -> str:
+    """The age of a row in at most 4 characters: ``0.4s``, ``12s``, ``5m``, ``3h``, ``2d``."""
+    if not isinstance(milliseconds, int):
+        return "-"
+    seconds = milliseconds / 1000
+    if seconds < 10:
+        return f"{milliseconds // 100 / 10:.1f}s"
+    for unit, size in (("s", 1), ("m", 60), ("h", 3600)):
+        if seconds / size < 100:
+            return f"{seconds // size:.0f}{unit}"
+    return f"{seconds // 86400:.0f}d"
+
+
+def _read_only(member: Mapping[str, Value]) -> str:
+    if member.get("SUPER_READ_ONLY") == "ON":
+        return "SRO"
+    if member.get("READ_ONLY") == "ON":
+        return "RO"
+    if member.get("READ_ONLY") == "OFF":
+        return "RW"
+    return "-"
+
+
+def _role(member: Mapping[str, Value]) -> str:
+    role = str(member.get("MEMBER_ROLE") or "")
+    return role + "*" if member.get("THROTTLING") == "YES" else role
+
+
+def _status(status: GroupStatus) -> str:
+    return status.text("STATUS")
+
+
+def _status_text(status: GroupStatus) -> str:
+    return status.text("STATUS_TEXT")
+
+
+def _primary(status: GroupStatus) -> str:
+    shown = [f"{m[:SHORT_ID]} {status.address_of(m)}".strip() for m in status.primary]
+    return ", ".join(shown) or "none"
+
+
+def _is_throttled(status: GroupStatus) -> bool:
+    return status.text("THROTTLED") == "YES"
+
+
+def _throttled(status: GroupStatus) -> str:
+    by = ", ".join(member[:SHORT_ID] for member in status.throttled_by)
+    return f"{status.text('THROTTLED')} by {by}" if by else status.text("THROTTLED")
+
+
+def _as_of(status: GroupStatus) -> str:
+    return f"{status.as_of[:19]} UTC" if status.as_of else "unknown"
+
+
+#: The lines under the status: (label, value) pairs.
+VERDICT_LINES: tuple[tuple[tuple[str, Field], ...], ...] = (
+    (
+        ("mode", lambda s: s.text("MODE") or "unknown"),
+        ("tolerance", lambda s: s.text("TOLERANCE")),
+        ("primary", _primary),
+    ),
+    (("view", lambda s: s.text("VIEW_ID")), ("group", lambda s: s.text("GROUP_NAME"))),
+    (("as of", _as_of), ("throttled", _throttled)),
+)
+
+
+def _agent_age(member: Mapping[str, Value]) -> str:
+    """The age of the member's row, with ``!`` when its agent is not heard."""
+    return _age(member.get("AGE_MS")) + ("" if member.get("CONNECTED") == "YES" else "!")
+
+
+class MemberField(NamedTuple):
+    """One member column of the screen."""
+
+    header: str
+    width: int | None  #: at most this wide; None: the host, which gets what is left
+    cell: Callable[[Mapping[str, Value]], str]
+    justify: Literal["left", "right"] = "left"
+    fixed: bool = True  #: always ``width`` wide, so numbers do not move; else as wide as needed
+
+
+def _text(name: str) -> Callable[[Mapping[str, Value]], str]:
+    return lambda member: str(member.get(name) or "")
+
+
+#: The member columns of the screen.
+MEMBER_FIELDS: tuple[MemberField, ...] = (
+    # Always SHORT_ID wide, yet not fixed: before rich 14.3 a fixed first column counted the
+    # edge padding that pad_edge=False leaves out, and took a space from the host.
+    MemberField("ID", SHORT_ID, lambda m: str(m.get("MEMBER_ID") or "")[:SHORT_ID], fixed=False),
+    MemberField("HOST", None, address, fixed=False),
+    MemberField("STATE", 11, _text("MEMBER_STATE"), fixed=False),
+    MemberField("ROLE", 10, _role, fixed=False),
+    MemberField("LAG s", 5, lambda m: _seconds(m.get("APPLIER_LAG_SECONDS")), "right"),
+    MemberField("APPLQ", 5, lambda m: _count(m.get("APPLIER_QUEUE")), "right"),
+    MemberField("CERTQ", 5, lambda m: _count(m.get("CERTIFIER_QUEUE")), "right"),
+    MemberField("BEHIND", 6, lambda m: _count(m.get("TRANSACTIONS_BEHIND")), "right"),
+    MemberField("RO", 3, _read_only),
+    MemberField("AGE", 5, _agent_age, "right"),
+)
+#: The member columns whose changes are not marked: the age changes every period.
+UNMARKED = frozenset({"AGE"})
+
+
+def _member_style(header: str, value: str, member: Mapping[str, Value]) -> str:
+    """The colour of a member's cell: its state, a throttled role, an agent not heard."""
+    if header == "STATE":
+        return STATE_STYLES.get(value, "")
+    if header == "ROLE" and member.get("THROTTLING") == "YES":
+        return "bold yellow"
+    if header == "AGE" and member.get("CONNECTED") != "YES":
+        return "bold red"
+    return ""
+
+
+def _clock(at: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(at))
+
+
+@dataclass
+class WatchScreen:
+    """What the watch screen shows: the last answer, the one before, and a failure if any."""
+
+    agent: str
+    period_s: float
+    current: GroupStatus | None = None
+    previous: GroupStatus | None = None
+    error: str | None = None
+    failing_since: float | None = None
+
+    def answered(self, status: GroupStatus) -> None:
+        """The agent answered ``status``."""
+        self.previous, self.current = self.current, status
+        self.error = self.failing_since = None
+
+    def failed(self, error: str, now: float) -> None:
+        """The agent did not answer, with ``error``, at ``now`` (epoch seconds)."""
+        self.error = error
+        if self.failing_since is None:
+            self.failing_since = now
+
+    def render(self, now: float) -> RenderableType:
+        """The screen at ``now`` (epoch seconds)."""
+        parts: list[RenderableType] = [self._title(now)]
+        if self.error is not None:
+            parts.append(self._failure(now))
+        if self.current is not None:
+            parts += [*self._verdict(self.current), Text(""), self._members(self.current)]
+        parts += [Text(""), Text(LEGEND, style="dim", no_wrap=True, overflow="ellipsis")]
+        return Group(*parts)
+
+    def _title(self, now: float) -> Table:
+        stale = self.error is not None and self.current is not None
+        left = f"grstats query status  agent {self.agent}  every {self.period_s:g}s"
+        right = ("STALE  " if stale else "") + _clock(now)
+        title = Table.grid(expand=True)
+        title.add_column(no_wrap=True, overflow="ellipsis", ratio=1)  # a long agent is cut short
+        title.add_column(justify="right", no_wrap=True, width=len(right))
+        title.add_row(left, right, style="bold white on red" if stale else "reverse")
+        return title
+
+    def _failure(self, now: float) -> Text:
+        since = self.failing_since if self.failing_since is not None else now
+        if self.current is None:
+            head = f"waiting for {self.agent} since {_clock(since)}"
+        else:
+            head = f"STALE since {_clock(since)} ({now - since:.0f} s), last answer kept"
+        return Text(f"{head}: {self.error}", style="bold red")
+
+    def _marked(self, field: Field, status: GroupStatus, style: str = "") -> Text:
+        """The value of ``field`` in ``status``, in reverse when it changed since the last one.
+
+        AS_OF is not marked: it changes every period.
+        """
+        value = field(status)
+        if self.previous is not None and field is not _as_of and field(self.previous) != value:
+            style = f"{style} {CHANGED}"
+        return Text(value, style=style.strip())
+
+    def _verdict(self, status: GroupStatus) -> list[RenderableType]:
+        verdict = status.text("STATUS")
+        lines: list[RenderableType] = [
+            Text.assemble(
+                self._marked(_status, status, STATUS_STYLES.get(verdict, "bold")),
+                "  ",
+                self._marked(_status_text, status),
+            )
+        ]
+        for line in VERDICT_LINES:
+            parts: list[Text | str] = []
+            for label, field in line:
+                style = "bold yellow" if label == "throttled" and _is_throttled(status) else ""
+                parts += ["  " if parts else "", Text(label + " ", style="dim")]
+                parts.append(self._marked(field, status, style))
+            lines.append(Text.assemble(*parts, no_wrap=True, overflow="ellipsis"))
+        return lines
+
+    def _members(self, status: GroupStatus) -> Table:
+        table = Table(
+            box=None,
+            pad_edge=False,  # no padding at the left and right edges
+            padding=(0, 0, 0, 1),  # one space between columns
+            header_style="bold",
+            show_edge=False,
+        )
+        for field in MEMBER_FIELDS:
+            table.add_column(
+                field.header,
+                justify=field.justify,
+                no_wrap=field.width is not None,  # the host alone shrinks, to an ellipsis
+                overflow="ellipsis",
+                min_width=field.width if field.fixed else len(field.header),
+                max_width=field.width,
+            )
+        before = {
+            str(member.get("MEMBER_ID")): member
+            for member in (self.previous.members if self.previous else [])
+        }
+        for member in status.members:
+            old = before.get(str(member.get("MEMBER_ID")))
+            cells = []
+            for field in MEMBER_FIELDS:
+                value = field.cell(member)
+                style = _member_style(field.header, value, member)
+                if self.previous is not None and field.header not in UNMARKED:
+                    style += f" {CHANGED}" if old is None or field.cell(old) != value else ""
+                cells.append(Text(value, style=style.strip()))
+            table.add_row(*cells)
+        return table

@@ -1,0 +1,282 @@
+"""grstats query status against real agents: the JSON document, the text layouts, exit statuses.
+
+The agents are a simulated group over gRPC on 127.0.0.1 (tests.agent.test_runtime), driven one
+period per second of a fake clock; the command runs as ``python -m grstats`` in a subprocess.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import socket
+import subprocess
+import sys
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from grpc_health.v1 import health
+
+from grstats.agent.cli.status_view import GroupStatus, document, render_status
+from grstats.agent.server import build_server
+from tests.agent.test_runtime import Group, start_group, stop_all
+
+if TYPE_CHECKING:
+    from collections.abc import AsyncIterator
+    from pathlib import Path
+
+    from grstats.agent.runtime import Agent
+    from grstats.agent.served import Served
+
+PYTHON = (sys.executable, "-m", "grstats")
+TOLERATES_ONE = "Group is ONLINE and can tolerate up to ONE failure."
+#: The documented keys of the JSON document and of each of its members (docs/cli.md).
+DOCUMENT_KEYS = {
+    "status",
+    "status_text",
+    "tolerance",
+    "mode",
+    "primary",
+    "group_name",
+    "view_id",
+    "as_of",
+    "members",
+    "throttled",
+    "throttled_by",
+    "agent",
+}
+MEMBER_KEYS = {
+    "member_id",
+    "host",
+    "port",
+    "state",
+    "role",
+    "version",
+    "connected",
+    "age_ms",
+    "applier_lag_seconds",
+    "applier_queue",
+    "certifier_queue",
+    "transactions_behind",
+    "read_only",
+    "super_read_only",
+    "throttling",
+}
+TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6}")
+
+
+async def grstats(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m grstats`` without blocking the agents' event loop."""
+    process = await asyncio.create_subprocess_exec(
+        *PYTHON, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    out, err = await asyncio.wait_for(process.communicate(), timeout=60)
+    assert process.returncode is not None
+    return subprocess.CompletedProcess(args, process.returncode, out.decode(), err.decode())
+
+
+def free_port() -> int:
+    """A port of 127.0.0.1 where nothing listens."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@pytest.fixture(name="group")
+async def _group() -> AsyncIterator[Group]:
+    group = await start_group(3)
+    await group.rounds(2)
+    yield group
+    await stop_all(group)
+
+
+async def test_json_is_the_documented_document(group: Group) -> None:
+    """--format json prints one object with exactly the documented keys: OK, tolerance 1, 3 members."""
+    asked = group.agents[1]
+    done = await grstats("query", "status", "--node", asked.address, "--format", "json")
+    assert done.returncode == 0, done.stderr
+    found: dict[str, Any] = json.loads(done.stdout)
+    assert set(found) == DOCUMENT_KEYS
+    primary = group.agents[0].member_id
+    local = group.agents[0].local
+    assert local is not None
+    assert {key: found[key] for key in DOCUMENT_KEYS - {"members", "as_of"}} == {
+        "status": "OK",
+        "status_text": TOLERATES_ONE,
+        "tolerance": 1,
+        "mode": "single-primary",
+        "primary": [primary],
+        "group_name": local.view.group_name,
+        "view_id": local.view.view_id,
+        "throttled": False,
+        "throttled_by": [],
+        "agent": asked.address,
+    }
+    assert TIMESTAMP.fullmatch(found["as_of"])
+    members = found["members"]
+    assert [m["member_id"] for m in members] == sorted(a.member_id for a in group.agents)
+    for member in members:
+        assert set(member) == MEMBER_KEYS
+        assert member["state"] == "ONLINE"
+        assert member["role"] == ("PRIMARY" if member["member_id"] == primary else "SECONDARY")
+        assert (member["host"], member["connected"], member["throttling"]) == (
+            "127.0.0.1",
+            True,
+            False,
+        )
+        assert isinstance(member["port"], int)
+        assert isinstance(member["age_ms"], int)
+        assert member["read_only"] in (True, False, None)
+        assert member["super_read_only"] in (True, False, None)
+
+
+async def test_table_has_the_summary_and_a_boxed_row_per_member(group: Group) -> None:
+    """The default layout: the status lines, then every member as the mysql client's table."""
+    done = await grstats("query", "status", "--node", group.agents[0].address)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].strip() == "status: OK"
+    assert lines[1].strip() == f"status text: {TOLERATES_ONE}"
+    assert f"agent: {group.agents[0].address}" in [line.strip() for line in lines]
+    header = next(line for line in lines if line.startswith("| MEMBER_ID"))
+    assert "MEMBER_STATE" in header
+    assert "THROTTLING" in header
+    rows = [line for line in lines if line.startswith("| ") and line != header]
+    for agent in group.agents:
+        assert [row for row in rows if row.startswith(f"| {agent.member_id} ")], agent.member_id
+    assert lines[-1].startswith("3 rows in set (")
+
+
+async def test_vertical_has_the_summary_and_a_record_per_member(group: Group) -> None:
+    """--format vertical: the status lines, then every member as \\G prints it."""
+    done = await grstats(
+        "query", "status", "--node", group.agents[2].address, "--format", "vertical"
+    )
+    assert done.returncode == 0, done.stderr
+    stripped = [line.strip() for line in done.stdout.splitlines()]
+    assert stripped[0] == "status: OK"
+    assert "*************************** 3. row ***************************" in stripped
+    for agent in group.agents:
+        assert f"MEMBER_ID: {agent.member_id}" in stripped
+    assert stripped[-1].startswith("3 rows in set (")
+
+
+async def test_no_quorum_is_an_answer_exit_0(tmp_path: Path) -> None:
+    """Two of three members crashed: the verdict NO_QUORUM is data, printed with exit status 0."""
+    scenario = tmp_path / "two-crash.toml"
+    scenario.write_text(
+        'name = "two-crash"\ndescription = "members 2 and 1 crash"\nmode = "single-primary"\n'
+        'members = 3\n[[events]]\nat = 12\naction = "crash"\nmember = 2\n'
+        '[[events]]\nat = 25\naction = "crash"\nmember = 1\n',
+        encoding="utf-8",
+    )
+    group = await start_group(3, scenario=str(scenario))
+    try:
+        await group.rounds(21)  # 31 s after the group started: member 1 UNREACHABLE, one of two
+        done = await grstats(
+            "query", "status", "--node", group.agents[0].address, "--format", "json"
+        )
+    finally:
+        await stop_all(group)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert (found["status"], found["tolerance"]) == ("NO_QUORUM", 0)
+    assert {m["state"] for m in found["members"]} == {"ONLINE", "UNREACHABLE", "OFFLINE"}
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "abc", "nan", "inf"])
+async def test_a_bad_watch_value_exits_2_naming_it(value: str) -> None:
+    """--watch takes a positive number of seconds; anything else is exit 2 naming --watch and the value."""
+    done = await grstats("query", "status", "--node", "127.0.0.1:1", "--watch", value)
+    assert done.returncode == 2
+    assert done.stderr.startswith("grstats: error: --watch:")
+    assert repr(value) in done.stderr
+    assert done.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("args", "flag"),
+    [
+        pytest.param(["status", "--extended"], "--extended", id="status-extended"),
+        pytest.param(["lag", "--watch"], "--watch", id="lag-watch"),
+    ],
+)
+async def test_flags_that_do_not_apply_exit_2(args: list[str], flag: str) -> None:
+    """--extended with status, and --watch with another table, are usage errors naming the flag."""
+    done = await grstats("query", *args, "--node", "127.0.0.1:1")
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"grstats: error: {flag}:")
+
+
+async def test_an_agent_that_does_not_answer_exits_1_with_one_line() -> None:
+    """A node where no agent listens: exit status 1 and one line on standard error."""
+    port = free_port()
+    done = await grstats("query", "status", "--node", f"127.0.0.1:{port}", "--timeout", "2")
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert done.stderr.count("\n") == 1
+    assert done.stderr.startswith(f"grstats: error: 127.0.0.1:{port}: ")
+    assert "unreachable" in done.stderr or "no answer" in done.stderr
+
+
+class OlderAgent:
+    """An agent as served before the status tables existed: the real one's other tables."""
+
+    def __init__(self, agent: Agent) -> None:
+        self._agent = agent
+
+    @property
+    def address(self) -> str:
+        return self._agent.address
+
+    @property
+    def member_id(self) -> str:
+        return self._agent.member_id
+
+    def tables(self, extended: bool) -> Served:
+        tables = self._agent.tables(extended)
+        return {name: rows for name, rows in tables.items() if "status" not in name}
+
+
+async def test_an_older_agent_without_the_tables_exits_1_with_one_line(group: Group) -> None:
+    """The real Query service over an older agent's tables: one line naming the missing table, exit 1."""
+    agent = group.agents[0]
+    server = build_server(OlderAgent(agent), agent.rounds, health.aio.HealthServicer())
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    try:
+        done = await grstats("query", "status", "--node", f"127.0.0.1:{port}")
+        plain = await grstats("query", "members", "--node", f"127.0.0.1:{port}")
+    finally:
+        await server.stop(grace=None)
+    assert plain.returncode == 0, plain.stderr  # the server does answer the older tables
+    assert done.returncode == 1
+    assert done.stderr == (
+        f"grstats: error: 127.0.0.1:{port}: the agent does not serve replication_group_status:"
+        " it is an older grstats agent (upgrade it)\n"
+    )
+
+
+def wire(agent: Agent) -> dict[str, tuple[list[str], list[tuple[Any, ...]]]]:
+    """The agent's two status tables as a client reads them: column names and rows."""
+    tables = agent.tables(extended=False)
+    return {
+        name: ([c.name for c in tables[name][0]], list(tables[name][1]))
+        for name in ("replication_group_status", "replication_group_member_status")
+    }
+
+
+async def test_a_newer_agents_extra_columns_do_not_change_the_document(group: Group) -> None:
+    """Columns a newer agent appends are left out of the JSON and shown in the members' table."""
+    tables = wire(group.agents[0])
+    before = GroupStatus.from_tables("a:1", tables)
+    for names, rows in tables.values():
+        names.append("NEWER_COLUMN")
+        rows[:] = [(*row, "newer") for row in rows]
+    after = GroupStatus.from_tables("a:1", tables)
+    assert document(after) == document(before)
+    assert set(document(after)) == DOCUMENT_KEYS
+    text = render_status(after, "table")
+    assert "| NEWER_COLUMN |" in text
+    assert text.count("| newer        |") == 3
