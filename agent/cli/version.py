@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from grstats.agent.cli.types import Subparsers
 
 #: Distributions whose versions matter when reporting a problem.
-LIBRARIES = ("grpcio", "protobuf", "msgpack", "structlog", "aiomysql", "pyspark")
+LIBRARIES = ("grpcio", "protobuf", "msgpack", "structlog", "aiomysql", "rich", "pyspark")
 
 
 def register(subparsers: Subparsers) -> None:
