@@ -60,6 +60,7 @@ bench: $(VENV)/.installed-bench ## run the benchmarks (not part of make test); f
 	$(BIN)/python tests/benchmarks/bench_simulator.py
 	$(BIN)/python -m tests.benchmarks.bench_agent
 	$(BIN)/python -m tests.benchmarks.bench_load
+	$(BIN)/python -m tests.benchmarks.bench_status --json bench-results/status.json
 	$(BIN)/python -m tests.benchmarks.bench_mysql_read
 	$(BIN)/python tests/benchmarks/bench_spool.py
 	$(BIN)/python tests/benchmarks/bench_spark.py --json bench-results/spark.json

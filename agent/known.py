@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from grstats.agent.gossip import Counts, Key
 from grstats.agent.gtid import GtidSet
 from grstats.agent.model import GroupView, ServerSettings
-from grstats.agent.rows import ApplierStatusRow, MemberRow, MemberStatsRow
+from grstats.agent.rows import ApplierStatusRow, MemberRow, MemberStatsRow, lag_seconds
 
 if TYPE_CHECKING:
     from grstats.agent.gossip import GossipState
@@ -92,19 +92,29 @@ def stats_of(
     return replace(row, view_id=view_id) if in_view and row.view_id != view_id else row
 
 
+def applier_held(
+    state: GossipState, local: MemberSnapshot | None, member: str
+) -> ApplierStatusRow | None:
+    """``member``'s applier fields as read or last received (lag not computed), None if unheard."""
+    if local is not None and member == local.member_id:
+        return local.applier
+    heard = state.value(member, Key.APPLIER)
+    if heard is None or not isinstance(heard.update.value, ApplierStatusRow):
+        return None
+    return heard.update.value
+
+
 def applier_of(
     state: GossipState, local: MemberSnapshot | None, member: str, member_now_us: int
 ) -> ApplierStatusRow:
     """``member``'s lag row: its applier fields, lag at ``member_now_us``, TRANSACTIONS_BEHIND."""
     behind = transactions_behind(state, local, member)
-    if local is not None and member == local.member_id:
-        row = local.applier
-    else:
-        heard = state.value(member, Key.APPLIER)
-        if heard is None or not isinstance(heard.update.value, ApplierStatusRow):
-            return ApplierStatusRow(member_id=member, transactions_behind=behind)
-        row = heard.update.value
-    return replace(row.with_lag(member_now_us), transactions_behind=behind)
+    row = applier_held(state, local, member)
+    if row is None:
+        return ApplierStatusRow(member_id=member, transactions_behind=behind)
+    return replace(
+        row, applier_lag_seconds=lag_seconds(row, member_now_us), transactions_behind=behind
+    )
 
 
 def transactions_behind(

@@ -11,12 +11,25 @@
   every garbage collection, so it is not a counter (mysqld_exporter exposes it as one).
   ``grstats_agent_up`` is 1 while the member's agent is heard (WL#2860's CONNECTED) and stays,
   at 0, when it is not, so that an alert on it does not go silent with the member.
+* **The group's verdict**, from ``replication_group_status`` and
+  ``replication_group_member_status`` (:mod:`grstats.agent.status`, MySQL Shell's
+  ``cluster.status()``): ``grstats_group_status{status=...}`` has one series per status of
+  :data:`~grstats.agent.rows.status.STATUSES`, 1 for the current one and 0 for the others (a
+  state set, as ``grstats_member_state``), so that an alert matches
+  ``grstats_group_status{status="NO_QUORUM"} == 1``; ``grstats_group_tolerance`` is TOLERANCE,
+  how many more members can fail with quorum kept; ``grstats_member_transactions_behind`` is
+  each member's TRANSACTIONS_BEHIND, ProxySQL's ``transactions_behind`` (the GTIDs of the
+  applier channel's RECEIVED_TRANSACTION_SET not in ``gtid_executed``), labelled ``member_id``
+  only, with no series for a member whose figure is NULL (unknown).
 * **The agent's own figures**: messages and bytes sent and received per peer and kind (push,
   exchange), failed pushes and exchanges, the round trip of each exchange, period overruns.
 
 Every agent serves every member: scrape **one** agent per group (or all of them and aggregate
 with ``max by (member_id)``, or keep ``source="local"`` only), else each member is counted once
-per agent. The README's "Prometheus" part shows both.
+per agent. The README's "Prometheus" part shows both. The group's series are the scraped
+agent's verdict: scraping every agent gives one verdict per agent (told apart by the scrape's
+``instance`` label), and ``max by (status) (grstats_group_status)`` is 1 for every status that
+some agent gives.
 
 The scrape runs in the HTTP server's thread; the tables are built on the agent's event loop
 (``run_coroutine_threadsafe``), so a scrape never reads the gossip state while the loop changes
@@ -32,6 +45,7 @@ from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from grstats.agent.errors import ConfigError
+from grstats.agent.rows import STATUSES
 
 if TYPE_CHECKING:
     import threading
@@ -90,6 +104,8 @@ MEMBER_LABELS = ("member_id", "member_host", "member_port", "source")
 _MEMBERS = "replication_group_members"
 _STATS = "replication_group_member_stats"
 _LAG = "replication_group_member_lag"
+_GROUP_STATUS = "replication_group_status"
+_MEMBER_STATUS = "replication_group_member_status"
 
 
 class AgentMetrics:
@@ -190,6 +206,7 @@ class TablesCollector:
 
         served = asyncio.run_coroutine_threadsafe(build(), self._loop).result(timeout=5)
         yield from member_metrics(served)
+        yield from group_metrics(served)
 
 
 def member_metrics(served: Served) -> list[Metric]:
@@ -258,11 +275,47 @@ def member_metrics(served: Served) -> list[Metric]:
     return families
 
 
-def _by_member(served: Served, table: str) -> dict[str, dict[str, Any]]:
+def group_metrics(served: Served) -> list[Metric]:
+    """The metric families of the group's verdict in ``served``: status, tolerance, behind."""
+    status = GaugeMetricFamily(
+        "grstats_group_status",
+        "1 for the group's current status, 0 for the others: MySQL Shell's cluster.status() "
+        "verdict as this agent gives it (STATUS of replication_group_status).",
+        labels=("status",),
+    )
+    tolerance = GaugeMetricFamily(
+        "grstats_group_tolerance",
+        "How many more members can fail with quorum kept (TOLERANCE of "
+        "replication_group_status): MySQL Shell's cluster.status() 'can tolerate up to N "
+        "failures', at most the view's margin while members are UNREACHABLE.",
+    )
+    for row in _named(served, _GROUP_STATUS)[:1]:  # one row
+        for name in STATUSES:
+            status.add_metric([name], 1.0 if row["STATUS"] == name else 0.0)
+        tolerance.add_metric([], float(row["TOLERANCE"]))
+    behind = GaugeMetricFamily(
+        "grstats_member_transactions_behind",
+        "Transactions the member received from the group and has not applied: ProxySQL's "
+        "transactions_behind, RECEIVED_TRANSACTION_SET minus gtid_executed (TRANSACTIONS_BEHIND "
+        "of replication_group_member_status); no series while unknown.",
+        labels=("member_id",),
+    )
+    for member_id, row in _by_member(served, _MEMBER_STATUS).items():
+        value = row.get("TRANSACTIONS_BEHIND")
+        if value is not None:
+            behind.add_metric([member_id], float(value))
+    return [status, tolerance, behind]
+
+
+def _named(served: Served, table: str) -> list[dict[str, Any]]:
+    """The rows of ``table`` as dicts by column name."""
     columns, rows = served[table]
     names = [column.name for column in columns]
-    named = (dict(zip(names, row, strict=True)) for row in rows)
-    return {str(row["MEMBER_ID"]): row for row in named}
+    return [dict(zip(names, row, strict=True)) for row in rows]
+
+
+def _by_member(served: Served, table: str) -> dict[str, dict[str, Any]]:
+    return {str(row["MEMBER_ID"]): row for row in _named(served, table)}
 
 
 def _labels(member: dict[str, Any], stats: dict[str, Any]) -> list[str]:

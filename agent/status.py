@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from grstats.agent.gossip import Counts, Key
 from grstats.agent.known import (
-    applier_of,
+    applier_held,
     departed,
     freshest_view,
     member_ids,
@@ -33,7 +33,13 @@ from grstats.agent.known import (
     view_origin,
 )
 from grstats.agent.model import ServerSettings
-from grstats.agent.rows import GroupStatusRow, MemberRow, MemberStatsRow, MemberStatusRow
+from grstats.agent.rows import (
+    GroupStatusRow,
+    MemberRow,
+    MemberStatsRow,
+    MemberStatusRow,
+    lag_seconds,
+)
 from grstats.agent.verdict import verdict
 
 if TYPE_CHECKING:
@@ -74,7 +80,7 @@ def group_status(
             counts[m],
             servers[m],
             connected=state.connected(m, now_us, silence_us),
-            lag=applier_of(state, local, m, now_us + offsets.get(m, 0)).applier_lag_seconds,
+            lag=_lag(state, local, m, now_us + offsets.get(m, 0)),
             behind=transactions_behind(state, local, m),
             throttling=m in held,
         )
@@ -101,6 +107,14 @@ def group_status(
         as_of=now_us,
     )
     return group, rows
+
+
+def _lag(
+    state: GossipState, local: MemberSnapshot | None, member: str, now_us: int
+) -> float | None:
+    """APPLIER_LAG_SECONDS of ``member`` at ``now_us`` on its clock (no row is built)."""
+    row = applier_held(state, local, member)
+    return lag_seconds(row, now_us) if row is not None else None
 
 
 def _counts(

@@ -12,25 +12,30 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from grstats.agent.errors import ConfigError
 from grstats.agent.metrics import MEMBER_STATES
+from grstats.agent.rows import STATUSES
 from tests.agent.test_config import agent as agent_config
 from tests.agent.test_runtime import _start_without_loop, start_group, stats
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
+    from typing import Any
 
     from prometheus_client import Metric
 
+    from grstats.agent.model import MemberSnapshot
+    from grstats.agent.runtime import Agent
     from tests.agent.test_runtime import Group
 
 
 @pytest.fixture(name="group")
-async def _group() -> AsyncIterator[Group]:
-    """Three agents; the third serves /metrics on a free port."""
-    group = await start_group(3, started=2)
-    third = group.agents[2]
-    third.config = dataclasses.replace(third.config, metrics_listen="127.0.0.1:0")
-    await _start_without_loop(third)
-    addresses = tuple(agent.address for agent in group.agents)  # the third's port is known now
+async def _group(request: pytest.FixtureRequest) -> AsyncIterator[Group]:
+    """Three agents (or ``request.param``); the last serves /metrics on a free port."""
+    members: int = getattr(request, "param", 3)
+    group = await start_group(members, started=members - 1)
+    last = group.agents[-1]
+    last.config = dataclasses.replace(last.config, metrics_listen="127.0.0.1:0")
+    await _start_without_loop(last)
+    addresses = tuple(agent.address for agent in group.agents)  # the last's port is known now
     for agent in group.agents:
         agent.config = dataclasses.replace(agent.config, peers=addresses)
     yield group
@@ -131,6 +136,61 @@ async def test_the_agents_own_figures(group: Group) -> None:
     trips = families["grstats_peer_round_trip_seconds"]
     counts = [s.value for s in trips.samples if s.name.endswith("_count")]
     assert sum(counts) >= 3  # one exchange per period
+
+
+def served_rows(agent: Agent, table: str) -> list[dict[str, Any]]:
+    """The rows of ``table`` as the agent serves them (extended), as dicts by column name."""
+    columns, rows = agent.tables(extended=True)[table]
+    return [{c.name: v for c, v in zip(columns, row, strict=True)} for row in rows]
+
+
+@pytest.mark.parametrize(
+    ("group", "expected"), [(3, ("OK", 1.0)), (2, ("OK_NO_TOLERANCE", 0.0))], indirect=["group"]
+)
+async def test_the_groups_status_and_tolerance(group: Group, expected: tuple[str, float]) -> None:
+    """grstats_group_status is 1 for the served STATUS only; grstats_group_tolerance is TOLERANCE."""
+    await group.rounds(2)
+    scraped = group.agents[-1]
+    families = await scrape(scraped.metrics_address or "")
+    (served,) = served_rows(scraped, "replication_group_status")
+    status = families["grstats_group_status"]
+    assert status.type == "gauge"
+    values = {sample.labels["status"]: sample.value for sample in status.samples}
+    assert values == {name: float(name == served["STATUS"]) for name in STATUSES}
+    assert [name for name, value in values.items() if value == 1.0] == [expected[0]]
+    tolerance = families["grstats_group_tolerance"]
+    assert tolerance.type == "gauge"
+    assert [sample.value for sample in tolerance.samples] == [float(served["TOLERANCE"])]
+    assert tolerance.samples[0].value == expected[1]
+    assert tolerance.samples[0].labels == {}
+
+
+async def test_transactions_behind_per_member(
+    group: Group, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each member's TRANSACTIONS_BEHIND, labelled member_id only; no series where it is NULL."""
+    for agent, count in zip(group.agents, (7, None, 0), strict=True):
+        source = agent.member._source
+        read = source.read
+
+        async def read_behind(read: Any = read, count: int | None = count) -> MemberSnapshot:
+            snapshot: MemberSnapshot = await read()
+            return dataclasses.replace(snapshot, transactions_behind=count)
+
+        monkeypatch.setattr(source, "read", read_behind)
+    await group.rounds(2)
+    scraped = group.agents[2]
+    families = await scrape(scraped.metrics_address or "")
+    behind = families["grstats_member_transactions_behind"]
+    assert behind.type == "gauge"
+    assert all(set(sample.labels) == {"member_id"} for sample in behind.samples)
+    first, third = group.agents[0].member_id, scraped.member_id  # by gossip, and local
+    assert by_member(behind) == {first: 7.0, third: 0.0}
+    served = {
+        row["MEMBER_ID"]: row["TRANSACTIONS_BEHIND"]
+        for row in served_rows(scraped, "replication_group_member_status")
+    }
+    assert served == {first: 7, group.agents[1].member_id: None, third: 0}
 
 
 def test_metrics_listen_is_validated() -> None:
