@@ -55,7 +55,7 @@ class TestLimitsConfig:
         assert limits == DEFAULT_LIMITS
         assert limits.max_message_bytes == 16 * 1024 * 1024
         assert limits.max_gtid_text == 4 * 1024 * 1024
-        assert limits.max_updates == 90
+        assert limits.max_updates == 108
         assert ("grpc.max_receive_message_length", 16 * 1024 * 1024) in limits.channel_options
 
     def test_update_bounds_follow_the_keys(self) -> None:
@@ -70,7 +70,7 @@ class TestLimitsConfig:
         [
             ("max_message_bytes", 1000, "limits.max_message_bytes: 1000 is not in 65536.."),
             ("max_gtid_text", 2**30, "limits.max_gtid_text: 1073741824 is not in 1024..16777216"),
-            ("max_updates", 44, "limits.max_updates: 44 is not in 45..100000"),
+            ("max_updates", 53, "limits.max_updates: 53 is not in 54..100000"),
             ("gossip_rate", -1, "limits.gossip_rate: -1 is not 0 (no limit)"),
             ("query_rate", float("inf"), "limits.query_rate: inf is not 0 (no limit)"),
             ("query_burst", 0, "limits.query_burst: 0 is not in 1..1000000"),
@@ -217,7 +217,7 @@ async def test_message_size_limit() -> None:
 
 async def test_gtid_text_and_update_count_limits() -> None:
     """GTID text over max_gtid_text and more than max_updates updates: INVALID_ARGUMENT."""
-    limits = LimitsConfig(max_gtid_text=1024, max_updates=45)
+    limits = LimitsConfig(max_gtid_text=1024, max_updates=54)
     group = await start_group(2, limits=limits)
     try:
         await group.rounds(1)
@@ -228,9 +228,9 @@ async def test_gtid_text_and_update_count_limits() -> None:
         method = "/grstats.v1.Gossip/Exchange"
         assert await _call(target, method, _request(group, [long_text])) == "INVALID_ARGUMENT"
         held = [update_to_wire(u) for u in group.agents[0].state.updates_for({})]  # type: ignore[union-attr]
-        many = (held * 46)[:46]
+        many = (held * 55)[:55]
         assert await _call(target, method, _request(group, many)) == "INVALID_ARGUMENT"
-        assert await _call(target, method, _request(group, many[:45])) == "OK"
+        assert await _call(target, method, _request(group, many[:54])) == "OK"
     finally:
         await _stop(group)
 
