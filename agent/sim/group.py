@@ -378,6 +378,9 @@ class SimulatedGroup:
         for member in self.members:
             if not member.online:
                 continue
+            # A member back from a short partition (healed before its expulsion) gets what it
+            # missed too: XCom delivers the backlog when the link is back.
+            missed_from = min(first, member.certified_upto + 1)
             member.certified_upto = total
             member.last_conflict_free = self.last_positive
             remote = [item for origin, item in last_remote.items() if origin != member.index]
@@ -388,7 +391,7 @@ class SimulatedGroup:
                 member.last_queued = AppliedTransaction(
                     origin, rank, seq, arrival, arrival + QUEUE_US
                 )
-            member.queue += self._remote_positives(member, first, total)
+            member.queue += self._remote_positives(member, missed_from, total)
 
     def _remote_positives(self, member: SimMember, first: int, last: int) -> int:
         """Count the positive transactions of other origins in seqs ``first..last``."""
