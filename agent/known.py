@@ -29,26 +29,14 @@ def member_ids(state: GossipState, local: MemberSnapshot | None, view: GroupView
     return sorted(m for m in members if m)
 
 
-def view_origin(state: GossipState, local: MemberSnapshot | None) -> str:
-    """The member whose view :func:`freshest_view` returns, ``''`` when none."""
-    if local is not None and local.view.view_id:
-        return local.member_id
-    candidates = [
-        heard.update
-        for origin in state.origins.values()
-        if (heard := origin.values.get(Key.VIEW)) is not None
-        and isinstance(heard.update.value, GroupView)
-        and heard.update.value.view_id
-    ]
-    if candidates:
-        return max(candidates, key=lambda update: (update.sent_at_us, update.origin)).origin
-    return local.member_id if local is not None else ""
+def served_view(state: GossipState, local: MemberSnapshot | None) -> tuple[GroupView, str]:
+    """Return the membership view to serve and the member whose view it is (``''`` if none).
 
-
-def freshest_view(state: GossipState, local: MemberSnapshot | None) -> GroupView:
-    """Return the membership view to serve: the local one in a group, else the freshest known."""
+    The local member's own view when it is in a group, else the freshest view read of another
+    member, else the local member's (not in a group) or an empty one.
+    """
     if local is not None and local.view.view_id:
-        return local.view
+        return local.view, local.member_id
     candidates = [
         heard.update
         for origin in state.origins.values()
@@ -59,10 +47,15 @@ def freshest_view(state: GossipState, local: MemberSnapshot | None) -> GroupView
     if candidates:
         freshest = max(candidates, key=lambda update: (update.sent_at_us, update.origin))
         assert isinstance(freshest.value, GroupView)
-        return freshest.value
+        return freshest.value, freshest.origin
     if local is not None:
-        return local.view
-    return GroupView()
+        return local.view, local.member_id
+    return GroupView(), ""
+
+
+def freshest_view(state: GossipState, local: MemberSnapshot | None) -> GroupView:
+    """Return the membership view to serve (see :func:`served_view`)."""
+    return served_view(state, local)[0]
 
 
 def departed(state: GossipState, member: str) -> MemberRow:

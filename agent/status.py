@@ -2,7 +2,7 @@
 
 Pure: the caller passes the gossip state, the local read (None when the local server is down),
 the time and the clock offsets, as for the served tables. The verdict is MySQL Shell's
-(:mod:`grstats.agent.verdict`) over the view the agent serves (``freshest_view``): quorum comes
+(:mod:`grstats.agent.verdict`) over the view the agent serves (``served_view``): quorum comes
 from that view, a member UNREACHABLE in it counts as in the view and not reachable, and a
 known member outside it (departed, expelled, stopped) makes the status partial. A member whose
 agent is not heard keeps the state the view gives it and its last rows; the sentence says so.
@@ -26,11 +26,10 @@ from grstats.agent.gossip import Counts, Key
 from grstats.agent.known import (
     applier_held,
     departed,
-    freshest_view,
     member_ids,
+    served_view,
     server_of,
     transactions_behind,
-    view_origin,
 )
 from grstats.agent.model import ServerSettings
 from grstats.agent.rows import (
@@ -67,30 +66,30 @@ def group_status(
 ) -> tuple[GroupStatusRow, list[MemberStatusRow]]:
     """Return the group's verdict and one row per known member, in MEMBER_ID order."""
     offsets = offsets_us or {}
-    view = freshest_view(state, local)
+    view, origin = served_view(state, local)
     in_view = {row.member_id: row for row in view.members if row.member_id} if view.view_id else {}
     members = member_ids(state, local, view)
     shown = {m: in_view.get(m) or departed(state, m) for m in members}
     counts = {m: _counts(state, local, m, now_us, offsets) for m in members}
     servers = {m: server_of(state, local, m) for m in members}
+    connected = {m: state.connected(m, now_us, silence_us) for m in members}
     held, by = _flow_control(in_view, counts, servers)
     rows = [
         _member_row(
             shown[m],
             counts[m],
             servers[m],
-            connected=state.connected(m, now_us, silence_us),
+            connected=connected[m],
             lag=_lag(state, local, m, now_us + offsets.get(m, 0)),
             behind=transactions_behind(state, local, m),
             throttling=m in held,
         )
         for m in members
     ]
-    origin = view_origin(state, local)
     found = verdict(
         [row.member_state for row in in_view.values()],
         not_in_view=len(members) - len(in_view),
-        not_heard=sum(1 for m in in_view if not state.connected(m, now_us, silence_us)),
+        not_heard=sum(1 for m in in_view if not connected.get(m, False)),
         visible_from=_address(shown.get(origin) or MemberRow(member_id=origin)),
     )
     mode = ("single-primary" if view.single_primary_mode else "multi-primary") if in_view else ""
