@@ -24,6 +24,7 @@ clock offsets it estimated. Rules (MySQL's where MySQL defines them):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from grstats.agent.gossip import LOCAL, Key
@@ -49,13 +50,43 @@ from grstats.agent.rows import (
 from grstats.agent.status import group_status
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping, Sequence
+    from collections.abc import Callable, Iterator, Sequence
 
     from grstats.agent.gossip import GossipState, Heard
     from grstats.agent.model import MemberSnapshot
-    from grstats.agent.rows import Row, Value
+    from grstats.agent.rows import GroupStatusRow, MemberStatusRow, Row, Value
 
-Served = dict[str, tuple[tuple[Column, ...], list[tuple["Value", ...]]]]
+#: One served table: its columns and its rows.
+Table = tuple[tuple[Column, ...], list[tuple["Value", ...]]]
+
+
+class Served(Mapping[str, Table]):
+    """The served tables by name, each built at its first lookup and then kept.
+
+    A query names one or two tables: only those are built (``grstats query status`` does not
+    pay for the GTID sets, nor ``query members`` for the verdict). Build and read it on the
+    agent's event loop (or before the gossip state changes again): a table is built from the
+    state as it is at its first lookup.
+    """
+
+    def __init__(self, builders: Mapping[str, Callable[[], Table]]) -> None:
+        self._builders = dict(builders)
+        self._built: dict[str, Table] = {}
+
+    def __getitem__(self, name: str) -> Table:
+        table = self._built.get(name)
+        if table is None:
+            table = self._built[name] = self._builders[name]()
+        return table
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._builders)
+
+    def __len__(self) -> int:
+        return len(self._builders)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._builders
 
 
 def served_tables(  # noqa: PLR0913  (every input of the tables is explicit)
@@ -67,67 +98,84 @@ def served_tables(  # noqa: PLR0913  (every input of the tables is explicit)
     offsets_us: Mapping[str, int] | None = None,
     extended: bool = False,
 ) -> Served:
-    """Return every served table, by name: columns and rows in MEMBER_ID order."""
+    """Return every served table, by name: columns and rows in MEMBER_ID order.
+
+    Each table is built when first looked up (see :class:`Served`).
+    """
     offsets = offsets_us or {}
     view = freshest_view(state, local)
     in_view = {row.member_id: row for row in view.members}
     members = member_ids(state, local, view)
-    tables: Served = {}
 
-    def add(
-        table_columns: Sequence[Column], name: str, rows: list[tuple[Row, str, Key | None]]
-    ) -> None:
-        columns = tuple(table_columns) + (EXTENDED_COLUMNS if extended else ())
-        values = []
-        for row, member, key in rows:
-            cells = row.values()
-            if extended:
-                cells += _extended(
-                    state,
-                    local,
-                    member,
-                    key,
-                    in_view=member in in_view,
-                    now_us=now_us,
-                    silence_us=silence_us,
-                    offsets=offsets,
-                )
-            values.append(cells)
-        tables[name] = (columns, values)
+    def table(
+        table_columns: Sequence[Column], rows: Callable[[], list[tuple[Row, str, Key | None]]]
+    ) -> Callable[[], Table]:
+        def build() -> Table:
+            columns = tuple(table_columns) + (EXTENDED_COLUMNS if extended else ())
+            values = []
+            for row, member, key in rows():
+                cells = row.values()
+                if extended:
+                    cells += _extended(
+                        state,
+                        local,
+                        member,
+                        key,
+                        in_view=member in in_view,
+                        now_us=now_us,
+                        silence_us=silence_us,
+                        offsets=offsets,
+                    )
+                values.append(cells)
+            return columns, values
 
-    add(
-        REPLICATION_GROUP_MEMBERS.columns,
-        REPLICATION_GROUP_MEMBERS.name,
-        [(in_view.get(m) or departed(state, m), m, Key.COUNTS) for m in members],
+        return build
+
+    verdict: list[tuple[GroupStatusRow, list[MemberStatusRow]]] = []
+
+    def status() -> tuple[GroupStatusRow, list[MemberStatusRow]]:
+        """The verdict, computed once for both of its tables."""
+        if not verdict:
+            verdict.append(group_status(state, local, now_us, silence_us, offsets_us=offsets))
+        return verdict[0]
+
+    return Served(
+        {
+            REPLICATION_GROUP_MEMBERS.name: table(
+                REPLICATION_GROUP_MEMBERS.columns,
+                lambda: [(in_view.get(m) or departed(state, m), m, Key.COUNTS) for m in members],
+            ),
+            REPLICATION_GROUP_MEMBER_STATS.name: table(
+                REPLICATION_GROUP_MEMBER_STATS.columns,
+                lambda: [
+                    (stats_of(state, local, m, view.view_id, m in in_view), m, Key.COUNTS)
+                    for m in members
+                ],
+            ),
+            REPLICATION_GROUP_MEMBER_LAG.name: table(
+                REPLICATION_GROUP_MEMBER_LAG.columns,
+                lambda: [
+                    (applier_of(state, local, m, now_us + offsets.get(m, 0)), m, Key.APPLIER)
+                    for m in members
+                ],
+            ),
+            REPLICATION_GROUP_MEMBER_GTID_EXECUTED.name: table(
+                REPLICATION_GROUP_MEMBER_GTID_EXECUTED.columns,
+                lambda: [
+                    (GtidExecutedRow.of(m, executed_of(state, local, m)), m, Key.GTID_EXECUTED)
+                    for m in members
+                ],
+            ),
+            REPLICATION_GROUP_STATUS.name: lambda: (
+                REPLICATION_GROUP_STATUS.columns,
+                [status()[0].values()],
+            ),
+            REPLICATION_GROUP_MEMBER_STATUS.name: lambda: (
+                REPLICATION_GROUP_MEMBER_STATUS.columns,
+                [row.values() for row in status()[1]],
+            ),
+        }
     )
-    add(
-        REPLICATION_GROUP_MEMBER_STATS.columns,
-        REPLICATION_GROUP_MEMBER_STATS.name,
-        [(stats_of(state, local, m, view.view_id, m in in_view), m, Key.COUNTS) for m in members],
-    )
-    add(
-        REPLICATION_GROUP_MEMBER_LAG.columns,
-        REPLICATION_GROUP_MEMBER_LAG.name,
-        [
-            (applier_of(state, local, m, now_us + offsets.get(m, 0)), m, Key.APPLIER)
-            for m in members
-        ],
-    )
-    add(
-        REPLICATION_GROUP_MEMBER_GTID_EXECUTED.columns,
-        REPLICATION_GROUP_MEMBER_GTID_EXECUTED.name,
-        [
-            (GtidExecutedRow.of(m, executed_of(state, local, m)), m, Key.GTID_EXECUTED)
-            for m in members
-        ],
-    )
-    group, rows = group_status(state, local, now_us, silence_us, offsets_us=offsets)
-    tables[REPLICATION_GROUP_STATUS.name] = (REPLICATION_GROUP_STATUS.columns, [group.values()])
-    tables[REPLICATION_GROUP_MEMBER_STATUS.name] = (
-        REPLICATION_GROUP_MEMBER_STATUS.columns,
-        [row.values() for row in rows],
-    )
-    return tables
 
 
 def _extended(  # noqa: PLR0913  (the five columns need all of these)

@@ -23,13 +23,16 @@ client is this process, so the client never shares an agent's event loop or inte
 (a client on the agent's loop would queue its sends behind the agent's own work and measure
 that). All of them share the machine's cores, as in ``bench_agent``: the figures include
 waiting for a core while 8 other agents run their periods, which agents on hosts of their own
-do not. Two options add a pass of both loads closer to that: ``--pin`` puts the queried agent
+do not. Three options add a pass of both loads closer to that: ``--pin`` puts the queried agent
 and the client on the first core and the other 8 agents on the second (``sched_setaffinity``,
 as ``bench_agent`` does); ``--nice`` runs the other 8 agents at nice 19, so that they take a
 core only when the queried agent and the client leave it (other work on the machine still
-competes at its own priority). ``--fixed`` has every agent read one fixed snapshot of its
-simulated member (``bench_agent``'s fixed source) instead of stepping the simulated group in a
-thread of its own, which leaves the agent's own work.
+competes at its own priority); ``--own-core`` puts the queried agent alone on the first core and
+the client with the 8 other agents (at nice 19) on the second, the nearest this machine comes
+to the deployed setting, where each agent runs on its member's host and clients elsewhere.
+``--fixed`` has every agent read one fixed snapshot of its simulated member (``bench_agent``'s
+fixed source) instead of stepping the simulated group in a thread of its own, which leaves the
+agent's own work.
 
 The machine's load is measured over each pass: its busy cores (``/proc/stat``) and, of those,
 the CPU used by the agents and the client (``/proc/PID/stat``); the rest is other work. The
@@ -37,9 +40,9 @@ queried agent's CPU per query (its whole CPU time over the blocks of that load, 
 requests) is given for each load.
 
 Run it from the repository's root as ``python -m tests.benchmarks.bench_status``: a few
-seconds of start-up plus twice ``--seconds`` (twice more for each of ``--pin`` and
-``--nice``). Linux only (/proc). The script exits 0 even when the target is missed (it prints
-FAIL).
+seconds of start-up plus twice ``--seconds`` (twice more for each of ``--pin``, ``--nice``
+and ``--own-core``). Linux only (/proc). The script exits 0 even when the target is missed
+(it prints FAIL).
 """
 
 from __future__ import annotations
@@ -91,6 +94,7 @@ ROOT = Path(__file__).resolve().parents[2]  # the agents run with -m from here
 SHARED = "All processes on every core"
 PINNED = "Queried agent and client on core 0, the 8 other agents on core 1 (--pin)"
 NICED = "The 8 other agents at nice 19 (--nice)"
+OWN = "Queried agent alone on core 0; client and the 8 other agents (at nice 19) on core 1 (--own-core)"
 #: The loads, by name: the tables each request asks for.
 LOADS = {
     "status": ("replication_group_status", "replication_group_member_status"),
@@ -284,6 +288,8 @@ async def measure(group: list[AgentProcess], args: argparse.Namespace) -> dict[s
         passes[PINNED] = await measured(group, run_pinned(group, args))
     if args.nice:
         passes[NICED] = await measured(group, run_niced(group, args))
+    if args.own_core and len(os.sched_getaffinity(0)) >= 2:
+        passes[OWN] = await measured(group, run_own_core(group, args))
     return {"connect_s": connect_s, "passes": passes}
 
 
@@ -312,6 +318,29 @@ async def run_niced(group: list[AgentProcess], args: argparse.Namespace) -> dict
         for member in group[1:]:
             if member.process.poll() is None:
                 os.setpriority(os.PRIO_PROCESS, member.process.pid, 0)
+
+
+async def run_own_core(group: list[AgentProcess], args: argparse.Namespace) -> dict[str, Load]:
+    """Both loads with the queried agent alone on one core, as on a host of its own.
+
+    The client and the 8 other agents share the other core, the agents at nice 19 so that the
+    client's sends are not late behind their periods (as a client on another host would not be).
+    """
+    everywhere = os.sched_getaffinity(0)
+    first, second = sorted(everywhere)[:2]
+    try:
+        os.sched_setaffinity(group[0].process.pid, {first})
+        os.sched_setaffinity(0, {second})
+        for member in group[1:]:
+            os.sched_setaffinity(member.process.pid, {second})
+            os.setpriority(os.PRIO_PROCESS, member.process.pid, 19)
+        return await run_loads(group[0], args.rate, args.seconds)
+    finally:
+        for member in group[1:]:
+            if member.process.poll() is None:
+                os.setpriority(os.PRIO_PROCESS, member.process.pid, 0)
+        for pid in [0, *(member.process.pid for member in group)]:
+            os.sched_setaffinity(pid, everywhere)
 
 
 def ms(value: float) -> str:
@@ -363,6 +392,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--pin", action="store_true", help="also run with the agents pinned")
     parser.add_argument("--nice", action="store_true", help="also run with the others at nice 19")
+    parser.add_argument(
+        "--own-core",
+        action="store_true",
+        help="also run with the queried agent alone on a core (as on a host of its own)",
+    )
     parser.add_argument(
         "--fixed", action="store_true", help="agents read a fixed snapshot (no simulator)"
     )
