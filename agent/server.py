@@ -32,12 +32,12 @@ from grstats.proto import grstats_pb2 as pb
 from grstats.proto import grstats_pb2_grpc as pb_grpc
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable
+    from collections.abc import AsyncIterator, Callable, Mapping
 
     from grstats.agent.clock import Clock
     from grstats.agent.messages import Gossip
     from grstats.agent.security import Security
-    from grstats.agent.served import Served
+    from grstats.agent.served import Table
     from grstats.agent.transports.base import Receiver
 
 _M = TypeVar("_M", bound=Message)
@@ -61,8 +61,8 @@ class Node(Protocol):
         """The agent's member, ``''`` before its first read."""
         ...
 
-    def tables(self, extended: bool) -> Served:
-        """The served tables now."""
+    def tables(self, extended: bool) -> Mapping[str, Table]:
+        """The served tables now (a :class:`~grstats.agent.served.Served`)."""
         ...
 
 
@@ -177,11 +177,11 @@ class QueryServicer(pb_grpc.QueryServicer):  # type: ignore[misc]
         self, node: Node, limiter: RateLimiter | None = None, clock: Clock = now_us
     ) -> None:
         self._node = node
-        self._encoded: tuple[Served, dict[tuple[str, ...], bytes]] | None = None
+        self._encoded: tuple[Mapping[str, Table], dict[tuple[str, ...], bytes]] | None = None
         self._limiter = limiter
         self._clock = clock
 
-    def _encoded_tables(self, tables: Served, names: tuple[str, ...]) -> bytes:
+    def _encoded_tables(self, tables: Mapping[str, Table], names: tuple[str, ...]) -> bytes:
         """``QueryResponse.tables`` of ``names``, encoded once per set of tables built."""
         if self._encoded is None or self._encoded[0] is not tables:
             self._encoded = (tables, {})

@@ -24,9 +24,9 @@ from grstats.agent.server import build_server
 from grstats.agent.transports import GrpcTransport, MemoryNetwork
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Mapping
 
-    from grstats.agent.served import Served
+    from grstats.agent.served import Table
     from grstats.agent.transports import Transport
 
 A = "d8a706aa-16ee-11eb-8b4c-0800270d5e61"
@@ -68,7 +68,7 @@ class Node:
     address = "b:1"
     member_id = B
 
-    def tables(self, extended: bool) -> Served:  # noqa: ARG002  (no tables here)
+    def tables(self, extended: bool) -> Mapping[str, Table]:  # noqa: ARG002  (no tables here)
         return {}
 
 

@@ -22,11 +22,11 @@ from grstats.agent.server import build_server
 from tests.agent.test_runtime import Group, start_group, stop_all
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
+    from collections.abc import AsyncIterator, Mapping
     from pathlib import Path
 
     from grstats.agent.runtime import Agent
-    from grstats.agent.served import Served
+    from grstats.agent.served import Table
 
 PYTHON = (sys.executable, "-m", "grstats")
 TOLERATES_ONE = "Group is ONLINE and can tolerate up to ONE failure."
@@ -234,7 +234,7 @@ class OlderAgent:
     def member_id(self) -> str:
         return self._agent.member_id
 
-    def tables(self, extended: bool) -> Served:
+    def tables(self, extended: bool) -> Mapping[str, Table]:
         tables = self._agent.tables(extended)
         return {name: rows for name, rows in tables.items() if "status" not in name}
 
