@@ -28,8 +28,9 @@ and the client on the first core and the other 8 agents on the second (``sched_s
 as ``bench_agent`` does); ``--nice`` runs the other 8 agents at nice 19, so that they take a
 core only when the queried agent and the client leave it (other work on the machine still
 competes at its own priority); ``--own-core`` puts the queried agent alone on the first core and
-the client with the 8 other agents (at nice 19) on the second, the nearest this machine comes
-to the deployed setting, where each agent runs on its member's host and clients elsewhere.
+the client with the 8 other agents on the second, those under ``SCHED_IDLE`` (they run when the
+client leaves the core idle): the nearest this machine comes to the deployed setting, where
+each agent runs on its member's host and clients elsewhere.
 ``--fixed`` has every agent read one fixed snapshot of its simulated member (``bench_agent``'s
 fixed source) instead of stepping the simulated group in a thread of its own, which leaves the
 agent's own work.
@@ -94,7 +95,7 @@ ROOT = Path(__file__).resolve().parents[2]  # the agents run with -m from here
 SHARED = "All processes on every core"
 PINNED = "Queried agent and client on core 0, the 8 other agents on core 1 (--pin)"
 NICED = "The 8 other agents at nice 19 (--nice)"
-OWN = "Queried agent alone on core 0; client and the 8 other agents (at nice 19) on core 1 (--own-core)"
+OWN = "Queried agent alone on core 0; client, and the 8 other agents (SCHED_IDLE), on core 1 (--own-core)"
 #: The loads, by name: the tables each request asks for.
 LOADS = {
     "status": ("replication_group_status", "replication_group_member_status"),
@@ -323,8 +324,9 @@ async def run_niced(group: list[AgentProcess], args: argparse.Namespace) -> dict
 async def run_own_core(group: list[AgentProcess], args: argparse.Namespace) -> dict[str, Load]:
     """Both loads with the queried agent alone on one core, as on a host of its own.
 
-    The client and the 8 other agents share the other core, the agents at nice 19 so that the
-    client's sends are not late behind their periods (as a client on another host would not be).
+    The client and the 8 other agents share the other core, the agents under ``SCHED_IDLE``
+    (they run only when the client leaves the core idle), so that the client's sends are
+    not late behind their periods, as a client on another host would not be.
     """
     everywhere = os.sched_getaffinity(0)
     first, second = sorted(everywhere)[:2]
@@ -333,12 +335,12 @@ async def run_own_core(group: list[AgentProcess], args: argparse.Namespace) -> d
         os.sched_setaffinity(0, {second})
         for member in group[1:]:
             os.sched_setaffinity(member.process.pid, {second})
-            os.setpriority(os.PRIO_PROCESS, member.process.pid, 19)
+            os.sched_setscheduler(member.process.pid, os.SCHED_IDLE, os.sched_param(0))
         return await run_loads(group[0], args.rate, args.seconds)
     finally:
         for member in group[1:]:
             if member.process.poll() is None:
-                os.setpriority(os.PRIO_PROCESS, member.process.pid, 0)
+                os.sched_setscheduler(member.process.pid, os.SCHED_OTHER, os.sched_param(0))
         for pid in [0, *(member.process.pid for member in group)]:
             os.sched_setaffinity(pid, everywhere)
 
