@@ -13,12 +13,16 @@ Each read records, under the agent's own stamps, what changed since the last one
   ticks (``Certifier_broadcast_thread::broadcast_gtid_executed``).
 
 The gossip state is made at the first read that succeeds: it is keyed by the member's
-server_uuid, which only the source knows. A failed read is logged and leaves the member's
-values in the state, served as its last ones.
+server_uuid, which only the source knows. A failed read is logged, counted in the agent's
+metrics (``grstats_source_up`` goes to 0, ``grstats_source_read_errors_total`` grows) and
+leaves the member's values in the state, served as its last ones. Every read's duration, on
+the monotonic clock (the injected clock stamps values and may stand still in tests), goes to
+``grstats_source_read_duration_seconds``.
 """
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from grstats.agent.errors import SourceError
@@ -31,6 +35,7 @@ if TYPE_CHECKING:
     from grstats.agent.clock import Clock
     from grstats.agent.config import AgentConfig
     from grstats.agent.gossip.updates import Value
+    from grstats.agent.metrics import AgentMetrics
     from grstats.agent.model import MemberSnapshot
     from grstats.agent.sources.base import StatsSource
 
@@ -54,6 +59,7 @@ class LocalMember:
         *,
         clock: Clock,
         log: structlog.typing.FilteringBoundLogger,
+        metrics: AgentMetrics,
     ) -> None:
         self.config = config
         self.incarnation = clock()
@@ -63,20 +69,24 @@ class LocalMember:
         self.log = log
         self._source = source
         self._clock = clock
+        self._metrics = metrics
         self._gtid_mark = -1
         self._executed_at = -(2**62)
 
     async def read(self) -> None:
         """Read the source and record what changed (see the module docstring)."""
         now = self._clock()
+        began = time.perf_counter()
         try:
             snapshot = await self._source.read()
         except SourceError as exc:
+            self._metrics.source_read(time.perf_counter() - began, ok=False)
             self.log.warning("source_read_failed", error=str(exc))
             self.snapshot = None
             if self.state is not None:
                 self._record_if_changed(Key.HEALTH, SourceHealth(ok=False, message=str(exc)), now)
             return
+        self._metrics.source_read(time.perf_counter() - began, ok=True)
         if self.state is None:
             self.member_id = snapshot.member_id
             self.state = GossipState(

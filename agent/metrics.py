@@ -1,122 +1,144 @@
 """Prometheus metrics: every member's rows as any agent serves them, and the agent's own figures.
 
 ``grstats agent --metrics-listen HOST:PORT`` serves ``/metrics`` in Prometheus' text format
-(prometheus-client's HTTP server, in a thread of its own). Two kinds of metric:
+(:mod:`grstats.agent.metrics_http`, an HTTP server in threads of its own). Three kinds of
+series:
 
-* **Members' rows**, built at each scrape from the tables the agent serves (the same ones
-  ``grstats query --extended`` prints), one series per member, labelled ``member_id``,
-  ``member_host``, ``member_port`` and ``source`` (the agent the row came through, ``local``
-  for the agent's own member). MySQL's counters are counters (``_total``); its queue sizes and
-  ``COUNT_TRANSACTIONS_ROWS_VALIDATING`` are gauges: the certification database shrinks at
-  every garbage collection, so it is not a counter (mysqld_exporter exposes it as one).
-  ``grstats_agent_up`` is 1 while the member's agent is heard (WL#2860's CONNECTED) and stays,
-  at 0, when it is not, so that an alert on it does not go silent with the member.
-* **The group's verdict**, from ``replication_group_status`` and
-  ``replication_group_member_status`` (:mod:`grstats.agent.status`, MySQL Shell's
-  ``cluster.status()``): ``grstats_group_status{status=...}`` has one series per status of
-  :data:`~grstats.agent.rows.status.STATUSES`, 1 for the current one and 0 for the others (a
-  state set, as ``grstats_member_state``), so that an alert matches
-  ``grstats_group_status{status="NO_QUORUM"} == 1``; ``grstats_group_tolerance`` is TOLERANCE,
-  how many more members can fail with quorum kept; ``grstats_member_transactions_behind`` is
-  each member's TRANSACTIONS_BEHIND, ProxySQL's ``transactions_behind`` (the GTIDs of the
-  applier channel's RECEIVED_TRANSACTION_SET not in ``gtid_executed``), labelled ``member_id``
-  only, with no series for a member whose figure is NULL (unknown).
-* **The agent's own figures**: messages and bytes sent and received per peer and kind (push,
-  exchange), failed pushes and exchanges, the round trip of each exchange, period overruns.
+* **Members' rows**, from the tables the agent serves (the same ones ``grstats query
+  --extended`` prints), one series per member and metric, labelled ``group_name`` (GR's
+  ``group_replication_group_name``) and ``member_id`` (its server_uuid) **only**: a label that
+  changed with the relay path a row arrived by, or with a role, would start a new series and
+  break ``rate()``. What may change is on ``grstats_member_info{group_name, member_id,
+  member_host, member_port, member_role, member_version, source} 1`` (``source``: the agent
+  the row came through, ``local`` for the agent's own member), to join on::
 
-Every agent serves every member: scrape **one** agent per group (or all of them and aggregate
-with ``max by (member_id)``, or keep ``source="local"`` only), else each member is counted once
-per agent. The README's "Prometheus" part shows both. The group's series are the scraped
-agent's verdict: scraping every agent gives one verdict per agent (told apart by the scrape's
-``instance`` label), and ``max by (status) (grstats_group_status)`` is 1 for every status that
-some agent gives.
+      grstats_applier_lag_seconds
+        * on (group_name, member_id) group_left (member_host) grstats_member_info
 
-The scrape runs in the HTTP server's thread; the tables are built on the agent's event loop
-(``run_coroutine_threadsafe``), so a scrape never reads the gossip state while the loop changes
-it. Counters of the agent's own figures are thread-safe prometheus-client objects.
+  ``grstats_agent_up`` (1 while the member's agent is heard, WL#2860's CONNECTED),
+  ``grstats_member_in_view``, ``grstats_member_state{state}`` (1 for the current MEMBER_STATE,
+  0 for the four others), ``grstats_member_primary``, ``grstats_row_age_seconds``; MySQL's
+  counters as counters (``grstats_transactions_checked_total``, ``..._conflicts_detected_total``,
+  ``..._transactions_remote_applied_total``, ``..._transactions_local_proposed_total``,
+  ``..._transactions_local_rollback_total``) and its queues as gauges
+  (``grstats_certifier_queue_transactions``, ``grstats_applier_queue_transactions``,
+  ``grstats_certification_rows``: the certification database shrinks at every garbage
+  collection, so it is not a counter, though mysqld_exporter exposes it as one);
+  ``grstats_applier_lag_seconds``, ``grstats_member_transactions_behind`` (ProxySQL's
+  ``transactions_behind``; both absent while NULL) and ``grstats_member_throttling`` (1 while
+  flow control holds that writer back). A member whose agent is not heard keeps every series,
+  at its last values, with ``grstats_agent_up`` 0, so that an alert on it does not go silent
+  with the member. A member's stats series start once its stats were heard.
+* **The group's verdict** (:mod:`grstats.agent.status`, MySQL Shell's ``cluster.status()``),
+  labelled ``group_name``: ``grstats_group_status{status}`` (1 for the current status of
+  :data:`~grstats.agent.rows.status.STATUSES`, 0 for the five others),
+  ``grstats_group_tolerance`` (how many more members can fail with quorum kept),
+  ``grstats_group_throttled`` (1 while flow control holds some writer back) and
+  ``grstats_flow_control_applier_threshold`` / ``..._certifier_threshold`` (the thresholds the
+  verdict judges the queues with: the writers' settings, MySQL's 25000 when unknown), so that
+  an alert compares a queue with them.
+* **The agent's own health and figures**, with no member label (Prometheus' ``instance``
+  tells agents apart): ``grstats_build_info{version} 1``, ``grstats_source_up`` (1 when the
+  agent's last read of its own member succeeded, 0 when it failed),
+  ``grstats_source_read_errors_total``, ``grstats_source_read_duration_seconds`` (a histogram
+  of every read, failed ones included), ``grstats_peers_heard`` (the other members whose agent
+  it hears now); messages and bytes sent per ``peer`` (an address) and ``kind`` (push,
+  exchange), received per sending ``member_id`` (``unknown`` for a member it does not know),
+  failed pushes and exchanges, the round trip of each exchange, period overruns.
+
+No series of a member or of the group is served while the group's name is unknown (the agent's
+member in no group and no other member's view heard), so that ``group_name`` never changes from
+``''`` to a name.
+
+**Aggregating across agents.** Every agent serves every member: scrape **one** agent per group,
+or scrape all of them and keep one series per member with ``max by (group_name, member_id)``
+(``max by (group_name, member_id) (grstats_agent_up) == 0``: a member no agent hears; ``min``
+instead: a member some agent does not hear), else each member counts once per agent; sum the
+result by ``group_name`` for a group's figures. The group's series are the scraped agent's
+verdict: scraping every agent gives one per agent, told apart by ``instance``; ``max by
+(group_name, status) (grstats_group_status)`` is 1 for every status some agent gives. The
+agent's own health is per agent: keep ``instance``.
+
+**When the series are built.** The tables are built on the agent's event loop (a scrape runs in
+the HTTP server's thread and must not read the gossip state while the loop changes it), then
+kept: a scrape reuses the families of the last build while the agent's state is unchanged
+(``version``: the gossip state's changes, the last read, the periods) and the build is younger
+than :data:`REBUILD_AFTER_S`, so most scrapes of a busy scraper never wait for the loop, and
+:mod:`grstats.agent.metrics_http` serves the text rendered from that build. The
+time-dependent values (``grstats_row_age_seconds``, ``grstats_agent_up`` going to 0, the
+applier lag while applying) and the agent's own counters are thus at most that old; the state
+changes at every period, so with the default 1 s period a build lasts at most a period. At
+Prometheus' usual interval (15 s) every scrape builds. The agent's own counters are
+thread-safe prometheus-client objects.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+import threading
+import time
+from typing import TYPE_CHECKING, TypeVar
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, start_http_server
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
-from grstats.agent.errors import ConfigError
-from grstats.agent.rows import STATUSES
+from grstats import __version__
+from grstats.agent.metrics_series import MEMBER_STATES, SeriesInput, table_series
 
 if TYPE_CHECKING:
-    import threading
     from collections.abc import Callable, Iterator
-    from wsgiref.simple_server import WSGIServer
 
     from prometheus_client.core import Metric
 
-    from grstats.agent.served import Served
+__all__ = [
+    "MEMBER_STATES",
+    "REBUILD_AFTER_S",
+    "AgentMetrics",
+    "SeriesInput",
+    "TablesCollector",
+]
 
-#: The MEMBER_STATE values GR shows (``Group_member_info::get_member_status_string`` in
-#: plugin/group_replication/src/member_info.cc); a state gauge has one series per state.
-MEMBER_STATES = ("ONLINE", "RECOVERING", "OFFLINE", "ERROR", "UNREACHABLE")
-
-#: replication_group_member_stats columns exposed as counters: column -> (name, help).
-STATS_COUNTERS = {
-    "COUNT_TRANSACTIONS_CHECKED": (
-        "grstats_transactions_checked",
-        "Transactions checked for conflicts (COUNT_TRANSACTIONS_CHECKED).",
-    ),
-    "COUNT_CONFLICTS_DETECTED": (
-        "grstats_conflicts_detected",
-        "Transactions that did not pass certification (COUNT_CONFLICTS_DETECTED).",
-    ),
-    "COUNT_TRANSACTIONS_REMOTE_APPLIED": (
-        "grstats_transactions_remote_applied",
-        "Transactions from the group applied (COUNT_TRANSACTIONS_REMOTE_APPLIED).",
-    ),
-    "COUNT_TRANSACTIONS_LOCAL_PROPOSED": (
-        "grstats_transactions_local_proposed",
-        "Transactions originated here and sent to the group (COUNT_TRANSACTIONS_LOCAL_PROPOSED).",
-    ),
-    "COUNT_TRANSACTIONS_LOCAL_ROLLBACK": (
-        "grstats_transactions_local_rollback",
-        "Transactions originated here and rolled back (COUNT_TRANSACTIONS_LOCAL_ROLLBACK).",
-    ),
-}
-
-#: replication_group_member_stats columns exposed as gauges: column -> (name, help).
-STATS_GAUGES = {
-    "COUNT_TRANSACTIONS_IN_QUEUE": (
-        "grstats_certifier_queue_transactions",
-        "Transactions waiting for certification (COUNT_TRANSACTIONS_IN_QUEUE).",
-    ),
-    "COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE": (
-        "grstats_applier_queue_transactions",
-        "Transactions waiting to be applied (COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE).",
-    ),
-    "COUNT_TRANSACTIONS_ROWS_VALIDATING": (
-        "grstats_certification_rows",
-        "Rows in the certification database (COUNT_TRANSACTIONS_ROWS_VALIDATING), a gauge.",
-    ),
-}
-
-MEMBER_LABELS = ("member_id", "member_host", "member_port", "source")
-_MEMBERS = "replication_group_members"
-_STATS = "replication_group_member_stats"
-_LAG = "replication_group_member_lag"
-_GROUP_STATUS = "replication_group_status"
-_MEMBER_STATUS = "replication_group_member_status"
+#: How long a build of the members' series may be reused while the agent's state is unchanged.
+REBUILD_AFTER_S = 1.0
+#: How long a scrape waits for the agent's loop to build the series.
+BUILD_TIMEOUT_S = 5.0
+_T = TypeVar("_T")
+_ROUND_TRIP_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
+_READ_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
 class AgentMetrics:
     """The agent's own figures, and the registry ``/metrics`` serves.
 
-    The agent calls :meth:`sent`, :meth:`received`, :meth:`failed`, :meth:`round_trip` and
-    :meth:`overran` from its event loop; all are cheap (a dict lookup and an add).
+    The agent calls :meth:`sent`, :meth:`received`, :meth:`failed`, :meth:`round_trip`,
+    :meth:`overran` and :meth:`source_read` from its event loop; all are cheap (a dict lookup
+    and an add) and thread-safe, since scrapes read them from the HTTP server's thread.
     """
 
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
+        self.tables: TablesCollector | None = None  #: the members' series, once watched
+        Gauge(
+            "grstats_build_info",
+            "1, labelled with the grstats version this agent runs.",
+            ("version",),
+            registry=self.registry,
+        ).labels(__version__).set(1)
+        self._source_up = Gauge(
+            "grstats_source_up",
+            "1 when the agent's last read of its own member succeeded, 0 when it failed.",
+            registry=self.registry,
+        )
+        self._read_errors = Counter(
+            "grstats_source_read_errors",
+            "Reads of the agent's own member that failed (server down, refused, too slow).",
+            registry=self.registry,
+        )
+        self._read_duration = Histogram(
+            "grstats_source_read_duration_seconds",
+            "How long each read of the agent's own member took, failed ones included.",
+            buckets=_READ_BUCKETS,
+            registry=self.registry,
+        )
         self._messages_sent = Counter(
             "grstats_gossip_messages_sent",
             "Gossip messages sent, per peer agent and kind (push, exchange).",
@@ -132,13 +154,13 @@ class AgentMetrics:
         self._messages_received = Counter(
             "grstats_gossip_messages_received",
             "Gossip messages received, per sending member (its UUID, or unknown) and kind.",
-            ("member", "kind"),
+            ("member_id", "kind"),
             registry=self.registry,
         )
         self._bytes_received = Counter(
             "grstats_gossip_bytes_received",
             "Bytes of gossip messages received (protobuf, without gRPC framing).",
-            ("member", "kind"),
+            ("member_id", "kind"),
             registry=self.registry,
         )
         self._errors = Counter(
@@ -151,7 +173,7 @@ class AgentMetrics:
             "grstats_peer_round_trip_seconds",
             "Round trip of each push-pull exchange with a peer agent.",
             ("peer",),
-            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0),
+            buckets=_ROUND_TRIP_BUCKETS,
             registry=self.registry,
         )
         self._overruns = Counter(
@@ -159,6 +181,13 @@ class AgentMetrics:
             "Periods that ended after the next one should have started.",
             registry=self.registry,
         )
+
+    def source_read(self, seconds: float, *, ok: bool) -> None:
+        """Note one read of the agent's own member: its duration and whether it succeeded."""
+        self._read_duration.observe(seconds)
+        self._source_up.set(1 if ok else 0)
+        if not ok:
+            self._read_errors.inc()
 
     def sent(self, peer: str, kind: str, size: int) -> None:
         """Count one message of ``size`` bytes sent to ``peer``."""
@@ -182,170 +211,100 @@ class AgentMetrics:
         """Count one period overrun."""
         self._overruns.inc()
 
-    def watch(self, tables: Callable[[], Served], loop: asyncio.AbstractEventLoop) -> None:
-        """Add the members' rows, built by ``tables()`` on ``loop`` at each scrape."""
-        self.registry.register(TablesCollector(tables, loop))
+    def watch(
+        self,
+        build: Callable[[], SeriesInput],
+        version: Callable[[], object],
+        loop: asyncio.AbstractEventLoop,
+    ) -> TablesCollector:
+        """Add the members' and the group's series: see :class:`TablesCollector`."""
+        collector = TablesCollector(build, version, loop)
+        self.registry.register(collector)
+        self.tables = collector
+        return collector
 
 
 class TablesCollector:
-    """A prometheus-client collector of every member's rows, built at each scrape."""
+    """A prometheus-client collector of the series built from the served tables, kept a while.
 
-    def __init__(self, tables: Callable[[], Served], loop: asyncio.AbstractEventLoop) -> None:
-        self._tables = tables
+    ``build`` returns what the series are made of; it reads the agent's state, so it runs on
+    ``loop``, and so does the making of the families from it (directly when the caller already
+    runs there, as in tests that render on the loop). ``version`` is called in any thread,
+    without the loop: it must only read a few attributes (ints), and it changes whenever
+    ``build`` may return something new but for the time passing. A build is kept while
+    ``version`` is unchanged and the build is younger than ``rebuild_after_s``.
+
+    Any thread may call :meth:`families` and :meth:`kept`, several at once; no lock is held
+    while waiting for the loop, and a build the loop runs after another one was kept returns
+    that one, so concurrent scrapes build once.
+    """
+
+    def __init__(
+        self,
+        build: Callable[[], SeriesInput],
+        version: Callable[[], object],
+        loop: asyncio.AbstractEventLoop,
+        *,
+        rebuild_after_s: float = REBUILD_AFTER_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.builds = 0  #: how many times the series were built (for tests and benchmarks)
+        self._build = build
+        self._version = version
         self._loop = loop
+        self._rebuild_after_s = rebuild_after_s
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._kept: tuple[object, float, list[Metric]] | None = None
 
     def describe(self) -> list[Metric]:
         """Nothing up front: the series depend on the members known at scrape time."""
         return []
 
     def collect(self) -> Iterator[Metric]:
-        """Build the tables on the agent's loop and turn them into metric families."""
+        """The families of the last build, or of a new one (see the class docstring)."""
+        yield from self.families()
 
-        async def build() -> Served:
-            return self._tables()
+    def families(self) -> list[Metric]:
+        """The families to serve now: the kept ones, else built on the loop."""
+        kept = self.kept()
+        return kept if kept is not None else self.on_loop(self._make)
 
-        served = asyncio.run_coroutine_threadsafe(build(), self._loop).result(timeout=5)
-        yield from member_metrics(served)
-        yield from group_metrics(served)
+    def kept(self) -> list[Metric] | None:
+        """The kept families while they are fresh, else None; never waits for the loop."""
+        version, now = self._version(), self._clock()
+        with self._lock:
+            kept = self._kept
+        if kept is not None and kept[0] == version and now - kept[1] < self._rebuild_after_s:
+            return kept[2]
+        return None
 
+    def on_loop(self, call: Callable[[], _T]) -> _T:
+        """Run ``call`` on the agent's loop and wait for its result (at once when on it)."""
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is self._loop:
+            return call()
 
-def member_metrics(served: Served) -> list[Metric]:
-    """The metric families of the members' rows in ``served`` (extended tables)."""
-    members = _by_member(served, _MEMBERS)
-    stats = _by_member(served, _STATS)
-    lag = _by_member(served, _LAG)
-    up = GaugeMetricFamily(
-        "grstats_agent_up",
-        "1 while the member's agent is heard (CONNECTED), 0 when it is not; kept while listed.",
-        labels=MEMBER_LABELS,
-    )
-    in_view = GaugeMetricFamily(
-        "grstats_member_in_view",
-        "1 when the member is in the group's view (IN_VIEW), 0 when it left it.",
-        labels=MEMBER_LABELS,
-    )
-    state = GaugeMetricFamily(
-        "grstats_member_state",
-        "1 for the member's current MEMBER_STATE, 0 for the others.",
-        labels=(*MEMBER_LABELS, "state"),
-    )
-    primary = GaugeMetricFamily(
-        "grstats_member_primary",
-        "1 when MEMBER_ROLE is PRIMARY.",
-        labels=MEMBER_LABELS,
-    )
-    age = GaugeMetricFamily(
-        "grstats_row_age_seconds",
-        "How old the member's row is at this agent (AGE_MS / 1000).",
-        labels=MEMBER_LABELS,
-    )
-    labelled = {
-        member_id: _labels(row, stats.get(member_id, row)) for member_id, row in members.items()
-    }
-    for member_id, row in members.items():
-        labels = labelled[member_id]
-        up.add_metric(labels, 1.0 if row["CONNECTED"] == "YES" else 0.0)
-        in_view.add_metric(labels, 1.0 if row["IN_VIEW"] == "YES" else 0.0)
-        primary.add_metric(labels, 1.0 if row["MEMBER_ROLE"] == "PRIMARY" else 0.0)
-        for name in MEMBER_STATES:
-            state.add_metric([*labels, name], 1.0 if row["MEMBER_STATE"] == name else 0.0)
-        if isinstance(row.get("AGE_MS"), int):
-            age.add_metric(labels, row["AGE_MS"] / 1000)
-    families: list[Metric] = [up, in_view, state, primary, age]
-    for column, (name, text) in STATS_COUNTERS.items():
-        counter = CounterMetricFamily(name, text, labels=MEMBER_LABELS)
-        for member_id, row in stats.items():
-            counter.add_metric(labelled.get(member_id, _labels(row, row)), float(row[column]))
-        families.append(counter)
-    for column, (name, text) in STATS_GAUGES.items():
-        gauge = GaugeMetricFamily(name, text, labels=MEMBER_LABELS)
-        for member_id, row in stats.items():
-            gauge.add_metric(labelled.get(member_id, _labels(row, row)), float(row[column]))
-        families.append(gauge)
-    lag_seconds = GaugeMetricFamily(
-        "grstats_applier_lag_seconds",
-        "How far the member's applier is behind: APPLIER_LAG_SECONDS (WL#7374 times).",
-        labels=MEMBER_LABELS,
-    )
-    for member_id, row in lag.items():
-        value = row.get("APPLIER_LAG_SECONDS")
-        if value is not None:
-            lag_seconds.add_metric(labelled.get(member_id, _labels(row, row)), float(value))
-    families.append(lag_seconds)
-    return families
+        async def run() -> _T:
+            return call()
 
+        return asyncio.run_coroutine_threadsafe(run(), self._loop).result(BUILD_TIMEOUT_S)
 
-def group_metrics(served: Served) -> list[Metric]:
-    """The metric families of the group's verdict in ``served``: status, tolerance, behind."""
-    status = GaugeMetricFamily(
-        "grstats_group_status",
-        "1 for the group's current status, 0 for the others: MySQL Shell's cluster.status() "
-        "verdict as this agent gives it (STATUS of replication_group_status).",
-        labels=("status",),
-    )
-    tolerance = GaugeMetricFamily(
-        "grstats_group_tolerance",
-        "How many more members can fail with quorum kept (TOLERANCE of "
-        "replication_group_status): MySQL Shell's cluster.status() 'can tolerate up to N "
-        "failures', at most the view's margin while members are UNREACHABLE.",
-    )
-    for row in _named(served, _GROUP_STATUS)[:1]:  # one row
-        for name in STATUSES:
-            status.add_metric([name], 1.0 if row["STATUS"] == name else 0.0)
-        tolerance.add_metric([], float(row["TOLERANCE"]))
-    behind = GaugeMetricFamily(
-        "grstats_member_transactions_behind",
-        "Transactions the member received from the group and has not applied: ProxySQL's "
-        "transactions_behind, RECEIVED_TRANSACTION_SET minus gtid_executed (TRANSACTIONS_BEHIND "
-        "of replication_group_member_status); no series while unknown.",
-        labels=("member_id",),
-    )
-    for member_id, row in _by_member(served, _MEMBER_STATUS).items():
-        value = row.get("TRANSACTIONS_BEHIND")
-        if value is not None:
-            behind.add_metric([member_id], float(value))
-    return [status, tolerance, behind]
+    def _make(self) -> list[Metric]:
+        """Build the families (on the loop), unless a build that ran meanwhile is fresh.
 
-
-def _named(served: Served, table: str) -> list[dict[str, Any]]:
-    """The rows of ``table`` as dicts by column name."""
-    columns, rows = served[table]
-    names = [column.name for column in columns]
-    return [dict(zip(names, row, strict=True)) for row in rows]
-
-
-def _by_member(served: Served, table: str) -> dict[str, dict[str, Any]]:
-    return {str(row["MEMBER_ID"]): row for row in _named(served, table)}
-
-
-def _labels(member: dict[str, Any], stats: dict[str, Any]) -> list[str]:
-    """A member's labels: from its members row, the source of its counts (else of its view)."""
-    port = member.get("MEMBER_PORT")
-    return [
-        str(member["MEMBER_ID"]),
-        str(member.get("MEMBER_HOST") or ""),
-        "" if port is None else str(port),
-        str(stats.get("SOURCE") or member.get("SOURCE") or ""),
-    ]
-
-
-def serve_metrics(
-    metrics: AgentMetrics, host: str, port: int
-) -> tuple[WSGIServer, threading.Thread, int]:
-    """Start the ``/metrics`` HTTP server; return it, its thread and the bound port."""
-    server, thread = start_http_server(port, addr=host, registry=metrics.registry)
-    return server, thread, int(server.server_port)
-
-
-def start_metrics_server(metrics: AgentMetrics, listen: str) -> tuple[WSGIServer, str]:
-    """Serve ``/metrics`` at ``listen`` (``host:port``); return the server and its address.
-
-    Raises:
-        ConfigError: the address cannot be bound (the message names ``metrics_listen``).
-    """
-    host, _, port = listen.rpartition(":")
-    try:
-        server, _, bound = serve_metrics(metrics, host.strip("[]"), int(port))
-    except OSError as exc:
-        raise ConfigError(f"metrics_listen: cannot bind {listen}: {exc}") from exc
-    return server, f"{host}:{bound}"
+        The whole build runs on the loop, families included: the served tables may be built
+        lazily, at their first lookup, from the gossip state as it is then.
+        """
+        kept = self.kept()
+        if kept is not None:
+            return kept
+        version, now = self._version(), self._clock()
+        found = table_series(self._build())
+        with self._lock:
+            self._kept = (version, now, found)
+            self.builds += 1
+        return found

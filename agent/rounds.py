@@ -255,7 +255,7 @@ class PeerRounds:
         self.merge(list(message.updates), sender)
 
     def _label(self, member: str) -> str:
-        """The ``member`` label of a sender: its UUID if known, so that labels stay bounded."""
+        """The ``member_id`` label of a sender: its UUID if known, so that labels stay bounded."""
         state: GossipState | None = self._member.state
         return member if state is not None and member in state.origins else "unknown"
 

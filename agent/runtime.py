@@ -30,11 +30,13 @@ from grstats.agent.clock import now_us
 from grstats.agent.errors import ConfigError
 from grstats.agent.limits import RateLimiter
 from grstats.agent.local import LocalMember
-from grstats.agent.metrics import AgentMetrics, start_metrics_server
+from grstats.agent.metrics import AgentMetrics, SeriesInput
+from grstats.agent.metrics_http import start_metrics_server
 from grstats.agent.registry_sync import RegistrySync
 from grstats.agent.rounds import PeerRounds
 from grstats.agent.security import Security
 from grstats.agent.server import SERVICE_NAMES, build_server
+from grstats.agent.status import flow_control_thresholds
 from grstats.agent.tables import ServedTables
 from grstats.agent.transports.base import ServingTransport
 from grstats.agent.transports.rpc import GrpcTransport
@@ -92,7 +94,7 @@ class Agent:
         self._config = config
         self._clock = clock
         self._transport = transport or GrpcTransport(config.limits, self.security)
-        self.member = LocalMember(config, source, clock=clock, log=log)
+        self.member = LocalMember(config, source, clock=clock, log=log, metrics=self.metrics)
         self.rounds = PeerRounds(
             config, self.member, self._transport, clock=clock, metrics=self.metrics
         )
@@ -116,7 +118,7 @@ class Agent:
         else:
             await self._start_server()
         self._serving = True
-        self.metrics.watch(lambda: self.tables(extended=True), asyncio.get_running_loop())
+        self.metrics.watch(self._series_input, self._version, asyncio.get_running_loop())
         if self._config.metrics_listen:
             self._metrics_server, self.metrics_address = start_metrics_server(
                 self.metrics, self._config.metrics_listen
@@ -215,6 +217,20 @@ class Agent:
     def tables(self, extended: bool) -> Served:
         """The served tables now (Query.Read); before the first read, what the registry holds."""
         return self._tables.get(extended, self.periods)
+
+    def _series_input(self) -> SeriesInput:
+        """What /metrics builds its members' and group's series from (on the loop)."""
+        applier, certifier = flow_control_thresholds(self.member.state, self.member.snapshot)
+        return SeriesInput(self.tables(extended=True), self.member_id, applier, certifier)
+
+    def _version(self) -> tuple[int, int | None, int]:
+        """Changes whenever the served tables may (read from /metrics' thread: ints only)."""
+        state, snapshot = self.member.state, self.member.snapshot
+        return (
+            state.changes if state is not None else -1,
+            snapshot.read_at_us if snapshot is not None else None,
+            self.periods,
+        )
 
     def peers(self) -> list[str]:
         """The peers this agent gossips with now (see :meth:`PeerRounds.peers`)."""

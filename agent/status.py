@@ -108,6 +108,34 @@ def group_status(
     return group, rows
 
 
+def flow_control_thresholds(
+    state: GossipState | None, local: MemberSnapshot | None
+) -> tuple[int, int]:
+    """The applier and certifier thresholds the verdict judges the queues with, in that order.
+
+    Each writer (an ONLINE PRIMARY of the served view whose flow-control mode is QUOTA) is held
+    back by its own thresholds (see the module docstring); with several writers, the lowest of
+    each, the first at which some writer is held back. A writer whose variables were never
+    heard has MySQL's defaults, as in the verdict; with no such writer (no view, no primary
+    ONLINE, flow control DISABLED everywhere) or no gossip state yet, MySQL's defaults too.
+    """
+    judged = []
+    if state is not None:
+        view, _ = served_view(state, local)
+        for row in view.members if view.view_id else ():
+            if row.member_id and row.member_role == "PRIMARY" and row.member_state == "ONLINE":
+                limits = (server_of(state, local, row.member_id) or _DEFAULT_SERVER).flow_control
+                if limits.mode == "QUOTA":
+                    judged.append(limits)
+    if not judged:
+        defaults = _DEFAULT_SERVER.flow_control
+        return defaults.applier_threshold, defaults.certifier_threshold
+    return (
+        min(settings.applier_threshold for settings in judged),
+        min(settings.certifier_threshold for settings in judged),
+    )
+
+
 def _lag(
     state: GossipState, local: MemberSnapshot | None, member: str, now_us: int
 ) -> float | None:

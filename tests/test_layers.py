@@ -64,6 +64,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "grstats.agent.status",
             "grstats.agent.served",
             "grstats.agent.metrics",
+            "grstats.agent.metrics_series",
+            "grstats.agent.metrics_http",
             "grstats.agent.transports",
             "grstats.agent.server",
         ),

@@ -12,6 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from grstats.agent.errors import ConfigError
 from grstats.agent.metrics import MEMBER_STATES
+from grstats.agent.metrics_series import STATS_COUNTERS, STATS_GAUGES
 from grstats.agent.rows import STATUSES
 from tests.agent.test_config import agent as agent_config
 from tests.agent.test_runtime import _start_without_loop, start_group, stats
@@ -25,6 +26,23 @@ if TYPE_CHECKING:
     from grstats.agent.model import MemberSnapshot
     from grstats.agent.runtime import Agent
     from tests.agent.test_runtime import Group
+
+
+#: Every series of a member: labelled group_name and member_id only (and state on the state set).
+MEMBER_SERIES = frozenset(
+    {
+        "grstats_agent_up",
+        "grstats_member_in_view",
+        "grstats_member_state",
+        "grstats_member_primary",
+        "grstats_row_age_seconds",
+        "grstats_applier_lag_seconds",
+        "grstats_member_transactions_behind",
+        "grstats_member_throttling",
+        *(name for name, _ in STATS_COUNTERS.values()),
+        *(name for name, _ in STATS_GAUGES.values()),
+    }
+)
 
 
 @pytest.fixture(name="group")
@@ -87,11 +105,31 @@ async def test_every_members_counters_and_gauges(group: Group) -> None:
     assert online == dict.fromkeys(rows, 1.0)
     states = {s.labels["state"] for s in families["grstats_member_state"].samples}
     assert states == set(MEMBER_STATES)
-    sources = {s.labels["member_id"]: s.labels["source"] for s in checked.samples}
+    group_name = served_rows(scraped, "replication_group_status")[0]["GROUP_NAME"]
+    assert group_name
+    assert {(s.labels["group_name"], s.labels["member_id"]) for s in checked.samples} == {
+        (group_name, m) for m in rows
+    }
+    assert set(families) >= MEMBER_SERIES
+    for family in families.values():
+        if family.name in MEMBER_SERIES:
+            state = {"state"} if family.name == "grstats_member_state" else set()
+            expected = {"group_name", "member_id", *state}
+            assert all(set(s.labels) == expected for s in family.samples), family.name
+    info = families["grstats_member_info"]
+    assert info.type == "gauge"
+    assert {s.value for s in info.samples} == {1.0}
+    sources = {s.labels["member_id"]: s.labels["source"] for s in info.samples}
     assert sources[scraped.member_id] == "local"
     assert {sources[a.member_id] for a in group.agents[:2]} == {a.address for a in group.agents[:2]}
-    ports = {s.labels["member_port"] for s in checked.samples}
-    assert all(port.isdigit() for port in ports)
+    members = {row["MEMBER_ID"]: row for row in served_rows(scraped, "replication_group_members")}
+    for sample in info.samples:
+        row = members[sample.labels["member_id"]]
+        assert sample.labels["member_host"] == row["MEMBER_HOST"]
+        assert sample.labels["member_port"] == str(row["MEMBER_PORT"])
+        assert sample.labels["member_role"] == row["MEMBER_ROLE"]
+        assert sample.labels["member_version"] == row["MEMBER_VERSION"]
+        assert sample.labels["group_name"] == group_name
 
 
 async def test_agent_up_stays_at_zero_for_a_silent_agent(group: Group) -> None:
@@ -124,7 +162,7 @@ async def test_the_agents_own_figures(group: Group) -> None:
     assert pushes[group.agents[1].address] == 4.0  # one per period
     assert pushes[group.agents[0].address] == 3.0  # the 4th failed
     received = families["grstats_gossip_messages_received"]
-    from_members = {s.labels["member"] for s in received.samples if s.name.endswith("_total")}
+    from_members = {s.labels["member_id"] for s in received.samples if s.name.endswith("_total")}
     assert {group.agents[0].member_id, group.agents[1].member_id} <= from_members
     errors = families["grstats_gossip_errors"]
     failed = {
@@ -162,13 +200,13 @@ async def test_the_groups_status_and_tolerance(group: Group, expected: tuple[str
     assert tolerance.type == "gauge"
     assert [sample.value for sample in tolerance.samples] == [float(served["TOLERANCE"])]
     assert tolerance.samples[0].value == expected[1]
-    assert tolerance.samples[0].labels == {}
+    assert tolerance.samples[0].labels == {"group_name": served["GROUP_NAME"]}
 
 
 async def test_transactions_behind_per_member(
     group: Group, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Each member's TRANSACTIONS_BEHIND, labelled member_id only; no series where it is NULL."""
+    """Each member's TRANSACTIONS_BEHIND, labelled by member only; no series where it is NULL."""
     for agent, count in zip(group.agents, (7, None, 0), strict=True):
         source = agent.member._source
         read = source.read
@@ -183,7 +221,7 @@ async def test_transactions_behind_per_member(
     families = await scrape(scraped.metrics_address or "")
     behind = families["grstats_member_transactions_behind"]
     assert behind.type == "gauge"
-    assert all(set(sample.labels) == {"member_id"} for sample in behind.samples)
+    assert all(set(sample.labels) == {"group_name", "member_id"} for sample in behind.samples)
     first, third = group.agents[0].member_id, scraped.member_id  # by gossip, and local
     assert by_member(behind) == {first: 7.0, third: 0.0}
     served = {

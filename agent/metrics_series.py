@@ -1,0 +1,298 @@
+"""The series ``/metrics`` builds from the tables an agent serves. Pure: no I/O, no clock.
+
+:func:`table_series` turns one :class:`SeriesInput` (the extended tables, the agent's own
+member and the flow-control thresholds, all taken at one moment on the agent's loop) into
+prometheus-client metric families. :mod:`grstats.agent.metrics` says what each series means
+and how to aggregate them; this module holds the rules of their labels:
+
+* every series of a member is labelled ``group_name`` and ``member_id`` only (and ``state``
+  on ``grstats_member_state``): labels that name the member, never how its row arrived, so a
+  member keeps one series per metric for as long as the agent runs;
+* what may change about a member (host, port, role, version, the agent its row came through)
+  is on ``grstats_member_info``, whose value is always 1, to join on;
+* no series of a member or of the group while the group's name is unknown (``''``), so that
+  a label never changes from ``''`` to a name;
+* a member's stats series start once its stats were heard: MySQL's empty row for a member
+  never heard would make its counters start at 0 and jump, a false ``rate()``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+
+from grstats.agent.rows import STATUSES
+
+if TYPE_CHECKING:
+    from prometheus_client.core import Metric
+
+    from grstats.agent.served import Served
+
+#: The MEMBER_STATE values GR shows (``Group_member_info::get_member_status_string`` in
+#: plugin/group_replication/src/member_info.cc); a state gauge has one series per state.
+MEMBER_STATES = ("ONLINE", "RECOVERING", "OFFLINE", "ERROR", "UNREACHABLE")
+
+#: replication_group_member_stats columns exposed as counters: column -> (name, help).
+STATS_COUNTERS = {
+    "COUNT_TRANSACTIONS_CHECKED": (
+        "grstats_transactions_checked",
+        "Transactions checked for conflicts (COUNT_TRANSACTIONS_CHECKED).",
+    ),
+    "COUNT_CONFLICTS_DETECTED": (
+        "grstats_conflicts_detected",
+        "Transactions that did not pass certification (COUNT_CONFLICTS_DETECTED).",
+    ),
+    "COUNT_TRANSACTIONS_REMOTE_APPLIED": (
+        "grstats_transactions_remote_applied",
+        "Transactions from the group applied (COUNT_TRANSACTIONS_REMOTE_APPLIED).",
+    ),
+    "COUNT_TRANSACTIONS_LOCAL_PROPOSED": (
+        "grstats_transactions_local_proposed",
+        "Transactions originated here and sent to the group (COUNT_TRANSACTIONS_LOCAL_PROPOSED).",
+    ),
+    "COUNT_TRANSACTIONS_LOCAL_ROLLBACK": (
+        "grstats_transactions_local_rollback",
+        "Transactions originated here and rolled back (COUNT_TRANSACTIONS_LOCAL_ROLLBACK).",
+    ),
+}
+
+#: replication_group_member_stats columns exposed as gauges: column -> (name, help).
+STATS_GAUGES = {
+    "COUNT_TRANSACTIONS_IN_QUEUE": (
+        "grstats_certifier_queue_transactions",
+        "Transactions waiting for certification (COUNT_TRANSACTIONS_IN_QUEUE).",
+    ),
+    "COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE": (
+        "grstats_applier_queue_transactions",
+        "Transactions waiting to be applied (COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE).",
+    ),
+    "COUNT_TRANSACTIONS_ROWS_VALIDATING": (
+        "grstats_certification_rows",
+        "Rows in the certification database (COUNT_TRANSACTIONS_ROWS_VALIDATING), a gauge.",
+    ),
+}
+
+#: The labels of every series of a member (grstats_member_state adds ``state``).
+MEMBER_LABELS = ("group_name", "member_id")
+#: The labels of grstats_member_info: what may change about a member.
+INFO_LABELS = (
+    *MEMBER_LABELS,
+    "member_host",
+    "member_port",
+    "member_role",
+    "member_version",
+    "source",
+)
+#: The labels of the group's series (grstats_group_status adds ``status``).
+GROUP_LABELS = ("group_name",)
+
+_MEMBERS = "replication_group_members"
+_STATS = "replication_group_member_stats"
+_LAG = "replication_group_member_lag"
+_GROUP_STATUS = "replication_group_status"
+_MEMBER_STATUS = "replication_group_member_status"
+
+
+@dataclass(frozen=True, slots=True)
+class SeriesInput:
+    """What one build of the series reads, all taken at one moment on the agent's loop.
+
+    Attributes:
+        served: the agent's tables, extended (CONNECTED, IN_VIEW, AGE_MS, SOURCE).
+        member_id: the agent's own member, ``''`` before its first read.
+        applier_threshold: the flow-control applier threshold the verdict judges with.
+        certifier_threshold: the certifier threshold, likewise.
+    """
+
+    served: Served
+    member_id: str
+    applier_threshold: int
+    certifier_threshold: int
+
+
+def table_series(found: SeriesInput) -> list[Metric]:
+    """Every family built from the tables: the members', the group's, and the peers heard."""
+    families: list[Metric] = [peers_heard(found.served, found.member_id)]
+    group = group_name(found.served)
+    if group:
+        families += member_families(found.served, group)
+        families += group_families(
+            found.served, group, (found.applier_threshold, found.certifier_threshold)
+        )
+    return families
+
+
+def group_name(served: Served) -> str:
+    """GROUP_NAME of the served ``replication_group_status``: ``''`` while no view is known."""
+    rows = _named(served, _GROUP_STATUS)
+    return str(rows[0]["GROUP_NAME"] or "") if rows else ""
+
+
+def peers_heard(served: Served, member_id: str) -> Metric:
+    """grstats_peers_heard: the other members whose agent is heard (CONNECTED) now."""
+    heard = GaugeMetricFamily(
+        "grstats_peers_heard",
+        "Other members whose agent this agent hears now (CONNECTED YES, directly or relayed).",
+    )
+    rows = _named(served, _MEMBERS)
+    heard.add_metric(
+        [], float(sum(row["CONNECTED"] == "YES" and row["MEMBER_ID"] != member_id for row in rows))
+    )
+    return heard
+
+
+def member_families(served: Served, group: str) -> list[Metric]:
+    """The families of every member's rows in ``served`` (extended tables) of group ``group``."""
+    members = _by_member(served, _MEMBERS)
+    info = GaugeMetricFamily(
+        "grstats_member_info",
+        "1 for each member: its host, port, role, version and the agent its row came through "
+        "(source; local for the agent's own member). Join on group_name and member_id.",
+        labels=INFO_LABELS,
+    )
+    up = _gauge(
+        "grstats_agent_up",
+        "1 while the member's agent is heard (CONNECTED), 0 when it is not; kept while listed.",
+    )
+    in_view = _gauge(
+        "grstats_member_in_view",
+        "1 when the member is in the group's view (IN_VIEW), 0 when it left it.",
+    )
+    state = GaugeMetricFamily(
+        "grstats_member_state",
+        "1 for the member's current MEMBER_STATE, 0 for the others.",
+        labels=(*MEMBER_LABELS, "state"),
+    )
+    primary = _gauge("grstats_member_primary", "1 when MEMBER_ROLE is PRIMARY.")
+    age = _gauge(
+        "grstats_row_age_seconds", "How old the member's row is at this agent (AGE_MS / 1000)."
+    )
+    for member_id, row in members.items():
+        labels = [group, member_id]
+        port = row.get("MEMBER_PORT")
+        info.add_metric(
+            [
+                *labels,
+                str(row.get("MEMBER_HOST") or ""),
+                "" if port is None else str(port),
+                str(row.get("MEMBER_ROLE") or ""),
+                str(row.get("MEMBER_VERSION") or ""),
+                str(row.get("SOURCE") or ""),
+            ],
+            1.0,
+        )
+        up.add_metric(labels, _flag(row["CONNECTED"] == "YES"))
+        in_view.add_metric(labels, _flag(row["IN_VIEW"] == "YES"))
+        primary.add_metric(labels, _flag(row["MEMBER_ROLE"] == "PRIMARY"))
+        for name in MEMBER_STATES:
+            state.add_metric([*labels, name], _flag(row["MEMBER_STATE"] == name))
+        if isinstance(row.get("AGE_MS"), int):
+            age.add_metric(labels, row["AGE_MS"] / 1000)
+    return [info, up, in_view, state, primary, age, *_stats_families(served, group)]
+
+
+def _stats_families(served: Served, group: str) -> list[Metric]:
+    """MySQL's counters and gauges, the applier lag, transactions behind and throttling."""
+    heard = {
+        m: row for m, row in _by_member(served, _STATS).items() if row.get("AGE_MS") is not None
+    }
+    families: list[Metric] = []
+    for column, (name, text) in STATS_COUNTERS.items():
+        counter = CounterMetricFamily(name, text, labels=MEMBER_LABELS)
+        for member_id, row in heard.items():
+            counter.add_metric([group, member_id], float(row[column]))
+        families.append(counter)
+    for column, (name, text) in STATS_GAUGES.items():
+        gauge = _gauge(name, text)
+        for member_id, row in heard.items():
+            gauge.add_metric([group, member_id], float(row[column]))
+        families.append(gauge)
+    lag = _gauge(
+        "grstats_applier_lag_seconds",
+        "How far the member's applier is behind: APPLIER_LAG_SECONDS (WL#7374 times); no "
+        "series while unknown.",
+    )
+    for member_id, row in _by_member(served, _LAG).items():
+        if row.get("APPLIER_LAG_SECONDS") is not None:
+            lag.add_metric([group, member_id], float(row["APPLIER_LAG_SECONDS"]))
+    behind = _gauge(
+        "grstats_member_transactions_behind",
+        "Transactions the member received from the group and has not applied: ProxySQL's "
+        "transactions_behind, RECEIVED_TRANSACTION_SET minus gtid_executed (TRANSACTIONS_BEHIND "
+        "of replication_group_member_status); no series while unknown.",
+    )
+    throttling = _gauge(
+        "grstats_member_throttling",
+        "1 when flow control holds this writer back (THROTTLING of "
+        "replication_group_member_status), 0 when not.",
+    )
+    for member_id, row in _by_member(served, _MEMBER_STATUS).items():
+        if row.get("TRANSACTIONS_BEHIND") is not None:
+            behind.add_metric([group, member_id], float(row["TRANSACTIONS_BEHIND"]))
+        throttling.add_metric([group, member_id], _flag(row["THROTTLING"] == "YES"))
+    return [*families, lag, behind, throttling]
+
+
+def group_families(served: Served, group: str, thresholds: tuple[int, int]) -> list[Metric]:
+    """The group's verdict: status, tolerance, throttled, and the flow-control thresholds."""
+    status = GaugeMetricFamily(
+        "grstats_group_status",
+        "1 for the group's current status, 0 for the others: MySQL Shell's cluster.status() "
+        "verdict as this agent gives it (STATUS of replication_group_status).",
+        labels=(*GROUP_LABELS, "status"),
+    )
+    tolerance = GaugeMetricFamily(
+        "grstats_group_tolerance",
+        "How many more members can fail with quorum kept (TOLERANCE of "
+        "replication_group_status): MySQL Shell's cluster.status() 'can tolerate up to N "
+        "failures', at most the view's margin while members are UNREACHABLE.",
+        labels=GROUP_LABELS,
+    )
+    throttled = GaugeMetricFamily(
+        "grstats_group_throttled",
+        "1 when flow control holds some writer back (THROTTLED of replication_group_status).",
+        labels=GROUP_LABELS,
+    )
+    for row in _named(served, _GROUP_STATUS)[:1]:  # one row
+        for name in STATUSES:
+            status.add_metric([group, name], _flag(row["STATUS"] == name))
+        tolerance.add_metric([group], float(row["TOLERANCE"]))
+        throttled.add_metric([group], _flag(row["THROTTLED"] == "YES"))
+    applier, certifier = thresholds
+    applier_threshold = GaugeMetricFamily(
+        "grstats_flow_control_applier_threshold",
+        "The applier queue above which flow control holds writers back: the writers' "
+        "group_replication_flow_control_applier_threshold (the lowest; 25000 when unknown).",
+        labels=GROUP_LABELS,
+    )
+    applier_threshold.add_metric([group], float(applier))
+    certifier_threshold = GaugeMetricFamily(
+        "grstats_flow_control_certifier_threshold",
+        "The certifier queue above which flow control holds writers back: the writers' "
+        "group_replication_flow_control_certifier_threshold (the lowest; 25000 when unknown).",
+        labels=GROUP_LABELS,
+    )
+    certifier_threshold.add_metric([group], float(certifier))
+    return [status, tolerance, throttled, applier_threshold, certifier_threshold]
+
+
+def _gauge(name: str, text: str) -> GaugeMetricFamily:
+    """A gauge family of one series per member."""
+    return GaugeMetricFamily(name, text, labels=MEMBER_LABELS)
+
+
+def _flag(value: bool) -> float:
+    return 1.0 if value else 0.0
+
+
+def _named(served: Served, table: str) -> list[dict[str, Any]]:
+    """The rows of ``table`` as dicts by column name."""
+    columns, rows = served[table]
+    names = [column.name for column in columns]
+    return [dict(zip(names, row, strict=True)) for row in rows]
+
+
+def _by_member(served: Served, table: str) -> dict[str, dict[str, Any]]:
+    return {str(row["MEMBER_ID"]): row for row in _named(served, table)}
