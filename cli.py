@@ -74,7 +74,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return handler(args)
     except CliError as exc:
-        print(f"grstats: error: {exc}", file=sys.stderr)
+        from grstats.agent.log import is_journal  # noqa: PLC0415  (only on this path)
+
+        # Under systemd, the journal's priority prefix, so `journalctl -p err` shows it.
+        priority = "<3>" if is_journal(sys.stderr) else ""
+        print(f"{priority}grstats: error: {exc}", file=sys.stderr)
         return exc.code
 
 

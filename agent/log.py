@@ -14,11 +14,18 @@ given keys; a logged exception adds ``exception`` (the formatted traceback). Rec
 standard library's ``logging`` (grpc, aiomysql, asyncio) go through the same renderer, with
 ``logger`` naming their source, so a production log is JSON lines only. Tests read logs
 as event dicts with :func:`structlog.testing.capture_logs`.
+
+Under systemd, when the stream is the journal's (``JOURNAL_STREAM`` names its device and
+inode, systemd.exec(5)), every line starts with its syslog priority as ``<N>`` (sd-daemon(3):
+``<7>`` debug, ``<6>`` info, ``<4>`` warning, ``<3>`` error), which journald reads and strips,
+so that ``journalctl -p warning`` shows the warnings and errors. Each line of a multi-line
+event (a console traceback) carries it. Elsewhere lines are left as they are.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import sys
 import time
 from typing import TYPE_CHECKING, Any, TextIO
@@ -28,9 +35,9 @@ import structlog
 from grstats.agent.errors import ConfigError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Hashable
+    from collections.abc import Callable, Hashable, Mapping
 
-    from structlog.typing import FilteringBoundLogger, Processor
+    from structlog.typing import FilteringBoundLogger, Processor, WrappedLogger
 
 #: Output formats: ``auto`` is ``console`` when the stream is a terminal, else ``json``.
 LOG_FORMATS = ("auto", "json", "console")
@@ -44,11 +51,26 @@ _LEVEL_NUMBERS = {
     "error": logging.ERROR,
 }
 
+#: Syslog priorities (sd-daemon(3) SD_DEBUG ... SD_CRIT) by the method name a processor is
+#: given: structlog's methods, and the standard library's level names in lower case.
+PRIORITIES = {
+    "debug": 7,
+    "info": 6,
+    "msg": 6,
+    "warning": 4,
+    "warn": 4,
+    "error": 3,
+    "exception": 3,
+    "critical": 2,
+    "fatal": 2,
+}
+
 
 def configure_logging(
     format: str = "auto",  # noqa: A002  (the name the CLI flag and the config key share)
     level: str = "info",
     stream: TextIO | None = None,
+    environ: Mapping[str, str] | None = None,
 ) -> None:
     """Configure structlog for the whole process; call once, before creating loggers.
 
@@ -59,6 +81,8 @@ def configure_logging(
         level: the lowest level written: ``debug``, ``info``, ``warning`` or ``error``.
         stream: where lines go (default: standard error, looked up at call time, so that
             standard output stays free for a command's results).
+        environ: the environment whose ``JOURNAL_STREAM`` tells whether ``stream`` is the
+            journal's (default: the process's).
 
     Raises:
         ConfigError: ``format`` or ``level`` is not one of the accepted values (the message
@@ -87,6 +111,8 @@ def configure_logging(
             structlog.processors.format_exc_info,
             structlog.processors.JSONRenderer(),
         ]
+    if is_journal(out, environ):
+        processors.append(add_syslog_priority)
     _route_standard_logging(processors, out, _LEVEL_NUMBERS[level])
     structlog.configure(
         processors=processors,
@@ -101,8 +127,14 @@ class _StandardHandler(logging.StreamHandler[TextIO]):
 
 
 def _route_standard_logging(processors: list[Processor], out: TextIO, level: int) -> None:
-    """Send the standard library's log records through ``processors`` to ``out``."""
-    *chain, renderer = processors
+    """Send the standard library's log records through ``processors`` to ``out``.
+
+    ``processors`` is the pre-chain's two (level, time), the rest, then the renderer and,
+    for the journal, the priority prefix after it.
+    """
+    split = processors.index(add_syslog_priority) if add_syslog_priority in processors else None
+    *chain, renderer = processors[:split]
+    after = processors[split:] if split is not None else []
     handler = _StandardHandler(out)
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
@@ -111,6 +143,7 @@ def _route_standard_logging(processors: list[Processor], out: TextIO, level: int
                 structlog.stdlib.ProcessorFormatter.remove_processors_meta,
                 *chain[2:],
                 renderer,
+                *after,
             ],
         )
     )
@@ -131,6 +164,36 @@ def get_logger(member_id: str | None = None, **bound: Any) -> FilteringBoundLogg
         bound["member_id"] = member_id
     logger: FilteringBoundLogger = structlog.get_logger(**bound)
     return logger
+
+
+def is_journal(stream: TextIO, environ: Mapping[str, str] | None = None) -> bool:
+    """Whether ``stream`` is systemd's journal stream, by ``JOURNAL_STREAM`` (``device:inode``).
+
+    systemd.exec(5) sets it for a service whose standard output or error goes to the journal;
+    the file behind ``stream`` must be that one, so that a child whose output was redirected
+    elsewhere (a pipe, a file) does not write priority prefixes there.
+    """
+    value = (os.environ if environ is None else environ).get("JOURNAL_STREAM", "")
+    device, _, inode = value.partition(":")
+    if not (device.isdecimal() and inode.isdecimal()):
+        return False
+    try:
+        found = os.fstat(stream.fileno())
+    except (AttributeError, OSError, ValueError):  # no file behind it (io.UnsupportedOperation)
+        return False
+    return (found.st_dev, found.st_ino) == (int(device), int(inode))
+
+
+def add_syslog_priority(_logger: WrappedLogger, method_name: str, rendered: Any) -> str:
+    """Prefix each line of a rendered event with its syslog priority, ``<4>`` for a warning.
+
+    A processor that runs after the renderer: it is given the rendered line, not the event
+    dict. An unknown method name gets ``<6>`` (info), journald's default.
+    """
+    prefix = f"<{PRIORITIES.get(method_name, 6)}>"
+    text = rendered if isinstance(rendered, str) else str(rendered)
+    # A console traceback ends with a newline: the line it would leave is not written.
+    return prefix + text.rstrip("\n").replace("\n", "\n" + prefix)
 
 
 def _is_terminal(stream: TextIO) -> bool:

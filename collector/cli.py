@@ -9,14 +9,15 @@ import re
 import signal
 from typing import TYPE_CHECKING
 
-from grstats.agent.address import split_address
+from grstats.agent.address import join_address, split_address
 from grstats.agent.cli.errors import CliError
 from grstats.agent.cli.security import add_security_arguments, client_security
 from grstats.agent.errors import ConfigError
 from grstats.agent.log import LOG_FORMATS, LOG_LEVELS, configure_logging, get_logger
 from grstats.collector.collect import Limits, collect
 from grstats.collector.errors import CollectorError
-from grstats.collector.poller import Poller, PollerSettings
+from grstats.collector.metrics import CollectorMetrics, MetricsServer
+from grstats.collector.poller import DEFAULT_GROUP_LABEL, Poller, PollerSettings
 from grstats.collector.spool import SpoolSettings, SpoolWriter, SyncPolicy
 
 if TYPE_CHECKING:
@@ -37,10 +38,16 @@ the next poll; a kill -9 at any moment loses nothing synced, never leaves a torn
 sealed segment, and the next start recovers the open segment and carries on. Only one collector
 may write a spool. 'grstats spark ingest' reads the sealed segments.
 
+With --metrics-listen it serves Prometheus /metrics: snapshots, failovers and failed polls,
+the time of the last snapshot (labelled group_label="default"), and the spool's bytes and
+segments.
+
 SIGTERM or Ctrl-C: the open segment is sealed and the collector exits 0.
-exit status: 0 after a clean stop, 1 when the spool cannot be used, 2 for invalid arguments.
+exit status: 0 after a clean stop, 1 when the spool cannot be used or --metrics-listen cannot
+be bound, 2 for invalid arguments.
 examples:
   grstats collect --node db1:7400 --node db2:7400 --node db3:7400 --spool /var/lib/grstats/spool
+  grstats collect --node db1:7400 --spool /var/lib/grstats/spool --metrics-listen 0.0.0.0:9475
   grstats collect --node 127.0.0.1:7400 --spool ./spool --interval 5 --duration 60 --format json
 """
 
@@ -90,6 +97,11 @@ def register(subparsers: Subparsers) -> None:
         default=2.0,
         metavar="SECONDS",
         help="seconds to wait for one agent before trying the next (default 2)",
+    )
+    parser.add_argument(
+        "--metrics-listen",
+        metavar="HOST:PORT",
+        help="serve Prometheus /metrics here (the collector's own figures); port 0: any free",
     )
     spool = parser.add_argument_group("spool")
     spool.add_argument(
@@ -147,7 +159,10 @@ def parse_size(text: str) -> int:
 
 
 def settings_from(args: argparse.Namespace) -> tuple[PollerSettings, SpoolSettings, Limits]:
-    """Return the poller, spool and loop settings of ``args``; CliError (exit 2) names the flag."""
+    """Return the poller, spool and loop settings of ``args``; CliError (exit 2) names the flag.
+
+    The one group of ``--node`` is labelled :data:`DEFAULT_GROUP_LABEL` in the metrics.
+    """
     for node in args.node:
         try:
             split_address(node, "--node")
@@ -155,7 +170,12 @@ def settings_from(args: argparse.Namespace) -> tuple[PollerSettings, SpoolSettin
             raise CliError(str(exc), code=2) from exc
     try:
         return (
-            PollerSettings(tuple(args.node), interval_s=args.interval, timeout_s=args.timeout),
+            PollerSettings(
+                tuple(args.node),
+                interval_s=args.interval,
+                timeout_s=args.timeout,
+                group_label=DEFAULT_GROUP_LABEL,
+            ),
             SpoolSettings(
                 segment_bytes=parse_size(args.segment_size),
                 segment_age_s=args.segment_age,
@@ -171,6 +191,20 @@ def settings_from(args: argparse.Namespace) -> tuple[PollerSettings, SpoolSettin
         raise CliError(_flag_named(str(exc), args), code=2) from exc
 
 
+def metrics_address(args: argparse.Namespace) -> tuple[str, int] | None:
+    """Return ``(host, port)`` of ``--metrics-listen``, or None when it is not given.
+
+    Raises:
+        CliError: exit status 2, naming the flag and the value, when it is not host:port.
+    """
+    if args.metrics_listen is None:
+        return None
+    try:
+        return split_address(args.metrics_listen, "--metrics-listen", lowest_port=0)
+    except ConfigError as exc:
+        raise CliError(str(exc), code=2) from exc
+
+
 def _flag_named(message: str, args: argparse.Namespace) -> str:
     field, _, rest = message.partition(": ")
     flag = FLAGS.get(field)
@@ -184,6 +218,7 @@ def _flag_named(message: str, args: argparse.Namespace) -> str:
 def run(args: argparse.Namespace) -> int:
     """Collect until SIGTERM, Ctrl-C, --count or --duration; print the summary."""
     poller_settings, spool_settings, limits = settings_from(args)
+    listen = metrics_address(args)
     security = client_security(args)
     configure_logging(args.log_format, args.log_level)
     logger = get_logger()
@@ -191,11 +226,19 @@ def run(args: argparse.Namespace) -> int:
         writer = SpoolWriter(args.spool, spool_settings, logger=logger)
     except (CollectorError, OSError) as exc:
         raise CliError(str(exc)) from exc
+    server: MetricsServer | None = None
     try:
-        progress = asyncio.run(_collect(poller_settings, writer, limits, security))
+        metrics = CollectorMetrics(writer.directory)
+        metrics.group(poller_settings.group_label)  # its series are there from the first scrape
+        if listen is not None:
+            server = _serve_metrics(metrics, listen, args.metrics_listen)
+            logger.info("metrics_served", address=join_address(listen[0], server.port))
+        progress = asyncio.run(_collect(poller_settings, writer, limits, security, metrics))
     except (CollectorError, OSError) as exc:
         raise CliError(str(exc)) from exc
     finally:
+        if server is not None:
+            server.close()
         writer.close()
     summary = progress.as_dict() | {
         "spool": args.spool,
@@ -214,8 +257,20 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _serve_metrics(metrics: CollectorMetrics, listen: tuple[str, int], given: str) -> MetricsServer:
+    """Serve ``/metrics`` at ``listen``; CliError (exit 1) names the flag when it cannot."""
+    try:
+        return MetricsServer(metrics.registry, *listen)
+    except OSError as exc:
+        raise CliError(f"--metrics-listen: cannot serve on {given!r}: {exc}") from exc
+
+
 async def _collect(
-    settings: PollerSettings, writer: SpoolWriter, limits: Limits, security: Security
+    settings: PollerSettings,
+    writer: SpoolWriter,
+    limits: Limits,
+    security: Security,
+    metrics: CollectorMetrics,
 ) -> Progress:
     logger = get_logger()
     poller = Poller(settings, logger=logger, security=security)
@@ -224,6 +279,6 @@ async def _collect(
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     try:
-        return await collect(poller, writer, stop, limits=limits, logger=logger)
+        return await collect(poller, writer, stop, limits=limits, logger=logger, metrics=metrics)
     finally:
         await poller.aclose()

@@ -4,7 +4,8 @@ It runs until ``stop`` is set (SIGTERM, Ctrl-C), or after ``count`` snapshots or
 ``duration_s`` seconds. Before each poll it seals the open segment if it is due by age. It
 keeps going when no agent answers (``no_agent_answered``, logged when it starts and then once
 per summary period) and logs ``collector_summary`` every ``summary_every_s``. It does not close
-the spool writer: its owner does, which seals the open segment.
+the spool writer: its owner does, which seals the open segment. Given metrics, it counts the
+snapshots, failed polls and failovers of its group (the poller's ``group_label``) as they happen.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
 
     from structlog.typing import FilteringBoundLogger
 
+    from grstats.collector.metrics import CollectorMetrics, GroupMetrics
     from grstats.collector.poller import Poller
     from grstats.collector.records import Record
     from grstats.collector.spool import SpoolWriter
@@ -95,9 +97,14 @@ async def collect(  # noqa: PLR0913  (the loop's collaborators are explicit)
     limits: Limits | None = None,
     clock: Callable[[], float] = time.monotonic,
     logger: FilteringBoundLogger,
+    metrics: CollectorMetrics | None = None,
 ) -> Progress:
-    """Poll every ``poller.settings.interval_s`` into ``writer`` until stopped; return progress."""
-    run = _Run(poller, writer, limits or Limits(), clock, logger)
+    """Poll every ``poller.settings.interval_s`` into ``writer`` until stopped; return progress.
+
+    ``metrics`` (when given) counts under the label ``poller.settings.group_label``.
+    """
+    group = None if metrics is None else metrics.group(poller.settings.group_label)
+    run = _Run(poller, writer, limits or Limits(), clock, logger, metrics=group)
     logger.info(
         "collector_started",
         nodes=list(poller.settings.nodes),
@@ -124,19 +131,22 @@ async def collect(  # noqa: PLR0913  (the loop's collaborators are explicit)
 class _Run:
     """The state of one :func:`collect` loop."""
 
-    def __init__(
+    def __init__(  # noqa: PLR0913  (the loop's collaborators are explicit)
         self,
         poller: Poller,
         writer: SpoolWriter,
         limits: Limits,
         clock: Callable[[], float],
         logger: FilteringBoundLogger,
+        *,
+        metrics: GroupMetrics | None,
     ) -> None:
         self.poller, self.writer, self.limits = poller, writer, limits
-        self.clock, self.log = clock, logger
+        self.clock, self.log, self.metrics = clock, logger, metrics
         self.progress = Progress()
         self.started = self.last_summary = clock()
         self.failure_reported = False
+        self.failovers_counted = poller.failovers
 
     async def tick(self, stop: asyncio.Event) -> bool:
         """Take one snapshot into the spool; return False when the loop should end."""
@@ -145,16 +155,28 @@ class _Run:
             record = await _unless_stopped(self.poller.poll(), stop)
         except NoAgentAnswered as exc:
             self.progress.failed_polls += 1
+            if self.metrics is not None:
+                self.metrics.poll_failed()
             if not self.failure_reported:
                 self.log.warning("no_agent_answered", error=str(exc))
                 self.failure_reported = True
             return True
+        finally:
+            self.count_failovers()
         if record is None:
             return False
         self.writer.append(record)
         self.progress.snapshots += 1
+        if self.metrics is not None:
+            self.metrics.snapshot_written(record["collected_at_us"] / 1e6)
         self.failure_reported = False
         return self.limits.count is None or self.progress.snapshots < self.limits.count
+
+    def count_failovers(self) -> None:
+        """Pass the failovers of the poller's last poll on to the metrics."""
+        if self.metrics is not None:
+            self.metrics.failed_over(self.poller.failovers - self.failovers_counted)
+        self.failovers_counted = self.poller.failovers
 
     def report_if_due(self) -> None:
         """Log ``collector_summary`` once every ``summary_every_s``."""

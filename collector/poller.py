@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 INTERVAL_RANGE_S = (1.0, 3600.0)
 #: Longest time to wait for one agent's answer, seconds.
 MAX_TIMEOUT_S = 60.0
+#: The label of the one group of ``--node`` (the ``group_label`` of the collector's metrics).
+DEFAULT_GROUP_LABEL = "default"
 # Reconnect soon to an agent that comes back (gRPC's default backoff grows to 120 s).
 _CHANNEL_OPTIONS = [
     ("grpc.initial_reconnect_backoff_ms", 500),
@@ -55,11 +57,15 @@ class PollerSettings:
         nodes: the agents' ``host:port``, in the order they are tried; at least one.
         interval_s: seconds between snapshots, 1 to 3600.
         timeout_s: seconds to wait for one agent before trying the next, over 0 up to 60.
+        group_label: the operator's name of the group these agents serve; it labels the
+            group's series of the collector's ``/metrics`` (``group_label``). Printable, 1 to
+            128 characters; default ``default``.
     """
 
     nodes: tuple[str, ...]
     interval_s: float = 1.0
     timeout_s: float = 2.0
+    group_label: str = DEFAULT_GROUP_LABEL
 
     def __post_init__(self) -> None:
         if not self.nodes:
@@ -82,6 +88,11 @@ class PollerSettings:
             open_low=True,
             accepted=f"a number of seconds over 0 up to {MAX_TIMEOUT_S:g}",
         )
+        label: object = self.group_label
+        if not (isinstance(label, str) and 0 < len(label) <= 128 and label.isprintable()):
+            raise ConfigError(
+                f"group_label: {label!r} is not a label of 1 to 128 printable characters"
+            )
 
 
 class Poller:

@@ -21,7 +21,8 @@ next sequence number. Sequence numbers only ever increase: the highest one used 
 in ``.last-segment``, so a sealed segment that ingest moved away is never written again.
 
 Readers: :func:`sealed_segments`, :func:`read_segment` (the contract), plus
-:func:`read_records` and :func:`iter_frames` that also give each frame's byte offset.
+:func:`read_records` and :func:`iter_frames` that also give each frame's byte offset;
+:func:`usage` measures the segments for the collector's ``/metrics``.
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ LAST_SEGMENT_NAME = ".last-segment"
 _NAME = re.compile(r"segment-(\d{20})\.(open|sealed)")
 _MIB = 1024 * 1024
 _BUFFER_BYTES = 1 * _MIB  # SEAL policy: write out once this much is buffered
+_USAGE_ATTEMPTS = 5  # listings of a spool that changed under usage() before it gives up
 
 
 def segment_name(sequence: int, *, sealed: bool) -> str:
@@ -100,6 +102,39 @@ def sealed_segments(spool_dir: Path | str) -> list[Path]:
         if parsed is not None and parsed[1]:
             found.append((parsed[0], path))
     return [path for _, path in sorted(found)]
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """What the segments of a spool take: how many files, open and sealed, and their bytes."""
+
+    segments: int
+    bytes: int
+
+
+def usage(spool_dir: Path | str) -> Usage:
+    """Return the segments in ``spool_dir`` now and their total size (no other file counts).
+
+    Safe while a writer works: a segment renamed from ``.open`` to ``.sealed`` between the
+    listing and its ``stat`` makes the listing start again. A missing directory holds nothing.
+
+    Raises:
+        OSError: the directory cannot be listed (other than missing), or kept changing.
+    """
+    for _ in range(_USAGE_ATTEMPTS):
+        segments = size = 0
+        try:
+            with os.scandir(spool_dir) as entries:
+                for entry in entries:
+                    if parse_segment_name(entry.name) is not None:
+                        size += entry.stat(follow_symlinks=False).st_size
+                        segments += 1
+        except FileNotFoundError:
+            if not Path(spool_dir).exists():
+                return Usage(0, 0)
+            continue  # a segment was renamed (sealed) or moved away meanwhile: list again
+        return Usage(segments, size)
+    raise OSError(f"spool: {spool_dir} kept changing while its segments were measured")
 
 
 def read_segment(path: Path | str) -> Iterator[Record]:

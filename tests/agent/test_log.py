@@ -5,18 +5,24 @@ from __future__ import annotations
 import io
 import json
 import logging
+import os
+import re
+import subprocess
+import sys
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 import pytest
 import structlog
 from structlog.testing import capture_logs
 
+from grstats.agent.cli.demo import free_ports
 from grstats.agent.errors import ConfigError
-from grstats.agent.log import ThrottledWarning, configure_logging, get_logger
+from grstats.agent.log import ThrottledWarning, configure_logging, get_logger, is_journal
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
+    from pathlib import Path
 
 
 @pytest.fixture(autouse=True)
@@ -205,3 +211,156 @@ def test_throttled_warning_logs_once_per_interval_per_key_with_the_count_between
         ("refused", "p2", 0),
         ("refused", "p3", 5),
     ]
+
+
+def journal_of(stream: TextIO) -> dict[str, str]:
+    """An environment whose JOURNAL_STREAM names the file behind ``stream``, as systemd sets it."""
+    found = os.fstat(stream.fileno())
+    return {"JOURNAL_STREAM": f"{found.st_dev}:{found.st_ino}"}
+
+
+def log_every_level() -> None:
+    """Log one event per level, an exception, and two standard-library records."""
+    log = get_logger(member_id="m1")
+    log.debug("registry_loaded")
+    log.info("agent_started")
+    log.warning("peer_exchange_failed")
+    log.error("registry_flush_failed")
+    try:
+        raise RuntimeError("boom")  # noqa: TRY301 (the test needs a live exception)
+    except RuntimeError:
+        log.exception("agent_crashed")
+    logging.getLogger("grpc").warning("channel closed")
+    logging.getLogger("grpc").critical("channel lost")
+
+
+#: The priority journald should read for each line of log_every_level.
+PRIORITY_OF = {
+    "registry_loaded": "<7>",
+    "agent_started": "<6>",
+    "peer_exchange_failed": "<4>",
+    "registry_flush_failed": "<3>",
+    "agent_crashed": "<3>",
+    "channel closed": "<4>",
+    "channel lost": "<2>",
+}
+
+
+class TestJournal:
+    @pytest.fixture(name="journal")
+    def _journal(self, tmp_path: Path) -> Iterator[TextIO]:
+        """A real file standing for the journal's stream socket."""
+        with (tmp_path / "journal").open("w+", encoding="utf-8") as stream:
+            yield stream
+
+    def read(self, stream: TextIO) -> list[str]:
+        """The lines written to ``stream`` so far."""
+        stream.flush()
+        stream.seek(0)
+        return stream.read().splitlines()
+
+    def test_json_lines_carry_the_syslog_priority(self, journal: TextIO) -> None:
+        """On the journal's stream each JSON line starts with <N> of its level, then the JSON."""
+        configure_logging("json", "debug", stream=journal, environ=journal_of(journal))
+        log_every_level()
+        found = self.read(journal)
+        assert len(found) == len(PRIORITY_OF)
+        for line in found:
+            prefix, text = line[:3], line[3:]
+            event = json.loads(text)
+            assert prefix == PRIORITY_OF[event["event"]], line
+        assert "RuntimeError: boom" in json.loads(found[4][3:])["exception"]
+
+    def test_every_console_line_carries_the_priority(self, journal: TextIO) -> None:
+        """Console lines, and each line of a traceback, start with the event's priority."""
+        configure_logging("console", "debug", stream=journal, environ=journal_of(journal))
+        log_every_level()
+        found = self.read(journal)
+        assert all(re.match(r"<[2-7]>", line) for line in found), found
+        crashed = next(i for i, line in enumerate(found) if "agent_crashed" in line)
+        end = next(i for i, line in enumerate(found) if line.endswith("[grpc]"))
+        traceback = found[crashed:end]
+        assert len(traceback) > 3  # the event's line and its traceback's
+        assert {line[:3] for line in traceback} == {"<3>"}
+        assert any("RuntimeError: boom" in line for line in traceback)
+        for event, prefix in PRIORITY_OF.items():
+            (line,) = [line for line in found if f"] {event} " in line]
+            assert line.startswith(prefix), line
+
+    @pytest.mark.parametrize(
+        "environ",
+        [
+            pytest.param({}, id="no-JOURNAL_STREAM"),
+            pytest.param({"JOURNAL_STREAM": ""}, id="empty"),
+            pytest.param({"JOURNAL_STREAM": "not-a-device"}, id="not-device-inode"),
+            pytest.param({"JOURNAL_STREAM": "1:2"}, id="another-file"),
+        ],
+    )
+    def test_no_prefix_off_the_journal(self, journal: TextIO, environ: dict[str, str]) -> None:
+        """Without JOURNAL_STREAM, or when it names another file, lines are left as they are."""
+        configure_logging("json", "debug", stream=journal, environ=environ)
+        log_every_level()
+        found = self.read(journal)
+        assert len(found) == len(PRIORITY_OF)
+        assert all(line.startswith("{") for line in found), found
+
+    def test_a_stream_without_a_file_is_not_the_journal(self, sio: io.StringIO) -> None:
+        """A stream with no file descriptor is never taken for the journal."""
+        assert not is_journal(sio, {"JOURNAL_STREAM": "1:2"})
+        configure_logging("json", stream=sio, environ={"JOURNAL_STREAM": "1:2"})
+        get_logger().warning("peer_exchange_failed")
+        assert lines(sio)[0].startswith("{")
+
+    def test_the_process_environment_is_read_by_default(
+        self, journal: TextIO, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Without environ, configure_logging reads JOURNAL_STREAM from the process."""
+        monkeypatch.setenv("JOURNAL_STREAM", journal_of(journal)["JOURNAL_STREAM"])
+        configure_logging("json", stream=journal)
+        get_logger().warning("peer_exchange_failed")
+        assert self.read(journal)[0].startswith("<4>{")
+
+    def test_a_command_under_systemd(self, tmp_path: Path) -> None:
+        """A grstats collect process writing to the journal's stream prefixes <6> and <4>."""
+        journal = tmp_path / "journal"
+        dead = f"127.0.0.1:{free_ports(1)[0]}"
+        command = [sys.executable, "-m", "grstats", "collect", "--node", dead]
+        command += ["--spool", str(tmp_path / "spool"), "--duration", "1.5", "--timeout", "0.5"]
+        with journal.open("w", encoding="utf-8") as stream:
+            done = subprocess.run(
+                [*command, "--log-format", "json"],
+                stdout=subprocess.DEVNULL,
+                stderr=stream,
+                env=os.environ | journal_of(stream),
+                check=False,
+                timeout=60,
+            )
+        assert done.returncode == 0
+        found = journal.read_text(encoding="utf-8").splitlines()
+        events = {json.loads(line[3:])["event"]: line[:3] for line in found}
+        assert events["collector_started"] == "<6>"
+        assert events["no_agent_answered"] == "<4>"
+        assert events["collector_stopped"] == "<6>"
+        assert {line[:3] for line in found} == {"<6>", "<4>"}
+
+    def test_a_command_refusing_its_config_says_so_at_error_priority(self, tmp_path: Path) -> None:
+        """The one-line error of a refused config reaches the journal as <3>, off it unprefixed."""
+        config = tmp_path / "agent.toml"
+        config.write_text('source = "nowhere"\n', encoding="utf-8")
+        command = [sys.executable, "-m", "grstats", "agent", "--config", str(config)]
+        lines = []
+        for under_systemd in (True, False):
+            with (tmp_path / "stderr").open("w", encoding="utf-8") as stream:
+                done = subprocess.run(
+                    command,
+                    stdout=subprocess.DEVNULL,
+                    stderr=stream,
+                    env=os.environ | (journal_of(stream) if under_systemd else {}),
+                    check=False,
+                    timeout=60,
+                )
+            assert done.returncode == 2
+            lines.append((tmp_path / "stderr").read_text(encoding="utf-8"))
+        assert lines[0].startswith("<3>grstats: error: ")
+        assert "nowhere" in lines[0]
+        assert lines[1] == lines[0].removeprefix("<3>")

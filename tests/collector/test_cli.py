@@ -170,6 +170,11 @@ def test_sigint_with_no_agent_and_a_busy_spool(tmp_path: Path) -> None:
         (["--count", "0"], "--count: 0 is not a whole number"),
         (["--duration", "-1"], "--duration: -1.0"),
         (["--fsync", "sometimes"], "argument --fsync: invalid choice: 'sometimes'"),
+        (["--metrics-listen", "9475"], "--metrics-listen: '9475' is not host:port"),
+        (
+            ["--metrics-listen", "127.0.0.1:65536"],
+            "--metrics-listen: '127.0.0.1:65536' is not host:port with a port in 0..65535",
+        ),
     ],
 )
 def test_bad_arguments_exit_2_naming_the_value(
@@ -191,5 +196,11 @@ def test_help_explains() -> None:
         [*PYTHON, "collect", "--help"], capture_output=True, text=True, check=False, timeout=30
     )
     assert done.returncode == 0
-    for words in ("--node HOST:PORT", "fails over to the next --node", "kill -9", "exit status"):
+    for words in (
+        "--node HOST:PORT",
+        "fails over to the next --node",
+        "kill -9",
+        "exit status",
+        "--metrics-listen HOST:PORT",
+    ):
         assert words in done.stdout

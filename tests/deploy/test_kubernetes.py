@@ -7,6 +7,7 @@ agent.config with the pod's secrets (real certificates) under a temporary root.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import shutil
@@ -22,8 +23,8 @@ from grstats import __version__
 from grstats.agent.address import split_address
 from grstats.agent.cli.agent import config_from, run_agent
 from grstats.agent.cli.security import client_security
+from grstats.collector.cli import metrics_address, settings_from
 from grstats.collector.cli import run as run_collect
-from grstats.collector.cli import settings_from
 from tests.deploy.files import (
     DEPLOY,
     INSTALLED_GRSTATS,
@@ -38,7 +39,24 @@ from tests.deploy.files import (
 KINDS = {
     "mysql-grstats.yaml": ["Service", "ConfigMap", "ConfigMap", "StatefulSet"],
     "collector.yaml": ["PersistentVolumeClaim", "Deployment"],
+    "monitoring.yaml": ["PodMonitor", "PodMonitor"],
 }
+#: The API group and version of each kind.
+API_VERSIONS = {
+    "Service": "v1",
+    "ConfigMap": "v1",
+    "PersistentVolumeClaim": "v1",
+    "StatefulSet": "apps/v1",
+    "Deployment": "apps/v1",
+    "PodMonitor": "monitoring.coreos.com/v1",
+}
+#: deploy/'s folders whose YAML files (rules, their tests, provisioning) other tests check.
+CHECKED_ELSEWHERE = frozenset({"prometheus", "grafana"})
+#: The workloads whose pods serve /metrics: (kind, name, container).
+SCRAPED = (
+    ("StatefulSet", "mysql", "grstats"),
+    ("Deployment", "grstats-collector", "collector"),
+)
 IMAGE = f"registry.example.net/grstats:{__version__}"
 SPARK_IMAGE = f"registry.example.net/grstats-spark:{__version__}"
 DOCKERFILE = DEPLOY / "container" / "Dockerfile"
@@ -137,14 +155,18 @@ def test_manifest_parses_with_the_expected_kinds(name: str) -> None:
     documents = yaml_documents(KUBERNETES / name)
     assert [document["kind"] for document in documents] == KINDS[name]
     for document in documents:
-        assert document["apiVersion"] in {"v1", "apps/v1"}
+        assert document["apiVersion"] == API_VERSIONS[document["kind"]]
         assert re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", document["metadata"]["name"])
 
 
 def test_every_manifest_is_checked() -> None:
-    """No YAML file in deploy/ is left out of these tests."""
-    found = {path.name for path in DEPLOY.rglob("*.y*ml")}
-    assert found == set(KINDS)
+    """No YAML file in deploy/ is left out of these tests but those other tests check."""
+    found = {
+        path.relative_to(DEPLOY)
+        for path in DEPLOY.rglob("*.y*ml")
+        if path.relative_to(DEPLOY).parts[0] not in CHECKED_ELSEWHERE
+    }
+    assert found == {Path("kubernetes", name) for name in KINDS}
 
 
 def test_images() -> None:
@@ -183,7 +205,7 @@ def test_the_sidecar_image_has_no_spark() -> None:
         assert "[spark]" not in line
         assert not re.search(r"java|jre|jdk|temurin", line, re.IGNORECASE), line
     assert not [line for line in stages["base"] if "pip" in line]
-    assert "EXPOSE 7400 9474" in sidecar
+    assert "EXPOSE 7400 9474 9475" in sidecar  # agent gRPC, agent and collector metrics
 
 
 def test_the_spark_image_has_the_extra_and_java_17() -> None:
@@ -460,3 +482,70 @@ def test_no_misspelt_fields(kind: str, name: str) -> None:
         for mount in running["volumeMounts"]:
             assert set(mount) <= {"name", "mountPath", "readOnly"}
             assert mount["name"] in {v["name"] for v in spec["volumes"]} | {"data"}
+
+
+def pod_labels(kind: str, name: str) -> dict[str, str]:
+    """The labels of a workload's pods."""
+    labels = manifest(kind, name)["spec"]["template"]["metadata"]["labels"]
+    assert isinstance(labels, dict)
+    return labels
+
+
+def selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    """Whether a label selector with matchLabels only selects pods labelled ``labels``."""
+    assert set(selector) == {"matchLabels"}
+    return bool(selector["matchLabels"].items() <= labels.items())
+
+
+def pod_monitors() -> list[dict[str, Any]]:
+    """The PodMonitors of deploy/kubernetes."""
+    return [
+        document
+        for path in sorted(KUBERNETES.glob("*.yaml"))
+        for document in yaml_documents(path)
+        if document["kind"] == "PodMonitor"
+    ]
+
+
+#: The fields of a PodMonitor's spec and of its endpoints that these manifests may use
+#: (prometheus-operator's API; a misspelt one is refused by the API server, absent here).
+POD_MONITOR_FIELDS = {"selector", "namespaceSelector", "podMetricsEndpoints", "jobLabel"}
+ENDPOINT_FIELDS = {"port", "path", "interval", "scrapeTimeout", "scheme", "honorLabels"}
+
+
+@pytest.mark.parametrize(("kind", "name", "container_name"), SCRAPED)
+def test_one_pod_monitor_scrapes_each_metrics_port(
+    kind: str, name: str, container_name: str
+) -> None:
+    """One PodMonitor selects the workload's pods, at the port and path of its annotations."""
+    labels = pod_labels(kind, name)
+    (monitor,) = [m for m in pod_monitors() if selects(m["spec"]["selector"], labels)]
+    spec = monitor["spec"]
+    assert set(spec) <= POD_MONITOR_FIELDS
+    (endpoint,) = spec["podMetricsEndpoints"]
+    assert set(endpoint) <= ENDPOINT_FIELDS
+    assert re.fullmatch(r"[1-9]\d*s", endpoint["interval"])
+    served = container(pod_spec(kind, name), container_name)
+    annotations = manifest(kind, name)["spec"]["template"]["metadata"]["annotations"]
+    assert annotations["prometheus.io/scrape"] == "true"
+    assert int(annotations["prometheus.io/port"]) == port_of(served, endpoint["port"])
+    assert annotations["prometheus.io/path"] == endpoint["path"] == "/metrics"
+
+
+def test_every_pod_monitor_selects_a_workload() -> None:
+    """No PodMonitor selects nothing, or the pods of two workloads (scraped twice)."""
+    workloads = [pod_labels(kind, name) for kind, name, _ in SCRAPED]
+    for monitor in pod_monitors():
+        chosen = [labels for labels in workloads if selects(monitor["spec"]["selector"], labels)]
+        assert len(chosen) == 1, monitor["metadata"]["name"]
+    assert len(pod_monitors()) == len(SCRAPED)
+
+
+def test_collector_serves_metrics_on_its_metrics_port() -> None:
+    """The collector's --metrics-listen is the containerPort named metrics, on every address."""
+    collector = container(pod_spec("Deployment", "grstats-collector"), "collector")
+    listen = metrics_address(parse_grstats(args_of(collector)))
+    assert listen is not None
+    host, port = listen
+    assert ipaddress.ip_address(host).is_unspecified  # reachable from the Prometheus pod
+    assert port == port_of(collector, "metrics")

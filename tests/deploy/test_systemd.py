@@ -19,8 +19,9 @@ import pytest
 
 from grstats.agent.cli.agent import config_from, run_agent
 from grstats.agent.cli.security import client_security
+from grstats.collector.cli import metrics_address, settings_from
 from grstats.collector.cli import run as run_collect
-from grstats.collector.cli import settings_from
+from grstats.collector.spool import SpoolWriter
 from tests.deploy.files import (
     DEPLOY,
     INSTALLED_GRSTATS,
@@ -197,10 +198,98 @@ def test_collector_exec_start_parses_with_its_environment_file(host_root: Path) 
     assert "grstats-collector/spool" in unit.value("StateDirectory").split()
     poller, _, _ = settings_from(args)
     assert poller.interval_s == 1.0
+    assert args.metrics_listen == "0.0.0.0:9475"
+    assert metrics_address(args) is not None
     args = parse_grstats(under(host_root, " ".join(words[1:])).split())
     security = client_security(args)
     assert security.tls is not None
     assert security.token is not None
+
+
+def prevented(unit: Unit) -> set[int]:
+    """The exit statuses after which the unit is not restarted (RestartPreventExitStatus=)."""
+    return {int(status) for status in unit.value("RestartPreventExitStatus").split()}
+
+
+def run_installed(words: list[str]) -> subprocess.CompletedProcess[str]:
+    """Run an ExecStart's words with the grstats of this test in place of the installed one."""
+    assert words[0] == INSTALLED_GRSTATS
+    return subprocess.run(
+        [str(GRSTATS), *words[1:]], capture_output=True, text=True, check=False, timeout=60
+    )
+
+
+def replaced(words: list[str], flag: str, value: str) -> list[str]:
+    """``words`` with the value after ``flag`` replaced by ``value``."""
+    index = words.index(flag) + 1
+    return [*words[:index], value, *words[index + 1 :]]
+
+
+@pytest.mark.parametrize("unit", UNITS, ids=lambda path: path.name)
+def test_units_restart_on_failure_but_not_on_a_configuration_error(unit: Path) -> None:
+    """The unit restarts on failure but not after exit 2, an invalid flag or config."""
+    settings = Unit.read(unit)
+    assert settings.value("Restart") == "on-failure"
+    assert prevented(settings) == {2}
+    assert settings.value("SyslogLevelPrefix") == "yes"  # the <N> of each log line is read
+
+
+def test_agent_unit_is_not_restarted_after_an_invalid_config_or_flag(
+    host_root: Path, tmp_path: Path
+) -> None:
+    """The agent's command exits 2 on a bad key value, an unknown key or a bad flag, 1 otherwise."""
+    unit = Unit.read(AGENT_UNIT)
+    words = under(host_root, " ".join(exec_start(unit))).split()
+    good = under(host_root, (SYSTEMD / "agent.toml").read_text(encoding="utf-8"))
+    assert "\nperiod_s = 1 " in good
+    broken = {
+        "period_s": good.replace("\nperiod_s = 1 ", "\nperiod_s = 0 "),
+        "perod_s": good.replace("\nperiod_s = 1 ", "\nperod_s = 1 "),
+        "TOML": good + "\n[tls\n",
+    }
+    for name, text in broken.items():
+        config = tmp_path / f"{name}.toml"
+        config.write_text(text, encoding="utf-8")
+        done = run_installed(replaced(words, "--config", str(config)))
+        assert done.returncode in prevented(unit), (name, done.stderr)
+        assert name in done.stderr
+    done = run_installed([*words, "--period", "soon"])
+    assert done.returncode in prevented(unit)
+    assert "argument --period: invalid float value: 'soon'" in done.stderr
+    unusable = tmp_path / "a-file"
+    unusable.write_text("", encoding="utf-8")
+    done = run_installed([*words, "--state-dir", str(unusable / "state")])
+    assert done.returncode == 1, done.stderr  # not a config error: restarted, 5 s later
+    assert done.returncode not in prevented(unit)
+
+
+def test_collector_unit_is_not_restarted_after_invalid_flags(
+    host_root: Path, tmp_path: Path
+) -> None:
+    """The collector's command exits 2 on invalid flags in collector.env, 1 on a busy spool."""
+    unit = Unit.read(COLLECTOR_UNIT)
+    environment = read_env_file(SYSTEMD / "collector.env")
+    spool = tmp_path / "spool"
+    for options, message in (
+        ("--interval 0", "--interval: 0.0 is not a number of seconds from 1 to 3600"),
+        ("--metrics-listen 9475", "--metrics-listen: '9475' is not host:port"),
+        ("--segment-size lots", "--segment-size: 'lots' is not a size"),
+        ("--intervall 1", "unrecognized arguments: --intervall 1"),
+    ):
+        words = exec_start(unit, environment | {"GRSTATS_OPTIONS": options})
+        words = replaced(under(host_root, " ".join(words)).split(), "--spool", str(spool))
+        done = run_installed(words)
+        assert done.returncode in prevented(unit), (options, done.stderr)
+        assert message in done.stderr
+        assert not spool.exists()
+    words = replaced(
+        under(host_root, " ".join(exec_start(unit, environment))).split(), "--spool", str(spool)
+    )
+    with SpoolWriter(spool):  # another collector holds the spool: worth retrying later
+        done = run_installed(words)
+    assert done.returncode == 1, done.stderr
+    assert done.returncode not in prevented(unit)
+    assert "is in use by another writer" in done.stderr
 
 
 def rss_peak_mib(pid: int) -> float:
