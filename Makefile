@@ -24,13 +24,14 @@ $(VENV)/.installed-bench: $(VENV)/.installed
 
 install: $(VENV)/.installed ## create .venv and install grstats (editable, with Spark) and its test and dev tools
 
-system-deps: ## install the system packages the tests need (MariaDB server, tmux), if missing
+system-deps: ## install the system packages the tests need (MariaDB server, tmux, Prometheus), if missing
 	@missing=""; \
 	command -v mariadbd >/dev/null || test -x /usr/sbin/mariadbd || missing="$$missing mariadb-server"; \
 	command -v tmux >/dev/null || missing="$$missing tmux"; \
+	command -v prometheus >/dev/null || missing="$$missing prometheus"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
-	    echo "installing$$missing (the tests start a MariaDB server of their own, and run the watch screen in tmux)"; \
+	    echo "installing$$missing (the tests start a MariaDB server and a Prometheus of their own, and run the watch screen in tmux)"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	  else \
 	    echo "make test needs$$missing: run 'sudo apt-get install$$missing' (or make test as root)" >&2; \
@@ -60,7 +61,8 @@ bench: $(VENV)/.installed-bench ## run the benchmarks (not part of make test); f
 	$(BIN)/python tests/benchmarks/bench_simulator.py
 	$(BIN)/python -m tests.benchmarks.bench_agent
 	$(BIN)/python -m tests.benchmarks.bench_load
-	$(BIN)/python -m tests.benchmarks.bench_status --json bench-results/status.json
+	$(BIN)/python -m tests.benchmarks.bench_status --own-core --json bench-results/status.json
+	$(BIN)/python -m tests.benchmarks.bench_scrape --own-core --json bench-results/scrape.json
 	$(BIN)/python -m tests.benchmarks.bench_mysql_read
 	$(BIN)/python tests/benchmarks/bench_spool.py
 	$(BIN)/python tests/benchmarks/bench_spark.py --json bench-results/spark.json

@@ -1,0 +1,277 @@
+"""The Prometheus rules and the Grafana dashboard: promtool checks and unit tests, names, coverage.
+
+``promtool check rules`` and ``promtool test rules`` run on deploy/prometheus (promtool comes
+with Debian's ``prometheus`` package; required under CI, skipped elsewhere when missing). The
+other tests read the files: every alert has a severity, a summary and a description, and a
+unit test where it fires and one where it does not; recording rules follow
+level:metric:operations; the dashboard reads its data source from ``${DS_PROMETHEUS}`` and
+names only recording rules that the rules file defines.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+from typing import TYPE_CHECKING, Any
+
+import pytest
+import yaml
+
+from tests.deploy.files import DEPLOY
+from tests.mariadb import missing
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+PROMETHEUS = DEPLOY / "prometheus"
+RULES = PROMETHEUS / "grstats.rules.yml"
+UNIT_TESTS = sorted((PROMETHEUS / "tests").glob("*.yml"))
+DASHBOARD = DEPLOY / "grafana" / "grstats.json"
+SEVERITIES = {"critical", "warning"}
+#: level:metric:operations, the level being labels joined by "_".
+RECORD_NAME = re.compile(
+    r"(?P<level>[a-z_]+):(?P<metric>grstats_[a-z_]+):(?P<operations>[a-z0-9_]+)"
+)
+#: The recording rules the issue names, each checked by a promql_expr_test of its own.
+KEY_RECORDS = (
+    "group_name_member_id:grstats_agent_up:max",
+    "group_name_member_id:grstats_applier_lag_seconds:max",
+    "group_name_member_id:grstats_transactions_remote_applied:max_rate1m",
+    "group_name_member_id:grstats_member_info:max",
+    "group_name_status:grstats_group_status:max",
+    "group_name_state:grstats_member_state:sum",
+    "group_name:grstats_group_tolerance:min",
+)
+
+
+def promtool_program() -> str:
+    """The path of promtool; fails under CI and skips elsewhere when it is missing."""
+    found = shutil.which("promtool")
+    if found is None:
+        missing("promtool not found: install the Debian package prometheus (make system-deps)")
+    assert found is not None
+    return found
+
+
+def rule_groups() -> list[dict[str, Any]]:
+    """The rule groups of the rules file."""
+    groups = yaml.safe_load(RULES.read_text(encoding="utf-8"))["groups"]
+    assert isinstance(groups, list)
+    return groups
+
+
+def alerts() -> list[dict[str, Any]]:
+    """Every alerting rule."""
+    return [rule for group in rule_groups() for rule in group["rules"] if "alert" in rule]
+
+
+def records() -> list[dict[str, Any]]:
+    """Every recording rule."""
+    return [rule for group in rule_groups() for rule in group["rules"] if "record" in rule]
+
+
+def unit_tests() -> list[dict[str, Any]]:
+    """Every test case of deploy/prometheus/tests."""
+    cases: list[dict[str, Any]] = []
+    for path in UNIT_TESTS:
+        cases.extend(yaml.safe_load(path.read_text(encoding="utf-8"))["tests"])
+    return cases
+
+
+def dashboard() -> dict[str, Any]:
+    """The Grafana dashboard."""
+    loaded = json.loads(DASHBOARD.read_text(encoding="utf-8"))
+    assert isinstance(loaded, dict)
+    return loaded
+
+
+def dashboard_targets() -> list[dict[str, Any]]:
+    """Every query of the dashboard's panels (and of panels inside collapsed rows)."""
+    panels = [
+        panel
+        for top in dashboard()["panels"]
+        for panel in [top, *top.get("panels", [])]
+        if panel["type"] != "row"
+    ]
+    return [target for panel in panels for target in panel["targets"]]
+
+
+def run_promtool(*args: str) -> subprocess.CompletedProcess[str]:
+    """Run promtool with ``args`` from deploy/prometheus."""
+    return subprocess.run(
+        [promtool_program(), *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+        cwd=PROMETHEUS,
+    )
+
+
+def test_promtool_check_rules() -> None:
+    """The rules file passes promtool check rules."""
+    done = run_promtool("check", "rules", RULES.name)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"SUCCESS: {len(alerts()) + len(records())} rules found" in done.stdout
+
+
+def test_promtool_test_rules() -> None:
+    """Every unit test file of deploy/prometheus/tests passes under promtool test rules."""
+    assert len(UNIT_TESTS) >= 4, UNIT_TESTS
+    done = run_promtool(
+        "test", "rules", *(str(path.relative_to(PROMETHEUS)) for path in UNIT_TESTS)
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.count("SUCCESS") == len(UNIT_TESTS), done.stdout
+
+
+def test_promtool_test_rules_fails_on_a_wrong_expectation(tmp_path: Path) -> None:
+    """A unit test expecting an alert that does not fire fails (promtool's verdict is read)."""
+    case = {
+        "rule_files": [str(RULES)],
+        "evaluation_interval": "1m",
+        "tests": [
+            {
+                "interval": "1m",
+                "input_series": [
+                    {"series": 'up{job="grstats", instance="db1:9474"}', "values": "1x10"}
+                ],
+                "alert_rule_test": [
+                    {
+                        "eval_time": "10m",
+                        "alertname": "GrstatsAgentDown",
+                        "exp_alerts": [{"exp_labels": {"severity": "warning"}}],
+                    }
+                ],
+            }
+        ],
+    }
+    wrong = tmp_path / "wrong.yml"
+    wrong.write_text(yaml.safe_dump(case), encoding="utf-8")
+    done = run_promtool("test", "rules", str(wrong))
+    assert done.returncode != 0
+    assert "FAILED" in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("rule", alerts(), ids=lambda rule: rule["alert"])
+def test_alert_has_severity_summary_and_description(rule: dict[str, Any]) -> None:
+    """Each alert has labels.severity, a summary and a description naming what it is about."""
+    assert rule["alert"].startswith("Grstats")
+    assert rule["labels"]["severity"] in SEVERITIES
+    annotations = rule["annotations"]
+    assert set(annotations) >= {"summary", "description"}
+    used = set(re.findall(r"\$labels\.(\w+)", str(annotations)))
+    kinds = ({"group_name", "member_id"}, {"group_name"}, {"instance"})
+    about = next((labels for labels in kinds if labels <= used), None)
+    assert about is not None, f"{rule['alert']} names no member, group or instance"
+    for label in about:
+        assert f"$labels.{label}" in annotations["summary"]
+        assert f"$labels.{label}" in annotations["description"]
+    assert re.fullmatch(r"\d+m", rule["for"]), "alerts wait whole minutes before they fire"
+
+
+@pytest.mark.parametrize("rule", alerts(), ids=lambda rule: rule["alert"])
+def test_alert_has_unit_tests_where_it_fires_and_where_it_does_not(rule: dict[str, Any]) -> None:
+    """deploy/prometheus/tests check each alert firing and, at another time, not firing."""
+    checks = [
+        check
+        for case in unit_tests()
+        for check in case.get("alert_rule_test", [])
+        if check["alertname"] == rule["alert"]
+    ]
+    assert any(check.get("exp_alerts") for check in checks), f"{rule['alert']} never fires"
+    assert any(not check.get("exp_alerts") for check in checks), f"{rule['alert']} always fires"
+
+
+@pytest.mark.parametrize("name", KEY_RECORDS)
+def test_key_recording_rule_has_a_unit_test(name: str) -> None:
+    """The recording rules dashboards rely on most are checked by a promql_expr_test."""
+    assert name in {rule["record"] for rule in records()}
+    tested = {check["expr"] for case in unit_tests() for check in case.get("promql_expr_test", [])}
+    assert name in tested
+
+
+@pytest.mark.parametrize("rule", records(), ids=lambda rule: rule["record"])
+def test_recording_rule_name_is_level_metric_operations(rule: dict[str, Any]) -> None:
+    """A record's level lists labels it keeps, its metric is grstats', its operations are named."""
+    match = RECORD_NAME.fullmatch(rule["record"])
+    assert match is not None, rule["record"]
+    kept = re.search(r"\bby \(([^)]*)\)", rule["expr"])
+    assert kept is not None, "every record aggregates across agents"
+    labels = [label.strip() for label in kept.group(1).split(",")]
+    level = match["level"]
+    assert level == "_".join(label for label in labels if label in level), (level, labels)
+    assert rule["expr"].startswith(match["operations"].split("_")[0]), (
+        "the newest operation comes first in the name"
+    )
+    metric = match["metric"]
+    assert metric in rule["expr"], (metric, rule["expr"])
+
+
+def test_recording_rules_are_unique_and_alerts_use_defined_ones() -> None:
+    """No record is defined twice, and every record an alert reads is defined."""
+    names = [rule["record"] for rule in records()]
+    assert len(names) == len(set(names))
+    used = {
+        name
+        for rule in alerts()
+        for name in re.findall(
+            r"[a-z_]+:grstats_[a-z_]+:[a-z0-9_]+", rule["expr"] + str(rule["annotations"])
+        )
+    }
+    assert used <= set(names), used - set(names)
+
+
+def test_dashboard_is_for_grafana_10_with_a_data_source_variable() -> None:
+    """The dashboard has DS_PROMETHEUS, group and member variables, and every query uses it."""
+    board = dashboard()
+    assert board["schemaVersion"] >= 38
+    variables = {variable["name"]: variable for variable in board["templating"]["list"]}
+    assert variables["DS_PROMETHEUS"]["type"] == "datasource"
+    assert variables["DS_PROMETHEUS"]["query"] == "prometheus"
+    assert variables["group"]["query"] == "label_values(grstats_member_info, group_name)"
+    assert variables["member"]["query"] == (
+        'label_values(grstats_member_info{group_name="$group"}, member_id)'
+    )
+    assert variables["member"]["multi"]
+    assert variables["member"]["includeAll"]
+    for variable in (variables["group"], variables["member"]):
+        assert variable["datasource"]["uid"] == "${DS_PROMETHEUS}"
+    targets = dashboard_targets()
+    assert len(targets) >= 30
+    for target in targets:
+        assert target["datasource"]["uid"] == "${DS_PROMETHEUS}", target
+
+
+def test_dashboard_panel_titles_are_unique() -> None:
+    """Each panel has a title of its own (the live test names queries by it)."""
+    titles = [panel["title"] for panel in dashboard()["panels"]]
+    assert len(titles) == len(set(titles)), sorted(t for t in titles if titles.count(t) > 1)
+
+
+def test_dashboard_panels_do_not_overlap() -> None:
+    """No two panels share a cell of Grafana's 24-column grid."""
+    taken: dict[tuple[int, int], str] = {}
+    for panel in dashboard()["panels"]:
+        grid = panel["gridPos"]
+        assert grid["x"] + grid["w"] <= 24, panel["title"]
+        for x in range(grid["x"], grid["x"] + grid["w"]):
+            for y in range(grid["y"], grid["y"] + grid["h"]):
+                assert (x, y) not in taken, f"{panel['title']} overlaps {taken.get((x, y))}"
+                taken[x, y] = panel["title"]
+
+
+def test_dashboard_names_only_defined_recording_rules() -> None:
+    """Every level:metric:operations name a dashboard query reads is a record of the rules file."""
+    defined = {rule["record"] for rule in records()}
+    used = {
+        name
+        for target in dashboard_targets()
+        for name in re.findall(r"[a-z_]+:grstats_[a-z_]+:[a-z0-9_]+", target["expr"])
+    }
+    assert used, "the dashboard reads no recording rule"
+    assert used <= defined, used - defined
+    member_queries = [t["expr"] for t in dashboard_targets() if 'member_id=~"$member"' in t["expr"]]
+    assert len(member_queries) >= 10
