@@ -60,16 +60,16 @@ verdict: scraping every agent gives one per agent, told apart by ``instance``; `
 agent's own health is per agent: keep ``instance``.
 
 **When the series are built.** The tables are built on the agent's event loop (a scrape runs in
-the HTTP server's thread and must not read the gossip state while the loop changes it), then
-kept: a scrape reuses the families of the last build while the agent's state is unchanged
-(``version``: the gossip state's changes, the last read, the periods) and the build is younger
-than :data:`REBUILD_AFTER_S`, so most scrapes of a busy scraper never wait for the loop, and
-:mod:`grstats.agent.metrics_http` serves the text rendered from that build. The
-time-dependent values (``grstats_row_age_seconds``, ``grstats_agent_up`` going to 0, the
-applier lag while applying) and the agent's own counters are thus at most that old; the state
-changes at every period, so with the default 1 s period a build lasts at most a period. At
-Prometheus' usual interval (15 s) every scrape builds. The agent's own counters are
-thread-safe prometheus-client objects.
+the HTTP server's thread and must not read the gossip state while the loop changes it). While
+a scraper comes (within :data:`~grstats.agent.metrics_http.PREPARE_WHILE_SCRAPED_S`), the agent
+renders the whole exposition ahead, once a period at mid-period, when the period's burst of
+gossip is over, and scrapes are answered with those bytes for 1.5 periods whatever changed
+since: a scrape never waits for the loop, and what it shows is at most 1.5 periods old (the
+gossip itself moves once a period). Otherwise (the first scrape after a quiet spell, a loop
+running late) a scrape reuses the families of the last build while the agent's state is
+unchanged (``version``: the gossip state's changes, the last read, the periods) and the build
+is younger than :data:`REBUILD_AFTER_S`, else waits for a build on the loop. The agent's own
+counters are thread-safe prometheus-client objects, as old as the rendering that shows them.
 """
 
 from __future__ import annotations
@@ -88,6 +88,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
     from prometheus_client.core import Metric
+
+    from grstats.agent.metrics_http import Exposition
 
 __all__ = [
     "MEMBER_STATES",
@@ -117,6 +119,8 @@ class AgentMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self.tables: TablesCollector | None = None  #: the members' series, once watched
+        #: what ``/metrics`` serves, once its server runs (:mod:`grstats.agent.metrics_http`)
+        self.exposition: Exposition | None = None
         Gauge(
             "grstats_build_info",
             "1, labelled with the grstats version this agent runs.",
@@ -210,6 +214,11 @@ class AgentMetrics:
     def overran(self) -> None:
         """Count one period overrun."""
         self._overruns.inc()
+
+    def prepare(self, valid_s: float) -> None:
+        """Render ``/metrics`` ahead, on the agent's loop (mid-period); see ``Exposition``."""
+        if self.exposition is not None:
+            self.exposition.prepare(valid_s)
 
     def watch(
         self,

@@ -21,6 +21,7 @@ from __future__ import annotations
 import gzip
 import socket
 import threading
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 from wsgiref.simple_server import WSGIRequestHandler, make_server
@@ -49,6 +50,19 @@ _number = cast("Callable[[float], str]", utils.floatToGoString)
 _TEXT_TYPES = {"stateset": "gauge", "gaugehistogram": "histogram", "unknown": "untyped"}
 
 
+#: While a scraper came within this long, the agent renders the exposition ahead, mid-period.
+PREPARE_WHILE_SCRAPED_S = 300.0
+
+
+@dataclass(frozen=True, slots=True)
+class _Prepared:
+    """A rendering made ahead of the scrapes (:meth:`Exposition.prepare`), and how long it holds."""
+
+    at: float  # time.monotonic() when made
+    valid_s: float
+    rendered: _Rendered
+
+
 @dataclass(frozen=True, slots=True)
 class _Rendered:
     """One rendering: the build of the members' series it shows, its text, gzipped too."""
@@ -74,9 +88,36 @@ class Exposition:
         self._metrics = metrics
         self._lock = threading.Lock()
         self._rendered: _Rendered | None = None
+        self._prepared: _Prepared | None = None
+        self._last_scrape: float | None = None
+        metrics.exposition = self
+
+    def prepare(self, valid_s: float) -> None:
+        """Render ahead, on the agent's loop, while scrapes come: served for ``valid_s``.
+
+        The agent calls it once a period, mid-period, when the period's burst of gossip is
+        over: a scrape then finds bytes made less than ``valid_s`` ago (at most that old) and
+        never waits for the loop, whatever changed since. Nothing is rendered while no scraper
+        came for :data:`PREPARE_WHILE_SCRAPED_S`.
+        """
+        tables = self._metrics.tables
+        with self._lock:
+            last = self._last_scrape
+        if tables is None or last is None or time.monotonic() - last > PREPARE_WHILE_SCRAPED_S:
+            return
+        rendered = self._render(tables)
+        with self._lock:
+            self._prepared = _Prepared(time.monotonic(), valid_s, rendered)
 
     def render(self, *, gzipped: bool = False) -> bytes:
-        """The exposition now: rendered again only when the members' series were rebuilt."""
+        """The exposition now: rendered ahead, or again when the members' series were rebuilt."""
+        now = time.monotonic()
+        with self._lock:
+            self._last_scrape = now
+            prepared = self._prepared
+        if prepared is not None and now - prepared.at < prepared.valid_s:
+            ahead = prepared.rendered
+            return ahead.gzipped if gzipped else ahead.plain
         tables = self._metrics.tables
         if tables is None:  # not watched: the agent's own figures, rendered at each scrape
             plain = render_text(self._metrics.registry.collect())

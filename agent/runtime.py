@@ -55,6 +55,10 @@ if TYPE_CHECKING:
     from grstats.agent.sources.base import StatsSource
     from grstats.agent.transports.base import Transport
 
+#: How many periods a /metrics exposition rendered mid-period is served: until the next one,
+#: with half a period to spare for a late loop.
+PREPARED_PERIODS = 1.5
+
 
 class Agent:
     """One agent: see the module docstring. Use ``await start()``, then ``await stop()``.
@@ -188,7 +192,14 @@ class Agent:
             # the same instants, so every row an agent serves samples the group at about one
             # moment, and the pushes of all peers arrive together, waking the agent once
             # rather than 8 times.
-            await asyncio.sleep(period - time.time() % period)
+            wait = period - time.time() % period
+            if self._metrics_server is not None and wait > period / 2:
+                # Mid-period, the peers' pushes of this period are in: render /metrics ahead
+                # (while scraped), so that a scrape never waits for the loop.
+                await asyncio.sleep(wait - period / 2)
+                self.metrics.prepare(valid_s=PREPARED_PERIODS * period)
+                wait = period - time.time() % period
+            await asyncio.sleep(wait)
 
     # -- one period ----------------------------------------------------------------------
 

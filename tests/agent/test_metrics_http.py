@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import time
 import urllib.request
 from typing import TYPE_CHECKING
 
@@ -19,12 +20,15 @@ from grstats.agent.metrics_http import (
     serve_metrics,
     start_metrics_server,
 )
+from grstats.agent.runtime import Agent
+from grstats.agent.sim.scenario import load_scenario
+from grstats.agent.sources.simulated import SimulatedSource
+from grstats.agent.transports import MemoryNetwork
 from tests.agent.test_metrics_health import lone_agent
+from tests.agent.test_runtime import settings
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
-
-    from grstats.agent.runtime import Agent
 
 
 @pytest.fixture(name="agent")
@@ -88,6 +92,61 @@ async def test_rendered_once_per_build(agent: Agent) -> None:
     second = await asyncio.to_thread(exposition.render)
     assert b'grstats_gossip_errors_total{kind="push",peer="db9:7400"} 1.0' in second
     assert (exposition.renders, tables.builds) == (2, 2)
+
+
+async def test_rendered_ahead_while_scraped_and_served_without_the_loop(agent: Agent) -> None:
+    """Prepare renders only once scraped; its bytes hold for valid_s whatever changed, then not."""
+    version = [1]
+    tables = TablesCollector(agent._series_input, lambda: version[0], asyncio.get_running_loop())
+    assert agent.metrics.tables is not None
+    agent.metrics.registry.unregister(agent.metrics.tables)
+    agent.metrics.registry.register(tables)
+    agent.metrics.tables = tables
+    exposition = Exposition(agent.metrics)
+    agent.metrics.prepare(valid_s=60)  # nobody scraped yet: nothing rendered
+    assert (exposition.renders, tables.builds) == (0, 0)
+    await asyncio.to_thread(exposition.render)
+    version[0] = 2
+    agent.metrics.prepare(valid_s=60)  # on the loop, as the agent does mid-period
+    assert (exposition.renders, tables.builds) == (2, 2)
+    version[0] = 3  # the state changed since: the prepared bytes still hold
+    ahead = await asyncio.to_thread(exposition.render)
+    assert await asyncio.to_thread(exposition.render) is ahead
+    assert (exposition.renders, tables.builds) == (2, 2)
+    agent.metrics.prepare(valid_s=0.05)
+    await asyncio.sleep(0.1)  # past valid_s: the next scrape builds for itself
+    version[0] = 4
+    await asyncio.to_thread(exposition.render)
+    assert (exposition.renders, tables.builds) == (4, 4)
+
+
+async def test_the_agent_renders_ahead_mid_period() -> None:
+    """A running agent serving /metrics renders it once a period after a first scrape, not before."""
+    address = "agent-0:7400"
+    source = SimulatedSource(
+        load_scenario("steady").with_members(3), 0, seed=1, group_start_s=time.time() - 10
+    )
+    config = settings(
+        advertise=address,
+        peers=(address,),
+        period_s=1.0,
+        rpc_timeout_s=0.5,
+        metrics_listen="127.0.0.1:0",
+    )
+    agent = Agent(config, source, transport=MemoryNetwork().transport(address))
+    await agent.start()
+    try:
+        exposition = agent.metrics.exposition
+        assert exposition is not None
+        assert agent.metrics_address is not None
+        await asyncio.sleep(1.2)  # a mid-period passed
+        assert exposition.renders == 0  # nobody scraped: nothing rendered ahead
+        await asyncio.to_thread(get, agent.metrics_address)
+        scraped = exposition.renders
+        await asyncio.sleep(3.0)  # 3 mid-periods, no scrape
+        assert exposition.renders >= scraped + 2
+    finally:
+        await agent.stop(grace_s=0)
 
 
 async def test_the_text_is_prometheus_clients_own(agent: Agent) -> None:

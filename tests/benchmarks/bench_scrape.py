@@ -29,7 +29,7 @@ The machine's load is measured over the run, as ``bench_status`` does: busy core
 (``/proc/stat``) and, of those, the CPU of the 9 agents and the client; the rest is other
 work. ``--pin`` adds a pass with agent 0 and the client on core 0 and the 8 other agents on
 core 1; ``--own-core`` one with agent 0 alone on core 0 and the client with the 8 other agents
-(at nice 19) on core 1, the nearest this machine comes to an agent on its member's host
+(``SCHED_IDLE``) on core 1, the nearest this machine comes to an agent on its member's host
 scraped from elsewhere; ``--fixed`` has every agent read one fixed snapshot instead of
 simulating the group.
 
@@ -49,7 +49,6 @@ import json
 import math
 import os
 import platform
-import subprocess
 import sys
 import tempfile
 import time
@@ -66,7 +65,6 @@ from grstats.agent.rows.schema import TABLES
 from grstats.proto import grstats_pb2 as pb
 from grstats.proto import grstats_pb2_grpc as pb_grpc
 from tests.benchmarks.bench_agent import (
-    AS_AGENT,
     CLOCK_TICKS,
     AgentProcess,
     check_running,
@@ -75,7 +73,15 @@ from tests.benchmarks.bench_agent import (
     stop_group,
     wait_connected,
 )
-from tests.benchmarks.bench_status import MEMBERS, PERIOD_S, ROOT, SCENARIO, machine_ticks, ms
+from tests.benchmarks.bench_status import (
+    MEMBERS,
+    PERIOD_S,
+    SCENARIO,
+    machine_ticks,
+    ms,
+    placed,
+    start_group,
+)
 
 RATE = 20
 SECONDS = 30.0
@@ -92,33 +98,7 @@ AGE_LINE = b"grstats_row_age_seconds{"
 UP_LINE = b"grstats_agent_up{"
 SHARED = "All processes on every core"
 PINNED = "Agent 0 and client on core 0, the 8 other agents on core 1 (--pin)"
-OWN = "Agent 0 alone on core 0; client and the 8 other agents (at nice 19) on core 1 (--own-core)"
-
-
-def start_group(workdir: Path, into: list[AgentProcess], metrics_port: int, *, fixed: bool) -> None:
-    """Start the 9 agents as ``bench_status.start_group`` does; agent 0 also serves /metrics."""
-    ports = free_ports(MEMBERS)
-    peers = ",".join(f"127.0.0.1:{port}" for port in ports)
-    start = int(time.time())
-    for index, port in enumerate(ports):
-        command = (
-            ["-m", "tests.benchmarks.bench_agent", AS_AGENT, "fixed", str(workdir / "unused"), "--"]
-            if fixed
-            else ["-m", "grstats"]
-        )
-        arguments = [
-            *(sys.executable, *command, "agent", "--source", "simulated"),
-            *("--scenario", SCENARIO, "--members", str(MEMBERS), "--member-index", str(index)),
-            *("--group-start", str(start), "--listen", f"127.0.0.1:{port}", "--peers", peers),
-            *("--period", str(PERIOD_S), "--state-dir", str(workdir / f"state-{index}")),
-            *("--log-format", "json"),
-            *(("--metrics-listen", f"127.0.0.1:{metrics_port}") if index == 0 else ()),
-        ]
-        log = workdir / f"agent-{index}.log"
-        with log.open("wb") as out:
-            process = subprocess.Popen(arguments, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
-        into.append(AgentProcess(process, f"127.0.0.1:{port}", log, workdir / "unused"))
-        time.sleep(PERIOD_S / MEMBERS)
+OWN = "Agent 0 alone on core 0; client, and the 8 other agents (SCHED_IDLE), on core 1 (--own-core)"
 
 
 @dataclass
@@ -292,26 +272,12 @@ async def measure_placed(
 ) -> Pass:
     """A pass with agent 0 on core 0: with the client (``--pin``) or alone (``--own-core``).
 
-    With ``--pin`` the 8 other agents run on core 1; with ``--own-core`` the client runs there
-    too and the 8 agents at nice 19, so that the client's sends are not late behind their
-    periods, as a Prometheus on another host would not be.
+    See :func:`tests.benchmarks.bench_status.placed`: with ``--own-core`` the 8 other agents
+    run under ``SCHED_IDLE`` beside the client, as a Prometheus on another host is not late
+    behind their periods.
     """
-    everywhere = os.sched_getaffinity(0)
-    first, second = sorted(everywhere)[:2]
-    try:
-        os.sched_setaffinity(0, {second} if own_core else {first})
-        os.sched_setaffinity(group[0].process.pid, {first})
-        for member in group[1:]:
-            os.sched_setaffinity(member.process.pid, {second})
-            if own_core:
-                os.setpriority(os.PRIO_PROCESS, member.process.pid, 19)
+    with placed(group, own_core=own_core):
         return await measured(group, metrics, args)
-    finally:
-        for member in group[1:]:
-            if member.process.poll() is None:
-                os.setpriority(os.PRIO_PROCESS, member.process.pid, 0)
-        for pid in [0, *(member.process.pid for member in group)]:
-            os.sched_setaffinity(pid, everywhere)
 
 
 def sizes(metrics: str) -> dict[str, int]:
@@ -403,7 +369,12 @@ def main(argv: list[str] | None = None) -> int:
     metrics = f"127.0.0.1:{port}"
     with tempfile.TemporaryDirectory(prefix="grstats-bench-scrape-") as workdir:
         try:
-            start_group(Path(workdir), group, port, fixed=args.fixed)
+            start_group(
+                Path(workdir),
+                group,
+                fixed=args.fixed,
+                first_extra=("--metrics-listen", f"127.0.0.1:{port}"),
+            )
             found = asyncio.run(measure(group, metrics, args))
         finally:
             stop_group(group)

@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import math
 import os
@@ -81,7 +82,7 @@ from tests.benchmarks.bench_agent import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable
+    from collections.abc import Awaitable, Iterator
 
 MEMBERS = 9
 PERIOD_S = 1.0
@@ -137,11 +138,18 @@ class Load:
         }
 
 
-def start_group(workdir: Path, into: list[AgentProcess], *, fixed: bool = False) -> None:
+def start_group(
+    workdir: Path,
+    into: list[AgentProcess],
+    *,
+    fixed: bool = False,
+    first_extra: tuple[str, ...] = (),
+) -> None:
     """Start 9 ``grstats agent`` processes of one simulated group into ``into``.
 
     With ``fixed``, each agent reads one fixed snapshot of its simulated member instead
     (``bench_agent``'s ``--as-agent fixed``: a ``MemorySource``), without the simulator.
+    ``first_extra`` are more options of the first agent's (the one measured).
     """
     ports = free_ports(MEMBERS)
     peers = ",".join(f"127.0.0.1:{port}" for port in ports)
@@ -159,6 +167,7 @@ def start_group(workdir: Path, into: list[AgentProcess], *, fixed: bool = False)
             *("--group-start", str(start), "--listen", f"127.0.0.1:{port}", "--peers", peers),
             *("--period", str(PERIOD_S), "--state-dir", str(workdir / f"state-{index}")),
             *("--log-format", "json"),
+            *(first_extra if index == 0 else ()),
         ]
         with log.open("wb") as out:
             process = subprocess.Popen(arguments, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
@@ -286,27 +295,12 @@ async def measure(group: list[AgentProcess], args: argparse.Namespace) -> dict[s
     await asyncio.sleep(2 * PERIOD_S)  # a few periods of exchanges after connecting
     passes = {SHARED: await measured(group, run_loads(group[0], args.rate, args.seconds))}
     if args.pin and len(os.sched_getaffinity(0)) >= 2:
-        passes[PINNED] = await measured(group, run_pinned(group, args))
+        passes[PINNED] = await measured(group, run_placed(group, args, own_core=False))
     if args.nice:
         passes[NICED] = await measured(group, run_niced(group, args))
     if args.own_core and len(os.sched_getaffinity(0)) >= 2:
-        passes[OWN] = await measured(group, run_own_core(group, args))
+        passes[OWN] = await measured(group, run_placed(group, args, own_core=True))
     return {"connect_s": connect_s, "passes": passes}
-
-
-async def run_pinned(group: list[AgentProcess], args: argparse.Namespace) -> dict[str, Load]:
-    """Both loads with the queried agent and this client on one core, the others on another."""
-    everywhere = os.sched_getaffinity(0)
-    first, second = sorted(everywhere)[:2]
-    try:
-        os.sched_setaffinity(0, {first})
-        os.sched_setaffinity(group[0].process.pid, {first})
-        for member in group[1:]:
-            os.sched_setaffinity(member.process.pid, {second})
-        return await run_loads(group[0], args.rate, args.seconds)
-    finally:
-        for pid in [0, *(member.process.pid for member in group)]:
-            os.sched_setaffinity(pid, everywhere)
 
 
 async def run_niced(group: list[AgentProcess], args: argparse.Namespace) -> dict[str, Load]:
@@ -321,28 +315,40 @@ async def run_niced(group: list[AgentProcess], args: argparse.Namespace) -> dict
                 os.setpriority(os.PRIO_PROCESS, member.process.pid, 0)
 
 
-async def run_own_core(group: list[AgentProcess], args: argparse.Namespace) -> dict[str, Load]:
-    """Both loads with the queried agent alone on one core, as on a host of its own.
+@contextlib.contextmanager
+def placed(group: list[AgentProcess], *, own_core: bool) -> Iterator[None]:
+    """Place the processes on the first two cores (``--pin``, or ``--own-core``), then back.
 
-    The client and the 8 other agents share the other core, the agents under ``SCHED_IDLE``
-    (they run only when the client leaves the core idle), so that the client's sends are
-    not late behind their periods, as a client on another host would not be.
+    ``--pin``: the queried agent (``group[0]``) and this client on the first core, the 8 other
+    agents on the second. ``--own-core``: the queried agent alone on the first core, as on a
+    host of its own; this client and the 8 other agents on the second, those under
+    ``SCHED_IDLE`` (they run only when the client leaves the core idle), so that the client's
+    sends are not late behind their periods, as a client on another host would not be.
     """
     everywhere = os.sched_getaffinity(0)
     first, second = sorted(everywhere)[:2]
     try:
         os.sched_setaffinity(group[0].process.pid, {first})
-        os.sched_setaffinity(0, {second})
+        os.sched_setaffinity(0, {second} if own_core else {first})
         for member in group[1:]:
             os.sched_setaffinity(member.process.pid, {second})
-            os.sched_setscheduler(member.process.pid, os.SCHED_IDLE, os.sched_param(0))
-        return await run_loads(group[0], args.rate, args.seconds)
+            if own_core:
+                os.sched_setscheduler(member.process.pid, os.SCHED_IDLE, os.sched_param(0))
+        yield
     finally:
         for member in group[1:]:
-            if member.process.poll() is None:
+            if own_core and member.process.poll() is None:
                 os.sched_setscheduler(member.process.pid, os.SCHED_OTHER, os.sched_param(0))
         for pid in [0, *(member.process.pid for member in group)]:
             os.sched_setaffinity(pid, everywhere)
+
+
+async def run_placed(
+    group: list[AgentProcess], args: argparse.Namespace, *, own_core: bool
+) -> dict[str, Load]:
+    """Both loads with the processes :func:`placed` (``--pin`` or ``--own-core``)."""
+    with placed(group, own_core=own_core):
+        return await run_loads(group[0], args.rate, args.seconds)
 
 
 def ms(value: float) -> str:
