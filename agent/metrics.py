@@ -77,7 +77,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
@@ -88,8 +88,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
     from prometheus_client.core import Metric
-
-    from grstats.agent.metrics_http import Exposition
 
 __all__ = [
     "MEMBER_STATES",
@@ -108,6 +106,14 @@ _ROUND_TRIP_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 
 _READ_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
+class RendersAhead(Protocol):
+    """What ``/metrics`` serves, rendered ahead (``grstats.agent.metrics_http.Exposition``)."""
+
+    def prepare(self, valid_s: float) -> None:
+        """Render now, on the agent's loop, for scrapes in the next ``valid_s`` seconds."""
+        ...
+
+
 class AgentMetrics:
     """The agent's own figures, and the registry ``/metrics`` serves.
 
@@ -120,7 +126,7 @@ class AgentMetrics:
         self.registry = CollectorRegistry(auto_describe=True)
         self.tables: TablesCollector | None = None  #: the members' series, once watched
         #: what ``/metrics`` serves, once its server runs (:mod:`grstats.agent.metrics_http`)
-        self.exposition: Exposition | None = None
+        self.exposition: RendersAhead | None = None
         Gauge(
             "grstats_build_info",
             "1, labelled with the grstats version this agent runs.",

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import shutil
 import subprocess
 import urllib.request
 from typing import TYPE_CHECKING
@@ -19,7 +18,7 @@ import pytest
 from tests.agent.test_metrics import MEMBER_SERIES
 from tests.agent.test_metrics_series import GROUP_SERIES
 from tests.agent.test_runtime import _start_without_loop, start_group, stop_all
-from tests.mariadb import missing
+from tests.programs import require
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -30,11 +29,7 @@ if TYPE_CHECKING:
 @pytest.fixture(name="promtool")
 def _promtool() -> str:
     """The promtool program, or a failure (CI) or skip (elsewhere) saying how to get it."""
-    found = shutil.which("promtool")
-    if found is None:
-        missing("promtool not found: install the Debian package prometheus")
-    assert found is not None
-    return found
+    return require("promtool", "prometheus")
 
 
 @pytest.fixture(name="group")

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 import signal
 import socket
 import subprocess
@@ -40,7 +39,7 @@ from grstats.collector.spool import (
     usage,
 )
 from tests.agent.test_runtime import Group, start_group
-from tests.mariadb import missing
+from tests.programs import require
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
@@ -234,19 +233,10 @@ async def test_poll_errors_are_counted_when_every_node_is_down(tmp_path: Path) -
     assert spool_of(samples) == (0, 0)
 
 
-def promtool() -> str:
-    """The path of promtool (Debian's prometheus package); fails under CI when it is missing."""
-    found = shutil.which("promtool")
-    if found is None:
-        missing("promtool is not installed (Debian: apt-get install prometheus)")
-    assert found is not None
-    return found
-
-
 def promtool_check(text: str) -> subprocess.CompletedProcess[str]:
     """``promtool check metrics`` on a scrape's text."""
     return subprocess.run(
-        [promtool(), "check", "metrics"],
+        [require("promtool", "prometheus"), "check", "metrics"],
         input=text,
         capture_output=True,
         text=True,

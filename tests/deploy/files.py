@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 import shlex
-import shutil
 import socket
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +13,6 @@ import pytest
 import yaml
 
 from grstats.cli import build_parser
-from tests.mariadb import missing
 
 if TYPE_CHECKING:
     import argparse
@@ -124,15 +122,6 @@ def yaml_documents(path: Path) -> list[dict[str, Any]]:
     for document in documents:
         assert isinstance(document, dict), f"{path.name}: a document is not a mapping"
     return documents
-
-
-def require(program: str) -> str:
-    """The path of ``program``; fails under CI and skips elsewhere when it is missing."""
-    found = shutil.which(program)
-    if found is None:
-        missing(f"{program} is not installed")
-    assert found is not None
-    return found
 
 
 def free_port() -> int:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -33,7 +32,7 @@ import yaml
 
 from grstats.agent.cli.demo import free_ports
 from tests.deploy.files import DEPLOY
-from tests.mariadb import missing
+from tests.programs import require
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -109,15 +108,6 @@ class Stack:
         return "\n".join(parts)
 
 
-def prometheus_program() -> str:
-    """The path of prometheus; fails under CI and skips elsewhere when it is missing."""
-    found = shutil.which("prometheus")
-    if found is None:
-        missing("prometheus not found: install the Debian package prometheus (make system-deps)")
-    assert found is not None
-    return found
-
-
 def shortened_rules(directory: Path) -> Path:
     """A copy of the rules whose alerts wait ALERT_FOR instead of minutes."""
     rules = yaml.safe_load(RULES.read_text(encoding="utf-8"))
@@ -176,7 +166,7 @@ def wait_for(what: str, check: Callable[[], bool], timeout_s: float, stack: Stac
 @pytest.fixture(name="stack", scope="module")
 def _stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """Three agents of one simulated group, a collector, and Prometheus scraping them."""
-    prometheus = prometheus_program()
+    prometheus = require("prometheus", "prometheus")
     workdir = tmp_path_factory.mktemp("prometheus-live")
     ports = free_ports(2 * MEMBERS + 2)
     gossip = [f"127.0.0.1:{port}" for port in ports[:MEMBERS]]

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 from typing import TYPE_CHECKING, Any
 
@@ -20,7 +19,7 @@ import pytest
 import yaml
 
 from tests.deploy.files import DEPLOY
-from tests.mariadb import missing
+from tests.programs import require
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -44,15 +43,6 @@ KEY_RECORDS = (
     "group_name_state:grstats_member_state:sum",
     "group_name:grstats_group_tolerance:min",
 )
-
-
-def promtool_program() -> str:
-    """The path of promtool; fails under CI and skips elsewhere when it is missing."""
-    found = shutil.which("promtool")
-    if found is None:
-        missing("promtool not found: install the Debian package prometheus (make system-deps)")
-    assert found is not None
-    return found
 
 
 def rule_groups() -> list[dict[str, Any]]:
@@ -101,7 +91,7 @@ def dashboard_targets() -> list[dict[str, Any]]:
 def run_promtool(*args: str) -> subprocess.CompletedProcess[str]:
     """Run promtool with ``args`` from deploy/prometheus."""
     return subprocess.run(
-        [promtool_program(), *args],
+        [require("promtool", "prometheus"), *args],
         capture_output=True,
         text=True,
         check=False,

@@ -30,9 +30,9 @@ from tests.deploy.files import (
     free_port,
     parse_grstats,
     read_env_file,
-    require,
     under,
 )
+from tests.programs import require
 
 SYSTEMD = DEPLOY / "systemd"
 UNITS = sorted(SYSTEMD.glob("*.service"))
