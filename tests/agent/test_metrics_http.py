@@ -137,7 +137,7 @@ async def test_the_agent_renders_ahead_mid_period() -> None:
     await agent.start()
     try:
         exposition = agent.metrics.exposition
-        assert exposition is not None
+        assert isinstance(exposition, Exposition)
         assert agent.metrics_address is not None
         await asyncio.sleep(1.2)  # a mid-period passed
         assert exposition.renders == 0  # nobody scraped: nothing rendered ahead
