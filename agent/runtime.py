@@ -124,9 +124,13 @@ class Agent:
         self._serving = True
         self.metrics.watch(self._series_input, self._version, asyncio.get_running_loop())
         if self._config.metrics_listen:
-            self._metrics_server, self.metrics_address = start_metrics_server(
-                self.metrics, self._config.metrics_listen
-            )
+            try:
+                self._metrics_server, self.metrics_address = start_metrics_server(
+                    self.metrics, self._config.metrics_listen
+                )
+            except ConfigError:  # stop what started, so the process ends cleanly
+                await self.stop(grace_s=0)
+                raise
         self.member.log.info(
             "agent_started",
             address=self.address,

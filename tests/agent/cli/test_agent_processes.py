@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -180,6 +181,24 @@ def test_kill_9_then_restart(tmp_path: Path) -> None:
                 process.send_signal(signal.SIGTERM)
         for process in agents:
             process.wait(timeout=15)
+
+
+def test_a_metrics_port_in_use_exits_1_with_one_line(tmp_path: Path) -> None:
+    """A taken --metrics-listen port: exit 1, one line naming metrics_listen, no traceback."""
+    ports = free_ports(2)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", ports[1]))
+        taken.listen()
+        done = grstats(
+            "agent",
+            *("--source", "simulated", "--member-index", "0", "--group-start", "1"),
+            *("--listen", f"127.0.0.1:{ports[0]}", "--state-dir", str(tmp_path / "state")),
+            *("--metrics-listen", f"127.0.0.1:{ports[1]}", "--log-format", "json"),
+            timeout=30,
+        )
+    assert done.returncode == 1
+    assert f"metrics_listen: cannot bind 127.0.0.1:{ports[1]}" in done.stderr
+    assert "Traceback" not in done.stderr + done.stdout
 
 
 def test_metrics_listen_serves_prometheus_text(tmp_path: Path) -> None:
