@@ -9,7 +9,7 @@ The served tables (:mod:`grstats.agent.served`) and the group status
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from grstats.agent.gossip import Counts, Key
 from grstats.agent.gtid import GtidSet
@@ -19,6 +19,8 @@ from grstats.agent.rows import ApplierStatusRow, MemberRow, MemberStatsRow, lag_
 if TYPE_CHECKING:
     from grstats.agent.gossip import GossipState
     from grstats.agent.model import MemberSnapshot
+
+_V = TypeVar("_V")
 
 
 def member_ids(state: GossipState, local: MemberSnapshot | None, view: GroupView) -> list[str]:
@@ -78,11 +80,18 @@ def stats_of(
     if local is not None and member == local.member_id:
         row = local.stats
     else:
-        heard = state.value(member, Key.COUNTS)
-        if heard is None or not isinstance(heard.update.value, Counts):
+        counts = _heard(state, member, Key.COUNTS, Counts)
+        if counts is None:
             return MemberStatsRow.unheard(member, view_id if in_view else "")
-        row = heard.update.value.row
+        row = counts.row
     return replace(row, view_id=view_id) if in_view and row.view_id != view_id else row
+
+
+def _heard(state: GossipState, member: str, key: Key, kind: type[_V]) -> _V | None:
+    """The last value received of ``member``'s ``key``, None if none or not a ``kind``."""
+    heard = state.value(member, key)
+    value = heard.update.value if heard is not None else None
+    return value if isinstance(value, kind) else None
 
 
 def applier_held(
@@ -91,10 +100,7 @@ def applier_held(
     """``member``'s applier fields as read or last received (lag not computed), None if unheard."""
     if local is not None and member == local.member_id:
         return local.applier
-    heard = state.value(member, Key.APPLIER)
-    if heard is None or not isinstance(heard.update.value, ApplierStatusRow):
-        return None
-    return heard.update.value
+    return _heard(state, member, Key.APPLIER, ApplierStatusRow)
 
 
 def applier_of(
@@ -116,20 +122,16 @@ def transactions_behind(
     """The count ``member``'s agent last sent with its counts (the local one's read now)."""
     if local is not None and member == local.member_id:
         return local.transactions_behind
-    heard = state.value(member, Key.COUNTS)
-    if heard is None or not isinstance(heard.update.value, Counts):
-        return None
-    return heard.update.value.transactions_behind
+    counts = _heard(state, member, Key.COUNTS, Counts)
+    return counts.transactions_behind if counts is not None else None
 
 
 def executed_of(state: GossipState, local: MemberSnapshot | None, member: str) -> GtidSet:
     """``member``'s gtid_executed, empty when never received."""
     if local is not None and member == local.member_id:
         return local.gtid_executed
-    heard = state.value(member, Key.GTID_EXECUTED)
-    if heard is not None and isinstance(heard.update.value, GtidSet):
-        return heard.update.value
-    return GtidSet()
+    executed = _heard(state, member, Key.GTID_EXECUTED, GtidSet)
+    return executed if executed is not None else GtidSet()
 
 
 def server_of(
@@ -138,7 +140,4 @@ def server_of(
     """``member``'s read_only, super_read_only and flow-control variables, None if never heard."""
     if local is not None and member == local.member_id:
         return local.server
-    heard = state.value(member, Key.SERVER)
-    if heard is None or not isinstance(heard.update.value, ServerSettings):
-        return None
-    return heard.update.value
+    return _heard(state, member, Key.SERVER, ServerSettings)

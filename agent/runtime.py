@@ -240,12 +240,7 @@ class Agent:
 
     def _version(self) -> tuple[int, int | None, int]:
         """Changes whenever the served tables may (read from /metrics' thread: ints only)."""
-        state, snapshot = self.member.state, self.member.snapshot
-        return (
-            state.changes if state is not None else -1,
-            snapshot.read_at_us if snapshot is not None else None,
-            self.periods,
-        )
+        return self._tables.version(self.periods)
 
     def peers(self) -> list[str]:
         """The peers this agent gossips with now (see :meth:`PeerRounds.peers`)."""

@@ -45,12 +45,22 @@ class ServedTables:
         self._clock = clock
         self._cached: tuple[tuple[int, int | None, int], Served] | None = None
 
+    def version(self, periods: int) -> tuple[int, int | None, int]:
+        """Changes whenever the tables may: the state's changes, the last read, ``periods``.
+
+        It reads a few ints only, so any thread may call it (``/metrics``' does).
+        """
+        state, snapshot = self._member.state, self._member.snapshot
+        return (
+            state.changes if state is not None else -1,
+            snapshot.read_at_us if snapshot is not None else None,
+            periods,
+        )
+
     def get(self, extended: bool, periods: int) -> Served:
         """The served tables now; ``periods`` counts the agent's periods (a cache key)."""
-        state = self._member.state
-        if not extended and state is not None:
-            snapshot = self._member.snapshot
-            key = (state.changes, snapshot.read_at_us if snapshot else None, periods)
+        if not extended and self._member.state is not None:
+            key = self.version(periods)
             if self._cached is None or self._cached[0] != key:
                 self._cached = (key, self._build(extended=False))
             return self._cached[1]
