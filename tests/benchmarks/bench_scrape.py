@@ -45,7 +45,6 @@ import argparse
 import asyncio
 import gzip
 import http.client
-import json
 import math
 import os
 import platform
@@ -81,6 +80,7 @@ from tests.benchmarks.bench_status import (
     ms,
     placed,
     start_group,
+    write_json,
 )
 
 RATE = 20
@@ -401,30 +401,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{'PASS' if passed else '**FAIL**'}"
         )
     if args.json:
-        raw = {
-            "rate": args.rate,
-            "seconds": args.seconds,
-            "members": MEMBERS,
-            "fixed": args.fixed,
-            "load_average": [started_load[0], ended_load[0]],
-            "python": platform.python_version(),
-            "cpus": os.cpu_count(),
-            "sizes": size,
-            "passes": {
-                title: {
-                    "busy_cores": each.busy_cores,
-                    "our_cores": each.our_cores,
-                    "other_cores": each.other_cores,
-                    "loads": {
-                        name: {**load.summary(), "latencies_ms": load.latencies_ms}
-                        for name, load in each.loads.items()
-                    },
-                }
-                for title, each in found["passes"].items()
-            },
-        }
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(raw, indent=2) + "\n", encoding="utf-8")
+        write_json(args, (started_load[0], ended_load[0]), found["passes"], sizes=size)
     return 0
 
 

@@ -82,7 +82,7 @@ from tests.benchmarks.bench_agent import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Awaitable, Iterator
+    from collections.abc import Awaitable, Iterator, Mapping
 
 MEMBERS = 9
 PERIOD_S = 1.0
@@ -391,6 +391,43 @@ def verdict(loads: dict[str, Load]) -> tuple[float, bool]:
     return p99, not found["errors"] and found["answered"] == found["sent"] and p99 <= TARGET_P99_MS
 
 
+def write_json(
+    args: argparse.Namespace,
+    load_average: tuple[float, float],
+    passes: Mapping[str, Any],
+    **more: Any,
+) -> None:
+    """Write the run's settings, ``more``, and each pass's figures to ``args.json``.
+
+    A pass has ``busy_cores``, ``our_cores``, ``other_cores`` and ``loads``, each load a
+    ``summary()`` and its ``latencies_ms`` (this script's :class:`Pass` and ``bench_scrape``'s).
+    """
+    raw = {
+        "rate": args.rate,
+        "seconds": args.seconds,
+        "members": MEMBERS,
+        "fixed": args.fixed,
+        "load_average": list(load_average),
+        "python": platform.python_version(),
+        "cpus": os.cpu_count(),
+        **more,
+        "passes": {
+            title: {
+                "busy_cores": each.busy_cores,
+                "our_cores": each.our_cores,
+                "other_cores": each.other_cores,
+                "loads": {
+                    name: {**load.summary(), "latencies_ms": load.latencies_ms}
+                    for name, load in each.loads.items()
+                },
+            }
+            for title, each in passes.items()
+        },
+    }
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(json.dumps(raw, indent=2) + "\n", encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the benchmark, print the figures and the verdict; exit 0 whatever they are."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -441,29 +478,7 @@ def main(argv: list[str] | None = None) -> int:
             f"{title[0].lower()}{title[1:]}: {ms(p99)}, {'PASS' if passed else '**FAIL**'}"
         )
     if args.json:
-        raw = {
-            "rate": args.rate,
-            "seconds": args.seconds,
-            "members": MEMBERS,
-            "fixed": args.fixed,
-            "load_average": [started_load[0], ended_load[0]],
-            "python": platform.python_version(),
-            "cpus": os.cpu_count(),
-        }
-        raw["passes"] = {
-            title: {
-                "busy_cores": each.busy_cores,
-                "our_cores": each.our_cores,
-                "other_cores": each.other_cores,
-                "loads": {
-                    name: {**load.summary(), "latencies_ms": load.latencies_ms}
-                    for name, load in each.loads.items()
-                },
-            }
-            for title, each in found["passes"].items()
-        }
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(raw, indent=2) + "\n", encoding="utf-8")
+        write_json(args, (started_load[0], ended_load[0]), found["passes"])
     return 0
 
 
