@@ -31,7 +31,7 @@ import hashlib
 import random
 import uuid
 from dataclasses import dataclass, field
-from itertools import accumulate
+from itertools import accumulate, islice
 from typing import TYPE_CHECKING
 
 from grstats.agent.rows import MemberState
@@ -40,6 +40,8 @@ from grstats.agent.sim.member import AppliedTransaction, SimMember
 from grstats.agent.sim.txlog import NEGATIVE, ORIGIN, TxLog
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from grstats.agent.sim.scenario import Event, Scenario
 
 TICK_US = 100_000
@@ -50,6 +52,8 @@ DELIVERY_US = 500
 QUEUE_US = 50
 #: The first SQL port of the simulated members (member i listens on BASE_PORT + i).
 BASE_PORT = 13306
+#: Certification keys swept between two pauses of the stable-set round (about 1 ms of work).
+GC_PART = 20_000
 
 
 def stable_uuid(*parts: object) -> str:
@@ -138,6 +142,16 @@ class SimulatedGroup:
 
     def step(self) -> None:
         """Run one tick."""
+        for _ in self.step_in_parts():
+            pass
+
+    def step_in_parts(self) -> Iterator[None]:
+        """Run one tick, pausing between its parts: certification, each applier, the GC.
+
+        Called by a stepper on an event loop, which lets other work run at each pause (a part
+        takes well under a millisecond at 9 members). The tick is half done at a pause: the
+        group must not be read or stepped again until the iterator is exhausted.
+        """
         seconds = self.tick / TICKS_PER_SECOND
         tick_start = self.now_us
         self._run_events(seconds)
@@ -145,15 +159,17 @@ class SimulatedGroup:
         self.log.start_tick(tick_start)
         if self._has_quorum():
             self._certify(self._generate())
+            yield
         tick_end = tick_start + TICK_US
         for member in self.members:
             self._apply(member, tick_end)
+            yield
         self._account()  # the state during this tick, as seen from its start
         self.tick += 1
         if self.tick % (TICKS_PER_SECOND * self.scenario.flow_control.period) == 0:
             self._flow_control_step()
         if self.tick % (TICKS_PER_SECOND * self.scenario.timing.gc_period_s) == 0:
-            self._stable_set_round()
+            yield from self._stable_set_round()
         low = min(member.applied_upto for member in self.members)
         self.log.trim(low)
 
@@ -510,10 +526,11 @@ class SimulatedGroup:
         for member in self.members:
             member.quota_used = 0
 
-    def _stable_set_round(self) -> None:
+    def _stable_set_round(self) -> Iterator[None]:
         """The stable-set round: intersect ONLINE members' executed sets, GC.
 
-        As ``Certifier::handle_certifier_data`` and ``Certifier::garbage_collect`` do.
+        As ``Certifier::handle_certifier_data`` and ``Certifier::garbage_collect`` do. The
+        certification database is swept ``GC_PART`` keys at a time, pausing between them.
         """
         online = [m for m in self.members if m.online]
         if not online:
@@ -525,7 +542,12 @@ class SimulatedGroup:
         stable_seq = min(m.applied_upto for m in online)
         if stable_seq > self.log.base:  # versions are commit times: drop what all have applied
             stable_us = self.log.commit_us(stable_seq)
-            self.certification = {k: v for k, v in self.certification.items() if v >> 4 > stable_us}
+            items = iter(self.certification.items())
+            kept: dict[int, int] = {}
+            while part := list(islice(items, GC_PART)):
+                kept.update((key, version) for key, version in part if version >> 4 > stable_us)
+                yield
+            self.certification = kept
 
     def group_state(self, member: SimMember) -> str:
         """MEMBER_STATE of ``member`` as the group shows it; OFFLINE or ERROR once it is out."""

@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 
 #: Ticks stepped per worker-thread call while catching up (60 simulated seconds).
 CHUNK = 600
+#: On the event loop, a tick is stepped in parts and the loop runs others' work at least this
+#: often (seconds): a whole tick of 9 members takes 0.4-1.5 ms, the stable-set round ~10 ms.
+PAUSE_EVERY_S = 0.0002
 
 
 class SimulatedSource:
@@ -31,8 +34,9 @@ class SimulatedSource:
     A member whose server is down (``crash`` in the scenario) raises SourceUnavailable, as a
     real server that is down would; before the group starts, Group Replication is not started.
 
-    Stepping runs in a worker thread so that catching up on a group that started long ago
-    does not stall the agent's event loop; reads are never concurrent, so the copy is safe.
+    Catching up on a group that started long ago runs in a worker thread so that it does not
+    stall the agent's event loop; the last tick or two are stepped on the loop, in parts with
+    pauses between them (``PAUSE_EVERY_S``). Reads and steps never overlap, so the copy is safe.
 
     With ``step_ahead``, the group is also stepped in the background, one tick (0.1 s) at a
     time from the first read on, as a real server's state moves on its own: a read then finds
@@ -86,8 +90,12 @@ class SimulatedSource:
         # chunks, so that stopping the agent cancels it within one chunk.
         while tick > self._group.tick + 1:
             await asyncio.to_thread(self._group.advance_to, min(tick, self._group.tick + CHUNK))
-        if tick > self._group.tick:
-            self._group.advance_to(tick)
+        while tick > self._group.tick:
+            paused_at = time.perf_counter()
+            for _ in self._group.step_in_parts():
+                if time.perf_counter() - paused_at >= PAUSE_EVERY_S:
+                    await asyncio.sleep(0)  # let queries and gossip run mid-tick
+                    paused_at = time.perf_counter()
 
     async def _step_in_background(self) -> None:
         tick_s = TICK_US / 1_000_000

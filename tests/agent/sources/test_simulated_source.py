@@ -9,9 +9,12 @@ import pytest
 
 from grstats.agent.errors import ConfigError, SourceError, SourceUnavailable
 from grstats.agent.sim.scenario import load_scenario
+from grstats.agent.sources import simulated
 from grstats.agent.sources.simulated import SimulatedSource
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from grstats.agent.sources import StatsSource
 
 START = 1_700_000_000.0
@@ -118,6 +121,61 @@ async def test_step_ahead_steps_the_group_between_reads() -> None:
     clock.now += 3
     await asyncio.sleep(0.25)
     assert member.group.tick == read_tick + 30
+
+
+async def test_the_stepper_lets_other_work_run_within_a_tick(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Stepping ahead on the event loop pauses within each tick, so queries wait for a part only.
+
+    With a pause after every part, a task that counts the loop's turns runs between every two
+    parts of each tick stepped (a whole step would leave the count unchanged within a tick).
+    """
+    monkeypatch.setattr(simulated, "PAUSE_EVERY_S", 0.0)
+    clock = Clock(START + 10)
+    member = SimulatedSource(
+        load_scenario("steady").with_members(9),
+        0,
+        seed=3,
+        group_start_s=START,
+        clock=clock,
+        step_ahead=True,
+    )
+    await member.read()
+    read_tick = member.group.tick
+    turns = 0
+    turns_at_parts: list[list[int]] = []  # per tick stepped: the count at each of its parts
+    whole_tick = member.group.step_in_parts
+
+    def recorded_parts() -> Iterator[None]:
+        turns_at_parts.append([])
+        for part in whole_tick():
+            turns_at_parts[-1].append(turns)
+            yield part
+
+    monkeypatch.setattr(member.group, "step_in_parts", recorded_parts)
+
+    async def count_turns() -> None:
+        nonlocal turns
+        while True:
+            turns += 1
+            await asyncio.sleep(0)
+
+    counter = asyncio.create_task(count_turns())
+    for step in range(1, 11):  # one tick at a time, as in real time
+        tick = read_tick + step
+        clock.now = START + 10 + step / 10 + 0.001
+        for _ in range(100):  # the stepper wakes every 0.1 s
+            if member.group.tick == tick:
+                break
+            await asyncio.sleep(0.02)
+    counter.cancel()
+    await member.aclose()
+    assert member.group.tick == read_tick + 10
+    assert len(turns_at_parts) == 10
+    for counts in turns_at_parts:
+        assert len(counts) == 10  # certification and 9 appliers
+        assert counts == sorted(set(counts)), counts
 
 
 async def test_without_step_ahead_only_reads_step_the_group() -> None:
