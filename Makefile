@@ -24,14 +24,16 @@ $(VENV)/.installed-bench: $(VENV)/.installed
 
 install: $(VENV)/.installed ## create .venv and install grstats (editable, with Spark) and its test and dev tools
 
-system-deps: ## install the system packages the tests need (MariaDB server, tmux, Prometheus), if missing
+system-deps: ## install the system packages the tests need (MariaDB server and client, tmux, Prometheus, mysqld_exporter), if missing
 	@missing=""; \
 	command -v mariadbd >/dev/null || test -x /usr/sbin/mariadbd || missing="$$missing mariadb-server"; \
+	command -v mariadb >/dev/null || missing="$$missing mariadb-client"; \
+	command -v prometheus-mysqld-exporter >/dev/null || missing="$$missing prometheus-mysqld-exporter"; \
 	command -v tmux >/dev/null || missing="$$missing tmux"; \
 	command -v prometheus >/dev/null || missing="$$missing prometheus"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
-	    echo "installing$$missing (the tests start a MariaDB server and a Prometheus of their own, and run the watch screen in tmux)"; \
+	    echo "installing$$missing (the tests start a MariaDB server and a Prometheus of their own, read the agents' SQL endpoint with the mariadb client and mysqld_exporter, and run the watch screen in tmux)"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	  else \
 	    echo "make test needs$$missing: run 'sudo apt-get install$$missing' (or make test as root)" >&2; \

@@ -19,6 +19,9 @@ A config file looks like this; every key but ``source`` and its section has a de
     rpc_timeout_s = 0.5               # one push, 0.05-30 s and shorter than period_s
     flush_interval_s = 5              # registry flush, 1-3600 s
     metrics_listen = "0.0.0.0:9474"   # serve Prometheus /metrics here; default: not served
+    sql_listen = "127.0.0.1:7406"     # serve the tables over the MySQL protocol, read-only;
+                                      # default: not served. Other than loopback: a password file
+    sql_password_file = "/etc/grstats/sql-users"  # lines user:password; read at each login
     log_format = "auto"               # auto, json or console
     log_level = "info"                # debug, info, warning or error
     token_file = "/etc/grstats/token" # shared secret of Gossip and Query calls; default none
@@ -31,6 +34,7 @@ A config file looks like this; every key but ``source`` and its section has a de
 
     [limits]                          # what a peer or client may send: see grstats.agent.limits
     max_message_bytes = 16777216      # also max_gtid_text, max_updates, gossip_rate, ...
+    sql_connections_per_host = 16     # also sql_query_timeout_s, sql_max_rows
 
     [simulated]                       # for source = "simulated"
     scenario = "steady"               # a built-in scenario's name, or a scenario file
@@ -55,6 +59,7 @@ with the key as the file spells it (``period_s: 0 is not in [1, 60] seconds``,
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import tomllib
 from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
@@ -86,7 +91,9 @@ __all__ = [
     "MIN_RETENTION_S",
     "SOURCES",
     "AgentConfig",
+    "is_loopback",
     "load_config",
+    "read_sql_users",
 ]
 
 #: The stats sources an agent can read, each configured by the section of the same name.
@@ -141,6 +148,13 @@ class AgentConfig:
         flush_interval_s: how often the registry is written to ``state_dir``, 1..3600 s.
         metrics_listen: where to serve Prometheus' ``/metrics`` (host:port, port 0: any free
             port); None (the default) serves no metrics.
+        sql_listen: where to serve the tables over the MySQL protocol, read-only
+            (:mod:`grstats.agent.sql`; host:port, port 0: any free port); None (the default)
+            serves no SQL. Without ``sql_password_file`` only a loopback address is accepted
+            (127.0.0.0/8, ``::1``, ``localhost``), since any client could log in.
+        sql_password_file: the SQL endpoint's accounts, a file of ``user:password`` lines
+            (blank lines and ``#`` comments skipped); checked here, then read again at each
+            login, so it can be changed without a restart; never logged.
         simulated: the simulated source's section (``source = "simulated"``), a
             :class:`~grstats.agent.sources.SimulatedSourceConfig`.
         mysql: the MySQL source's section (``source = "mysql"``), a
@@ -173,6 +187,8 @@ class AgentConfig:
     rpc_timeout_s: float = 0.5
     flush_interval_s: float = 5.0
     metrics_listen: str | None = None
+    sql_listen: str | None = None
+    sql_password_file: Path | None = None
     simulated: SimulatedSourceConfig | None = None
     mysql: MySQLSourceConfig | None = None
     limits: LimitsConfig = DEFAULT_LIMITS
@@ -268,6 +284,18 @@ class AgentConfig:
             token_file = check_path("token_file", self.token_file)
             object.__setattr__(self, "token_file", token_file)
             read_token(token_file, "token_file")
+        if self.sql_password_file is not None:  # a string from TOML becomes a Path
+            users_file = check_path("sql_password_file", self.sql_password_file)
+            object.__setattr__(self, "sql_password_file", users_file)
+            read_sql_users(users_file)
+        if self.sql_listen is not None:
+            host, _ = split_address(self.sql_listen, "sql_listen", lowest_port=0)
+            if self.sql_password_file is None and not is_loopback(host):
+                raise ConfigError(
+                    f"sql_listen: {self.sql_listen!r} is not a loopback address (127.0.0.0/8, "
+                    "::1, localhost); without sql_password_file any client that reaches it "
+                    "logs in, so give sql_password_file to listen there"
+                )
 
     @property
     def advertised(self) -> str:
@@ -293,6 +321,57 @@ class AgentConfig:
     def retention_us(self) -> int:
         """``retention_s`` in microseconds (0: never purge)."""
         return round(self.retention_s * 1_000_000)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a name or an address, without brackets) is this machine's loopback."""
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.partition("%")[0]).is_loopback
+    except ValueError:  # a host name: it may resolve to anything
+        return False
+
+
+def read_sql_users(path: Path) -> dict[str, str]:
+    """Return the accounts of the SQL password file at ``path``: user name -> password.
+
+    Each line is ``user:password`` (split at the first ``:``; surrounding whitespace is
+    dropped); blank lines and lines starting with ``#`` are skipped. Called when the config
+    loads and again at each login of the SQL endpoint.
+
+    Raises:
+        ConfigError: naming ``sql_password_file``, the file and the line number, when the file
+            cannot be read, is not UTF-8, holds a line that is not ``user:password`` with both
+            parts non-empty (a user name has no whitespace), names a user twice, or holds no
+            account. The message never holds a password nor the line's text.
+    """
+    where = f"sql_password_file: {str(path)!r}"
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"sql_password_file: cannot read {str(path)!r}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{where} is not UTF-8 text") from exc
+    users: dict[str, str] = {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        entry = line.strip()
+        if not entry or entry.startswith("#"):
+            continue
+        user, colon, password = entry.partition(":")
+        user = user.strip()
+        password = password.strip()
+        if not colon or not user or not password or any(c.isspace() for c in user):
+            raise ConfigError(
+                f"{where} line {number} is not user:password (a user name without spaces, "
+                "a colon, a non-empty password)"
+            )
+        if user in users:
+            raise ConfigError(f"{where} line {number} names user {user!r} a second time")
+        users[user] = password
+    if not users:
+        raise ConfigError(f"{where} holds no user:password line")
+    return users
 
 
 def load_config(path: Path | None, overrides: Mapping[str, object] | None = None) -> AgentConfig:

@@ -13,6 +13,9 @@ default that a 9-member group never comes near::
     query_burst = 2000
     max_clients = 1024            # peer and client hosts whose rates are tracked at once
     max_members = 64              # members whose values the agent holds, 9-10000
+    sql_connections_per_host = 16 # SQL endpoint connections open at once per client host
+    sql_query_timeout_s = 5.0     # one SQL statement's time, 0.1-3600 s (then error 3024)
+    sql_max_rows = 100000         # rows one SQL result may have, 1-10000000 (then error 1104)
 
 This module is the one home of these defaults and of their bounds: the transports, the
 wire decoder, the server and the gossip state take theirs from :data:`DEFAULT_LIMITS` (or
@@ -34,7 +37,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
-from grstats.agent.checks import check_int, check_number
+from grstats.agent.checks import check_int, check_number, check_seconds
 from grstats.agent.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -65,6 +68,13 @@ MAX_CLIENTS = 1_000_000
 #: How many members' values the agent may be told to hold: at least a full group.
 MIN_MEMBERS = GROUP_MAX_MEMBERS
 TOP_MEMBERS = 10_000
+#: The most connections to the SQL endpoint one client host may hold at once.
+MAX_SQL_CONNECTIONS = 100_000
+#: The longest a SQL statement may be allowed to run, in seconds, and the shortest.
+MIN_SQL_QUERY_TIMEOUT_S = 0.1
+MAX_SQL_QUERY_TIMEOUT_S = 3600.0
+#: The most rows a SQL result may be allowed to have.
+MAX_SQL_ROWS = 10_000_000
 #: An episode of refusals ends at the first request admitted this long after the last refusal.
 EPISODE_QUIET_S = 1.0
 
@@ -86,6 +96,12 @@ class LimitsConfig:
         max_clients: hosts whose rates are tracked at once, 16..1000000.
         max_members: the most members whose values the agent holds (members come and go over
             a group's life; those unseen for ``retention_s`` are purged), 9..10000.
+        sql_connections_per_host: connections to the SQL endpoint (``sql_listen``) one client
+            host may hold at once, 1..100000; one more is refused with MySQL's error 1040.
+        sql_query_timeout_s: how long one SQL statement may run, 0.1..3600 s; then it is
+            interrupted with MySQL's error 3024 and the connection stays open.
+        sql_max_rows: the most rows one SQL result may have, 1..10000000; a larger one is
+            refused with error 1104 (add a WHERE or a LIMIT).
     """
 
     max_message_bytes: int = 16 * MIB
@@ -97,6 +113,9 @@ class LimitsConfig:
     query_burst: int = 2000
     max_clients: int = 1024
     max_members: int = 64
+    sql_connections_per_host: int = 16
+    sql_query_timeout_s: float = 5.0
+    sql_max_rows: int = 100_000
 
     def __post_init__(self) -> None:
         _check_count(
@@ -110,6 +129,16 @@ class LimitsConfig:
         _check_count("query_burst", self.query_burst, 1, MAX_BURST)
         _check_count("max_clients", self.max_clients, MIN_CLIENTS, MAX_CLIENTS)
         _check_count("max_members", self.max_members, MIN_MEMBERS, TOP_MEMBERS)
+        _check_count(
+            "sql_connections_per_host", self.sql_connections_per_host, 1, MAX_SQL_CONNECTIONS
+        )
+        check_seconds(
+            "limits.sql_query_timeout_s",
+            self.sql_query_timeout_s,
+            MIN_SQL_QUERY_TIMEOUT_S,
+            MAX_SQL_QUERY_TIMEOUT_S,
+        )
+        _check_count("sql_max_rows", self.sql_max_rows, 1, MAX_SQL_ROWS)
 
     @classmethod
     def from_table(cls, table: object) -> LimitsConfig:

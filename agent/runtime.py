@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import socket
 import time
 from typing import TYPE_CHECKING
 
@@ -53,6 +54,8 @@ if TYPE_CHECKING:
     from grstats.agent.registry import MemberRegistry
     from grstats.agent.served import Served
     from grstats.agent.sources.base import StatsSource
+    from grstats.agent.sql import SqlEndpoint
+    from grstats.agent.sql.session import SqlIdentity
     from grstats.agent.transports.base import Transport
 
 #: How many periods a /metrics exposition rendered mid-period is served: until the next one,
@@ -73,6 +76,8 @@ class Agent:
         registry_sync: the member registry, loaded at start and saved every flush.
         metrics: the agent's own figures and the registry ``/metrics`` serves.
         metrics_address: where ``/metrics`` is served once started, else None.
+        sql_address: where the MySQL-protocol endpoint (``sql_listen``) is served once
+            started, else None.
         limiter: the per-client rate limits of the gRPC services.
         security: TLS and token of the server and of the channels to peers.
         periods: periods run so far.
@@ -111,6 +116,10 @@ class Agent:
         self._serving = False
         self._task: asyncio.Task[None] | None = None
         self._metrics_server: WSGIServer | None = None
+        self.sql_address: str | None = None
+        self._sql: SqlEndpoint | None = None
+        self._sql_version: str | None = None  # the member's version, once read
+        self._hostname = socket.gethostname()
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -131,21 +140,28 @@ class Agent:
             except ConfigError:  # stop what started, so the process ends cleanly
                 await self.stop(grace_s=0)
                 raise
+        if self._config.sql_listen:
+            await self._start_sql()
         self.member.log.info(
             "agent_started",
             address=self.address,
             period_s=self._config.period_s,
             metrics=self.metrics_address,
+            sql=self.sql_address,
         )
         self._task = asyncio.create_task(self._loop(), name=f"agent-{self.address}")
 
     async def stop(self, grace_s: float = 1.0) -> None:
-        """Health NOT_SERVING, stop the loop and the server, flush, close the seams."""
+        """Health NOT_SERVING, stop the loop and the servers, flush, close the seams."""
         await self._health.enter_graceful_shutdown()
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task
+        if self._sql is not None:
+            await self._sql.aclose()
+            self._sql = None
+            self.sql_address = None
         if self._server is not None:
             await self._server.stop(grace_s)
             self._server = None
@@ -159,6 +175,19 @@ class Agent:
             self._metrics_server.server_close()
             self._metrics_server = None
         self.member.log.info("agent_stopped", address=self.address, periods=self.periods)
+
+    async def _start_sql(self) -> None:
+        """Serve the MySQL protocol at ``sql_listen``; on a bind error stop what started."""
+        # Imported here: mysql-mimic and sqlglot load only for an agent that serves SQL.
+        from grstats.agent.sql import SqlEndpoint  # noqa: PLC0415
+
+        endpoint = SqlEndpoint(self, self._config, self.member.log)
+        try:
+            self.sql_address = await endpoint.start()
+        except ConfigError:  # stop what started, so the process ends cleanly
+            await self.stop(grace_s=0)
+            raise
+        self._sql = endpoint
 
     async def _start_server(self) -> None:
         listen = self._config.listen
@@ -253,7 +282,7 @@ class Agent:
         """The agent's config; a new one takes effect from the next period.
 
         ``peers``, the fanouts and the timings are read every period; ``listen``,
-        ``advertise`` and ``metrics_listen`` only at start.
+        ``advertise``, ``metrics_listen`` and the ``sql_*`` keys only at start.
         """
         return self._config
 
@@ -277,6 +306,30 @@ class Agent:
     def member_id(self) -> str:
         """The member's server_uuid, ``''`` before the first read."""
         return self.member.member_id
+
+    @property
+    def sql_identity(self) -> SqlIdentity:
+        """Who the SQL endpoint says it is (``@@server_uuid``, ``@@version``, ...); on the loop.
+
+        The version is the member's MEMBER_VERSION as last read (None until one is).
+        """
+        from grstats.agent.sql.session import SqlIdentity  # noqa: PLC0415  (see _start_sql)
+
+        snapshot = self.member.snapshot
+        own = snapshot.own_row() if snapshot is not None else None
+        if own is not None and own.member_version:
+            self._sql_version = own.member_version
+        port = (
+            split_address(self.sql_address, "sql_listen", lowest_port=0)[1]
+            if self.sql_address
+            else 0
+        )
+        return SqlIdentity(
+            member_id=self.member.member_id,
+            version=self._sql_version,
+            hostname=self._hostname,
+            port=port,
+        )
 
     @property
     def state(self) -> GossipState | None:

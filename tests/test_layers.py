@@ -68,6 +68,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "grstats.agent.metrics_http",
             "grstats.agent.transports",
             "grstats.agent.server",
+            "grstats.agent.sql",
         ),
     ),
     ("agent runtime", ("grstats.agent",)),  # runtime, rounds, local, registry_sync, tables

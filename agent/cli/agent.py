@@ -29,6 +29,9 @@ with the same --scenario, --members, --seed and --group-start, and its own --mem
 
 examples:
   grstats agent --config deploy/examples/agent-mysql.toml
+  grstats agent --config deploy/examples/agent-mysql.toml --sql-listen 127.0.0.1:7406
+      then: mysql -h 127.0.0.1 -P 7406 -u grstats \\
+                -e 'SELECT * FROM performance_schema.replication_group_members'
   grstats agent --source simulated --scenario steady --members 3 --member-index 0 \\
       --group-start "$(date +%s)" --listen 127.0.0.1:7400 \\
       --peers 127.0.0.1:7400,127.0.0.1:7401,127.0.0.1:7402 --state-dir /tmp/grstats-0
@@ -47,6 +50,8 @@ OVERRIDES = {
     "fanout": "fanout",
     "pull_fanout": "pull_fanout",
     "metrics_listen": "metrics_listen",
+    "sql_listen": "sql_listen",
+    "sql_password_file": "sql_password_file",
     "source": "source",
     "scenario": "simulated.scenario",
     "member_index": "simulated.member_index",
@@ -95,6 +100,20 @@ def register(subparsers: Subparsers) -> None:
         "--metrics-listen",
         metavar="HOST:PORT",
         help="serve Prometheus /metrics here (every member's rows and the agent's own figures)",
+    )
+    parser.add_argument(
+        "--sql-listen",
+        metavar="HOST:PORT",
+        help="also serve every member's rows over the MySQL protocol here, read-only "
+        "(performance_schema.replication_group_members and ..._member_stats, and schema "
+        "grstats), for mysql clients and exporters; e.g. 127.0.0.1:7406. Only a loopback "
+        "address unless --sql-password-file is given (default: not served)",
+    )
+    parser.add_argument(
+        "--sql-password-file",
+        metavar="FILE",
+        help="accounts of --sql-listen, one user:password per line (# comments); read again "
+        "at each login, so edits need no restart",
     )
     parser.add_argument(
         "--period", type=float, metavar="SECONDS", help="seconds between exchanges, 1-60"

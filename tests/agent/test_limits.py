@@ -57,6 +57,8 @@ class TestLimitsConfig:
         assert limits.max_gtid_text == 4 * 1024 * 1024
         assert limits.max_updates == 108
         assert ("grpc.max_receive_message_length", 16 * 1024 * 1024) in limits.channel_options
+        assert (limits.sql_connections_per_host, limits.sql_max_rows) == (16, 100_000)
+        assert limits.sql_query_timeout_s == 5.0
 
     def test_update_bounds_follow_the_keys(self) -> None:
         """A message may carry every key of a full group: the bounds count gossip's keys."""
@@ -76,6 +78,14 @@ class TestLimitsConfig:
             ("query_burst", 0, "limits.query_burst: 0 is not in 1..1000000"),
             ("max_clients", True, "limits.max_clients: True is not in 16..1000000"),
             ("gossip_burst", "9", "limits.gossip_burst: '9' is not in 1..1000000"),
+            (
+                "sql_connections_per_host",
+                0,
+                "limits.sql_connections_per_host: 0 is not in 1..100000",
+            ),
+            ("sql_query_timeout_s", 0.05, "limits.sql_query_timeout_s: 0.05 is not in "),
+            ("sql_query_timeout_s", 3601, "limits.sql_query_timeout_s: 3601 is not in "),
+            ("sql_max_rows", 10**7 + 1, "limits.sql_max_rows: 10000001 is not in 1..10000000"),
         ],
     )
     def test_errors_name_the_key_and_value(self, key: str, value: object, message: str) -> None:

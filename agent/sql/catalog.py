@@ -1,0 +1,248 @@
+"""The schemas the SQL endpoint serves, and each column's MySQL type on the wire.
+
+Two schemas, both built from :mod:`grstats.agent.rows`: ``performance_schema`` holds MySQL's
+two Group Replication tables exactly as MySQL defines them (the agent's plain tables, see
+:mod:`grstats.agent.rows.schema` for MySQL's sources), and ``grstats`` holds all six served
+tables with the extended columns (CONNECTED, IN_VIEW, LAST_SEEN, AGE_MS, SOURCE).
+
+A column's type in a result set is what MySQL's ``Field::type()`` returns for its declared type
+(``sql/field.h``): CHAR(n) and ENUM are ``MYSQL_TYPE_STRING`` (ENUM's real type is only
+visible in the column's flags), TEXT and LONGTEXT ``MYSQL_TYPE_BLOB`` (the length tells them
+apart), BIGINT ``MYSQL_TYPE_LONGLONG``, INTEGER ``MYSQL_TYPE_LONG``, TIMESTAMP(6)
+``MYSQL_TYPE_TIMESTAMP`` and DECIMAL(20,6) ``MYSQL_TYPE_NEWDECIMAL``. Text columns are
+utf8mb4, the others binary, as MySQL sends them. Values travel as the ``mysql`` client prints
+them (:func:`grstats.agent.rows.render.cell_text`).
+"""
+
+from __future__ import annotations
+
+import functools
+import struct
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from mysql_mimic.charset import CharacterSet
+from mysql_mimic.constants import INFO_SCHEMA
+from mysql_mimic.results import ResultColumn
+from mysql_mimic.schema import Column as InfoColumn
+from mysql_mimic.schema import InfoSchema
+from mysql_mimic.types import ColumnType, str_len
+
+from grstats.agent.rows import (
+    EXTENDED_COLUMNS,
+    REPLICATION_GROUP_MEMBER_STATS,
+    REPLICATION_GROUP_MEMBERS,
+    ROW_TABLES,
+    TABLES,
+    Column,
+    Kind,
+    Value,
+    timestamp_text,
+)
+from grstats.agent.rows.render import cell_text
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+PERFORMANCE_SCHEMA = "performance_schema"
+GRSTATS_SCHEMA = "grstats"
+INFORMATION_SCHEMA = "information_schema"
+
+#: schema -> (extended, table names)
+SCHEMAS: dict[str, tuple[bool, tuple[str, ...]]] = {
+    PERFORMANCE_SCHEMA: (
+        False,
+        (REPLICATION_GROUP_MEMBERS.name, REPLICATION_GROUP_MEMBER_STATS.name),
+    ),
+    GRSTATS_SCHEMA: (True, tuple(TABLES)),
+}
+
+#: The first word of each declared type -> the type MySQL sends for it (``Field::type()``).
+_WIRE_TYPES = {
+    "CHAR": ColumnType.STRING,
+    "ENUM": ColumnType.STRING,
+    "TEXT": ColumnType.BLOB,
+    "LONGTEXT": ColumnType.BLOB,
+    "BIGINT": ColumnType.LONGLONG,
+    "INTEGER": ColumnType.LONG,
+    "TIMESTAMP": ColumnType.TIMESTAMP,
+    "DECIMAL": ColumnType.NEWDECIMAL,
+}
+
+#: DESCRIBE's and information_schema's name of a declared type where it is not the lowercase
+#: declared one (INTEGER is ``int``, MySQL 8.0.19+ shows no display width).
+_TYPE_NAMES = {"INTEGER": "int"}
+
+
+def is_database(name: str) -> bool:
+    """Whether ``name`` (any case) is a served schema or mysql-mimic's (information_schema)."""
+    return name.lower() in SCHEMAS or name.lower() in INFO_SCHEMA
+
+
+def table_columns(schema: str, table: str) -> tuple[Column, ...] | None:
+    """The columns of ``schema.table`` (lowercase names), or None when it is not served."""
+    served = SCHEMAS.get(schema)
+    if served is None or table not in served[1]:
+        return None
+    extended = served[0] and table in ROW_TABLES
+    return TABLES[table].columns + (EXTENDED_COLUMNS if extended else ())
+
+
+def extended(schema: str) -> bool:
+    """Whether ``schema``'s tables are the agent's extended ones (``grstats``)."""
+    return SCHEMAS[schema][0]
+
+
+def _base(column: Column) -> str:
+    """The declared type's first word, upper case: CHAR, ENUM, BIGINT, ..."""
+    return column.sql_type.split("(", 1)[0].split(" ", 1)[0].upper()
+
+
+def wire_type(column: Column) -> ColumnType:
+    """The type MySQL sends for ``column`` in a result set's column definition."""
+    try:
+        return _WIRE_TYPES[_base(column)]
+    except KeyError:
+        raise ValueError(f"{column.name}: no MySQL wire type for {column.sql_type!r}") from None
+
+
+def data_type(column: Column) -> str:
+    """``column``'s information_schema.columns.data_type: the type's name alone."""
+    base = _base(column)
+    return _TYPE_NAMES.get(base, base.lower())
+
+
+def column_type(column: Column) -> str:
+    """``column``'s type as DESCRIBE and information_schema.columns.column_type show it."""
+    base = _base(column)
+    rest = column.sql_type[len(base) :]
+    name = _TYPE_NAMES.get(base, base.lower())
+    # ENUM's values keep their case; the rest of a type (UNSIGNED, sizes) is lowercase.
+    return name + (rest if base == "ENUM" else rest.lower())
+
+
+def schema_mapping() -> dict[str, dict[str, dict[str, str]]]:
+    """``{db: {table: {column: type}}}`` of every served table, types as DESCRIBE shows them."""
+    mapping: dict[str, dict[str, dict[str, str]]] = {}
+    for schema, (_, tables) in SCHEMAS.items():
+        mapping[schema] = {}
+        for table in tables:
+            columns = table_columns(schema, table) or ()
+            mapping[schema][table] = {column.name: column_type(column) for column in columns}
+    return mapping
+
+
+@functools.cache
+def info_schema() -> InfoSchema:
+    """mysql-mimic's information_schema of the served tables (SHOW, DESCRIBE); built once.
+
+    Nullability is each column's; ``data_type`` is the type's name alone and ``column_type``
+    the full type, as MySQL fills them.
+    """
+    columns = [
+        InfoColumn(
+            name=column.name,
+            type=column_type(column),
+            table=table,
+            is_nullable=column.nullable,
+            schema=schema,
+        )
+        for schema, (_, tables) in SCHEMAS.items()
+        for table in tables
+        for column in table_columns(schema, table) or ()
+    ]
+    built = InfoSchema.from_columns(columns)
+    names = {
+        (schema, table, column.name): data_type(column)
+        for schema, (_, tables) in SCHEMAS.items()
+        for table in tables
+        for column in table_columns(schema, table) or ()
+    }
+    info_columns = built.tables[INFORMATION_SCHEMA]["columns"]
+    data_type_at = info_columns.columns.index("data_type")
+    for index, row in enumerate(info_columns.rows):
+        name = names.get((row[1], row[2], row[3]))
+        if name is not None:
+            info_columns.rows[index] = (*row[:data_type_at], name, *row[data_type_at + 1 :])
+    return built
+
+
+# -- values on the wire ---------------------------------------------------------------------
+
+
+def engine_value(column: Column, value: Value) -> Value:
+    """The value the query engine compares: TIMESTAMP(6) as MySQL's text, others as they are.
+
+    The text sorts as the time does and compares with ``'2024-01-01 00:00:00'`` literals.
+    """
+    if column.kind is Kind.TIMESTAMP and value is not None and not isinstance(value, str):
+        return timestamp_text(int(value))
+    return value
+
+
+def _text_encoder(column: Column) -> Callable[[ResultColumn, Any], bytes]:
+    """Encode a value as the ``mysql`` client prints it; TIMESTAMP text passes unchanged."""
+
+    def encode(_: ResultColumn, value: Any) -> bytes:
+        if isinstance(value, str):
+            return value.encode()
+        return cell_text(column, value).encode()
+
+    return encode
+
+
+def _timestamp_binary(_: ResultColumn, value: Any) -> bytes:
+    """A TIMESTAMP(6) in the binary protocol (prepared statements): 0 bytes for the zero one."""
+    if isinstance(value, str):
+        if value.startswith("0000-00-00"):
+            return b"\x00"
+        moment = datetime.fromisoformat(value)
+    else:
+        if not value:
+            return b"\x00"
+        moment = datetime.fromtimestamp(int(value) / 1_000_000, tz=UTC)
+    return struct.pack(
+        "<BHBBBBBI",
+        11,
+        moment.year,
+        moment.month,
+        moment.day,
+        moment.hour,
+        moment.minute,
+        moment.second,
+        moment.microsecond,
+    )
+
+
+def _text_binary(column: Column) -> Callable[[ResultColumn, Any], bytes]:
+    """A DECIMAL in the binary protocol: its text, length-encoded."""
+    encode = _text_encoder(column)
+
+    def binary(result_column: ResultColumn, value: Any) -> bytes:
+        return bytes(str_len(encode(result_column, value)))
+
+    return binary
+
+
+def result_column(column: Column, name: str | None = None) -> ResultColumn:
+    """The result set column of ``column`` (named ``name``, by default the column's)."""
+    kind = column.kind
+    if kind is Kind.TEXT:
+        return ResultColumn(name or column.name, wire_type(column))
+    binary: Callable[[ResultColumn, Any], bytes] | None = None
+    if kind is Kind.TIMESTAMP:
+        binary = _timestamp_binary
+    elif kind is Kind.DECIMAL:
+        binary = _text_binary(column)
+    return ResultColumn(
+        name or column.name,
+        wire_type(column),
+        character_set=CharacterSet.binary,
+        text_encoder=_text_encoder(column),
+        binary_encoder=binary,
+    )
+
+
+def result_columns(columns: Sequence[Column]) -> list[ResultColumn]:
+    """The result set columns of ``columns``, named and typed as MySQL sends them."""
+    return [result_column(column) for column in columns]

@@ -1,0 +1,392 @@
+"""``SqlEndpoint``: the agent's MySQL-protocol server, around mysql-mimic's ``MysqlServer``.
+
+One endpoint per agent, on the agent's event loop: it binds ``sql_listen``, logs clients in
+(:mod:`grstats.agent.sql.auth`), offers TLS with the agent's ``[tls]`` certificate when one
+is configured (re-read when its files change, like the gRPC server's), and gives each
+connection a :class:`~grstats.agent.sql.session.GrstatsSession` that answers from the agent's
+tables. Statements run on one worker thread the endpoint owns, so a heavy query never holds
+the loop (the gossip periods and the gRPC services go on), and at most one runs at a time.
+
+A client host may hold ``limits.sql_connections_per_host`` connections at once; one more is
+refused at connect with MySQL's error 1040 ``Too many connections``. A connection whose
+client disconnects abruptly or sends a malformed packet is closed, alone; it is logged at
+debug (a disconnect) or as a warning at most once per 10 s per kind of failure (no traceback),
+never per packet. mysql-mimic's own log records are quietened to match: its per-connection
+info lines and the errors it logs for statements the client was answered with an error do
+not reach the agent's log (unless at debug level).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import logging
+import ssl
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+import structlog
+from mysql_mimic.connection import Connection
+from mysql_mimic.control import LocalControl, TooManyConnections
+from mysql_mimic.errors import ErrorCode, MysqlError
+from mysql_mimic.server import MysqlServer
+from mysql_mimic.stream import ConnectionClosed, MysqlStream
+
+from grstats.agent.address import join_address, split_address
+from grstats.agent.errors import ConfigError
+from grstats.agent.log import ThrottledWarning
+from grstats.agent.sql.auth import OpenIdentity, PasswordFileIdentity
+from grstats.agent.tls import FileWatch
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from mysql_mimic.auth import IdentityProvider
+    from mysql_mimic.session import BaseSession
+    from structlog.typing import FilteringBoundLogger
+
+    from grstats.agent.config import AgentConfig
+    from grstats.agent.sql.session import GrstatsSession, SqlSource
+    from grstats.agent.tls import TlsConfig
+
+__all__ = ["PerHostControl", "SqlEndpoint"]
+
+#: A failing connection is logged at most this often per kind of failure.
+LOG_EVERY_S = 10.0
+#: The longest text of a client's failure put in a log line.
+MAX_ERROR_CHARS = 200
+
+#: What a client that went away (or never spoke MySQL) makes a connection fail with.
+_DISCONNECTS = (ConnectionClosed, ConnectionError, asyncio.IncompleteReadError, EOFError)
+
+
+class SqlEndpoint:
+    """The MySQL-protocol endpoint of one agent: see the module docstring.
+
+    Args:
+        source: what the sessions read (the agent: its tables and identity), on the loop.
+        config: the agent's config: ``sql_listen``, ``sql_password_file``, ``[tls]`` and the
+            ``sql_*`` keys of ``[limits]``.
+        log: the agent's logger.
+
+    Attributes:
+        address: the ``host:port`` bound once started (the real port for port 0), else None.
+    """
+
+    def __init__(self, source: SqlSource, config: AgentConfig, log: FilteringBoundLogger) -> None:
+        assert config.sql_listen is not None
+        self._source = source
+        self._config = config
+        self._log = log
+        self._server: _Server | None = None
+        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self.address: str | None = None
+
+    async def start(self) -> str:
+        """Bind ``sql_listen`` and serve; return the address bound.
+
+        Raises:
+            ConfigError: ``sql_listen: cannot bind ...`` when the address is taken or invalid
+                here; nothing is left running.
+        """
+        # Imported here: the session brings sqlglot's executor, heavy and needed only now.
+        from grstats.agent.sql.session import GrstatsSession  # noqa: PLC0415
+
+        listen = self._config.sql_listen
+        assert listen is not None
+        quiet_mimic_logging()
+        executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="grstats-sql")
+        limits = self._config.limits
+
+        def new_session() -> GrstatsSession:
+            return GrstatsSession(self._source, limits, executor)
+
+        identity: IdentityProvider = (
+            OpenIdentity(self._log)
+            if self._config.sql_password_file is None
+            else PasswordFileIdentity(self._config.sql_password_file, self._log)
+        )
+        server = _Server(
+            new_session,
+            identity,
+            PerHostControl(limits.sql_connections_per_host, self._log),
+            self._config.tls,
+            self._log,
+        )
+        host, port = split_address(listen, "sql_listen", lowest_port=0)
+        try:
+            await server.start_server(host=host, port=port, reuse_address=True)
+        except OSError as exc:
+            executor.shutdown(wait=False)
+            raise ConfigError(f"sql_listen: cannot bind {listen}: {exc}") from exc
+        self._server, self._executor = server, executor
+        bound = server.sockets()[0].getsockname()[1]
+        self.address = join_address(host, bound)
+        return self.address
+
+    async def aclose(self) -> None:
+        """Stop accepting, close every connection, stop the worker; safe to call twice."""
+        server, self._server = self._server, None
+        if server is not None:
+            await server.aclose()
+        executor, self._executor = self._executor, None
+        if executor is not None:
+            # A statement still running was interrupted by its session when the server
+            # cancelled its connection (session._Job); queued ones are cancelled here.
+            executor.shutdown(wait=False, cancel_futures=True)
+
+    @property
+    def connections(self) -> int:
+        """How many client connections are open."""
+        return 0 if self._server is None else len(self._server.tasks)
+
+
+class PerHostControl(LocalControl):
+    """mysql-mimic's connection registry, refusing a host's connection over ``per_host``.
+
+    mysql-mimic calls :meth:`add` when a client connects, before the handshake (a refusal is
+    answered with error 1040), and :meth:`remove` when its connection ends.
+    """
+
+    def __init__(self, per_host: int, log: FilteringBoundLogger) -> None:
+        super().__init__()
+        self._per_host = per_host
+        self._hosts: dict[int, str] = {}  # connection id -> its client host
+        self._open: Counter[str] = Counter()
+        self._warn = ThrottledWarning(log, "sql_too_many_connections", LOG_EVERY_S)
+
+    async def add(self, connection: Connection) -> int:
+        """Register a new connection; TooManyConnections when its host has its fill."""
+        host = _client_host(connection)
+        if self._open[host] >= self._per_host:
+            self._warn("per_host", client=host, limit=self._per_host)
+            raise TooManyConnections
+        connection_id: int = await super().add(connection)
+        self._hosts[connection_id] = host
+        self._open[host] += 1
+        return connection_id
+
+    async def remove(self, connection_id: int) -> None:
+        """Forget a connection that ended."""
+        await super().remove(connection_id)
+        host = self._hosts.pop(connection_id, None)
+        if host is not None:
+            self._open[host] -= 1
+            if not self._open[host]:
+                del self._open[host]
+
+
+class _Stream:
+    """mysql-mimic's packet stream, whose switch to TLS keeps the bytes already received.
+
+    A client sends its TLS ClientHello right behind its SSLRequest packet, without waiting,
+    so the ClientHello is often in the stream reader's buffer when the server switches to TLS:
+    mysql-mimic's switch loses it, and the handshake hangs. This one hands those bytes to the
+    TLS protocol first. Everything else is the wrapped ``MysqlStream``'s (a compiled class,
+    which cannot be subclassed).
+    """
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._stream = MysqlStream(reader, writer)
+        self._reader = reader
+        self._writer = writer
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+    async def start_tls(self, context: ssl.SSLContext) -> None:
+        """Switch the connection to TLS, server side."""
+        loop = asyncio.get_running_loop()
+        transport = self._writer.transport
+        plain = transport.get_protocol()
+        buffer: bytearray = self._reader._buffer  # type: ignore[attr-defined]  # noqa: SLF001
+        ahead = bytes(buffer)
+        buffer.clear()
+        switch = loop.create_task(loop.start_tls(transport, plain, context, server_side=True))
+        # start_tls sets its protocol on the transport, then connects it with call_soon: the
+        # bytes read ahead are fed after that, before anything the socket brings.
+        while ahead and transport.get_protocol() is plain and not switch.done():  # noqa: ASYNC110
+            await asyncio.sleep(0)
+        if ahead and not switch.done():
+            loop.call_soon(_feed, transport.get_protocol(), ahead)
+        tls_transport = await switch
+        assert tls_transport is not None
+        self._writer._transport = tls_transport  # type: ignore[attr-defined]  # noqa: SLF001
+        self._reader._transport = tls_transport  # type: ignore[attr-defined]  # noqa: SLF001
+        # The reader's protocol now reads TLS: an EOF ends the connection (no half-close).
+        plain._over_ssl = True  # type: ignore[attr-defined]  # noqa: SLF001
+
+
+def _feed(protocol: asyncio.BaseProtocol, data: bytes) -> None:
+    """Give ``data`` to ``protocol`` as if it had just been received."""
+    if isinstance(protocol, asyncio.BufferedProtocol):
+        view = memoryview(data)
+        while view:
+            chunk = memoryview(protocol.get_buffer(len(view)))
+            size = min(len(chunk), len(view))
+            chunk[:size] = view[:size]
+            protocol.buffer_updated(size)
+            view = view[size:]
+    elif isinstance(protocol, asyncio.Protocol):
+        protocol.data_received(data)
+
+
+class _Refused(BaseException):
+    """A login was refused: ends the connection (mysql-mimic's command loop catches Exception)."""
+
+
+class _Connection(Connection):
+    """A mysql-mimic connection that ends when a login (or COM_CHANGE_USER) is refused.
+
+    mysql-mimic answers a refused login with an error packet and then goes on to the command
+    phase, where a client that ignored the error could run statements: MySQL closes the
+    connection instead, and so does this.
+    """
+
+    async def authenticate(self, *args: Any, **kwargs: Any) -> None:
+        self.session.username = None
+        await super().authenticate(*args, **kwargs)
+        if self.session.username is None:
+            raise _Refused
+
+
+class _Server(MysqlServer):
+    """``MysqlServer`` that closes a failed connection alone, quietly, and renews its TLS.
+
+    Its connection callback is mysql-mimic's, but with :class:`_Connection`, the socket always
+    closed (mysql-mimic leaves it open after a 1040) and a client's failure logged by us.
+    """
+
+    def __init__(
+        self,
+        session_factory: Callable[[], BaseSession],
+        identity: IdentityProvider,
+        control: PerHostControl,
+        tls: TlsConfig | None,
+        log: FilteringBoundLogger,
+    ) -> None:
+        self._tls = tls if tls is not None and tls.cert_file is not None else None
+        self._watch = FileWatch(self._tls) if self._tls is not None else None
+        super().__init__(
+            session_factory=session_factory,
+            identity_provider=identity,
+            control=control,
+            ssl=_server_context(self._tls) if self._tls is not None else None,
+        )
+        self._new_session = session_factory
+        self._log = log
+        self._warn = ThrottledWarning(log, "sql_connection_failed", LOG_EVERY_S)
+        self.tasks: set[asyncio.Task[Any]] = set()
+
+    async def _client_connected_cb(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        """Serve one client: mysql-mimic's own callback, but with :class:`_Connection`."""
+        task = asyncio.current_task()
+        assert task is not None
+        self.tasks.add(task)
+        connection_id: int | None = None
+        try:
+            self._renew_tls()
+            stream = _Stream(reader, writer)
+            connection = _Connection(
+                stream=stream,  # type: ignore[arg-type]  # a MysqlStream by delegation
+                session=self._new_session(),
+                control=self.control,
+                server_capabilities=self.capabilities,
+                identity_provider=self.identity_provider,
+                ssl=self.ssl,
+            )
+            try:
+                connection_id = await self.control.add(connection)
+            except TooManyConnections:
+                await stream.write(
+                    connection.error(msg="Too many connections", code=ErrorCode.CON_COUNT_ERROR)
+                )
+                return
+            connection.connection_id = connection_id
+            await connection.start()
+        except _Refused:
+            pass  # told 1045 and logged by the plugin
+        except _DISCONNECTS as exc:
+            self._log.debug("sql_client_disconnected", client=_peer(writer), error=_text(exc))
+        except Exception as exc:  # noqa: BLE001  (a client's garbage: this connection only)
+            self._warn(type(exc).__name__, client=_peer(writer), error=_text(exc))
+        finally:
+            self.tasks.discard(task)
+            writer.close()
+            if connection_id is not None:
+                await self.control.remove(connection_id)
+
+    def _renew_tls(self) -> None:
+        if self._watch is not None and self._tls is not None and self._watch.changed():
+            with contextlib.suppress(OSError, ssl.SSLError):  # half-written: next time
+                self.ssl = _server_context(self._tls)
+
+    async def aclose(self) -> None:
+        self.close()
+        tasks = list(self.tasks)
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        await self.wait_closed()
+
+
+def _server_context(tls: TlsConfig) -> ssl.SSLContext:
+    """A server-side TLS context with the agent's certificate and key."""
+    assert tls.cert_file is not None
+    assert tls.key_file is not None
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(tls.cert_file, tls.key_file)
+    return context
+
+
+def _client_host(connection: Connection) -> str:
+    peer = connection.stream.writer.get_extra_info("peername")
+    return str(peer[0]) if isinstance(peer, tuple) and peer else str(peer)
+
+
+def _peer(writer: asyncio.StreamWriter) -> str:
+    peer = writer.get_extra_info("peername")
+    if isinstance(peer, tuple) and len(peer) >= 2:
+        return join_address(str(peer[0]), int(peer[1]))
+    return str(peer)
+
+
+def _text(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"[:MAX_ERROR_CHARS]
+
+
+class _MimicRecords(logging.Filter):
+    """Keeps mysql-mimic's statement errors and tracebacks out of the agent's log.
+
+    mysql-mimic logs at ``error`` each error it answers a statement with (the client was told)
+    and each unexpected failure of a statement with its traceback (a client's malformed
+    command can cause one): the first are dropped, the second logged as one warning line at
+    most once per 10 s per kind, unless the agent logs at debug.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._warn = ThrottledWarning(structlog.get_logger(), "sql_statement_failed", LOG_EVERY_S)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if isinstance(record.msg, MysqlError):
+            return logging.getLogger().isEnabledFor(logging.DEBUG)
+        if record.exc_info and record.exc_info[1] is not None:
+            if logging.getLogger().isEnabledFor(logging.DEBUG):
+                return True
+            self._warn(type(record.exc_info[1]).__name__, error=_text(record.exc_info[1]))
+            return False
+        return True
+
+
+def quiet_mimic_logging() -> None:
+    """Quieten mysql-mimic's and sqlglot's loggers (see :class:`_MimicRecords`); idempotent."""
+    debug = logging.getLogger().isEnabledFor(logging.DEBUG)
+    logging.getLogger("mysql_mimic").setLevel(logging.DEBUG if debug else logging.WARNING)
+    logging.getLogger("sqlglot").setLevel(logging.DEBUG if debug else logging.ERROR)
+    connection = logging.getLogger("mysql_mimic.connection")
+    if not any(isinstance(f, _MimicRecords) for f in connection.filters):
+        connection.addFilter(_MimicRecords())

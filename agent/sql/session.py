@@ -1,0 +1,634 @@
+"""One SQL connection's session: MySQL's statements over the agent's tables, read-only.
+
+:class:`GrstatsSession` is mysql-mimic's ``Session`` (which answers SET, SHOW, DESCRIBE,
+information_schema and ``SELECT @@var`` itself) with grstats's rules:
+
+* ``USE`` and a schema named in SHOW accept the served schemas (:mod:`.catalog`) and
+  mysql-mimic's own (information_schema, mysql); any other is MySQL's 1049;
+* a statement that does not parse is 1064, in MySQL's words; any statement but a read (a
+  query) is refused as a ``super_read_only`` server refuses it, 1290 (writes sqlglot cannot
+  parse too, by their first word); EXPLAIN is 1235;
+* a table is looked up in the schema it names or the session's (``USE``): unknown is 1146, no
+  schema at all is 1046; names are case-insensitive;
+* a query's tables are read from the :class:`SqlSource` on the event loop (only the tables it
+  names), then sqlglot's executor runs it on the endpoint's worker thread, on plain lists. It
+  has ``limits.sql_query_timeout_s``: past it the thread is interrupted and the client gets
+  3024; a result of more than ``limits.sql_max_rows`` rows is 1104;
+* ``SELECT`` of ``*`` or of columns from one table with no other clause skips the executor
+  (the exporters' and dashboards' query: 0.6 ms instead of 5 ms for 9 members);
+* a result column that is a table column (or MIN/MAX of one) has that column's MySQL type
+  (:mod:`.catalog`); other columns are typed from their values. Names are as MySQL gives them:
+  ``*`` gives the table's names, a column or alias the name as written.
+
+mysql-mimic does not let a session set a result column's flags (NOT_NULL, UNSIGNED, ENUM),
+length or decimals, nor its schema and table: clients see them as 0 or empty.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import functools
+import re
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
+
+from mysql_mimic.errors import SQLSTATES, ErrorCode, MysqlError
+from mysql_mimic.results import ResultColumn, infer_type
+from mysql_mimic.schema import show_statement_to_info_schema_query
+from mysql_mimic.session import Session
+from mysql_mimic.types import ColumnType
+from mysql_mimic.utils import find_tables
+from mysql_mimic.variables import SYSTEM_VARIABLES, GlobalVariables, SessionVariables
+from sqlglot import exp
+from sqlglot.errors import OptimizeError, ParseError, SqlglotError, TokenError
+from sqlglot.executor import execute
+from sqlglot.executor.table import Table as EngineTable
+
+from grstats.agent.rows import Kind
+from grstats.agent.sql import catalog
+
+if TYPE_CHECKING:
+    import concurrent.futures
+    from collections.abc import Callable, Mapping, Sequence
+
+    from mysql_mimic.results import AllowedResult
+    from mysql_mimic.variables import VariableSchema
+
+    from grstats.agent.rows import Column, Value
+    from grstats.agent.served import Table
+
+T = TypeVar("T")
+
+#: MySQL's error codes (include/mysqld_error.h) and their SQLSTATEs where not HY000.
+ER_NO_DB_ERROR = 1046
+ER_BAD_DB_ERROR = 1049
+ER_BAD_FIELD_ERROR = 1054
+ER_PARSE_ERROR = 1064
+ER_TOO_BIG_SELECT = 1104
+ER_NO_SUCH_TABLE = 1146
+ER_NOT_SUPPORTED_YET = 1235
+ER_OPTION_PREVENTS_STATEMENT = 1290
+ER_QUERY_TIMEOUT = 3024
+_SQLSTATES = {
+    ER_BAD_DB_ERROR: b"42000",
+    ER_BAD_FIELD_ERROR: b"42S22",
+    ER_TOO_BIG_SELECT: b"42000",
+    ER_NO_SUCH_TABLE: b"42S02",
+}
+# mysql-mimic sends an error's SQLSTATE from this table (HY000 when absent); it knows only its
+# own codes, so MySQL's for these are added (the mysql client prints them: ERROR 1146 (42S02)).
+for _code, _state in _SQLSTATES.items():
+    SQLSTATES.setdefault(cast("ErrorCode", _code), _state)
+
+VERSION_COMMENT = "grstats read-only Group Replication stats"
+#: The version MySQL reports before the agent has read its server's.
+DEFAULT_VERSION = "8.0.0"
+
+#: sqlglot's MySQL with MySQL's case-insensitive column names (the tables are lowercased).
+_DIALECT = "mysql, normalization_strategy=case_insensitive"
+#: How the executor's schema types each kind of value (TIMESTAMP(6) is held as its text).
+_ENGINE_TYPES = {
+    Kind.TEXT: "TEXT",
+    Kind.INTEGER: "BIGINT",
+    Kind.TIMESTAMP: "TEXT",
+    Kind.DECIMAL: "DOUBLE",
+}
+#: First words of MySQL statements that write or administer: refused with 1290 even when
+#: sqlglot cannot parse them (LOAD DATA, HANDLER, ...), as MySQL would.
+_WRITES = frozenset(
+    {
+        "ALTER",
+        "ANALYZE",
+        "CALL",
+        "CHANGE",
+        "CHECKSUM",
+        "CLONE",
+        "CREATE",
+        "DELETE",
+        "DROP",
+        "FLUSH",
+        "GRANT",
+        "HANDLER",
+        "IMPORT",
+        "INSERT",
+        "INSTALL",
+        "LOAD",
+        "LOCK",
+        "OPTIMIZE",
+        "PURGE",
+        "RENAME",
+        "REPAIR",
+        "REPLACE",
+        "RESET",
+        "RESTART",
+        "REVOKE",
+        "SHUTDOWN",
+        "START",
+        "STOP",
+        "TRUNCATE",
+        "UNINSTALL",
+        "UNLOCK",
+        "UPDATE",
+        "XA",
+    }
+)
+_FIRST_WORD = re.compile(r"\s*\(*\s*([A-Za-z]+)")
+_UNRESOLVED = re.compile(r"Column '([^']*)' could not be resolved")
+
+
+class SqlLimits(Protocol):
+    """The ``[limits]`` a session obeys (:class:`grstats.agent.limits.LimitsConfig` has them)."""
+
+    @property
+    def sql_query_timeout_s(self) -> float:
+        """How long one statement may run, in seconds (then 3024)."""
+        ...
+
+    @property
+    def sql_max_rows(self) -> int:
+        """The most rows one result may have (then 1104)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class SqlIdentity:
+    """Who the endpoint says it is: ``@@server_uuid``, ``@@version``, ``@@hostname``, ``@@port``.
+
+    ``member_id`` is the agent's member ('' before its first read), ``version`` its MySQL
+    server's (None until read).
+    """
+
+    member_id: str
+    version: str | None
+    hostname: str
+    port: int
+
+
+class SqlSource(Protocol):
+    """What the endpoint reads: the agent. Called on the event loop, once per query."""
+
+    def tables(self, extended: bool) -> Mapping[str, Table]:
+        """The served tables by name (``Agent.tables``), with the extended columns or not."""
+        ...
+
+    @property
+    def sql_identity(self) -> SqlIdentity:
+        """The identity the session's variables show, read at each statement."""
+        ...
+
+
+def sql_error(code: int, message: str) -> MysqlError:
+    """MySQL's error ``code`` with ``message``, as mysql-mimic sends it to the client."""
+    return MysqlError(message, code=cast("ErrorCode", code))
+
+
+def read_only_error() -> MysqlError:
+    """1290: what a ``super_read_only`` server answers to anything but a read."""
+    return sql_error(
+        ER_OPTION_PREVENTS_STATEMENT,
+        "The MySQL server is running with the --super-read-only option "
+        "so it cannot execute this statement",
+    )
+
+
+def syntax_error(sql: str, error: SqlglotError) -> MysqlError:
+    """1064 in MySQL's words: near the text where the parser stopped, and its line."""
+    near, line = sql, 1
+    details = error.errors[0] if isinstance(error, ParseError) and error.errors else {}
+    if details.get("line"):
+        line = int(details["line"])
+        column = int(details.get("col") or 0) - len(details.get("highlight") or "")
+        lines = sql.splitlines(keepends=True)
+        near = sql[sum(len(text) for text in lines[: line - 1]) + max(column, 0) :]
+    return sql_error(
+        ER_PARSE_ERROR,
+        "You have an error in your SQL syntax; check the manual that corresponds to your "
+        f"MySQL server version for the right syntax to use near '{near[:80]}' at line {line}",
+    )
+
+
+#: The server's variables: mysql-mimic's, with the identity's and a read-only server's.
+VARIABLES: dict[str, VariableSchema] = {
+    **SYSTEM_VARIABLES,
+    "version": (str, f"{DEFAULT_VERSION}-grstats", False),
+    "version_comment": (str, VERSION_COMMENT, False),
+    "server_uuid": (str, "", False),
+    "hostname": (str, "", False),
+    "port": (int, 0, False),
+    "read_only": (bool, True, False),
+    "super_read_only": (bool, True, False),
+    "performance_schema": (bool, True, False),
+    # Session settings clients send on connect: mysqld_exporter 0.14 sends
+    # SET lock_wait_timeout=2 and counts the connection down if it fails.
+    "lock_wait_timeout": (int, 31536000, True),
+    "net_read_timeout": (int, 30, True),
+    "innodb_lock_wait_timeout": (int, 50, True),
+}
+
+
+class GrstatsSession(Session):
+    """One connection's session over ``source``'s tables; statements run on ``executor``.
+
+    ``executor`` is the endpoint's (one thread): a query runs there with
+    ``limits.sql_query_timeout_s`` and at most ``limits.sql_max_rows`` rows.
+    """
+
+    def __init__(
+        self,
+        source: SqlSource,
+        limits: SqlLimits,
+        executor: concurrent.futures.Executor,
+    ) -> None:
+        super().__init__(SessionVariables(GlobalVariables(VARIABLES)))
+        self._source = source
+        self._limits = limits
+        self._executor = executor
+        self._identify()
+
+    def _identify(self) -> None:
+        """Set the identity's variables from the source (its member id may change)."""
+        identity = self._source.sql_identity
+        variables = self.variables
+        variables.set("version", f"{identity.version or DEFAULT_VERSION}-grstats", force=True)
+        variables.set("server_uuid", identity.member_id, force=True)
+        variables.set("hostname", identity.hostname, force=True)
+        variables.set("port", identity.port, force=True)
+
+    async def handle_query(self, sql: str, attrs: dict[str, str]) -> AllowedResult:
+        """Answer ``sql`` (one or more statements), the identity's variables read afresh."""
+        self._identify()
+        return await super().handle_query(sql, attrs)
+
+    def _parse(self, sql: str) -> list[exp.Expression]:
+        try:
+            return super()._parse(sql)
+        except (ParseError, TokenError) as error:
+            word = _FIRST_WORD.match(sql)
+            if word is not None and word.group(1).upper() in _WRITES:
+                raise read_only_error() from None
+            raise syntax_error(sql, error) from None
+
+    async def use(self, database: str) -> None:
+        """``USE database`` and COM_INIT_DB: a served schema or information_schema, else 1049."""
+        if not catalog.is_database(database):
+            raise sql_error(ER_BAD_DB_ERROR, f"Unknown database '{database}'")
+        self.database = database.lower()
+
+    async def schema(self) -> Any:
+        """The served tables for information_schema, SHOW and DESCRIBE."""
+        return catalog.info_schema()
+
+    async def _show(self, expression: exp.Show) -> AllowedResult:
+        """SHOW TABLES/COLUMNS (DESCRIBE) check their schema and table as MySQL does."""
+        kind = expression.name.upper()
+        if kind not in {"TABLES", "COLUMNS"}:
+            return await super()._show(expression)
+        db = expression.text("db")
+        if db:
+            if not catalog.is_database(db):
+                raise sql_error(ER_BAD_DB_ERROR, f"Unknown database '{db}'")
+            expression.set("db", exp.to_identifier(db.lower()))
+        if kind == "TABLES":
+            return await super()._show(expression)
+        schema = db or self.database
+        if not schema:
+            raise sql_error(ER_NO_DB_ERROR, "No database selected")
+        target = expression.text("target")
+        if schema.lower() in catalog.SCHEMAS:
+            if catalog.table_columns(schema.lower(), target.lower()) is None:
+                raise sql_error(ER_NO_SUCH_TABLE, f"Table '{schema}.{target}' doesn't exist")
+            expression.set("target", exp.to_identifier(target.lower()))
+        # DESCRIBE's Type is the full type (char(36)); data_type holds the name alone (char).
+        select = show_statement_to_info_schema_query(expression, self.database).transform(
+            _data_type_to_column_type
+        )
+        return await self._query_info_schema(select)
+
+    async def query(
+        self,
+        expression: exp.Expression,
+        sql: str,  # noqa: ARG002  (mysql-mimic's signature)
+        attrs: dict[str, str],  # noqa: ARG002
+    ) -> Any:
+        """Run a read over the served tables; refuse anything else (1290, or 1235 for EXPLAIN)."""
+        if isinstance(expression, exp.Describe):
+            raise sql_error(
+                ER_NOT_SUPPORTED_YET, "This version of MySQL doesn't yet support 'EXPLAIN'"
+            )
+        if not isinstance(expression, exp.Query) or expression.args.get("into"):
+            raise read_only_error()
+        sources = self._resolve(expression)
+        plain = _plain_projection(expression, sources)
+        snapshot = self._snapshot(sources)
+        if plain is not None:
+            columns, rows = next(iter(snapshot.values()))
+            return self._plain_result(plain, columns, rows)
+        projections = _projections(expression, sources)
+        names, rows = await self._execute(expression, snapshot)
+        self._check_rows(len(rows))
+        if projections is None or len(projections) != len(names):
+            projections = [(name, None) for name in names]
+        return rows, [
+            _inferred(name, index, rows) if column is None else catalog.result_column(column, name)
+            for index, (name, column) in enumerate(projections)
+        ]
+
+    async def _execute(
+        self,
+        expression: exp.Expression,
+        snapshot: Mapping[tuple[str, str], tuple[tuple[Column, ...], list[tuple[Value, ...]]]],
+    ) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
+        """Run ``expression`` on the worker thread within the time limit (3024 past it)."""
+        job = _Job(functools.partial(_run, expression, snapshot))
+        loop = asyncio.get_running_loop()
+        try:
+            names, rows = await asyncio.wait_for(
+                loop.run_in_executor(self._executor, job), self._limits.sql_query_timeout_s
+            )
+        except asyncio.CancelledError:  # KILL QUERY, or the connection closing
+            job.stop()
+            raise
+        except TimeoutError:
+            job.stop()
+            raise sql_error(
+                ER_QUERY_TIMEOUT,
+                "Query execution was interrupted, maximum statement execution time exceeded",
+            ) from None
+        except OptimizeError as error:
+            unresolved = _UNRESOLVED.search(str(error))
+            if unresolved is None:
+                raise sql_error(ErrorCode.UNKNOWN_ERROR, str(error)) from None
+            raise sql_error(
+                ER_BAD_FIELD_ERROR, f"Unknown column '{unresolved.group(1)}' in 'field list'"
+            ) from None
+        except SqlglotError as error:
+            raise sql_error(ErrorCode.UNKNOWN_ERROR, str(error)) from None
+        except Exception as error:  # noqa: BLE001  (sqlglot's executor fails in its own ways)
+            raise sql_error(
+                ErrorCode.UNKNOWN_ERROR, f"grstats cannot run this query: {error!r}"
+            ) from None
+        return names, rows
+
+    def _resolve(self, expression: exp.Expression) -> dict[tuple[str, str], tuple[Column, ...]]:
+        """The served tables ``expression`` reads, by (schema, table); names made canonical."""
+        try:
+            tables = find_tables(expression)
+        except SqlglotError as error:
+            raise sql_error(ErrorCode.UNKNOWN_ERROR, str(error)) from None
+        found: dict[tuple[str, str], tuple[Column, ...]] = {}
+        for table in tables:
+            db = table.db or self.database
+            if not db:
+                raise sql_error(ER_NO_DB_ERROR, "No database selected")
+            schema, name = db.lower(), table.name.lower()
+            columns = catalog.table_columns(schema, name)
+            if columns is None:
+                raise sql_error(ER_NO_SUCH_TABLE, f"Table '{db}.{table.name}' doesn't exist")
+            table.set("db", exp.to_identifier(schema))
+            table.set("this", exp.to_identifier(name))
+            found[schema, name] = columns
+        return found
+
+    def _snapshot(
+        self, sources: Mapping[tuple[str, str], object]
+    ) -> dict[tuple[str, str], tuple[tuple[Column, ...], list[tuple[Value, ...]]]]:
+        """The columns and rows of each table in ``sources``, read now (on the event loop)."""
+        served: dict[bool, Mapping[str, Table]] = {}
+        snapshot = {}
+        for schema, name in sources:
+            extended = catalog.extended(schema)
+            if extended not in served:
+                served[extended] = self._source.tables(extended)
+            columns, rows = served[extended][name]
+            snapshot[schema, name] = (tuple(columns), list(rows))
+        return snapshot
+
+    def _plain_result(
+        self,
+        plain: Sequence[tuple[str | None, str | None]],
+        columns: tuple[Column, ...],
+        rows: list[tuple[Value, ...]],
+    ) -> Any:
+        """The fast path's result: the table's rows, or some of their columns, as they are."""
+        self._check_rows(len(rows))
+        by_name = {column.name.lower(): index for index, column in enumerate(columns)}
+        picked: list[int] = []
+        result: list[ResultColumn] = []
+        for column_name, output in plain:
+            indexes = range(len(columns)) if column_name is None else [by_name[column_name]]
+            for index in indexes:
+                picked.append(index)
+                result.append(catalog.result_column(columns[index], output))
+        if picked != list(range(len(columns))):
+            rows = [tuple(row[index] for index in picked) for row in rows]
+        return rows, result
+
+    def _check_rows(self, count: int) -> None:
+        """1104 when a result has more rows than ``limits.sql_max_rows``."""
+        limit = self._limits.sql_max_rows
+        if count > limit:
+            raise sql_error(
+                ER_TOO_BIG_SELECT,
+                f"The SELECT would return {count} rows, more than limits.sql_max_rows = "
+                f"{limit}; narrow it with WHERE or LIMIT",
+            )
+
+
+def _inferred(name: str, index: int, rows: Sequence[Sequence[Any]]) -> ResultColumn:
+    """A result column that is no table column, typed by its first value that is not NULL.
+
+    (mysql-mimic's own inference keys columns by name, and fails on two of the same name.)
+    """
+    for row in rows:
+        if row[index] is not None:
+            return ResultColumn(name, infer_type(row[index]))
+    return ResultColumn(name, ColumnType.NULL)
+
+
+def _data_type_to_column_type(node: exp.Expression) -> exp.Expression:
+    if isinstance(node, exp.Column) and node.name == "data_type":
+        return exp.column("column_type")
+    return node
+
+
+# -- the fast path and the result's columns ------------------------------------------------
+
+
+def _plain_projection(
+    expression: exp.Expression, sources: Mapping[tuple[str, str], tuple[Column, ...]]
+) -> list[tuple[str | None, str | None]] | None:
+    """For ``SELECT *`` or columns of one table and no other clause: (column, output name)s.
+
+    The column is None for ``*`` (every column); None when the query needs the executor.
+    """
+    if not isinstance(expression, exp.Select) or len(sources) != 1:
+        return None
+    if any(value for key, value in expression.args.items() if key not in {"expressions", "from_"}):
+        return None
+    source = expression.args.get("from_")
+    if source is None or not isinstance(source.this, exp.Table):
+        return None
+    alias = source.this.alias_or_name.lower()
+    (columns,) = sources.values()
+    names = {column.name.lower() for column in columns}
+    plain: list[tuple[str | None, str | None]] = []
+    for projection in expression.expressions:
+        inner = projection.this if isinstance(projection, exp.Alias) else projection
+        if isinstance(projection, exp.Star):
+            plain.append((None, None))
+        elif isinstance(inner, exp.Column) and not isinstance(inner.this, exp.Star):
+            if inner.name.lower() not in names or inner.table.lower() not in {"", alias}:
+                return None  # the executor words the error
+            plain.append((inner.name.lower(), projection.alias_or_name))
+        else:
+            return None
+    return plain
+
+
+def _sources_of(
+    select: exp.Select, sources: Mapping[tuple[str, str], tuple[Column, ...]]
+) -> list[tuple[str, tuple[Column, ...] | None]]:
+    """The FROM and JOIN sources of ``select`` in order: (alias, columns or None if derived)."""
+    found: list[tuple[str, tuple[Column, ...] | None]] = []
+    source = select.args.get("from_")
+    items = [source.this] if source is not None else []
+    items += [join.this for join in select.args.get("joins") or ()]
+    for item in items:
+        if isinstance(item, exp.Table) and (item.db, item.name) in sources:
+            found.append((item.alias_or_name.lower(), sources[item.db, item.name]))
+        else:
+            found.append((item.alias_or_name.lower(), None))
+    return found
+
+
+def _column_of(
+    column: exp.Column, found: Sequence[tuple[str, tuple[Column, ...] | None]]
+) -> Column | None:
+    """The table column ``column`` names, when it is one of a served table's."""
+    qualifier, name = column.table.lower(), column.name.lower()
+    for alias, columns in found:
+        if qualifier and alias != qualifier:
+            continue
+        if columns is None:
+            return None
+        for candidate in columns:
+            if candidate.name.lower() == name:
+                return candidate
+    return None
+
+
+def _projections(
+    expression: exp.Expression, sources: Mapping[tuple[str, str], tuple[Column, ...]]
+) -> list[tuple[str, Column | None]] | None:
+    """Each result column's name (as MySQL gives it) and table column (None: typed by value).
+
+    None when the names cannot be told (``*`` over a derived table); a set operation's names
+    are its first SELECT's, its types come from the values.
+    """
+    select = expression
+    while not isinstance(select, exp.Select):
+        if not isinstance(select, exp.SetOperation | exp.Subquery):
+            return None
+        select = select.this
+    typed = select is expression
+    found = _sources_of(select, sources)
+    result: list[tuple[str, Column | None]] = []
+    for projection in select.expressions:
+        inner = projection.this if isinstance(projection, exp.Alias) else projection
+        star = isinstance(inner, exp.Star) or (
+            isinstance(inner, exp.Column) and isinstance(inner.this, exp.Star)
+        )
+        if star:
+            qualifier = inner.table.lower() if isinstance(inner, exp.Column) else ""
+            for alias, columns in found:
+                if qualifier and alias != qualifier:
+                    continue
+                if columns is None:
+                    return None
+                result += [(c.name, c if typed else None) for c in columns]
+            continue
+        if isinstance(projection, exp.Alias):
+            name = projection.alias
+        elif isinstance(projection, exp.Column):
+            name = projection.name
+        else:
+            name = projection.sql(dialect="mysql")
+        target = inner.this if isinstance(inner, exp.Min | exp.Max) else inner
+        column = _column_of(target, found) if isinstance(target, exp.Column) else None
+        result.append((name, column if typed else None))
+    return result
+
+
+# -- the executor's thread ----------------------------------------------------------------
+
+
+def _run(
+    expression: exp.Expression,
+    snapshot: Mapping[tuple[str, str], tuple[tuple[Column, ...], list[tuple[Value, ...]]]],
+) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
+    """Run ``expression`` over ``snapshot`` with sqlglot's executor: the names and the rows."""
+    schema: dict[str, dict[str, dict[str, str]]] = {}
+    tables: dict[str, dict[str, EngineTable]] = {}
+    for (db, name), (columns, values) in snapshot.items():
+        names = tuple(column.name.lower() for column in columns)
+        schema.setdefault(db, {})[name] = {
+            column.name.lower(): _ENGINE_TYPES[column.kind] for column in columns
+        }
+        rows = values
+        if any(column.kind is Kind.TIMESTAMP for column in columns):
+            rows = [
+                tuple(catalog.engine_value(c, v) for c, v in zip(columns, row, strict=True))
+                for row in values
+            ]
+        tables.setdefault(db, {})[name] = EngineTable(names, rows)
+    result = execute(expression, schema=schema, tables=tables, dialect=_DIALECT)
+    return tuple(result.columns), list(result.rows)
+
+
+class _Interrupted(BaseException):
+    """Raised in the worker thread to stop a query past its time.
+
+    A BaseException: sqlglot's executor wraps every Exception of a step in its own error.
+    """
+
+
+def _raise_in(thread: int, error: type[BaseException] | None) -> None:
+    """Have ``thread`` raise ``error`` at its next Python instruction (None: cancel that)."""
+    ctypes.pythonapi.PyThreadState_SetAsyncExc(
+        ctypes.c_ulong(thread), ctypes.py_object(error) if error is not None else None
+    )
+
+
+class _Job(Generic[T]):
+    """``work`` for the worker thread, which :meth:`stop` interrupts where it runs.
+
+    sqlglot's executor is pure Python with no way to cancel it: without this a query past its
+    time would go on holding the endpoint's one thread (the client has its 3024 already).
+    """
+
+    def __init__(self, work: Callable[[], T]) -> None:
+        self._work = work
+        self._lock = threading.Lock()
+        self._thread: int | None = None
+        self._stopped = False
+
+    def __call__(self) -> T:
+        with self._lock:
+            if self._stopped:
+                raise _Interrupted
+            self._thread = threading.get_ident()
+        try:
+            return self._work()
+        finally:
+            with self._lock:
+                self._thread = None
+                _raise_in(threading.get_ident(), None)  # an interruption not raised yet
+
+    def stop(self) -> None:
+        """Stop the work: it will not start, or its thread raises where it is."""
+        with self._lock:
+            self._stopped = True
+            if self._thread is not None:
+                _raise_in(self._thread, _Interrupted)

@@ -1,0 +1,1 @@
+"""Tests of the agent's read-only MySQL-protocol endpoint."""

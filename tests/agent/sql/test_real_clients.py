@@ -1,0 +1,340 @@
+"""Real ``grstats agent`` processes with ``--sql-listen``, read by real MySQL clients.
+
+Three agents of one simulated group, each serving SQL on 127.0.0.1; the third with a password
+file. Read by the ``mariadb`` command-line client, by aiomysql, and by Prometheus'
+``mysqld_exporter`` (Debian's ``prometheus-mysqld-exporter``). A missing program skips its
+test, or fails it under CI.
+"""
+
+# ruff: noqa: S608  (the SQL here is the tests' own, built from constants)
+
+from __future__ import annotations
+
+import functools
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import aiomysql  # type: ignore[import-untyped]
+import pymysql  # type: ignore[import-untyped]
+import pytest
+
+from grstats.agent.cli.demo import free_ports
+from tests.programs import require
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from pathlib import Path
+
+pytestmark = pytest.mark.slow
+
+PYTHON = [sys.executable, "-m", "grstats"]
+MEMBERS = 3
+USER, PASSWORD = "exporter", "s3cret-pw"
+#: MySQL's replication_group_members columns, in order (8.0.27+).
+MEMBERS_COLUMNS = [
+    "CHANNEL_NAME",
+    "MEMBER_ID",
+    "MEMBER_HOST",
+    "MEMBER_PORT",
+    "MEMBER_STATE",
+    "MEMBER_ROLE",
+    "MEMBER_VERSION",
+    "MEMBER_COMMUNICATION_STACK",
+]
+MEMBERS_TABLE = "performance_schema.replication_group_members"
+STATS_TABLE = "performance_schema.replication_group_member_stats"
+
+
+@dataclass
+class Group:
+    """The agent processes and their SQL ports; the last agent has a password file."""
+
+    processes: list[subprocess.Popen[bytes]]
+    sql_ports: list[int]
+    member_ids: list[str]  # by agent
+
+    @property
+    def open_port(self) -> int:
+        """The SQL port of an agent without a password file."""
+        return self.sql_ports[0]
+
+    @property
+    def locked_port(self) -> int:
+        """The SQL port of the agent with a password file."""
+        return self.sql_ports[-1]
+
+
+def rows_of(port: int, sql: str, **options: Any) -> list[tuple[Any, ...]]:
+    """Rows of ``sql`` on the agent at ``port`` (PyMySQL), [] when it does not answer yet."""
+    options.setdefault("user", "grstats")
+    try:
+        connection = pymysql.connect(
+            host="127.0.0.1", port=port, connect_timeout=2, read_timeout=5, **options
+        )
+    except pymysql.err.OperationalError:
+        return []
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(sql)
+            return list(cursor.fetchall())
+    finally:
+        connection.close()
+
+
+def serves_the_group(port: int, options: dict[str, str]) -> bool:
+    """Whether the agent at ``port`` serves every member and knows its own."""
+    members = rows_of(port, f"SELECT MEMBER_ID FROM {MEMBERS_TABLE}", **options)
+    return len(members) == MEMBERS and rows_of(port, "SELECT @@server_uuid", **options) != [("",)]
+
+
+def wait_until(condition: Callable[[], object], timeout_s: float) -> None:
+    """Poll ``condition`` until true; fail after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"not true within {timeout_s} s")
+
+
+@pytest.fixture(name="group", scope="module")
+def _group(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Group]:
+    """Three agent processes serving SQL, every member's rows at every agent."""
+    state = tmp_path_factory.mktemp("sql-agents")
+    users = state / "sql-users"
+    users.write_text(f"# for mysqld_exporter\n{USER}:{PASSWORD}\n", encoding="utf-8")
+    users.chmod(0o600)
+    ports = free_ports(2 * MEMBERS)
+    grpc_ports, sql_ports = ports[:MEMBERS], ports[MEMBERS:]
+    peers = ",".join(f"127.0.0.1:{port}" for port in grpc_ports)
+    start = int(time.time())
+    processes = []
+    for index in range(MEMBERS):
+        extra = ["--sql-password-file", str(users)] if index == MEMBERS - 1 else []
+        command = [
+            *PYTHON,
+            *("agent", "--source", "simulated", "--scenario", "steady"),
+            *("--members", str(MEMBERS), "--member-index", str(index)),
+            *("--group-start", str(start), "--listen", f"127.0.0.1:{grpc_ports[index]}"),
+            *("--peers", peers, "--state-dir", str(state / str(index))),
+            *("--sql-listen", f"127.0.0.1:{sql_ports[index]}", "--log-format", "json"),
+            *extra,
+        ]
+        with (state / f"agent-{index}.log").open("wb") as log:  # the child keeps its own copy
+            processes.append(subprocess.Popen(command, stdout=log, stderr=log))
+    try:
+        login = {"user": USER, "password": PASSWORD}
+        for index, port in enumerate(sql_ports):
+            options: dict[str, str] = login if index == MEMBERS - 1 else {}
+            wait_until(functools.partial(serves_the_group, port, options), 30)
+        member_ids = [
+            str(rows_of(port, "SELECT @@server_uuid", **(login if i == MEMBERS - 1 else {}))[0][0])
+            for i, port in enumerate(sql_ports)
+        ]
+        yield Group(processes, sql_ports, member_ids)
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in processes:
+            process.wait(timeout=15)
+        assert [process.returncode for process in processes] == [0] * MEMBERS
+
+
+# -- the mariadb client -------------------------------------------------------------------------
+
+
+def mariadb(port: int, sql: str, *options: str) -> subprocess.CompletedProcess[str]:
+    """Run the mariadb client against ``port`` with ``sql``."""
+    program = require("mariadb", "mariadb-client")
+    user = [] if any(o.startswith("-u") for o in options) else ["-u", "grstats"]
+    return subprocess.run(
+        [program, "-h", "127.0.0.1", "-P", str(port), "--ssl=0", *user, *options, "-e", sql],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+
+
+def test_mariadb_reads_every_members_rows(group: Group) -> None:
+    """The batch output has MySQL's column names and one row per member, at every agent."""
+    for port in group.sql_ports[:-1]:
+        done = mariadb(port, f"SELECT * FROM {MEMBERS_TABLE}", "-B")
+        assert done.returncode == 0, done.stderr
+        header, *lines = done.stdout.splitlines()
+        assert header.split("\t") == MEMBERS_COLUMNS
+        assert sorted(line.split("\t")[1] for line in lines) == sorted(group.member_ids)
+        assert all(line.split("\t")[4] == "ONLINE" for line in lines)
+
+
+def test_mariadb_table_output_and_stats(group: Group) -> None:
+    """The table output boxes the rows; the stats table has a row per member too."""
+    done = mariadb(
+        group.open_port,
+        f"SELECT MEMBER_ID, COUNT_TRANSACTIONS_CHECKED FROM {STATS_TABLE} ORDER BY MEMBER_ID",
+        "-t",
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0].startswith("+-")
+    assert "| MEMBER_ID" in lines[1]
+    assert "COUNT_TRANSACTIONS_CHECKED |" in lines[1]
+    assert len(lines) == 4 + MEMBERS
+    for member_id in group.member_ids:
+        assert member_id in done.stdout
+
+
+def test_mariadb_filter_on_server_uuid(group: Group) -> None:
+    """``WHERE MEMBER_ID=@@server_uuid`` gives the asked agent's own member only."""
+    for index, port in enumerate(group.sql_ports[:-1]):
+        done = mariadb(
+            port,
+            f"SELECT MEMBER_ID FROM {MEMBERS_TABLE} WHERE MEMBER_ID=@@server_uuid",
+            "-B",
+            "-N",
+        )
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.split() == [group.member_ids[index]]
+
+
+@pytest.mark.parametrize(
+    ("sql", "error"),
+    [
+        pytest.param(
+            f"DELETE FROM {MEMBERS_TABLE}",
+            "ERROR 1290 (HY000) at line 1: The MySQL server is running with the "
+            "--super-read-only option so it cannot execute this statement",
+            id="write",
+        ),
+        pytest.param(
+            "SELECT * FROM performance_schema.nope",
+            "ERROR 1146 (42S02) at line 1: Table 'performance_schema.nope' doesn't exist",
+            id="unknown-table",
+        ),
+        pytest.param(
+            "SELEC * FROM x",
+            "ERROR 1064 (42000) at line 1: You have an error in your SQL syntax",
+            id="syntax",
+        ),
+    ],
+)
+def test_mariadb_errors(group: Group, sql: str, error: str) -> None:
+    """Writes, unknown tables and bad syntax get MySQL's errors, as the client prints them."""
+    done = mariadb(group.open_port, sql)
+    assert done.returncode == 1
+    assert error in done.stderr, done.stderr
+
+
+def test_mariadb_password_file(group: Group) -> None:
+    """With a password file the right password reads, a wrong one is ERROR 1045."""
+    sql = f"SELECT COUNT(*) FROM {MEMBERS_TABLE}"
+    done = mariadb(group.locked_port, sql, f"-u{USER}", f"-p{PASSWORD}", "-B", "-N")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str(MEMBERS)
+    wrong = mariadb(group.locked_port, sql, f"-u{USER}", "-pwrong")
+    assert wrong.returncode == 1
+    assert (
+        f"ERROR 1045 (28000): Access denied for user '{USER}' (using password: YES)" in wrong.stderr
+    )
+
+
+# -- aiomysql -----------------------------------------------------------------------------------
+
+
+async def test_aiomysql_reads_the_same_rows(group: Group) -> None:
+    """The aiomysql driver gets the same members, columns and identity as the mariadb client."""
+    connection = await aiomysql.connect(
+        host="127.0.0.1", port=group.locked_port, user=USER, password=PASSWORD, connect_timeout=5
+    )
+    try:
+        async with connection.cursor() as cursor:
+            await cursor.execute(f"SELECT * FROM {MEMBERS_TABLE} ORDER BY MEMBER_ID")
+            rows = await cursor.fetchall()
+            names = [column[0] for column in cursor.description]
+            await cursor.execute("SELECT @@server_uuid, @@version")
+            ((server_uuid, version),) = await cursor.fetchall()
+    finally:
+        connection.close()
+    assert names == MEMBERS_COLUMNS
+    assert [row[1] for row in rows] == sorted(group.member_ids)
+    assert server_uuid == group.member_ids[-1]
+    assert str(version).endswith("-grstats")
+
+
+# -- mysqld_exporter ----------------------------------------------------------------------------
+
+#: mysqld_exporter 0.14's default collectors that read what the agent does not serve (InnoDB's
+#: information_schema tables, SHOW SLAVE STATUS); each would only add a scrape error.
+EXPORTER_OFF = (
+    "--no-collect.info_schema.innodb_cmp",
+    "--no-collect.info_schema.innodb_cmpmem",
+    "--no-collect.info_schema.query_response_time",
+    "--no-collect.slave_status",
+)
+
+
+def scrape(port: int) -> str:
+    """The exporter's /metrics text, or '' while it does not answer."""
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=10) as response:
+            return str(response.read().decode("utf-8"))
+    except OSError:
+        return ""
+
+
+def test_mysqld_exporter_reads_the_agent(group: Group, tmp_path: Path) -> None:
+    """mysqld_exporter 0.14 is up, with every member's info and the asked member's stats."""
+    program = require("prometheus-mysqld-exporter", "prometheus-mysqld-exporter")
+    (web,) = free_ports(1)
+    environment = {
+        **os.environ,
+        "DATA_SOURCE_NAME": f"{USER}:{PASSWORD}@(127.0.0.1:{group.locked_port})/",
+    }
+    with (tmp_path / "exporter.log").open("wb") as log:  # the child keeps its own copy
+        exporter = subprocess.Popen(
+            [
+                program,
+                f"--web.listen-address=127.0.0.1:{web}",
+                "--collect.perf_schema.replication_group_members",
+                "--collect.perf_schema.replication_group_member_stats",
+                *EXPORTER_OFF,
+            ],
+            env=environment,
+            stdout=log,
+            stderr=log,
+        )
+    try:
+        text = ""
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and "\nmysql_up " not in text:
+            time.sleep(0.3)
+            text = scrape(web)
+        series = [line for line in text.splitlines() if not line.startswith("#")]
+        failed = (tmp_path / "exporter.log").read_text(encoding="utf-8", errors="replace")
+        assert "mysql_up 1" in series, failed
+        assert "mysql_exporter_last_scrape_error 0" in series, failed
+        info = [
+            s for s in series if s.startswith("mysql_perf_schema_replication_group_member_info{")
+        ]
+        assert len(info) == MEMBERS
+        for member_id in group.member_ids:
+            assert any(
+                f'member_id="{member_id}"' in s and 'member_state="ONLINE"' in s for s in info
+            )
+        checked = [
+            s for s in series if s.startswith("mysql_perf_schema_transactions_checked_total ")
+        ]
+        assert len(checked) == 1  # the asked member's own row (WHERE MEMBER_ID=@@server_uuid)
+        assert float(checked[0].split()[1]) > 0
+        assert any(s.startswith("mysql_perf_schema_transactions_in_queue ") for s in series)
+        assert any(s.startswith("mysql_version_info{") and "-grstats" in s for s in series)
+    finally:
+        exporter.send_signal(signal.SIGTERM)
+        exporter.wait(timeout=15)
