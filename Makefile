@@ -65,6 +65,7 @@ bench: $(VENV)/.installed-bench ## run the benchmarks (not part of make test); f
 	$(BIN)/python -m tests.benchmarks.bench_load
 	$(BIN)/python -m tests.benchmarks.bench_status --own-core --json bench-results/status.json
 	$(BIN)/python -m tests.benchmarks.bench_scrape --own-core --json bench-results/scrape.json
+	$(BIN)/python -m tests.benchmarks.bench_sql --own-core --json bench-results/sql.json
 	$(BIN)/python -m tests.benchmarks.bench_mysql_read
 	$(BIN)/python tests/benchmarks/bench_spool.py
 	$(BIN)/python tests/benchmarks/bench_spark.py --json bench-results/spark.json
