@@ -55,6 +55,7 @@ from tests.benchmarks.bench_agent import (
     stop_group,
     wait_connected,
 )
+from tests.benchmarks.bench_scrape import OWN, SHARED
 from tests.benchmarks.bench_status import MEMBERS, PERIOD_S, placed, start_group
 
 QUERY = "SELECT * FROM performance_schema.replication_group_member_stats"
@@ -64,8 +65,6 @@ SECONDS = 30.0
 IDLE_SECONDS = 20.0
 TARGET_P99_MS = 10.0
 TARGET_AGE_MS = 2 * PERIOD_S * 1000
-SHARED = "All processes on every core"
-OWN = "Agent 0 alone on core 0; client, and the 8 other agents (SCHED_IDLE), on core 1 (--own-core)"
 
 
 @dataclass
