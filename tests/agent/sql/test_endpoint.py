@@ -440,7 +440,11 @@ async def test_connections_per_host_over_the_limit_get_1040(group: Group) -> Non
         first = await asyncio.to_thread(connect, served.address)
         second = await asyncio.to_thread(connect, served.address)
         code, message = await asyncio.to_thread(login_error, served.address)
-        assert (code, message) == (1040, "Too many connections")
+        # Sent before the handshake, the error has no SQLSTATE marker (as MySQL's own):
+        # PyMySQL before 1.1 skips 6 characters for one anyway, so check the end only.
+        assert code == 1040
+        assert "Too many connections".endswith(message), message
+        assert len(message) >= len("ny connections")
         first.close()
         for _ in range(50):  # the server notices the close at its next read
             if served.endpoint.connections < 2:
