@@ -14,9 +14,10 @@ from grstats.agent.errors import AgentError, ConfigError
 from grstats.agent.gossip import Counts, Key, Stamp, Update
 from grstats.agent.gtid import GtidError, GtidSet
 from grstats.agent.limits import DEFAULT_LIMITS
-from grstats.agent.messages import Answer, Gossip
+from grstats.agent.messages import Answer, Gossip, SourceReport
 from grstats.agent.model import FlowControlSettings, GroupView, ServerSettings, SourceHealth
 from grstats.agent.rows import ApplierStatusRow, Kind, MemberRow, MemberStatsRow, RowValueError
+from grstats.agent.sources.fault import SourceFault
 from grstats.proto import grstats_pb2 as pb
 
 if TYPE_CHECKING:
@@ -32,6 +33,8 @@ MAX_MEMBERS = 9
 MAX_TEXT = 1024
 #: Longest ``sender`` address accepted (a host name is at most 253 characters, plus the port).
 MAX_SENDER_CHARS = 255
+#: Longest ``SourceFault.kind`` accepted (the kinds are short snake_case words).
+MAX_FAULT_KIND = 64
 
 _KEYS = {
     Key.COUNTS: pb.KEY_COUNTS,
@@ -432,6 +435,46 @@ def answer_from_wire(
         sent_at_us=response.sent_at_us,
         request_bytes=request_bytes,
     )
+
+
+# -- what a Query answer says of the answering agent's source -----------------------------
+
+
+def source_report_to_wire(report: SourceReport) -> pb.SourceFault | None:
+    """Return ``QueryResponse.source_fault`` of ``report``: None while the agent can read.
+
+    Texts longer than the decoder accepts are cut short (ending in ``…``), so that a long
+    driver message never makes the whole answer unreadable.
+    """
+    fault = report.fault
+    if fault is None:
+        return None
+    return pb.SourceFault(
+        kind=_cut(fault.kind, MAX_FAULT_KIND),
+        message=_cut(fault.message, MAX_TEXT),
+        fix=_cut(fault.fix, MAX_TEXT),
+        since_us=max(0, report.since_us or 0),
+    )
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def source_report_from_wire(response: pb.QueryResponse) -> SourceReport:
+    """Return what ``response`` says of the answering agent's source; raise WireError if bad.
+
+    An answer without ``source_fault`` (an agent that can read, or one older than the field)
+    reads as "can read"; ``since_us`` 0 reads as unknown.
+    """
+    if not response.HasField("source_fault"):
+        return SourceReport()
+    message = response.source_fault
+    _bounded(message.kind, MAX_FAULT_KIND, "source_fault.kind")
+    _bounded(message.message, MAX_TEXT, "source_fault.message")
+    _bounded(message.fix, MAX_TEXT, "source_fault.fix")
+    fault = SourceFault(kind=message.kind, message=message.message, fix=message.fix)
+    return SourceReport(fault, message.since_us or None)
 
 
 # -- query tables -------------------------------------------------------------------------

@@ -5,7 +5,7 @@ Tree::
     Exception
     └── AgentError              anything grstats's agent reports as a failure
         ├── ConfigError         invalid configuration; names the setting and the value
-        ├── SourceError         a stats source could not read its member
+        ├── SourceError         a stats source could not read its member (``fault``: why)
         │   ├── SourceUnavailable   the server is down, refused, or answered too late
         │   └── SourceDataError     the server answered with a value outside its domain
         ├── RegistryError       the member registry could not be read or written
@@ -17,6 +17,11 @@ Tree::
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from grstats.agent.sources.fault import SourceFault
+
 
 class AgentError(Exception):
     """Base of the agent's errors."""
@@ -27,7 +32,15 @@ class ConfigError(AgentError, ValueError):
 
 
 class SourceError(AgentError):
-    """A stats source could not read its member; the message says what failed."""
+    """A stats source could not read its member; the message says what failed.
+
+    ``fault`` says why in words a DBA acts on (:class:`~grstats.agent.sources.fault.SourceFault`),
+    or is None when the source could not tell; ``str()`` is the message alone.
+    """
+
+    def __init__(self, *args: object, fault: SourceFault | None = None) -> None:
+        super().__init__(*args)
+        self.fault = fault
 
 
 class SourceUnavailable(SourceError):

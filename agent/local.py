@@ -13,11 +13,25 @@ Each read records, under the agent's own stamps, what changed since the last one
   ticks (``Certifier_broadcast_thread::broadcast_gtid_executed``).
 
 The gossip state is made at the first read that succeeds: it is keyed by the member's
-server_uuid, which only the source knows. A failed read is logged, counted in the agent's
-metrics (``grstats_source_up`` goes to 0, ``grstats_source_read_errors_total`` grows) and
-leaves the member's values in the state, served as its last ones. Every read's duration, on
-the monotonic clock (the injected clock stamps values and may stand still in tests), goes to
+server_uuid, which only the source knows. A failed read is counted in the agent's metrics
+(``grstats_source_up`` goes to 0, ``grstats_source_read_errors_total`` grows), sets
+:attr:`LocalMember.fault` (why, in a DBA's words: :class:`~grstats.agent.sources.fault.SourceFault`)
+and leaves the member's values in the state, served as its last ones; the member's health
+becomes the fault's message. Every read's duration, on the monotonic clock (the injected
+clock stamps values and may stand still in tests), goes to
 ``grstats_source_read_duration_seconds``.
+
+A fault is logged when it starts, not at every read (the agent reads every period):
+
+* ``source_fault`` (warning): a fault began, or its kind changed (``replaces`` names the
+  previous kind): ``kind``, ``message``, ``fix`` and the source's ``error`` text (which, for
+  MySQLSource, ends with the time of its next connect attempt);
+* ``source_fault_persisted`` (warning): the same kind still, at most every
+  :data:`FAULT_REPEAT_S`, with ``failed_reads`` since the previous line and ``lasted_s``;
+* ``source_recovered`` (info): a read succeeded again, with ``kind``, ``lasted_s`` and
+  ``failed_reads`` (all of the fault's).
+
+Durations are on the injected clock, as ``fault_since_us`` is.
 """
 
 from __future__ import annotations
@@ -28,6 +42,7 @@ from typing import TYPE_CHECKING
 from grstats.agent.errors import SourceError
 from grstats.agent.gossip import Counts, GossipState, Key
 from grstats.agent.model import SourceHealth
+from grstats.agent.sources.fault import fault_of
 
 if TYPE_CHECKING:
     import structlog
@@ -38,6 +53,10 @@ if TYPE_CHECKING:
     from grstats.agent.metrics import AgentMetrics
     from grstats.agent.model import MemberSnapshot
     from grstats.agent.sources.base import StatsSource
+    from grstats.agent.sources.fault import SourceFault
+
+#: A fault that lasts is logged again at most this often (seconds), with a count of failed reads.
+FAULT_REPEAT_S = 300.0
 
 
 class LocalMember:
@@ -49,6 +68,9 @@ class LocalMember:
         member_id: the member's server_uuid, ``''`` until the first read succeeds.
         state: the gossip state, None until then.
         snapshot: the last read, None when it failed (the member's server is down).
+        fault: why the last read failed, None when it succeeded (or before the first read).
+        fault_since_us: the agent's clock (µs) when the current fault began (its kind first
+            seen), None without a fault.
         log: the agent's logger, bound to ``member_id`` once it is known.
     """
 
@@ -66,12 +88,17 @@ class LocalMember:
         self.member_id = ""
         self.state: GossipState | None = None
         self.snapshot: MemberSnapshot | None = None
+        self.fault: SourceFault | None = None
+        self.fault_since_us: int | None = None
         self.log = log
         self._source = source
         self._clock = clock
         self._metrics = metrics
         self._gtid_mark = -1
         self._executed_at = -(2**62)
+        self._fault_reads = 0  # failed reads since the fault began
+        self._unlogged_reads = 0  # failed reads since its last log line
+        self._fault_logged_us = 0
 
     async def read(self) -> None:
         """Read the source and record what changed (see the module docstring)."""
@@ -81,12 +108,17 @@ class LocalMember:
             snapshot = await self._source.read()
         except SourceError as exc:
             self._metrics.source_read(time.perf_counter() - began, ok=False)
-            self.log.warning("source_read_failed", error=str(exc))
+            fault = self._failed(exc, now)
             self.snapshot = None
             if self.state is not None:
-                self._record_if_changed(Key.HEALTH, SourceHealth(ok=False, message=str(exc)), now)
+                health = SourceHealth(ok=False, message=fault.message)
+                self._record_if_changed(Key.HEALTH, health, now)
             return
         self._metrics.source_read(time.perf_counter() - began, ok=True)
+        if snapshot.fault is None:
+            self._recovered(now)
+        else:  # read, but not serving its group (OFFLINE): reported like a failed read
+            self._noted(snapshot.fault, snapshot.fault.message, now)
         if self.state is None:
             self.member_id = snapshot.member_id
             self.state = GossipState(
@@ -110,6 +142,61 @@ class LocalMember:
     async def aclose(self) -> None:
         """Close the source."""
         await self._source.aclose()
+
+    def _failed(self, exc: SourceError, now: int) -> SourceFault:
+        """Note a failed read; log it if its fault is new, or has not been logged for long."""
+        fault = fault_of(exc)
+        self.log.debug("source_read_failed", kind=fault.kind, error=str(exc))
+        return self._noted(fault, str(exc), now)
+
+    def _noted(self, fault: SourceFault, error: str, now: int) -> SourceFault:
+        """Note a read with ``fault``; log it if it is new, or has not been logged for long."""
+        current, since = self.fault, self.fault_since_us
+        self.fault = fault  # the latest wording, for the Query answer
+        if current is None or since is None or current.kind != fault.kind:
+            replaced = {} if current is None else {"replaces": current.kind}
+            self.fault_since_us = now
+            self._fault_reads = 1
+            self._unlogged_reads = 0
+            self._fault_logged_us = now
+            self.log.warning(
+                "source_fault",
+                kind=fault.kind,
+                message=fault.message,
+                fix=fault.fix,
+                error=error,
+                **replaced,
+            )
+            return fault
+        self._fault_reads += 1
+        self._unlogged_reads += 1
+        if now - self._fault_logged_us >= FAULT_REPEAT_S * 1_000_000:
+            self.log.warning(
+                "source_fault_persisted",
+                kind=fault.kind,
+                message=fault.message,
+                fix=fault.fix,
+                error=error,
+                failed_reads=self._unlogged_reads,
+                lasted_s=round((now - since) / 1_000_000, 3),
+            )
+            self._unlogged_reads = 0
+            self._fault_logged_us = now
+        return fault
+
+    def _recovered(self, now: int) -> None:
+        """Log the end of the current fault, if there is one, and clear it."""
+        fault, since = self.fault, self.fault_since_us
+        if fault is None or since is None:
+            return
+        self.log.info(
+            "source_recovered",
+            kind=fault.kind,
+            lasted_s=round((now - since) / 1_000_000, 3),
+            failed_reads=self._fault_reads,
+        )
+        self.fault = None
+        self.fault_since_us = None
 
     def _record_if_changed(self, key: Key, value: Value, now: int) -> None:
         assert self.state is not None

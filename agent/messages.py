@@ -1,8 +1,10 @@
-"""What agents send each other, as values: :class:`Gossip` and the :class:`Answer` to an exchange.
+"""What agents send, as values: gossip, the answer to an exchange, the report a Query carries.
 
-These are what the transport seam (:mod:`grstats.agent.transports.base`) carries; only the
-wire modules turn them into protobuf (``ExchangeRequest`` and ``ExchangeResponse``, see
-:mod:`grstats.agent.convert`). The in-memory transport hands them over as they are.
+:class:`Gossip` and :class:`Answer` are what the transport seam
+(:mod:`grstats.agent.transports.base`) carries; :class:`SourceReport` is what a Query answer
+says of the answering agent's source. Only the wire modules turn them into protobuf
+(``ExchangeRequest``, ``ExchangeResponse`` and ``QueryResponse.source_fault``, see
+:mod:`grstats.agent.convert`). The in-memory transport hands gossip over as it is.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from grstats.agent.gossip import Digest, Update
+    from grstats.agent.sources.fault import SourceFault
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,3 +57,23 @@ class Answer:
     received_at_us: int = 0
     sent_at_us: int = 0
     request_bytes: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SourceReport:
+    """Whether an agent can read its own member, and since when it cannot (Query answers say).
+
+    Attributes:
+        fault: why the agent cannot read its member; None while it can. An answer of an agent
+            older than the report has none, and reads as "can read".
+        since_us: the agent's clock when the fault began, µs since the epoch; None while it
+            can read, or when the agent did not say.
+    """
+
+    fault: SourceFault | None = None
+    since_us: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Whether the agent can read its member."""
+        return self.fault is None

@@ -18,6 +18,7 @@ from grstats.agent.errors import ConfigError
 if TYPE_CHECKING:
     from grstats.agent.gtid import GtidSet
     from grstats.agent.rows import ApplierStatusRow, MemberRow, MemberStatsRow
+    from grstats.agent.sources.fault import SourceFault
 
 #: group_replication_flow_control_mode values (``enum Flow_control_mode`` in
 #: plugin/group_replication/include/pipeline_stats.h).
@@ -115,6 +116,8 @@ class MemberSnapshot:
     channel's ``RECEIVED_TRANSACTION_SET`` (``replication_connection_status``) minus
     ``gtid_executed``; None when the member has no such channel (Group Replication never
     started). ``server`` holds its read_only, super_read_only and flow-control variables.
+    ``fault`` is set when the read worked but the member is not serving its group: Group
+    Replication installed but not started (the member OFFLINE, as MySQL shows it).
     """
 
     member_id: str
@@ -126,6 +129,7 @@ class MemberSnapshot:
     health: SourceHealth = field(default_factory=SourceHealth)
     transactions_behind: int | None = None
     server: ServerSettings = field(default_factory=ServerSettings)
+    fault: SourceFault | None = None
 
     def own_row(self) -> MemberRow | None:
         """Return the local member's row of ``replication_group_members``, if it is listed."""

@@ -31,6 +31,7 @@ from grstats.agent.clock import now_us
 from grstats.agent.errors import ConfigError
 from grstats.agent.limits import RateLimiter
 from grstats.agent.local import LocalMember
+from grstats.agent.messages import SourceReport
 from grstats.agent.metrics import AgentMetrics, SeriesInput
 from grstats.agent.metrics_http import start_metrics_server
 from grstats.agent.registry_sync import RegistrySync
@@ -109,7 +110,12 @@ class Agent:
         )
         self.registry_sync = RegistrySync(registry, self.member, config, clock=clock)
         self._tables = ServedTables(
-            config, self.member, self.rounds.offsets, self.registry_sync.seed, clock=clock
+            config,
+            self.member,
+            self.rounds.offsets,
+            self.registry_sync.seed,
+            clock=clock,
+            address=lambda: self.address,
         )
         self._health = health.aio.HealthServicer()
         self._server: grpc.aio.Server | None = None
@@ -306,6 +312,11 @@ class Agent:
     def member_id(self) -> str:
         """The member's server_uuid, ``''`` before the first read."""
         return self.member.member_id
+
+    def source_report(self) -> SourceReport:
+        """Whether the agent can read its member now, and since when it cannot (Query says)."""
+        fault = self.member.fault
+        return SourceReport(fault, self.member.fault_since_us if fault is not None else None)
 
     @property
     def sql_identity(self) -> SqlIdentity:

@@ -97,10 +97,12 @@ def served_tables(  # noqa: PLR0913  (every input of the tables is explicit)
     *,
     offsets_us: Mapping[str, int] | None = None,
     extended: bool = False,
+    cannot_read: tuple[str, str] | None = None,
 ) -> Served:
     """Return every served table, by name: columns and rows in MEMBER_ID order.
 
-    Each table is built when first looked up (see :class:`Served`).
+    Each table is built when first looked up (see :class:`Served`). ``cannot_read`` is (the
+    agent's address, why) while the agent cannot read its own member (for the verdict).
     """
     offsets = offsets_us or {}
     view = freshest_view(state, local)
@@ -136,7 +138,11 @@ def served_tables(  # noqa: PLR0913  (every input of the tables is explicit)
     def status() -> tuple[GroupStatusRow, list[MemberStatusRow]]:
         """The verdict, computed once for both of its tables."""
         if not verdict:
-            verdict.append(group_status(state, local, now_us, silence_us, offsets_us=offsets))
+            verdict.append(
+                group_status(
+                    state, local, now_us, silence_us, offsets_us=offsets, cannot_read=cannot_read
+                )
+            )
         return verdict[0]
 
     return Served(

@@ -9,7 +9,7 @@ agent keeps running. Times come from the clock the agent injects.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 import grpc
 import structlog
@@ -22,6 +22,7 @@ from grstats.agent.convert import (
     WireError,
     answer_to_wire,
     gossip_from_wire,
+    source_report_to_wire,
     table_to_wire,
     uuid_to_bytes,
 )
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Mapping
 
     from grstats.agent.clock import Clock
-    from grstats.agent.messages import Gossip
+    from grstats.agent.messages import Gossip, SourceReport
     from grstats.agent.security import Security
     from grstats.agent.served import Table
     from grstats.agent.transports.base import Receiver
@@ -63,6 +64,21 @@ class Node(Protocol):
 
     def tables(self, extended: bool) -> Mapping[str, Table]:
         """The served tables now (a :class:`~grstats.agent.served.Served`)."""
+        ...
+
+
+@runtime_checkable
+class SourceReporting(Protocol):
+    """What the Query servicer needs to say whether the agent can read its own member.
+
+    Optional, like a memberlist delegate: a node without it answers without
+    ``source_fault``, which clients read as "can read" (as they read an older agent's answer).
+    ``grstats.agent.runtime.Agent`` has it. Called on the event loop once per Query.Read; must
+    not block.
+    """
+
+    def source_report(self) -> SourceReport:
+        """Whether the agent can read its member now, and since when it cannot."""
         ...
 
 
@@ -165,7 +181,7 @@ class GossipServicer(pb_grpc.GossipServicer):  # type: ignore[misc]
 
 
 class QueryServicer(pb_grpc.QueryServicer):  # type: ignore[misc]
-    """Serves the tables this agent knows.
+    """Serves the tables this agent knows, and whether it can read its own member.
 
     The plain tables change only when the agent's knowledge does (``Node.tables`` returns the
     same object until then): their wire encoding is made once per change and each answer is
@@ -177,6 +193,7 @@ class QueryServicer(pb_grpc.QueryServicer):  # type: ignore[misc]
         self, node: Node, limiter: RateLimiter | None = None, clock: Clock = now_us
     ) -> None:
         self._node = node
+        self._reporter = node if isinstance(node, SourceReporting) else None
         self._encoded: tuple[Mapping[str, Table], dict[tuple[str, ...], bytes]] | None = None
         self._limiter = limiter
         self._clock = clock
@@ -196,7 +213,7 @@ class QueryServicer(pb_grpc.QueryServicer):  # type: ignore[misc]
         request: pb.QueryRequest | None,
         context: grpc.aio.ServicerContext[pb.QueryRequest, pb.QueryResponse],
     ) -> pb.QueryResponse | bytes:
-        """Return the requested tables (all when none is named)."""
+        """Return the requested tables (all when none is named) and the source's fault, if any."""
         await _admit(self._limiter, "query", context)
         if request is None:
             await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "request: not a QueryRequest")
@@ -213,6 +230,10 @@ class QueryServicer(pb_grpc.QueryServicer):  # type: ignore[misc]
             member=uuid_to_bytes(self._node.member_id) if self._node.member_id else b"",
             served_at_us=self._clock(),
         )
+        if self._reporter is not None:
+            fault = source_report_to_wire(self._reporter.source_report())
+            if fault is not None:
+                answer.source_fault.CopyFrom(fault)
         if request.extended:
             answer.tables.extend(table_to_wire(name, *tables[name]) for name in names)
             return answer

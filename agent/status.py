@@ -39,7 +39,7 @@ from grstats.agent.rows import (
     MemberStatusRow,
     lag_seconds,
 )
-from grstats.agent.verdict import verdict
+from grstats.agent.verdict import source_unknown, verdict
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -56,15 +56,20 @@ SENDING_STATES = ("ONLINE", "RECOVERING")
 _DEFAULT_SERVER = ServerSettings()
 
 
-def group_status(
+def group_status(  # noqa: PLR0913  (every input of the verdict is explicit)
     state: GossipState,
     local: MemberSnapshot | None,
     now_us: int,
     silence_us: int,
     *,
     offsets_us: Mapping[str, int] | None = None,
+    cannot_read: tuple[str, str] | None = None,
 ) -> tuple[GroupStatusRow, list[MemberStatusRow]]:
-    """Return the group's verdict and one row per known member, in MEMBER_ID order."""
+    """Return the group's verdict and one row per known member, in MEMBER_ID order.
+
+    ``cannot_read`` is (the agent's address, why) while the agent cannot read its own member:
+    an UNKNOWN verdict then says so (:func:`~grstats.agent.verdict.source_unknown`).
+    """
     offsets = offsets_us or {}
     view, origin = served_view(state, local)
     in_view = {row.member_id: row for row in view.members if row.member_id} if view.view_id else {}
@@ -92,6 +97,8 @@ def group_status(
         not_heard=sum(1 for m in in_view if not connected.get(m, False)),
         visible_from=_address(shown.get(origin) or MemberRow(member_id=origin)),
     )
+    if found.status == "UNKNOWN" and cannot_read is not None:
+        found = source_unknown(*cannot_read)
     mode = ("single-primary" if view.single_primary_mode else "multi-primary") if in_view else ""
     group = GroupStatusRow(
         group_name=view.group_name if in_view else "",

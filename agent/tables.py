@@ -26,10 +26,12 @@ class ServedTables:
     """What Query serves: :func:`~grstats.agent.served.served_tables` of the agent, cached.
 
     ``offsets`` are the members' clock offsets (kept up to date by the rounds); ``seed`` puts
-    the remembered members in a gossip state, for the tables served before the first read.
+    the remembered members in a gossip state, for the tables served before the first read;
+    ``address`` gives the agent's address once it serves (named by an UNKNOWN verdict of an
+    agent that cannot read its member).
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913  (the agent's parts the tables are built from)
         self,
         config: AgentConfig,
         member: LocalMember,
@@ -37,8 +39,10 @@ class ServedTables:
         seed: Callable[[GossipState], None],
         *,
         clock: Clock,
+        address: Callable[[], str],
     ) -> None:
         self.config = config
+        self._address = address
         self._member = member
         self._offsets = offsets
         self._seed = seed
@@ -79,4 +83,9 @@ class ServedTables:
             silence,
             offsets_us=self._offsets,
             extended=extended,
+            cannot_read=(
+                None
+                if self._member.fault is None
+                else (self._address(), self._member.fault.message)
+            ),
         )

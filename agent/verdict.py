@@ -22,7 +22,9 @@ Where grstats departs from Shell, on purpose:
   OK_NO_TOLERANCE_PARTIAL (tolerance 0) until the 2 are expelled, then OK_PARTIAL (tolerance 1).
 * **no ONLINE member.** Shell says ERROR; grstats says NO_QUORUM with Shell's sentence, so that
   the status stays one of the six values scripts know: no member can take writes either way.
-* **no view at all** (no member of a group was read or heard): UNKNOWN.
+* **no view at all** (no member of a group was read or heard): UNKNOWN. When the agent asked
+  knows nothing because it cannot read its own member, the sentence says so and why
+  (:func:`source_unknown`).
 * **agents not heard.** The sentence also says how many members' agents are not heard: their
   state is the view's, their rows are the last received.
 """
@@ -108,3 +110,10 @@ def verdict(
     elif not_heard:
         text += f" {not_heard} members' agents are not heard: their rows are the last received."
     return Verdict(status, text, tolerated)
+
+
+def source_unknown(agent: str, reason: str) -> Verdict:
+    """The UNKNOWN verdict of ``agent``, which knows no member because it cannot read its own."""
+    return Verdict(
+        "UNKNOWN", f"Group status unknown: agent {agent} cannot read its member: {reason}", 0
+    )

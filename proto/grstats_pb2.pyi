@@ -272,14 +272,28 @@ class QueryRequest(_message.Message):
     extended: bool
     def __init__(self, tables: _Optional[_Iterable[str]] = ..., extended: _Optional[bool] = ...) -> None: ...
 
+class SourceFault(_message.Message):
+    __slots__ = ("kind", "message", "fix", "since_us")
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    MESSAGE_FIELD_NUMBER: _ClassVar[int]
+    FIX_FIELD_NUMBER: _ClassVar[int]
+    SINCE_US_FIELD_NUMBER: _ClassVar[int]
+    kind: str
+    message: str
+    fix: str
+    since_us: int
+    def __init__(self, kind: _Optional[str] = ..., message: _Optional[str] = ..., fix: _Optional[str] = ..., since_us: _Optional[int] = ...) -> None: ...
+
 class QueryResponse(_message.Message):
-    __slots__ = ("tables", "agent", "member", "served_at_us")
+    __slots__ = ("tables", "agent", "member", "served_at_us", "source_fault")
     TABLES_FIELD_NUMBER: _ClassVar[int]
     AGENT_FIELD_NUMBER: _ClassVar[int]
     MEMBER_FIELD_NUMBER: _ClassVar[int]
     SERVED_AT_US_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_FAULT_FIELD_NUMBER: _ClassVar[int]
     tables: _containers.RepeatedCompositeFieldContainer[Table]
     agent: str
     member: bytes
     served_at_us: int
-    def __init__(self, tables: _Optional[_Iterable[_Union[Table, _Mapping]]] = ..., agent: _Optional[str] = ..., member: _Optional[bytes] = ..., served_at_us: _Optional[int] = ...) -> None: ...
+    source_fault: SourceFault
+    def __init__(self, tables: _Optional[_Iterable[_Union[Table, _Mapping]]] = ..., agent: _Optional[str] = ..., member: _Optional[bytes] = ..., served_at_us: _Optional[int] = ..., source_fault: _Optional[_Union[SourceFault, _Mapping]] = ...) -> None: ...

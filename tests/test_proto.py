@@ -83,3 +83,17 @@ def test_the_generated_service_code_imports_grstats_proto() -> None:
         "from grstats.proto import grstats_pb2 as grstats_dot_proto_dot_grstats__pb2"
     ]
     assert grstats_pb2.DESCRIPTOR.name == "grstats/proto/grstats.proto"
+
+
+def test_query_response_fields_are_append_only() -> None:
+    """QueryResponse's fields keep their numbers; the answering agent's source fault came fifth."""
+    response = {f.name: f.number for f in grstats_pb2.QueryResponse.DESCRIPTOR.fields}
+    assert response == {
+        "tables": 1,
+        "agent": 2,
+        "member": 3,
+        "served_at_us": 4,
+        "source_fault": 5,
+    }
+    fault = {f.name: f.number for f in grstats_pb2.SourceFault.DESCRIPTOR.fields}
+    assert fault == {"kind": 1, "message": 2, "fix": 3, "since_us": 4}

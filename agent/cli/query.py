@@ -3,12 +3,18 @@
 ``grstats query status`` asks for the group's verdict instead (the document and its text:
 :mod:`grstats.agent.cli.status_view`), once or, with ``--watch``, every period
 (:mod:`grstats.agent.cli.watch`).
+
+Every answer says whether the agent asked can read its own member: while it cannot, one
+warning line goes to standard error (``grstats: warning: agent HOST:PORT cannot read its member
+since HH:MM:SS: ...``, see :func:`~grstats.agent.cli.status_view.source_line`), and the status
+document carries it as ``agent_source``. The exit status does not change.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import sys
 import time
 from typing import TYPE_CHECKING
 
@@ -21,14 +27,16 @@ from grstats.agent.cli.status_view import (
     GroupStatus,
     StatusTableMissing,
     render_status,
+    source_line,
 )
-from grstats.agent.convert import table_from_wire
+from grstats.agent.convert import WireError, source_report_from_wire, table_from_wire
 from grstats.agent.rows import EXTENDED_COLUMNS, TABLES, Column, Kind, render
 from grstats.proto import grstats_pb2 as pb
 from grstats.proto import grstats_pb2_grpc as pb_grpc
 
 if TYPE_CHECKING:
     from grstats.agent.cli.types import Subparsers
+    from grstats.agent.messages import SourceReport
     from grstats.agent.security import Security
 
 #: What each word of ``grstats query`` asks for.
@@ -58,6 +66,9 @@ status --watch [SECONDS] asks again every SECONDS (default 1, the agent's period
 it redraws one screen in place like top: states in colour, values that changed in reverse, the
 last answer kept and marked STALE while the agent does not answer; Ctrl-C quits (exit 0).
 Piped, it prints each answer: JSON Lines with --format json, else text with a blank line between.
+
+When the agent asked cannot read its own member, a warning line on stderr says since when,
+why and what to do (the status JSON has it as agent_source); the exit status is unchanged.
 
 exit status: 0 when the agent answered (also for a NO_QUORUM verdict), 1 when it did not,
 2 for invalid arguments.
@@ -123,7 +134,9 @@ def run(args: argparse.Namespace) -> int:
     if table is None:
         raise CliError(f"{args.node}: the agent did not return {name}")
     names, rows = table_from_wire(table)
+    source = _source(args.node, response)
     print(render(columns_named(name, names), rows, args.format, elapsed_s=elapsed), end="")
+    warn_source(args.node, source)
     return 0
 
 
@@ -137,7 +150,7 @@ def status(args: argparse.Namespace) -> int:
         response = await _read(args.node, STATUS_TABLES, args.timeout, security)
         tables = {table.name: table_from_wire(table) for table in response.tables}
         try:
-            return GroupStatus.from_tables(args.node, tables)
+            return GroupStatus.from_tables(args.node, tables, _source(args.node, response))
         except StatusTableMissing as exc:
             raise CliError(_older(args.node, exc.table)) from exc
 
@@ -149,7 +162,24 @@ def status(args: argparse.Namespace) -> int:
     started = time.monotonic()
     answer = asyncio.run(fetch())
     print(render_status(answer, args.format, time.monotonic() - started), end="")
+    warn_source(args.node, answer.source)
     return 0
+
+
+def _source(node: str, response: pb.QueryResponse) -> SourceReport:
+    """What the answer says of the agent's source; a malformed report is a CliError."""
+    try:
+        return source_report_from_wire(response)
+    except WireError as exc:
+        raise CliError(f"{node}: {exc}") from exc
+
+
+def warn_source(node: str, source: SourceReport) -> None:
+    """Print the one warning line on stderr while the agent ``node`` cannot read its member."""
+    line = source_line(node, source)
+    if line is not None:
+        sys.stdout.flush()  # the answer first, when both go to one terminal or file
+        print(f"grstats: warning: {line}", file=sys.stderr, flush=True)
 
 
 def _older(node: str, table: str) -> str:

@@ -11,7 +11,13 @@ The JSON document (``--format json``) is one object: ``status``, ``status_text``
 ``agent`` (the agent asked) and ``members``, each with ``member_id``, ``host``, ``port``,
 ``state``, ``role``, ``version``, ``connected`` (bool), ``age_ms``, ``applier_lag_seconds``,
 ``applier_queue``, ``certifier_queue``, ``transactions_behind``, ``read_only`` and
-``super_read_only`` (bool, or null when unknown) and ``throttling`` (bool).
+``super_read_only`` (bool, or null when unknown) and ``throttling`` (bool), and
+``agent_source``: whether the agent asked can read its own member (:func:`source_document`).
+When it cannot and knows no member at all, the agent's verdict is UNKNOWN and its sentence says
+why (:func:`~grstats.agent.verdict.source_unknown`).
+
+Every ``grstats query`` answer also gives :func:`source_line`, the one warning line printed on
+standard error (and on the watch screen) while the agent asked cannot read its member.
 
 The text (``table`` and ``vertical``) is a few ``label: value`` lines in the spirit of MySQL
 Shell's ``cluster.status()``, then the members as the ``mysql`` client prints them.
@@ -20,9 +26,12 @@ Shell's ``cluster.status()``, then the members as the ``mysql`` client prints th
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from grstats.agent.messages import SourceReport
 from grstats.agent.rows import (
     REPLICATION_GROUP_MEMBER_STATUS,
     REPLICATION_GROUP_STATUS,
@@ -88,10 +97,17 @@ class GroupStatus:
     group: Mapping[str, Value]  #: replication_group_status's row by column name
     member_columns: tuple[Column, ...]  #: the columns of the member rows, as answered
     member_rows: tuple[tuple[Value, ...], ...]
+    #: whether the agent asked can read its own member (its answer's ``source_fault``)
+    source: SourceReport = field(default_factory=SourceReport)
 
     @classmethod
-    def from_tables(cls, agent: str, tables: Mapping[str, WireTable]) -> GroupStatus:
-        """Read the two status tables of an answer by column name.
+    def from_tables(
+        cls,
+        agent: str,
+        tables: Mapping[str, WireTable],
+        source: SourceReport | None = None,
+    ) -> GroupStatus:
+        """Read the two status tables of an answer by column name; ``source`` is its report.
 
         Raises:
             StatusTableMissing: the answer lacks a table, or the verdict table has no row.
@@ -110,6 +126,7 @@ class GroupStatus:
                 column_of(REPLICATION_GROUP_MEMBER_STATUS, name) for name in member_names
             ),
             member_rows=tuple(tuple(row) for row in member_rows),
+            source=source or SourceReport(),
         )
 
     @property
@@ -122,6 +139,11 @@ class GroupStatus:
         """The verdict's column ``name`` as text ('' when the agent did not send it)."""
         value = self.group.get(name)
         return "" if value is None else str(value)
+
+    @property
+    def status_text(self) -> str:
+        """STATUS_TEXT (an agent that cannot read its member says why in an UNKNOWN one)."""
+        return self.text("STATUS_TEXT")
 
     @property
     def as_of(self) -> str:
@@ -181,7 +203,7 @@ def document(status: GroupStatus) -> dict[str, Any]:
     """The JSON document of ``status`` (keys: :data:`DOCUMENT_KEYS`)."""
     return {
         "status": status.group.get("STATUS"),
-        "status_text": status.group.get("STATUS_TEXT"),
+        "status_text": status.status_text if "STATUS_TEXT" in status.group else None,
         "tolerance": status.group.get("TOLERANCE"),
         "mode": status.group.get("MODE"),
         "primary": status.primary,
@@ -192,6 +214,59 @@ def document(status: GroupStatus) -> dict[str, Any]:
         "throttled_by": status.throttled_by,
         "agent": status.agent,
         "members": [member_document(member) for member in status.members],
+        "agent_source": source_document(status.source),
+    }
+
+
+def one_line(text: str) -> str:
+    """``text`` on one line: control characters and runs of white space become one space."""
+    return " ".join("".join(c if c.isprintable() else " " for c in text).split())
+
+
+def clock_text(at_us: int, now_s: float | None = None) -> str:
+    """``at_us`` in the local time zone: HH:MM:SS, with the date first when not today."""
+    at = time.localtime(at_us / 1_000_000)
+    today = time.localtime(time.time() if now_s is None else now_s)
+    same_day = (at.tm_year, at.tm_yday) == (today.tm_year, today.tm_yday)
+    return time.strftime("%H:%M:%S" if same_day else "%Y-%m-%d %H:%M:%S", at)
+
+
+def source_line(agent: str, source: SourceReport, now_s: float | None = None) -> str | None:
+    """The warning while ``agent`` cannot read its member, on one line; None while it can.
+
+    ``agent 127.0.0.1:7471 cannot read its member since 19:26:13: <message> Fix: <fix>``,
+    the time in the local time zone (see :func:`clock_text`); ``now_s`` decides what today is.
+    """
+    fault = source.fault
+    if fault is None:
+        return None
+    since = f" since {clock_text(source.since_us, now_s)}" if source.since_us else ""
+    fix = f" Fix: {one_line(fault.fix)}" if fault.fix else ""
+    return f"agent {agent} cannot read its member{since}: {one_line(fault.message)}{fix}"
+
+
+def source_document(source: SourceReport) -> dict[str, Any]:
+    """``agent_source`` of the JSON documents: ``{"ok": true}`` while the agent can read.
+
+    Else ``ok`` false, ``kind``, ``message``, ``fix`` and ``since`` (ISO 8601, UTC, seconds;
+    null when the agent did not say).
+    """
+    fault = source.fault
+    if fault is None:
+        return {"ok": True}
+    since = (
+        datetime.fromtimestamp(source.since_us // 1_000_000, tz=UTC)
+        .isoformat()
+        .replace("+00:00", "Z")
+        if source.since_us
+        else None
+    )
+    return {
+        "ok": False,
+        "kind": fault.kind,
+        "message": fault.message,
+        "fix": fault.fix,
+        "since": since,
     }
 
 
@@ -214,7 +289,7 @@ def summary(status: GroupStatus) -> list[tuple[str, str]]:
         throttled += " by " + _with_addresses(status, status.throttled_by)
     return [
         ("status", status.text("STATUS")),
-        ("status text", status.text("STATUS_TEXT")),
+        ("status text", status.status_text),
         ("tolerance", status.text("TOLERANCE")),
         ("mode", status.text("MODE") or "unknown"),
         ("primary", _with_addresses(status, status.primary) or "none"),

@@ -9,13 +9,16 @@ OFFLINE dim), role (``*`` when flow control holds its writes back), applier lag 
 applier and certifier queues, transactions behind, read-only flags and the age of its row
 (``!`` when its agent is not heard). A value that changed since the last refresh is shown in
 reverse. When the agent stops answering, the last answer stays on the screen, marked STALE
-with the time it began and the error, and the agent is asked again every period. Ctrl-C
-(or SIGTERM) leaves the alternate screen, shows the cursor and exits 0.
+with the time it began and the error, and the agent is asked again every period. While the
+agent answers but cannot read its own member, a yellow line under the title says so
+(:func:`~grstats.agent.cli.status_view.source_line`). Ctrl-C (or SIGTERM) leaves the alternate
+screen, shows the cursor and exits 0.
 
 Anywhere else (a pipe, a file) and for ``json``, each answer is printed as it comes and
 flushed: one compact JSON object per line (JSON Lines), or the text of ``grstats query status``
 with a blank line between answers. A failed ask is one line on standard error, printed again
-only when the error changes.
+only when the error changes; so is the warning that the agent cannot read its member, and one
+line says when it can again.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from rich.table import Table
 from rich.text import Text
 
 from grstats.agent.cli.errors import CliError
-from grstats.agent.cli.status_view import address, json_line, render_status
+from grstats.agent.cli.status_view import address, json_line, render_status, source_line
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -131,6 +134,7 @@ async def _stream(
     """Print every answer as it comes: JSON Lines, or text with a blank line between."""
     first = True
     failing: str | None = None
+    warned: str | None = None  # the source warning last printed
     async for _ in _every(period_s):
         started = time.monotonic()
         try:
@@ -148,6 +152,15 @@ async def _stream(
             out.write(text if first else "\n" + text)
         first = False
         out.flush()
+        warning = source_line(status.agent, status.source)
+        if warning != warned:
+            if warning is not None:
+                print(f"grstats: warning: {warning}", file=err, flush=True)
+            else:
+                print(
+                    f"grstats: agent {status.agent} can read its member again", file=err, flush=True
+                )
+            warned = warning
 
 
 async def _live(fetch: Fetch, screen: WatchScreen, console: Console) -> None:
@@ -228,7 +241,7 @@ def _status(status: GroupStatus) -> str:
 
 
 def _status_text(status: GroupStatus) -> str:
-    return status.text("STATUS_TEXT")
+    return status.status_text
 
 
 def _primary(status: GroupStatus) -> str:
@@ -341,6 +354,9 @@ class WatchScreen:
         parts: list[RenderableType] = [self._title(now)]
         if self.error is not None:
             parts.append(self._failure(now))
+        warning = source_line(self.agent, self.current.source, now) if self.current else None
+        if warning is not None:
+            parts.append(Text(warning, style="bold yellow", no_wrap=True, overflow="ellipsis"))
         if self.current is not None:
             parts += [*self._verdict(self.current), Text(""), self._members(self.current)]
         parts += [Text(""), Text(LEGEND, style="dim", no_wrap=True, overflow="ellipsis")]

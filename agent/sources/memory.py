@@ -10,6 +10,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from grstats.agent.model import MemberSnapshot
+    from grstats.agent.sources.fault import SourceFault
 
 
 class MemorySource:
@@ -17,18 +18,21 @@ class MemorySource:
 
     ``MemorySource(snapshot)`` always returns ``snapshot``; ``MemorySource(fn)`` returns
     ``fn()``, which may raise :class:`~grstats.agent.errors.SourceError` to play a failing server.
-    :meth:`fail` makes the next reads raise SourceUnavailable until :meth:`recover`.
+    :meth:`fail` makes the next reads raise SourceUnavailable (with a fault, if given) until
+    :meth:`recover`.
     """
 
     def __init__(self, snapshot: MemberSnapshot | Callable[[], MemberSnapshot]) -> None:
         self._produce = snapshot if callable(snapshot) else (lambda: snapshot)
         self._failure: str | None = None
+        self._fault: SourceFault | None = None
         self.reads = 0
         self.closed = False
 
-    def fail(self, message: str = "server is down") -> None:
-        """Make reads raise SourceUnavailable(``message``) until :meth:`recover`."""
+    def fail(self, message: str = "server is down", *, fault: SourceFault | None = None) -> None:
+        """Make reads raise SourceUnavailable(``message``, ``fault``) until :meth:`recover`."""
         self._failure = message
+        self._fault = fault
 
     def recover(self) -> None:
         """Let reads succeed again."""
@@ -40,7 +44,7 @@ class MemorySource:
             raise SourceError("read after aclose")
         self.reads += 1
         if self._failure is not None:
-            raise SourceUnavailable(self._failure)
+            raise SourceUnavailable(self._failure, fault=self._fault)
         return self._produce()
 
     async def aclose(self) -> None:

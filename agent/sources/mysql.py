@@ -17,14 +17,24 @@ columns), and on 8.0+ the WL#7374 queue fields.
 
 The driver is aiomysql. Its exceptions are translated in one place, :func:`_translated`:
 anything about reaching the server becomes SourceUnavailable; values outside their domain
-become SourceDataError in :mod:`grstats.agent.sources.mysql_records`.
+become SourceDataError in :mod:`grstats.agent.sources.mysql_records`. Every error carries a
+:class:`~grstats.agent.sources.fault.SourceFault` saying why in a DBA's words:
+:func:`classify` reads the MySQL error code (and, for a missing privilege or table, what the
+server says of itself: :class:`ServerFacts`), and :func:`state_fault` what a read found (a
+server that is not MySQL 5.7+, Group Replication not installed, its group name empty, or the
+member OFFLINE). Both are pure, for ``grstats doctor`` too.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
+import re
+import ssl
 import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Self
 
 import aiomysql  # type: ignore[import-untyped]
@@ -35,6 +45,7 @@ from pymysql.err import MySQLError  # type: ignore[import-untyped]
 from grstats.agent.errors import SourceDataError, SourceError, SourceUnavailable
 from grstats.agent.model import GroupView, MemberSnapshot, SourceHealth
 from grstats.agent.rows import GROUP_REPLICATION_APPLIER
+from grstats.agent.sources import fault as faults
 from grstats.agent.sources.mysql_config import MySQLSourceConfig, read_password, tls_context
 from grstats.agent.sources.mysql_records import (
     APPLY_COLUMNS,
@@ -56,12 +67,14 @@ from grstats.agent.sources.mysql_records import (
     transactions_behind,
     variable_map,
 )
+from grstats.agent.sources.mysql_records import parse_version as _parse_version
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping, Sequence
     from types import TracebackType
 
     from grstats.agent.rows import ApplierStatusRow
+    from grstats.agent.sources.fault import SourceFault
 
 __all__ = ["MySQLSource", "MySQLSourceConfig"]
 
@@ -84,6 +97,34 @@ QUERIES = {
 }
 
 _ER_UNKNOWN_SYSTEM_VARIABLE = 1193
+#: MySQL's error codes that name a fault (include/mysqld_error.h, include/errmsg.h).
+ER_DBACCESS_DENIED = 1044
+ER_ACCESS_DENIED = 1045
+ER_HOST_NOT_PRIVILEGED = 1130
+ER_TABLEACCESS_DENIED = 1142
+ER_COLUMNACCESS_DENIED = 1143
+ER_NO_SUCH_TABLE = 1146
+ER_SPECIFIC_ACCESS_DENIED = 1227
+CR_CONN_HOST_ERROR = 2003
+CR_SERVER_GONE = 2006
+CR_SERVER_LOST = 2013
+CR_SERVER_LOST_EXTENDED = 2055
+#: The codes of a missing privilege, and of a connection the server dropped.
+PRIVILEGE_ERRORS = frozenset(
+    {ER_DBACCESS_DENIED, ER_TABLEACCESS_DENIED, ER_COLUMNACCESS_DENIED, ER_SPECIFIC_ACCESS_DENIED}
+)
+LOST_CONNECTION_ERRORS = frozenset({CR_SERVER_GONE, CR_SERVER_LOST, CR_SERVER_LOST_EXTENDED})
+#: The oldest MySQL with Group Replication's performance_schema tables.
+OLDEST_MYSQL = (5, 7, 0)
+#: What the server says of itself when a read needs explaining (one query, no privilege).
+FACTS_SQL = (
+    "SELECT @@version AS VERSION, @@version_comment AS VERSION_COMMENT,"
+    " @@performance_schema AS PERFORMANCE_SCHEMA, CURRENT_USER() AS ACCOUNT"
+)
+GROUP_NAME_VARIABLE = "group_replication_group_name"
+_ACCOUNT_RE = re.compile(r"user '([^']*)'@'([^']*)'")
+_TABLE_RE = re.compile(r"Table '(?:[^'.]*\.)?([^']*)' doesn't exist")
+_GR_TABLES = frozenset({"replication_group_members", "replication_group_member_stats"})
 _QUIT_TIMEOUT_S = 1.0
 
 # TIMESTAMP(6)/DATETIME(6) come back as the server's text, so that the zero timestamp and
@@ -102,12 +143,19 @@ class MySQLSource:
     raises SourceUnavailable and drops the connection; the next read reconnects, but only once
     the backoff delay has passed (``backoff_initial_s``, doubled per further failure up to
     ``backoff_max_s``, reset by a read that reached the server); reads before that raise
-    SourceUnavailable at once, saying when the next try is. A read that finds a value outside
-    its domain raises SourceDataError and keeps the connection.
+    SourceUnavailable at once, repeating the failure: the same text, ending with the time of
+    the next attempt (UTC, fixed when the failure happened), and the same fault. A read that
+    finds a value outside its domain raises SourceDataError and keeps the connection.
+
+    Every error carries a fault (``exc.fault``, kind ``bad_data`` for SourceDataError). A
+    server the agent reached but cannot read a member on (not MySQL 5.7+, Group Replication
+    not installed, not started, or without a group name) fails the read too, with backoff: the
+    agent has no Group Replication member to report.
 
     The password is read from the file or variable the config names at each connect and
-    handed to the driver; this object never keeps it. ``clock`` (monotonic seconds) and
-    ``environ`` (for ``password_env``) can be replaced by tests.
+    handed to the driver; this object never keeps it. ``clock`` (monotonic seconds),
+    ``wall_clock`` (UNIX seconds, for the next attempt's time) and ``environ`` (for
+    ``password_env``) can be replaced by tests.
     """
 
     def __init__(
@@ -116,9 +164,11 @@ class MySQLSource:
         *,
         clock: Callable[[], float] = time.monotonic,
         environ: Mapping[str, str] | None = None,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self.config = config
         self._clock = clock
+        self._wall_clock = wall_clock
         self._environ = environ
         names = ", ".join(["%s"] * len(VARIABLE_NAMES))
         schema = f"`{config.schema}`"
@@ -126,7 +176,8 @@ class MySQLSource:
         self._conn: Any = None
         self._failures = 0
         self._retry_at = 0.0
-        self._last_failure = ""
+        self._last_error: SourceUnavailable | None = None
+        self._version_read = ""  # global_variables' version in this read, once read
         self._closed = False
         #: How many connects were attempted (for operators' metrics and tests).
         self.connect_attempts = 0
@@ -162,8 +213,10 @@ class MySQLSource:
             snapshot = await self._read(self._conn)
         except SourceUnavailable as exc:
             raise await self._failed(exc) from exc
-        except SourceDataError:
+        except SourceDataError as exc:
             self._failures = 0
+            if exc.fault is None:
+                exc.fault = faults.bad_data(str(exc))
             raise
         self._failures = 0
         return snapshot
@@ -181,12 +234,15 @@ class MySQLSource:
         return self._conn is not None and not self._conn.closed
 
     def _check_backoff(self) -> None:
-        wait = self._retry_at - self._clock()
-        if self._failures and wait > 0:
-            raise SourceUnavailable(f"{self._last_failure}; retrying in {wait:.1f} s")
+        last = self._last_error
+        if self._failures and last is not None and self._retry_at > self._clock():
+            raise SourceUnavailable(str(last), fault=last.fault)
 
     async def _failed(self, exc: SourceUnavailable) -> SourceUnavailable:
-        """Drop the connection, schedule the next connect; return the error to raise."""
+        """Drop the connection, schedule the next connect; return the error to raise.
+
+        Its text ends with the time of the next attempt, which later reads repeat unchanged.
+        """
         conn, self._conn = self._conn, None
         if conn is not None:
             await _close(conn, polite=False)
@@ -194,20 +250,57 @@ class MySQLSource:
         config = self.config
         delay = min(config.backoff_initial_s * 2 ** (self._failures - 1), config.backoff_max_s)
         self._retry_at = self._clock() + delay
-        self._last_failure = str(exc)
-        return SourceUnavailable(f"{exc}; retrying in {delay:.1f} s")
+        if delay > 0:
+            tenths = round((self._wall_clock() + delay) * 10)
+            moment = datetime.fromtimestamp(tenths // 10, UTC)
+            when = f"next attempt at {moment:%H:%M:%S}.{tenths % 10} UTC"
+        else:
+            when = "next attempt at the next read"
+        fault = exc.fault or faults.fault_of(exc)
+        self._last_error = SourceUnavailable(f"{exc}; {when}", fault=fault)
+        return self._last_error
 
     async def _connect(self) -> Any:
         config = self.config
         self.connect_attempts += 1
-        password = read_password(config, self._environ)
+        try:
+            password = read_password(config, self._environ)
+        except SourceUnavailable as exc:
+            source = password_source(config)
+            raise SourceUnavailable(
+                str(exc),
+                fault=faults.SourceFault(
+                    "access_denied",
+                    f"cannot log in to MySQL at {config.address}: {exc}",
+                    f"make {source} hold the password of {config.user!r} and be readable by "
+                    "the agent's user",
+                ),
+            ) from None
         try:
             password.encode("latin-1")
         except UnicodeEncodeError:
             raise SourceUnavailable(
-                "password: has characters outside Latin-1, which the driver cannot send"
+                "password: has characters outside Latin-1, which the driver cannot send",
+                fault=faults.SourceFault(
+                    "access_denied",
+                    f"the password from {password_source(config)} has characters outside "
+                    "Latin-1, which the MySQL driver cannot send",
+                    "set a password of ASCII characters (openssl rand -hex 24) on the account "
+                    "and in the file or variable",
+                ),
             ) from None
-        context = tls_context(config)
+        try:
+            context = tls_context(config)
+        except SourceUnavailable as exc:
+            raise SourceUnavailable(
+                str(exc),
+                fault=faults.SourceFault(
+                    "other",
+                    f"cannot use the TLS files of [mysql]: {exc}",
+                    "check ssl_ca, ssl_cert and ssl_key: readable PEM files, the key matching "
+                    "the certificate",
+                ),
+            ) from None
         with _translated(config, "connect", config.connect_timeout_s, "connect_timeout_s"):
             async with asyncio.timeout(config.connect_timeout_s):
                 try:
@@ -234,7 +327,15 @@ class MySQLSource:
         del password
         if context is not None and not conn.server_capabilities & CLIENT.SSL:
             await _close(conn, polite=False)
-            raise SourceUnavailable(f"{config.address}: the server does not offer TLS")
+            raise SourceUnavailable(
+                f"{config.address}: the server does not offer TLS",
+                fault=faults.SourceFault(
+                    "other",
+                    f"MySQL at {config.address} does not offer TLS, which [mysql] ssl_ca asks for",
+                    "enable TLS on the server (ssl_cert and ssl_key under [mysqld]), or remove "
+                    "ssl_ca from [mysql]",
+                ),
+            )
         return conn
 
     # -- one read --------------------------------------------------------------------
@@ -243,21 +344,53 @@ class MySQLSource:
         config = self.config
         with _translated(config, "read", config.query_timeout_s, "query_timeout_s"):
             async with asyncio.timeout(config.query_timeout_s):
-                variables = server_variables(await self._variables(conn))
-                columns, members = await _records(conn, self._sql["members"])
-                primary = None
-                if "MEMBER_ROLE" not in columns:  # 5.7: the primary is a status variable
-                    primary = await self._primary_member(conn)
-                _, stats = await _records(
-                    conn,
-                    self._sql["stats"],
-                    (variables.server_uuid,),
-                )
-                queue_columns, connections = await _records(
-                    conn, self._sql["connection"], (GROUP_REPLICATION_APPLIER,)
-                )
-                connection = connections[0] if connections else None
-                applier, health = await self._applier(conn, variables, queue_columns, connection)
+                try:
+                    return await self._read_member(conn)
+                except MySQLError as exc:
+                    code = _code(exc)
+                    if code not in PRIVILEGE_ERRORS and code != ER_NO_SUCH_TABLE:
+                        raise
+                    facts = await _server_facts(conn, self._version_read)
+                    raise SourceUnavailable(
+                        f"{config.address}: read failed: {_describe(exc)}",
+                        fault=classify(config, "read", exc, facts),
+                    ) from exc
+
+    async def _read_member(self, conn: Any) -> MemberSnapshot:
+        config = self.config
+        self._version_read = ""
+        found = await self._variables(conn)
+        if not found:
+            facts = await _server_facts(conn, "")
+            raise SourceUnavailable(
+                f"{config.address}: {config.schema}.{GLOBAL_VARIABLES} has no rows",
+                fault=empty_variables_fault(config, facts),
+            )
+        self._version_read = found.get("version", "")
+        variables = server_variables(found)
+        columns: tuple[str, ...] = ()
+        members: list[Record] = []
+        fault = state_fault(config, found)
+        if fault is None:
+            columns, members = await _records(conn, self._sql["members"])
+            fault = state_fault(config, found, members)
+        if fault is not None and fault.kind != "gr_not_started":
+            raise SourceUnavailable(fault.message, fault=fault)
+        # Installed but not started: MySQL shows the member OFFLINE, and so does the read,
+        # which carries the fault (the agent reports it as it would a failed read).
+        primary = None
+        if "MEMBER_ROLE" not in columns:  # 5.7: the primary is a status variable
+            primary = await self._primary_member(conn)
+        _, stats = await _records(
+            conn,
+            self._sql["stats"],
+            (variables.server_uuid,),
+        )
+        queue_columns, connections = await _records(
+            conn, self._sql["connection"], (GROUP_REPLICATION_APPLIER,)
+        )
+        connection = connections[0] if connections else None
+        applier, health = await self._applier(conn, variables, queue_columns, connection)
         stats_value = stats_row(stats[0] if stats else None)
         return MemberSnapshot(
             member_id=variables.server_uuid,
@@ -274,11 +407,18 @@ class MySQLSource:
             health=health,
             transactions_behind=transactions_behind(connection, variables.gtid_executed),
             server=variables.server,
+            fault=fault,
         )
 
     async def _variables(self, conn: Any) -> dict[str, str]:
         _, rows = await _records(conn, self._sql["variables"], VARIABLE_NAMES)
-        variables = variable_map(GLOBAL_VARIABLES, (tuple(row.values()) for row in rows))
+        pairs = [tuple(row.values()) for row in rows]
+        # An unset group name is NULL on some servers: it reads as empty (group_name_empty).
+        pairs = [
+            (name, "") if value is None and name == GROUP_NAME_VARIABLE else (name, value)
+            for name, value in pairs
+        ]
+        variables = variable_map(GLOBAL_VARIABLES, pairs)
         executed = variables.get("gtid_executed")
         if executed is not None and is_truncated(executed):
             variables["gtid_executed"] = await _full_gtid_executed(conn, len(executed))
@@ -377,17 +517,256 @@ async def _full_gtid_executed(conn: Any, length: int) -> str:
 def _translated(
     config: MySQLSourceConfig, action: str, limit_s: float, limit_name: str
 ) -> Iterator[None]:
-    """Translate the driver's and the network's exceptions into SourceUnavailable, once."""
+    """Translate the driver's and the network's exceptions into SourceUnavailable, once.
+
+    Each carries its fault (:func:`classify`).
+    """
     try:
         yield
     except TimeoutError as exc:
         raise SourceUnavailable(
-            f"{config.address}: {action} got no answer within {limit_s:g} s ({limit_name})"
+            f"{config.address}: {action} got no answer within {limit_s:g} s ({limit_name})",
+            fault=classify(config, action, exc),
         ) from exc
     except MySQLError as exc:
-        raise SourceUnavailable(f"{config.address}: {action} failed: {_describe(exc)}") from exc
+        raise SourceUnavailable(
+            f"{config.address}: {action} failed: {_describe(exc)}",
+            fault=classify(config, action, exc),
+        ) from exc
     except OSError as exc:  # refused, reset, TLS (ssl.SSLError is an OSError)
-        raise SourceUnavailable(f"{config.address}: {action} failed: {exc}") from exc
+        raise SourceUnavailable(
+            f"{config.address}: {action} failed: {exc}", fault=classify(config, action, exc)
+        ) from exc
+
+
+# -- diagnosis: pure, from the error and what the server says of itself ------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ServerFacts:
+    """What the server says of itself (:data:`FACTS_SQL`), asked when a read needs explaining.
+
+    Attributes:
+        version: ``global_variables``' version when the read got that far, else ``@@version``;
+            ``""`` when unknown.
+        version_comment: ``@@version_comment`` (MariaDB names itself there too).
+        performance_schema: ``@@performance_schema``, None when unknown.
+        account: ``CURRENT_USER()``, the account the server matched, as ``user@host``.
+    """
+
+    version: str = ""
+    version_comment: str = ""
+    performance_schema: bool | None = None
+    account: str = ""
+
+    @property
+    def is_mariadb(self) -> bool:
+        """Whether the server is MariaDB, which has no Group Replication."""
+        return "mariadb" in f"{self.version} {self.version_comment}".lower()
+
+    @property
+    def version_tuple(self) -> tuple[int, int, int] | None:
+        """(major, minor, patch) of ``version``, None when it is not a version."""
+        try:
+            return _parse_version(self.version)
+        except SourceDataError:
+            return None
+
+
+async def _server_facts(conn: Any, version: str) -> ServerFacts:
+    """Ask the server what it is (best effort: what cannot be asked stays unknown).
+
+    ``version`` is global_variables' when the read got it, which then wins over ``@@version``
+    and ``@@version_comment`` (tests and proxies serve MySQL's tables from another server).
+    """
+    try:
+        _, rows = await _records(conn, FACTS_SQL)
+    except MySQLError:
+        return ServerFacts(version=version)
+    row = rows[0] if rows else {}
+    enabled = row.get("PERFORMANCE_SCHEMA")
+    return ServerFacts(
+        version=version or _text(row.get("VERSION")),
+        version_comment="" if version else _text(row.get("VERSION_COMMENT")),
+        performance_schema=None if enabled is None else str(enabled) in {"1", "ON"},
+        account=_text(row.get("ACCOUNT")),
+    )
+
+
+def _text(value: object) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return "" if value is None else str(value)
+
+
+def _code(exc: BaseException) -> int | None:
+    """The MySQL error code of a driver error, None for others."""
+    args = exc.args
+    return args[0] if isinstance(exc, MySQLError) and args and isinstance(args[0], int) else None
+
+
+def password_source(config: MySQLSourceConfig) -> str:
+    """Where the password came from, as messages name it: never the password itself."""
+    if config.password_env is not None:
+        return f"password_env ${config.password_env}"
+    if config.password_file is not None:
+        return f"password_file {str(config.password_file)!r}"
+    return "no password (neither password_file nor password_env is set)"
+
+
+def classify(  # noqa: PLR0911 (one return per kind of fault)
+    config: MySQLSourceConfig,
+    action: str,
+    exc: BaseException,
+    facts: ServerFacts | None = None,
+) -> SourceFault:
+    """Return the fault a driver or network error ``exc`` of ``action`` (connect, read) means.
+
+    ``facts`` (what the server says of itself) refine a missing privilege (the account to
+    grant to) and a missing table (MariaDB, an old MySQL, or no Group Replication).
+    """
+    address = config.address
+    code = _code(exc)
+    cause = exc.__cause__
+    if isinstance(exc, TimeoutError) or isinstance(cause, TimeoutError):
+        if action == "connect":
+            return faults.connect_timeout(address, config.connect_timeout_s)
+        return faults.server_down(
+            f"MySQL at {address} did not answer a read within {config.query_timeout_s:g} s "
+            "(query_timeout_s)",
+            "check the server's load and locks (SHOW PROCESSLIST); raise [mysql] "
+            "query_timeout_s if reads are slow there",
+        )
+    if code == CR_CONN_HOST_ERROR or (action == "connect" and code is None):
+        return _connect_fault(config, cause if code is not None else exc)
+    if code in {ER_ACCESS_DENIED, ER_HOST_NOT_PRIVILEGED}:
+        return faults.access_denied(
+            address, _account(exc, config, None), password_source(config), _server_text(exc)
+        )
+    if code in PRIVILEGE_ERRORS:
+        return faults.missing_privilege(
+            address, _account(exc, config, facts), config.schema, _server_text(exc)
+        )
+    if code == ER_NO_SUCH_TABLE:
+        return _missing_table_fault(config, exc, facts or ServerFacts())
+    if code in LOST_CONNECTION_ERRORS or (code is None and isinstance(exc, OSError)):
+        return faults.server_down(
+            f"lost the connection to MySQL at {address} during a {action}: "
+            f"{_server_text(exc) if code is not None else exc}",
+            "check that mysqld is running (see its error log for a crash or restart); the "
+            "agent reconnects by itself",
+        )
+    return faults.SourceFault("other", f"MySQL at {address}: {action} failed: {_describe(exc)}")
+
+
+def _connect_fault(config: MySQLSourceConfig, cause: BaseException | None) -> SourceFault:
+    address = config.address
+    if isinstance(cause, ConnectionRefusedError) or (
+        isinstance(cause, OSError) and cause.errno == errno.ECONNREFUSED
+    ):
+        return faults.connect_refused(address, cause.strerror or "ECONNREFUSED")
+    if isinstance(cause, TimeoutError) or (
+        isinstance(cause, OSError) and cause.errno == errno.ETIMEDOUT
+    ):
+        return faults.connect_timeout(address, config.connect_timeout_s)
+    if isinstance(cause, ssl.SSLError):
+        return faults.SourceFault(
+            "other",
+            f"the TLS handshake with MySQL at {address} failed: {cause}",
+            "check that [mysql] ssl_ca signed the server's certificate (and, with "
+            "ssl_verify_identity, that the certificate names the host)",
+        )
+    reason = str(cause) if cause is not None else "unknown reason"
+    return faults.SourceFault(
+        "other",
+        f"cannot connect to MySQL at {address}: {reason}",
+        "check [mysql] host and port, and that the agent's host can reach the server",
+    )
+
+
+def _missing_table_fault(
+    config: MySQLSourceConfig, exc: BaseException, facts: ServerFacts
+) -> SourceFault:
+    address = config.address
+    match = _TABLE_RE.search(_server_text(exc))
+    table = match.group(1) if match else "a table"
+    if facts.is_mariadb:
+        return faults.not_mysql(
+            address, f"runs MariaDB {facts.version}, which has no Group Replication"
+        )
+    version = facts.version_tuple
+    if version is not None and version < OLDEST_MYSQL:
+        return faults.not_mysql(address, f"runs MySQL {facts.version}, older than 5.7")
+    if table in _GR_TABLES:
+        return faults.gr_not_installed(address)
+    return faults.not_mysql(address, f"has no table {config.schema}.{table}")
+
+
+def empty_variables_fault(config: MySQLSourceConfig, facts: ServerFacts) -> SourceFault:
+    """The fault of a server whose ``global_variables`` has none of the variables asked for."""
+    if facts.performance_schema is False:
+        return faults.performance_schema_off(config.address)
+    if facts.is_mariadb:
+        return faults.not_mysql(
+            config.address, f"runs MariaDB {facts.version}, which has no Group Replication"
+        )
+    return faults.not_mysql(config.address, f"shows no rows in {config.schema}.{GLOBAL_VARIABLES}")
+
+
+def state_fault(  # noqa: PLR0911 (one return per kind of fault)
+    config: MySQLSourceConfig,
+    variables: Mapping[str, str],
+    members: Sequence[Record] | None = None,
+) -> SourceFault | None:
+    """Return why the server holds no Group Replication member to read, or None.
+
+    From ``variables`` (``global_variables``, lower-case names): not MySQL 5.7+, the plugin
+    not installed (none of its variables), or the group name empty; then, given ``members``
+    (``replication_group_members``), the member OFFLINE or absent: installed, not started.
+    """
+    address = config.address
+    version = variables.get("version", "")
+    facts = ServerFacts(version=version)
+    if facts.is_mariadb:
+        return faults.not_mysql(address, f"runs MariaDB {version}, which has no Group Replication")
+    parsed = facts.version_tuple
+    if parsed is not None and parsed < OLDEST_MYSQL:
+        return faults.not_mysql(address, f"runs MySQL {version}, older than 5.7")
+    if GROUP_NAME_VARIABLE not in variables:
+        return faults.gr_not_installed(address)
+    if not variables[GROUP_NAME_VARIABLE].strip():
+        return faults.group_name_empty(address)
+    if members is None:
+        return None
+    uuid = variables.get("server_uuid", "").lower()
+    own = [row for row in members if _text(row.get("MEMBER_ID")).lower() == uuid]
+    own = own or [row for row in members if not row.get("MEMBER_ID")]
+    table = f"{config.schema}.replication_group_members"
+    if not own:
+        return faults.gr_not_started(address, f"not listed in {table}")
+    state = _text(own[0].get("MEMBER_STATE"))
+    if state.upper() == "OFFLINE":
+        return faults.gr_not_started(address, f"OFFLINE in {table}")
+    return None
+
+
+def _account(exc: BaseException, config: MySQLSourceConfig, facts: ServerFacts | None) -> str:
+    """``'user'@'host'``: the account the server matched, else the one its message names."""
+    if facts is not None and "@" in facts.account:
+        user, _, host = facts.account.rpartition("@")
+        return faults.account_name(user, host)
+    match = _ACCOUNT_RE.search(_server_text(exc))
+    if match:
+        return faults.account_name(match.group(1), match.group(2))
+    return faults.account_name(config.user, "%")
+
+
+def _server_text(exc: BaseException) -> str:
+    """The server's message of a driver error, with its code: ``MySQL error 1045: ...``."""
+    args = exc.args
+    if len(args) == 2:  # the driver's (code, message)
+        return f"MySQL error {args[0]}: {args[1]}"
+    return str(exc) or type(exc).__name__
 
 
 def _describe(exc: BaseException) -> str:

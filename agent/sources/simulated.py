@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import time
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from grstats.agent.errors import ConfigError, SourceError
+from grstats.agent.errors import ConfigError, SourceError, SourceUnavailable
 from grstats.agent.sim.group import TICK_US, SimulatedGroup
 from grstats.agent.sim.views import not_started, snapshot
+from grstats.agent.sources.fault import SourceFault, gr_not_started, server_down
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -32,7 +35,9 @@ class SimulatedSource:
     group start: each steps its own copy of the whole group to the present and reads its own
     member, and all of them agree, because the group is a function of those and of the time.
     A member whose server is down (``crash`` in the scenario) raises SourceUnavailable, as a
-    real server that is down would; before the group starts, Group Replication is not started.
+    real server that is down would (fault ``server_down``); before the group starts, Group
+    Replication is not started: a read returns the member OFFLINE, with the fault
+    ``gr_not_started``, as MySQLSource does.
 
     Catching up on a group that started long ago runs in a worker thread so that it does not
     stall the agent's event loop; the last tick or two are stepped on the loop, in parts with
@@ -77,13 +82,38 @@ class SimulatedSource:
         if self._closed:
             raise SourceError("read after aclose")
         elapsed = int(self._clock() * 1_000_000) - self._group.start_us
-        if elapsed < 0:
-            return not_started(self._group, self.member_index)
+        if elapsed < 0:  # OFFLINE, as MySQL shows a member whose GR never started
+            return dataclasses.replace(
+                not_started(self._group, self.member_index), fault=self._not_started()
+            )
         async with self._stepping:
             await self._advance(elapsed // TICK_US)
         if self._step_ahead and self._stepper is None:
             self._stepper = asyncio.create_task(self._step_in_background(), name="simulator")
-        return snapshot(self._group, self.member_index)
+        try:
+            return snapshot(self._group, self.member_index)
+        except SourceUnavailable as exc:
+            if exc.fault is None:
+                exc.fault = server_down(
+                    f"the simulated server of member {self.member_index} is down (a crash in "
+                    "the scenario)"
+                )
+            raise
+
+    def _start_text(self) -> str:
+        start = datetime.fromtimestamp(self._group.start_us / 1_000_000, UTC)
+        return f"{start:%Y-%m-%d %H:%M:%S} UTC"
+
+    def _not_started(self) -> SourceFault:
+        fault = gr_not_started(
+            f"simulated member {self.member_index}",
+            "OFFLINE in replication_group_members",
+        )
+        return SourceFault(
+            fault.kind,
+            f"{fault.message} until the simulated group starts at {self._start_text()}",
+            "wait for the group's start, or set [simulated] group_start_s to a past time",
+        )
 
     async def _advance(self, tick: int) -> None:
         # Catching up (a group that started long ago): many ticks, off the event loop, in

@@ -44,6 +44,7 @@ DOCUMENT_KEYS = {
     "throttled",
     "throttled_by",
     "agent",
+    "agent_source",
 }
 MEMBER_KEYS = {
     "member_id",
@@ -112,6 +113,7 @@ async def test_json_is_the_documented_document(group: Group) -> None:
         "throttled": False,
         "throttled_by": [],
         "agent": asked.address,
+        "agent_source": {"ok": True},
     }
     assert TIMESTAMP.fullmatch(found["as_of"])
     members = found["members"]

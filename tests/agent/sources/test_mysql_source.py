@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 import socket
 import time
 import traceback
@@ -542,13 +543,13 @@ class TestServerSettings:
             ),
         )
 
-    async def test_without_group_replication_plugin(
+    async def test_without_flow_control_variables(
         self, make_config: MakeConfig, ps57: str, mariadb: MariaDB
     ) -> None:
-        """Without the plugin's variables, and before 5.7.8's super_read_only, MySQL's defaults."""
+        """Without the flow-control variables, and before 5.7.8's super_read_only, MySQL's defaults."""
         mariadb.execute(
-            f"DELETE FROM {ps57}.global_variables"
-            " WHERE VARIABLE_NAME LIKE 'group\\_replication\\_%' OR VARIABLE_NAME = 'super_read_only'"
+            f"DELETE FROM {ps57}.global_variables WHERE VARIABLE_NAME LIKE "
+            "'group\\_replication\\_flow\\_control\\_%' OR VARIABLE_NAME = 'super_read_only'"
         )
         server = (await read_once(make_config(ps57))).server
         assert server == ServerSettings(read_only=True)
@@ -565,7 +566,9 @@ class TestUnavailable:
             ) as caught:
                 await source.read()
             assert time.monotonic() - started < config.connect_timeout_s
-        assert "retrying in 0.1 s" in str(caught.value)
+        assert re.search(r"; next attempt at \d\d:\d\d:\d\d\.\d UTC$", str(caught.value))
+        assert caught.value.fault is not None
+        assert caught.value.fault.kind == "connect_refused"
 
     async def test_silent_server_times_out(self, make_config: MakeConfig) -> None:
         """A server that accepts but never greets raises SourceUnavailable after connect_timeout_s."""
@@ -582,22 +585,35 @@ class TestUnavailable:
                 assert 0.3 <= time.monotonic() - started < 0.3 + MARGIN_S
 
     async def test_backoff_between_connects(self, make_config: MakeConfig) -> None:
-        """After failures, reads before the (doubling, capped) delay raise without connecting."""
-        now = [100.0]
+        """After failures, reads before the (doubling, capped) delay repeat the failure without connecting.
+
+        They name the same next attempt, the failure's time plus the delay (not recomputed per read).
+        """
+        now, wall = [100.0], [1_767_225_600.0]  # 2026-01-01 00:00:00 UTC
         config = make_config(port=free_port(), backoff_initial_s=1.0, backoff_max_s=3.0)
-        async with MySQLSource(config, clock=lambda: now[0]) as source:
-            for attempt, delay in enumerate((1.0, 2.0, 3.0, 3.0), start=1):  # doubling, capped
+        async with MySQLSource(config, clock=lambda: now[0], wall_clock=lambda: wall[0]) as source:
+            for attempt, (delay, at) in enumerate(
+                (
+                    (1.0, "00:00:01.0"),
+                    (2.0, "00:00:03.1"),
+                    (3.0, "00:00:06.2"),
+                    (3.0, "00:00:09.3"),
+                ),
+                start=1,
+            ):  # doubling, capped
                 with pytest.raises(
-                    SourceUnavailable, match=rf"connect failed.*; retrying in {delay:.1f} s$"
-                ):
+                    SourceUnavailable, match=rf"connect failed.*; next attempt at {at} UTC$"
+                ) as failed:
                     await source.read()
                 now[0] += delay - 0.3
-                with pytest.raises(
-                    SourceUnavailable, match=r"connect failed.*; retrying in 0\.3 s$"
-                ):
+                wall[0] += delay - 0.3
+                with pytest.raises(SourceUnavailable) as waiting:
                     await source.read()
+                assert str(waiting.value) == str(failed.value)
+                assert waiting.value.fault == failed.value.fault
                 assert source.connect_attempts == attempt
                 now[0] += 0.4  # past the delay: the next read connects again
+                wall[0] += 0.4
 
     async def test_server_restart(
         self, make_config: MakeConfig, ps80: str, mariadb: MariaDB
@@ -609,7 +625,7 @@ class TestUnavailable:
                 mariadb.stop()
                 with pytest.raises(SourceUnavailable):
                     await source.read()
-                with pytest.raises(SourceUnavailable, match="retrying in"):
+                with pytest.raises(SourceUnavailable, match="next attempt at"):
                     await source.read()  # within the backoff: no new connect
                 assert source.connect_attempts == 1
                 await asyncio.sleep(0.15)

@@ -87,6 +87,8 @@ async def test_before_the_group_starts() -> None:
     assert [row.member_state for row in read.view.members] == ["OFFLINE"]
     assert read.stats.count_transactions_checked == 0
     assert not read.gtid_executed
+    assert read.fault is not None
+    assert read.fault.kind == "gr_not_started"
 
 
 def test_member_index_out_of_the_group() -> None:
