@@ -141,11 +141,6 @@ class GroupStatus:
         return "" if value is None else str(value)
 
     @property
-    def status_text(self) -> str:
-        """STATUS_TEXT (an agent that cannot read its member says why in an UNKNOWN one)."""
-        return self.text("STATUS_TEXT")
-
-    @property
     def as_of(self) -> str:
         """AS_OF as MySQL's TIMESTAMP(6) text (UTC)."""
         value = self.group.get("AS_OF")
@@ -203,7 +198,7 @@ def document(status: GroupStatus) -> dict[str, Any]:
     """The JSON document of ``status`` (keys: :data:`DOCUMENT_KEYS`)."""
     return {
         "status": status.group.get("STATUS"),
-        "status_text": status.status_text if "STATUS_TEXT" in status.group else None,
+        "status_text": status.group.get("STATUS_TEXT"),
         "tolerance": status.group.get("TOLERANCE"),
         "mode": status.group.get("MODE"),
         "primary": status.primary,
@@ -289,7 +284,7 @@ def summary(status: GroupStatus) -> list[tuple[str, str]]:
         throttled += " by " + _with_addresses(status, status.throttled_by)
     return [
         ("status", status.text("STATUS")),
-        ("status text", status.status_text),
+        ("status text", status.text("STATUS_TEXT")),
         ("tolerance", status.text("TOLERANCE")),
         ("mode", status.text("MODE") or "unknown"),
         ("primary", _with_addresses(status, status.primary) or "none"),

@@ -241,7 +241,7 @@ def _status(status: GroupStatus) -> str:
 
 
 def _status_text(status: GroupStatus) -> str:
-    return status.status_text
+    return status.text("STATUS_TEXT")
 
 
 def _primary(status: GroupStatus) -> str:

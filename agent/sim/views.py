@@ -52,6 +52,7 @@ from grstats.agent.rows import (
 )
 from grstats.agent.sim.group import DELIVERY_US, TICKS_PER_SECOND
 from grstats.agent.sim.txlog import NEGATIVE
+from grstats.agent.sources.fault import server_down
 
 if TYPE_CHECKING:
     from grstats.agent.sim.group import SimulatedGroup
@@ -72,7 +73,12 @@ def snapshot(group: SimulatedGroup, index: int, last_known: bool = False) -> Mem
     """
     member = group.members[index]
     if not member.server_up and not last_known:
-        raise SourceUnavailable(f"simulated member {index} ({member.uuid}) is down")
+        raise SourceUnavailable(
+            f"simulated member {index} ({member.uuid}) is down",
+            fault=server_down(
+                f"the simulated server of member {index} is down (a crash in the scenario)"
+            ),
+        )
     read_at = (
         member.down_since_us if not member.server_up and member.down_since_us else group.now_us
     )

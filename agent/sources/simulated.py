@@ -9,10 +9,10 @@ import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from grstats.agent.errors import ConfigError, SourceError, SourceUnavailable
+from grstats.agent.errors import ConfigError, SourceError
 from grstats.agent.sim.group import TICK_US, SimulatedGroup
 from grstats.agent.sim.views import not_started, snapshot
-from grstats.agent.sources.fault import SourceFault, gr_not_started, server_down
+from grstats.agent.sources.fault import SourceFault, gr_not_started
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -90,15 +90,7 @@ class SimulatedSource:
             await self._advance(elapsed // TICK_US)
         if self._step_ahead and self._stepper is None:
             self._stepper = asyncio.create_task(self._step_in_background(), name="simulator")
-        try:
-            return snapshot(self._group, self.member_index)
-        except SourceUnavailable as exc:
-            if exc.fault is None:
-                exc.fault = server_down(
-                    f"the simulated server of member {self.member_index} is down (a crash in "
-                    "the scenario)"
-                )
-            raise
+        return snapshot(self._group, self.member_index)
 
     def _start_text(self) -> str:
         start = datetime.fromtimestamp(self._group.start_us / 1_000_000, UTC)

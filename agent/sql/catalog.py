@@ -42,7 +42,7 @@ from grstats.agent.rows import (
 from grstats.agent.rows.render import cell_text
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable
 
 PERFORMANCE_SCHEMA = "performance_schema"
 GRSTATS_SCHEMA = "grstats"
@@ -119,17 +119,6 @@ def column_type(column: Column) -> str:
     name = _TYPE_NAMES.get(base, base.lower())
     # ENUM's values keep their case; the rest of a type (UNSIGNED, sizes) is lowercase.
     return name + (rest if base == "ENUM" else rest.lower())
-
-
-def schema_mapping() -> dict[str, dict[str, dict[str, str]]]:
-    """``{db: {table: {column: type}}}`` of every served table, types as DESCRIBE shows them."""
-    mapping: dict[str, dict[str, dict[str, str]]] = {}
-    for schema, (_, tables) in SCHEMAS.items():
-        mapping[schema] = {}
-        for table in tables:
-            columns = table_columns(schema, table) or ()
-            mapping[schema][table] = {column.name: column_type(column) for column in columns}
-    return mapping
 
 
 @functools.cache
@@ -241,8 +230,3 @@ def result_column(column: Column, name: str | None = None) -> ResultColumn:
         text_encoder=_text_encoder(column),
         binary_encoder=binary,
     )
-
-
-def result_columns(columns: Sequence[Column]) -> list[ResultColumn]:
-    """The result set columns of ``columns``, named and typed as MySQL sends them."""
-    return [result_column(column) for column in columns]

@@ -348,10 +348,10 @@ class GrstatsSession(Session):
                 loop.run_in_executor(self._executor, job), self._limits.sql_query_timeout_s
             )
         except asyncio.CancelledError:  # KILL QUERY, or the connection closing
-            job.stop()
+            self._stop_later(job)
             raise
         except TimeoutError:
-            job.stop()
+            self._stop_later(job)
             raise sql_error(
                 ER_QUERY_TIMEOUT,
                 "Query execution was interrupted, maximum statement execution time exceeded",
@@ -370,6 +370,13 @@ class GrstatsSession(Session):
                 ErrorCode.UNKNOWN_ERROR, f"grstats cannot run this query: {error!r}"
             ) from None
         return names, rows
+
+    def _stop_later(self, job: _Job[Any]) -> None:
+        """Stop ``job`` now, and keep at it in the background until its thread is free."""
+        if job.stop():
+            stopping = asyncio.ensure_future(job.stopped())
+            _STOPPING.add(stopping)
+            stopping.add_done_callback(_STOPPING.discard)
 
     def _resolve(self, expression: exp.Expression) -> dict[tuple[str, str], tuple[Column, ...]]:
         """The served tables ``expression`` reads, by (schema, table); names made canonical."""
@@ -587,6 +594,12 @@ def _run(
     return tuple(result.columns), list(result.rows)
 
 
+#: How often a query past its time is interrupted again while its thread still runs it (s).
+INTERRUPT_AGAIN_S = 0.05
+#: The background tasks interrupting queries past their time (strong references).
+_STOPPING: set[asyncio.Future[None]] = set()
+
+
 class _Interrupted(BaseException):
     """Raised in the worker thread to stop a query past its time.
 
@@ -626,9 +639,22 @@ class _Job(Generic[T]):
                 self._thread = None
                 _raise_in(threading.get_ident(), None)  # an interruption not raised yet
 
-    def stop(self) -> None:
-        """Stop the work: it will not start, or its thread raises where it is."""
+    def stop(self) -> bool:
+        """Stop the work: it will not start, or its thread raises where it is.
+
+        Returns whether the thread was still running it.
+        """
         with self._lock:
             self._stopped = True
             if self._thread is not None:
                 _raise_in(self._thread, _Interrupted)
+            return self._thread is not None
+
+    async def stopped(self) -> None:
+        """Stop the work, and interrupt its thread again until it has left the work.
+
+        An interruption that lands in code run on the thread's behalf (a garbage-collection
+        callback, a ``__del__``) is reported there as unraisable and lost; the work would run on.
+        """
+        while self.stop():  # noqa: ASYNC110  (polls another thread, which sets no event)
+            await asyncio.sleep(INTERRUPT_AGAIN_S)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import threading
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -33,7 +34,7 @@ from grstats.agent.rows import (
     timestamp_text,
 )
 from grstats.agent.rows.render import cell_text
-from grstats.agent.sql import catalog
+from grstats.agent.sql import catalog, session
 from grstats.agent.sql.session import GrstatsSession, SqlIdentity
 from tests.agent.test_runtime import start_group, stop_all
 
@@ -571,3 +572,35 @@ def test_wire_types_of_every_declared_type() -> None:
             assert (column.kind is Kind.TEXT) == (
                 catalog.result_column(column).character_set.name == "utf8mb4"
             )
+
+
+async def test_an_interruption_lost_in_a_callback_is_raised_again() -> None:
+    """A query whose first interruption is swallowed (as in a gc callback) is interrupted again and ends."""
+    swallowed = threading.Event()
+    ended = threading.Event()
+
+    def work() -> None:
+        deadline = time.monotonic() + 10
+        try:
+            while time.monotonic() < deadline:
+                try:
+                    while time.monotonic() < deadline:
+                        pass
+                except session._Interrupted:
+                    if swallowed.is_set():
+                        raise
+                    swallowed.set()  # lost, like one raised in a garbage-collection callback
+        finally:
+            ended.set()
+
+    job = session._Job(work)
+    with concurrent.futures.ThreadPoolExecutor(1) as executor:
+        running = asyncio.get_running_loop().run_in_executor(executor, job)
+        await asyncio.sleep(0.1)
+        started = time.monotonic()
+        await asyncio.wait_for(job.stopped(), 2)
+        assert swallowed.is_set()
+        assert ended.wait(2)
+        assert time.monotonic() - started < 1
+        with pytest.raises(session._Interrupted):
+            await running
