@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -574,33 +575,39 @@ def test_wire_types_of_every_declared_type() -> None:
             )
 
 
-async def test_an_interruption_lost_in_a_callback_is_raised_again() -> None:
-    """A query whose first interruption is swallowed (as in a gc callback) is interrupted again and ends."""
-    swallowed = threading.Event()
-    ended = threading.Event()
+def _outside() -> int:
+    """Stands for code run on the thread's behalf (a gc callback): never interrupted."""
+    return 1
 
-    def work() -> None:
+
+def _inside() -> int:
+    """Stands for the executor's code: where a stopped job is interrupted."""
+    return 1
+
+
+async def test_a_stopped_job_is_interrupted_only_in_the_executors_code() -> None:
+    """A stopped job raises at its next call into interruptible code, never in other code on its thread."""
+    calls = {"outside": 0, "inside": 0}
+    looping = threading.Event()
+
+    def work(interruptible: Callable[[], contextlib.AbstractContextManager[None]]) -> None:
         deadline = time.monotonic() + 10
-        try:
+        with interruptible():
             while time.monotonic() < deadline:
-                try:
-                    while time.monotonic() < deadline:
-                        pass
-                except session._Interrupted:
-                    if swallowed.is_set():
-                        raise
-                    swallowed.set()  # lost, like one raised in a garbage-collection callback
-        finally:
-            ended.set()
+                for _ in range(20):
+                    calls["outside"] += _outside()
+                looping.set()
+                calls["inside"] += _inside()
 
-    job = session._Job(work)
+    job = session._Job(work, interruptible=lambda code: code is _inside.__code__)
     with concurrent.futures.ThreadPoolExecutor(1) as executor:
         running = asyncio.get_running_loop().run_in_executor(executor, job)
-        await asyncio.sleep(0.1)
+        assert await asyncio.to_thread(looping.wait, 2)
         started = time.monotonic()
-        await asyncio.wait_for(job.stopped(), 2)
-        assert swallowed.is_set()
-        assert ended.wait(2)
+        job.stop()
+        with pytest.raises(session._Interrupted) as raised:
+            await asyncio.wait_for(running, 2)
         assert time.monotonic() - started < 1
-        with pytest.raises(session._Interrupted):
-            await running
+        assert [entry.name for entry in raised.traceback][-2:] == ["_inside", "trace"]
+        assert calls["outside"] == 20 * (calls["inside"] + 1)  # every call outside came back
+        assert executor.submit(sys.gettrace).result(2) is None  # the thread's hook is gone
