@@ -16,7 +16,14 @@ from grstats.agent.gtid import GtidError, GtidSet
 from grstats.agent.limits import DEFAULT_LIMITS
 from grstats.agent.messages import Answer, Gossip, SourceReport
 from grstats.agent.model import FlowControlSettings, GroupView, ServerSettings, SourceHealth
-from grstats.agent.rows import ApplierStatusRow, Kind, MemberRow, MemberStatsRow, RowValueError
+from grstats.agent.rows import (
+    TRANSACTION_FIELDS,
+    ApplierStatusRow,
+    Kind,
+    MemberRow,
+    MemberStatsRow,
+    RowValueError,
+)
 from grstats.agent.sources.fault import SourceFault
 from grstats.proto import grstats_pb2 as pb
 
@@ -143,6 +150,7 @@ def update_to_wire(update: Update) -> pb.Update:
         fields: dict[str, Any] = {
             name: getattr(value, f) or _empty(name) for name, f in _APPLIER.items()
         }
+        fields["timestamps_unknown"] = value.timestamps_unknown
         message.applier.CopyFrom(pb.Applier(**fields))
     elif update.key is Key.GTID_EXECUTED and isinstance(value, GtidSet):
         message.gtid_executed = value.to_text(",")
@@ -331,6 +339,8 @@ def _view(message: pb.View, where: str) -> GroupView:
 
 def _applier(message: pb.Applier, origin: str) -> ApplierStatusRow:
     values: dict[str, Any] = {field: getattr(message, name) for name, field in _APPLIER.items()}
+    if message.timestamps_unknown:
+        values |= dict.fromkeys(TRANSACTION_FIELDS)
     return ApplierStatusRow(member_id=origin, **values)
 
 

@@ -211,8 +211,8 @@ def _stats_families(served: Served, group: str) -> list[Metric]:
         families.append(gauge)
     lag = _gauge(
         "grstats_applier_lag_seconds",
-        "How far the member's applier is behind: APPLIER_LAG_SECONDS (WL#7374 times); no "
-        "series while unknown.",
+        "How far the member's applier is behind: APPLIER_LAG_SECONDS (WL#7374 times; 0 with "
+        "nothing queued or applying); no series while unknown.",
     )
     for member_id, row in _by_member(served, _LAG).items():
         if row.get("APPLIER_LAG_SECONDS") is not None:

@@ -83,7 +83,7 @@ class View(_message.Message):
     def __init__(self, members: _Optional[_Iterable[_Union[Member, _Mapping]]] = ..., view_id: _Optional[str] = ..., group_name: _Optional[str] = ..., single_primary_mode: _Optional[bool] = ...) -> None: ...
 
 class Applier(_message.Message):
-    __slots__ = ("last_queued_transaction", "last_queued_original_commit_us", "last_queued_immediate_commit_us", "last_queued_start_queue_us", "last_queued_end_queue_us", "queueing_transaction", "queueing_original_commit_us", "queueing_immediate_commit_us", "queueing_start_queue_us", "last_applied_transaction", "last_applied_original_commit_us", "last_applied_immediate_commit_us", "last_applied_start_apply_us", "last_applied_end_apply_us", "applying_transaction", "applying_original_commit_us", "applying_immediate_commit_us", "applying_start_apply_us")
+    __slots__ = ("last_queued_transaction", "last_queued_original_commit_us", "last_queued_immediate_commit_us", "last_queued_start_queue_us", "last_queued_end_queue_us", "queueing_transaction", "queueing_original_commit_us", "queueing_immediate_commit_us", "queueing_start_queue_us", "last_applied_transaction", "last_applied_original_commit_us", "last_applied_immediate_commit_us", "last_applied_start_apply_us", "last_applied_end_apply_us", "applying_transaction", "applying_original_commit_us", "applying_immediate_commit_us", "applying_start_apply_us", "timestamps_unknown")
     LAST_QUEUED_TRANSACTION_FIELD_NUMBER: _ClassVar[int]
     LAST_QUEUED_ORIGINAL_COMMIT_US_FIELD_NUMBER: _ClassVar[int]
     LAST_QUEUED_IMMEDIATE_COMMIT_US_FIELD_NUMBER: _ClassVar[int]
@@ -102,6 +102,7 @@ class Applier(_message.Message):
     APPLYING_ORIGINAL_COMMIT_US_FIELD_NUMBER: _ClassVar[int]
     APPLYING_IMMEDIATE_COMMIT_US_FIELD_NUMBER: _ClassVar[int]
     APPLYING_START_APPLY_US_FIELD_NUMBER: _ClassVar[int]
+    TIMESTAMPS_UNKNOWN_FIELD_NUMBER: _ClassVar[int]
     last_queued_transaction: str
     last_queued_original_commit_us: int
     last_queued_immediate_commit_us: int
@@ -120,7 +121,8 @@ class Applier(_message.Message):
     applying_original_commit_us: int
     applying_immediate_commit_us: int
     applying_start_apply_us: int
-    def __init__(self, last_queued_transaction: _Optional[str] = ..., last_queued_original_commit_us: _Optional[int] = ..., last_queued_immediate_commit_us: _Optional[int] = ..., last_queued_start_queue_us: _Optional[int] = ..., last_queued_end_queue_us: _Optional[int] = ..., queueing_transaction: _Optional[str] = ..., queueing_original_commit_us: _Optional[int] = ..., queueing_immediate_commit_us: _Optional[int] = ..., queueing_start_queue_us: _Optional[int] = ..., last_applied_transaction: _Optional[str] = ..., last_applied_original_commit_us: _Optional[int] = ..., last_applied_immediate_commit_us: _Optional[int] = ..., last_applied_start_apply_us: _Optional[int] = ..., last_applied_end_apply_us: _Optional[int] = ..., applying_transaction: _Optional[str] = ..., applying_original_commit_us: _Optional[int] = ..., applying_immediate_commit_us: _Optional[int] = ..., applying_start_apply_us: _Optional[int] = ...) -> None: ...
+    timestamps_unknown: bool
+    def __init__(self, last_queued_transaction: _Optional[str] = ..., last_queued_original_commit_us: _Optional[int] = ..., last_queued_immediate_commit_us: _Optional[int] = ..., last_queued_start_queue_us: _Optional[int] = ..., last_queued_end_queue_us: _Optional[int] = ..., queueing_transaction: _Optional[str] = ..., queueing_original_commit_us: _Optional[int] = ..., queueing_immediate_commit_us: _Optional[int] = ..., queueing_start_queue_us: _Optional[int] = ..., last_applied_transaction: _Optional[str] = ..., last_applied_original_commit_us: _Optional[int] = ..., last_applied_immediate_commit_us: _Optional[int] = ..., last_applied_start_apply_us: _Optional[int] = ..., last_applied_end_apply_us: _Optional[int] = ..., applying_transaction: _Optional[str] = ..., applying_original_commit_us: _Optional[int] = ..., applying_immediate_commit_us: _Optional[int] = ..., applying_start_apply_us: _Optional[int] = ..., timestamps_unknown: _Optional[bool] = ...) -> None: ...
 
 class Server(_message.Message):
     __slots__ = ("read_only", "super_read_only", "flow_control_mode", "flow_control_certifier_threshold", "flow_control_applier_threshold", "flow_control_min_quota", "flow_control_min_recovery_quota", "flow_control_max_quota", "flow_control_member_quota_percent", "flow_control_period", "flow_control_hold_percent", "flow_control_release_percent")

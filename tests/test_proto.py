@@ -65,6 +65,13 @@ def test_field_numbers_are_append_only() -> None:
     }
 
 
+def test_applier_says_when_the_origin_has_no_timestamps() -> None:
+    """Applier.timestamps_unknown (19) marks a MySQL 5.7 origin, whose lag is unknown."""
+    applier = {f.name: f.number for f in grstats_pb2.Applier.DESCRIPTOR.fields}
+    assert applier["timestamps_unknown"] == 19
+    assert max(applier.values()) == 19
+
+
 def test_dropped_fields_stay_reserved() -> None:
     """View.server_version (5) was dropped: its number and name are reserved, never reused."""
     view = {f.name: f.number for f in grstats_pb2.View.DESCRIPTOR.fields}

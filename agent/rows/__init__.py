@@ -6,7 +6,12 @@ jobs derive their schema from :mod:`grstats.agent.rows.schema`.
 
 from __future__ import annotations
 
-from grstats.agent.rows.applier import ANONYMOUS, ApplierStatusRow, lag_seconds
+from grstats.agent.rows.applier import (
+    ANONYMOUS,
+    TRANSACTION_FIELDS,
+    ApplierStatusRow,
+    lag_seconds,
+)
 from grstats.agent.rows.domains import (
     ZERO_TIMESTAMP,
     MemberState,
@@ -60,6 +65,7 @@ __all__ = [
     "ROW_TABLES",
     "STATUSES",
     "TABLES",
+    "TRANSACTION_FIELDS",
     "ZERO_TIMESTAMP",
     "ApplierStatusRow",
     "Column",

@@ -20,7 +20,9 @@ from grstats.agent.rows.schema import GROUP_REPLICATION_APPLIER, REPLICATION_GRO
 #: The transaction text of a transaction without a GTID.
 ANONYMOUS = "ANONYMOUS"
 
-_TRANSACTIONS = (
+#: The four transactions of the channel: all NULL (None) when the server has no WL#7374
+#: columns (MySQL 5.7), so that nothing about them, the lag included, is known.
+TRANSACTION_FIELDS = (
     "last_queued_transaction",
     "queueing_transaction",
     "last_applied_transaction",
@@ -64,7 +66,7 @@ class ApplierStatusRow(Row):
         super(ApplierStatusRow, self).__post_init__()
         if self.member_id and not is_uuid(self.member_id):
             raise RowValueError("MEMBER_ID", self.member_id, "a 36-character UUID or ''")
-        for field in _TRANSACTIONS:
+        for field in TRANSACTION_FIELDS:
             text = getattr(self, field)
             if text and text != ANONYMOUS:
                 canonical = canonical_gtid_text(
@@ -72,24 +74,51 @@ class ApplierStatusRow(Row):
                 )
                 object.__setattr__(self, field, canonical)
 
+    @property
+    def timestamps_unknown(self) -> bool:
+        """Whether the server has no WL#7374 columns (MySQL 5.7): every transaction NULL."""
+        return all(getattr(self, field) is None for field in TRANSACTION_FIELDS)
+
     def with_lag(self, now_us: int) -> ApplierStatusRow:
         """Return this row with APPLIER_LAG_SECONDS computed at ``now_us`` (see lag_seconds)."""
         return replace(self, applier_lag_seconds=lag_seconds(self, now_us))
 
 
 def lag_seconds(row: ApplierStatusRow, now_us: int) -> float | None:
-    """Return how far behind the member's applier is, in seconds, or None if it never applied.
+    """Return how far behind the member's applier is, in seconds (None: not known).
 
-    While a transaction is being applied: ``now`` minus its original commit time, so the figure
-    grows while the applier is stuck. Otherwise: the last applied transaction's end of apply
-    minus its original commit time (WL#7374's own definition of the lag of that transaction).
-    A time that is not set (0) gives None; clock skew between members can make it negative,
-    and it is returned as is so that the skew stays visible.
+    grstats's definition, from WL#7374's fields of the ``group_replication_applier`` channel:
+
+    * applying a transaction: ``now`` minus its original commit time, so the figure grows while
+      the applier is stuck on it;
+    * not applying, with work waiting (a transaction being queued, or a last queued one that
+      is not the last applied): ``now`` minus the last applied transaction's original commit time
+      (its successor, the oldest waiting, committed after it: an upper bound within one
+      transaction), or minus the last queued one's when nothing was applied yet;
+    * nothing queued or applying (the last queued transaction is the last applied, none was
+      queued, or the channel has seen none): 0. The member has applied all it received, so it
+      is not behind, however long ago that last transaction committed (an idle secondary, or a
+      primary whose applier channel carries only view changes).
+
+    A server without these columns (MySQL 5.7: every transaction NULL), or a time needed but
+    not set (0), gives None.
+    Clock skew between members can make the figure negative; it is returned as is so that the
+    skew stays visible.
     """
-    if row.applying_transaction and row.applying_transaction_original_commit_timestamp:
-        return (now_us - row.applying_transaction_original_commit_timestamp) / 1_000_000
-    end = row.last_applied_transaction_end_apply_timestamp
-    original = row.last_applied_transaction_original_commit_timestamp
-    if row.last_applied_transaction and end and original:
-        return (end - original) / 1_000_000
-    return None
+    if row.timestamps_unknown:
+        return None
+    if row.applying_transaction:
+        original = row.applying_transaction_original_commit_timestamp
+        return (now_us - original) / 1_000_000 if original else None
+    waiting = bool(row.queueing_transaction) or (
+        bool(row.last_queued_transaction)
+        and row.last_queued_transaction != row.last_applied_transaction
+    )
+    if not waiting:
+        return 0.0
+    original = (
+        row.last_applied_transaction_original_commit_timestamp
+        if row.last_applied_transaction
+        else row.last_queued_transaction_original_commit_timestamp
+    )
+    return (now_us - original) / 1_000_000 if original else None

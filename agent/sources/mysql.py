@@ -44,7 +44,7 @@ from pymysql.err import MySQLError  # type: ignore[import-untyped]
 
 from grstats.agent.errors import SourceDataError, SourceError, SourceUnavailable
 from grstats.agent.model import GroupView, MemberSnapshot, SourceHealth
-from grstats.agent.rows import GROUP_REPLICATION_APPLIER
+from grstats.agent.rows import GROUP_REPLICATION_APPLIER, TRANSACTION_FIELDS, ApplierStatusRow
 from grstats.agent.sources import fault as faults
 from grstats.agent.sources.mysql_config import MySQLSourceConfig, read_password, tls_context
 from grstats.agent.sources.mysql_records import (
@@ -73,7 +73,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping, Sequence
     from types import TracebackType
 
-    from grstats.agent.rows import ApplierStatusRow
     from grstats.agent.sources.fault import SourceFault
 
 __all__ = ["MySQLSource", "MySQLSourceConfig"]
@@ -436,14 +435,15 @@ class MySQLSource:
         queue_columns: Sequence[str],
         connection: Record | None,
     ) -> tuple[ApplierStatusRow, SourceHealth]:
-        """Return the channel's WL#7374 fields and the read's health (5.7 has none: idle row).
+        """Return the channel's WL#7374 fields and the read's health (5.7 has none: all NULL).
 
         Queue fields come from ``connection``, the channel's ``replication_connection_status``
         row (``queue_columns`` its table's columns); apply fields from the workers, read here.
         """
         member_id = variables.server_uuid
         if not variables.has_transaction_timestamps:
-            return applier_row(member_id, None, ()), SourceHealth(ok=True, message=NO_TIMESTAMPS_57)
+            unknown = ApplierStatusRow(member_id=member_id, **dict.fromkeys(TRANSACTION_FIELDS))
+            return unknown, SourceHealth(ok=True, message=NO_TIMESTAMPS_57)
         channel = (GROUP_REPLICATION_APPLIER,)
         apply_columns, workers = await _records(conn, self._sql["workers"], channel)
         missing = [

@@ -26,6 +26,7 @@ from grstats.agent.messages import Answer, Gossip
 from grstats.agent.model import FlowControlSettings, ServerSettings
 from grstats.agent.rows import (
     REPLICATION_GROUP_MEMBERS,
+    TRANSACTION_FIELDS,
     ApplierStatusRow,
     MemberRow,
     MemberStatsRow,
@@ -103,6 +104,18 @@ def test_every_key_round_trips(key: Key) -> None:
     sent = update(key, VALUES[key])
     wire = pb.Update.FromString(update_to_wire(sent).SerializeToString())
     assert update_from_wire(wire) == sent
+
+
+def test_a_57_applier_row_round_trips_unknown_and_an_empty_one_stays_empty() -> None:
+    """A row of MySQL 5.7 (no WL#7374 columns) arrives all NULL; an 8.0 channel that saw nothing stays ''."""
+    unknown = ApplierStatusRow(member_id=A, **dict.fromkeys(TRANSACTION_FIELDS))
+    empty = ApplierStatusRow(member_id=A)
+    for row in (unknown, empty):
+        sent = update(Key.APPLIER, row)
+        wire = pb.Update.FromString(update_to_wire(sent).SerializeToString())
+        assert update_from_wire(wire) == sent
+    assert unknown.timestamps_unknown
+    assert not empty.timestamps_unknown
 
 
 def test_counts_without_gtids_do_not_carry_them() -> None:

@@ -82,7 +82,9 @@ def test_json_keys_and_types() -> None:
         last_applied_transaction=f"{ID1}:5",
         last_applied_transaction_original_commit_timestamp=1_700_000_000_000_000,
         last_applied_transaction_end_apply_timestamp=1_700_000_000_250_000,
-    ).with_lag(0)
+        applying_transaction=f"{ID1}:6",
+        applying_transaction_original_commit_timestamp=1_700_000_000_000_000,
+    ).with_lag(1_700_000_000_250_000)
     members = json.loads(render_json(COLUMNS, [row.values() for row in MEMBERS]))
     assert list(members[0]) == list(REPLICATION_GROUP_MEMBERS.column_names)
     assert members[0]["MEMBER_PORT"] == 4410

@@ -60,11 +60,11 @@ class TestDefaults:
         )
 
     def test_idle_channel(self) -> None:
-        """An idle applier channel shows empty transactions, zero times and no lag (WL#7374 F5)."""
+        """An applier channel that has seen nothing shows empty transactions, zero times (WL#7374 F5), lag 0."""
         row = ApplierStatusRow(member_id=ID)
         assert row.last_applied_transaction == ""
         assert row.applying_transaction_start_apply_timestamp == 0
-        assert lag_seconds(row, now_us=10**15) is None
+        assert lag_seconds(row, now_us=10**15) == 0.0
 
 
 class TestValidation:
@@ -190,15 +190,40 @@ class TestNormalisation:
 
 
 class TestLag:
-    def test_last_applied_lag_is_end_of_apply_minus_original_commit(self) -> None:
-        """Idle: lag is the last applied transaction's end of apply minus its original commit."""
+    def test_idle_member_that_applied_all_it_queued_has_no_lag(self) -> None:
+        """Nothing queued or applying: lag is 0, however old the last applied transaction."""
         row = ApplierStatusRow(
+            last_queued_transaction=f"{GROUP}:5",
+            last_queued_transaction_original_commit_timestamp=1_000_000,
             last_applied_transaction=f"{GROUP}:5",
             last_applied_transaction_original_commit_timestamp=1_000_000,
             last_applied_transaction_end_apply_timestamp=3_500_000,
         )
-        assert lag_seconds(row, now_us=99_000_000) == 2.5
-        assert row.with_lag(99_000_000).applier_lag_seconds == 2.5
+        assert lag_seconds(row, now_us=99_000_000) == 0.0
+        assert lag_seconds(row, now_us=10**15) == 0.0
+        assert row.with_lag(99_000_000).applier_lag_seconds == 0.0
+
+    def test_waiting_work_lag_grows_from_the_last_applied_commit(self) -> None:
+        """Queued but not applying yet: lag is now minus the last applied one's original commit."""
+        row = ApplierStatusRow(
+            last_queued_transaction=f"{GROUP}:7",
+            last_queued_transaction_original_commit_timestamp=9_000_000,
+            last_applied_transaction=f"{GROUP}:5",
+            last_applied_transaction_original_commit_timestamp=1_000_000,
+            last_applied_transaction_end_apply_timestamp=3_500_000,
+        )
+        assert lag_seconds(row, now_us=11_000_000) == 10.0
+        assert lag_seconds(row, now_us=21_000_000) == 20.0
+        queueing = ApplierStatusRow(
+            queueing_transaction=f"{GROUP}:1",
+            last_queued_transaction_original_commit_timestamp=0,
+        )
+        first = ApplierStatusRow(
+            last_queued_transaction=f"{GROUP}:1",
+            last_queued_transaction_original_commit_timestamp=4_000_000,
+        )
+        assert lag_seconds(queueing, now_us=5_000_000) is None  # nothing to measure from
+        assert lag_seconds(first, now_us=5_000_000) == 1.0  # nothing applied yet
 
     def test_applying_lag_grows_with_now(self) -> None:
         """While applying: lag is now minus the applying transaction's original commit."""
@@ -215,7 +240,10 @@ class TestLag:
     def test_unset_original_commit_gives_no_lag(self) -> None:
         """A 5.7 origin sends no original commit time (0): the lag is unknown, not huge."""
         row = ApplierStatusRow(
+            last_queued_transaction=f"{GROUP}:6",
             last_applied_transaction=f"{GROUP}:5",
             last_applied_transaction_end_apply_timestamp=3_500_000,
         )
+        applying = ApplierStatusRow(applying_transaction=f"{GROUP}:6")
         assert lag_seconds(row, now_us=10**12) is None
+        assert lag_seconds(applying, now_us=10**12) is None
