@@ -48,9 +48,15 @@ class Gtid:
         object.__setattr__(self, "tag", self.tag.lower())
 
     @classmethod
-    def parse(cls, text: str) -> Gtid:
-        """Return the GTID of ``text`` (surrounding whitespace allowed)."""
-        uuid, tag, gno = _text.parse_gtid(text)
+    def parse(cls, text: str, *, tags: bool = True) -> Gtid:
+        """Return the GTID of ``text`` as ``Gtid::parse`` reads it (spaces around tokens allowed).
+
+        ``tags=False`` reads as MySQL before 8.3, where a tag is malformed.
+
+        Raises:
+            GtidParseError: the text is not one GTID; the message names the token and offset.
+        """
+        uuid, tag, gno = _text.parse_gtid(text, tags=tags)
         return cls(uuid, gno, tag)
 
     def __str__(self) -> str:
@@ -94,13 +100,16 @@ class GtidSet:
         return made
 
     @classmethod
-    def parse(cls, text: str) -> GtidSet:
+    def parse(cls, text: str, *, tags: bool = True) -> GtidSet:
         """Return the set that MySQL reads from ``text`` (lenient: ``Gtid_set::add_gtid_text``).
+
+        ``tags=True`` reads MySQL 8.3+'s grammar, a superset of older servers' that gives their
+        text the same meaning; ``tags=False`` reads as MySQL before 8.3, where a tag is malformed.
 
         Raises:
             GtidParseError: the text is malformed; the message names the token and its offset.
         """
-        return cls._of(_text.parse(text))
+        return cls._of(_text.parse(text, tags=tags))
 
     @classmethod
     def intersection_of(cls, sets: Iterable[GtidSet]) -> GtidSet:

@@ -1,14 +1,14 @@
 """GTID set text: MySQL's lenient parser and its canonical formatter (sql/rpl_gtid_set.cc).
 
 Parsing has two paths that must agree. The fast path checks the whole text against one regular
-expression of the grammar and then splits it with ``str`` methods; it handles every valid text
-whose numbers have at most 19 digits. Anything else goes to :func:`parse_exact`, a scanner that
-follows ``Gtid_set::add_gtid_text`` step by step and, for malformed text, raises
-:class:`GtidParseError` naming the bad token and its offset.
+expression of the grammar and then splits it with ``str`` methods; it handles valid text whose
+numbers are plain decimal without leading zeros, which is all MySQL ever prints. Anything else
+goes to :func:`parse_exact`, a scanner that follows ``Gtid_set::add_gtid_text`` step by step
+(with the readers of :mod:`._scan`) and, for malformed text, raises :class:`GtidParseError`
+naming the bad token and its offset.
 
-Deliberate deviation: MySQL 8.0 reads GNOs with ``strtoll(..., base 0)``, so it also takes a
-``+`` sign, ``0x`` hex and octal for a leading ``0``. grstats reads GNOs as decimal only (``010``
-is ten) and rejects signs and hex; MySQL never prints them.
+Both take ``tags``: True reads MySQL 8.3+'s grammar (``mysql::gtid::Tag``), False that of MySQL
+5.7 and 8.0, where a tag is malformed. On text without tags the two agree.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from grstats.agent.gtid._bounds import GNO_END, GNO_MAX, GNO_MIN, Bounds, from_flat, from_pairs
 from grstats.agent.gtid._errors import GtidParseError
+from grstats.agent.gtid._scan import TAG_MAX_LENGTH, WS_CHARS, parse_gno, read_tag, skip_ws
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -30,12 +31,9 @@ Parsed: TypeAlias = dict[Tsid, Bounds]
 
 #: Default separator between UUIDs in MySQL's output (``Gtid_set::default_string_format``).
 UUID_SEPARATOR = ",\n"
-#: Longest tag (``tag_max_length``, MySQL 8.3+).
-TAG_MAX_LENGTH = 32
 
 _ONE = 1
 _DELETE_NUMERIC = str.maketrans("", "", "0123456789:-")
-_WS_CHARS = " \t\n\r\f\v"  # MySQL's SKIP_WHITESPACE (isspace in latin1)
 _WS = "[ \t\n\r\f\v]*"
 _HEX = "[0-9A-Fa-f]"
 _UUID = f"{_HEX}{{8}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{4}}-{_HEX}{{12}}"
@@ -46,33 +44,31 @@ _UUID_SET = f"{_UUID}{_WS}(?::{_WS}{_ELEMENT}{_WS})*"
 _SET_RE = re.compile(f"{_WS}(?:,{_WS})*(?:{_UUID_SET}(?:(?:,{_WS})+{_UUID_SET})*(?:,{_WS})*)?")
 
 _UUID_RE = re.compile(_UUID)
-_TAG_WORD_RE = re.compile("[A-Za-z_][A-Za-z0-9_]*")
-_DIGITS_RE = re.compile("[0-9]+")
 _TAG_RE = re.compile(f"[A-Za-z_][A-Za-z0-9_]{{0,{TAG_MAX_LENGTH - 1}}}")
-_GTID_RE = re.compile(
-    f"{_WS}({_UUID}){_WS}:{_WS}(?:({_TAG}){_WS}:{_WS})?([0-9]+){_WS}",
-)
 
 
-def parse(text: str) -> Parsed:
-    """Return the canonical bounds per Tsid of GTID set ``text``, as leniently as MySQL."""
-    compact = text.replace(",\n", ",").strip(_WS_CHARS)  # MySQL's own output has no other space
-    if any(space in compact for space in _WS_CHARS):
+def parse(text: str, *, tags: bool = True) -> Parsed:
+    """Return the canonical bounds per Tsid of GTID set ``text``, as leniently as MySQL.
+
+    ``tags=False`` reads the grammar of MySQL before 8.3, which has no tags.
+    """
+    compact = text.replace(",\n", ",").strip(WS_CHARS)  # MySQL's own output has no other space
+    if any(space in compact for space in WS_CHARS):
         if _SET_RE.fullmatch(text) is None:
-            return parse_exact(text)
+            return parse_exact(text, tags=tags)
         compact = "".join(text.split())  # whitespace only ever separates tokens: drop it
-    fast = _parse_compact(compact)
-    return fast if fast is not None else parse_exact(text)
+    fast = _parse_compact(compact, tags)
+    return fast if fast is not None else parse_exact(text, tags=tags)
 
 
-def _parse_compact(compact: str) -> Parsed | None:
+def _parse_compact(compact: str, tags: bool) -> Parsed | None:
     """Parse whitespace-free ``compact`` with C-level string methods, or return None to decline.
 
     Declining is always safe: :func:`parse_exact` then parses the original text.
     """
     found: dict[Tsid, list[int]] = {}
     for segment in compact.split(","):
-        if segment and not _add_segment(found, segment):
+        if segment and not _add_segment(found, segment, tags):
             return None
     parsed: Parsed = {}
     for tsid in sorted(found):
@@ -85,16 +81,16 @@ def _parse_compact(compact: str) -> Parsed | None:
     return parsed
 
 
-def _add_segment(found: dict[Tsid, list[int]], segment: str) -> bool:
+def _add_segment(found: dict[Tsid, list[int]], segment: str, tags: bool) -> bool:
     """Add one ``uuid[:intervals]`` segment to ``found``; return False if anything is off."""
     if _UUID_RE.match(segment) is None or (len(segment) > 36 and segment[36] != ":"):
         return False
-    if len(segment) <= 37:  # a UUID with no intervals adds nothing; "uuid:" is malformed
+    if len(segment) <= 37:  # a UUID with no intervals adds nothing; "uuid:" is for the scanner
         return len(segment) == 36
     uuid = segment[:36].lower()
     body = segment[37:]
     if body.translate(_DELETE_NUMERIC):  # tags (or garbage): split the body at each tag
-        return _add_tagged(found, uuid, body)
+        return tags and _add_tagged(found, uuid, body)
     flat = _flat(body)
     if flat is None:
         return False
@@ -131,7 +127,8 @@ def _flat(body: str) -> list[int] | None:
     The caller has checked that ``body`` holds only digits, ``:`` and ``-``. Single GNOs are
     written as ``a-a`` and the numbers are read by the C-level JSON decoder. Returns None for
     anything that is not one or two runs of digits per interval (an empty number, ``a-b-c``) and
-    for leading zeros, which JSON refuses: the exact scanner then reads the text.
+    for leading zeros (octal to ``strtoll``), which JSON refuses: the exact scanner then reads
+    the text.
     """
     elements = [e if "-" in e else f"{e}-{e}" for e in body.split(":")]
     try:
@@ -144,73 +141,97 @@ def _flat(body: str) -> list[int] | None:
     return flat
 
 
-def parse_exact(text: str) -> Parsed:  # noqa: C901  (mirrors add_gtid_text step by step)
-    """Parse ``text`` following ``Gtid_set::add_gtid_text``; raise GtidParseError if malformed."""
+def parse_exact(text: str, *, tags: bool = True) -> Parsed:  # noqa: C901  (add_gtid_text)
+    """Parse ``text`` following ``Gtid_set::add_gtid_text``; raise GtidParseError if malformed.
+
+    Step by step as MySQL 8.4 (``tags=True``) or 8.0 (``tags=False``) reads it: spaces around
+    every token, empty entries between commas, a UUID after each comma; after each ``:`` a tag
+    (8.4: ``Tag::from_cstring``, see :func:`._scan.read_tag`) or an interval ``a`` / ``a-b``
+    whose numbers ``parse_gno`` reads with ``strtoll`` in base 0. ``a`` must be at least 1;
+    ``b`` may be anything from 0, and an interval with ``b < a`` (``5-3``, and ``1-`` where
+    nothing is converted and ``b`` is 0) adds nothing.
+    """
     found: dict[Tsid, list[tuple[int, int]]] = {}
     size = len(text)
-    at = _skip_ws(text, 0)
+    at = skip_ws(text, 0)
     while True:
         while at < size and text[at] == ",":  # empty specifications are allowed
-            at = _skip_ws(text, at + 1)
+            at = skip_ws(text, at + 1)
         if at >= size:
             break
         if _UUID_RE.match(text, at) is None:
             raise GtidParseError(text, at, "expected a UUID")
         uuid = text[at : at + 36].lower()
         intervals = found.setdefault((uuid, ""), [])
-        at = _skip_ws(text, at + 36)
+        at = skip_ws(text, at + 36)
         while at < size and text[at] == ":":
-            at = _skip_ws(text, at + 1)
-            word = _TAG_WORD_RE.match(text, at)
-            if word is not None:
-                if len(word.group()) > TAG_MAX_LENGTH:
-                    raise GtidParseError(
-                        text, at, f"expected a tag of 1 to {TAG_MAX_LENGTH} characters"
-                    )
-                intervals = found.setdefault((uuid, word.group().lower()), [])
-                at = _skip_ws(text, word.end())
+            at += 1
+            tag = read_tag(text, at) if tags else None
+            if tag is not None:  # spaces alone are an empty tag: untagged again
+                intervals = found.setdefault((uuid, tag[0]), [])
+                at = tag[1]
                 continue
-            start, after = _read_gno(text, at, "expected a tag or a GNO")
-            if start < GNO_MIN:
-                raise GtidParseError(text, at, "expected a GNO of at least 1")
-            at = _skip_ws(text, after)
+            number = skip_ws(text, at)  # where strtoll starts converting, for the messages
+            start, after = parse_gno(text, at)
+            if start <= 0:
+                raise GtidParseError(text, number, _bad_start(start, after == at, tags))
+            at = skip_ws(text, after)
             end = start
             if at < size and text[at] == "-":
-                end, at = _read_gno(text, _skip_ws(text, at + 1), "expected a GNO after '-'")
-                at = _skip_ws(text, at)
+                number = skip_ws(text, at + 1)
+                end, after = parse_gno(text, at + 1)
+                if end < 0:
+                    raise GtidParseError(
+                        text, number, f"expected a number from 0 to {GNO_MAX} after '-'"
+                    )
+                at = skip_ws(text, after)
             intervals.append((start, end + 1))  # end < start adds nothing (add_gtid_text)
         if at < size and text[at] != ",":
             raise GtidParseError(text, at, "expected ',', ':' or the end of the text")
     return {tsid: bounds for tsid in sorted(found) if (bounds := from_pairs(found[tsid]))}
 
 
-def _skip_ws(text: str, at: int) -> int:
-    """Return the offset of the first non-whitespace character at or after ``at``."""
-    while at < len(text) and text[at] in _WS_CHARS:
-        at += 1
-    return at
+def _bad_start(start: int, unread: bool, tags: bool) -> str:
+    """Return why ``parse_gno``'s ``start`` cannot begin an interval."""
+    if start < 0:
+        return f"expected a GNO from 1 to {GNO_MAX}"
+    if unread:
+        return "expected a tag or a GNO" if tags else "expected a GNO"
+    return "expected a GNO of at least 1"
 
 
-def _read_gno(text: str, at: int, expected: str) -> tuple[int, int]:
-    """Read decimal digits at ``at``; return the GNO (0 allowed) and the offset after it."""
-    digits = _DIGITS_RE.match(text, at)
-    if digits is None:
-        raise GtidParseError(text, at, expected)
-    if len(digits.group().lstrip("0")) > 19 or int(digits.group()) > GNO_MAX:
-        raise GtidParseError(text, at, f"expected a GNO of at most {GNO_MAX}")
-    return int(digits.group()), digits.end()
+def parse_gtid(text: str, *, tags: bool = True) -> tuple[str, str, int]:
+    """Return ``(uuid, tag, gno)`` of one GTID ``uuid:gno`` or ``uuid:tag:gno``.
+
+    As ``Gtid::parse_gtid_from_cstring`` (sql/rpl_gtid_misc.cc) reads it: spaces around each
+    token, and the GNO read by ``parse_gno`` (``0x10`` is 16, ``010`` is 8) and at least 1.
+    ``tags=False`` is MySQL 8.0's ``Gtid::parse``, which knows no tags.
+    """
+    size = len(text)
+    at = skip_ws(text, 0)
+    if _UUID_RE.match(text, at) is None:
+        raise GtidParseError(text, at, "expected a UUID")
+    uuid = text[at : at + 36].lower()
+    at = _separator(text, skip_ws(text, at + 36))
+    tag = ""
+    read = read_tag(text, at) if tags else None
+    if read is not None and read[0]:  # parse_tag_str: only a defined tag needs its ':'
+        tag = read[0]
+        at = _separator(text, read[1])
+    gno, after = parse_gno(text, at)
+    if gno <= 0:
+        raise GtidParseError(text, at, f"expected a GNO from 1 to {GNO_MAX}")
+    at = skip_ws(text, after)
+    if at < size:
+        raise GtidParseError(text, at, "expected the end of the GTID")
+    return uuid, tag, gno
 
 
-def parse_gtid(text: str) -> tuple[str, str, int]:
-    """Return ``(uuid, tag, gno)`` of one GTID ``uuid:gno`` or ``uuid:tag:gno``."""
-    match = _GTID_RE.fullmatch(text)
-    if match is None:
-        parse_exact(text)  # raises with the offset if the text is not even a GTID set
-        raise GtidParseError(text, 0, "expected one GTID 'uuid:gno' or 'uuid:tag:gno'")
-    uuid, tag, digits = match.groups()
-    if len(digits.lstrip("0")) > 19 or not GNO_MIN <= int(digits) <= GNO_MAX:
-        raise GtidParseError(text, match.start(3), f"expected a GNO from 1 to {GNO_MAX}")
-    return uuid.lower(), (tag or "").lower(), int(digits)
+def _separator(text: str, at: int) -> int:
+    """Return the offset after ``:`` and its spaces at ``at`` (``parse_gtid_separator``)."""
+    if at >= len(text) or text[at] != ":":
+        raise GtidParseError(text, at, "expected ':'")
+    return skip_ws(text, at + 1)
 
 
 def is_uuid(text: str) -> bool:

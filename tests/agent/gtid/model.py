@@ -27,9 +27,20 @@ def gno_ranges() -> st.SearchStrategy[tuple[int, int]]:
     return side.flatmap(lambda r: st.tuples(st.sampled_from(r), st.sampled_from(r)))
 
 
+def _number(draw: st.DrawFn, gno: int, forms: bool) -> str:
+    """Write ``gno`` in decimal or, with ``forms``, in any form strtoll reads in base 0."""
+    if not forms:
+        return str(gno)
+    shapes = ("{}", "0x{:x}", "0X{:X}", "0{:o}", "00{:o}", "+{}", "+0x{:x}")
+    return draw(st.sampled_from(shapes)).format(gno)
+
+
 @st.composite
-def gtid_texts(draw: st.DrawFn, tags: bool = True) -> tuple[str, Model]:
-    """Draw lenient GTID set text (as MySQL accepts it) and the model of what it holds."""
+def gtid_texts(draw: st.DrawFn, tags: bool = True, number_forms: bool = False) -> tuple[str, Model]:
+    """Draw lenient GTID set text (as MySQL accepts it) and the model of what it holds.
+
+    With ``number_forms`` the GNOs are written in hex, octal or with a '+' too (``parse_gno``).
+    """
     specs = draw(
         st.lists(
             st.tuples(
@@ -60,7 +71,12 @@ def gtid_texts(draw: st.DrawFn, tags: bool = True) -> tuple[str, Model]:
                 text += (
                     ":"
                     + draw(ws)
-                    + (str(start) if single else f"{start}{draw(ws)}-{draw(ws)}{end}")
+                    + (
+                        _number(draw, start, number_forms)
+                        if single
+                        else f"{_number(draw, start, number_forms)}{draw(ws)}-{draw(ws)}"
+                        + _number(draw, end, number_forms)
+                    )
                 )
                 text += draw(ws)
                 model.update((uuid.lower(), current.lower(), g) for g in range(start, end + 1))
