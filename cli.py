@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 COMMAND_MODULES: tuple[str, ...] = (
     "grstats.agent.cli.agent",
     "grstats.agent.cli.demo",
+    "grstats.agent.cli.doctor",
     "grstats.agent.cli.query",
     "grstats.collector.cli",
     "grstats.agent.cli.simulate",
@@ -65,6 +66,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``grstats`` with ``argv`` (default: ``sys.argv[1:]``) and return the exit status."""
+    from grstats.agent.log import quiet_grpc_core  # noqa: PLC0415  (before grpc is imported)
+
+    # gRPC's C core reads GRPC_VERBOSITY once, at import: the subcommands import it below.
+    quiet_grpc_core()
     parser = build_parser()
     args = parser.parse_args(argv)
     handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)

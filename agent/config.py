@@ -8,7 +8,8 @@ A config file looks like this; every key but ``source`` and its section has a de
     peers = ["10.0.0.6:7400"]         # default none: discovered from the member's view
     discover_peers = true             # default: true when peers is empty
     agent_port = 7400                 # discovery dials member host + this (0: listen's port)
-    state_dir = "grstats-state"       # the member registry (relative: to the working directory)
+    state_dir = "/srv/grstats/db1"    # the member registry (relative: to this file's directory);
+                                      # default: <base>/<listen port>, see default_state_dir
     period_s = 1                      # read and push every 1-60 s
     gtid_interval_s = 30              # GTID fields ride every 30-60 s
     executed_interval_s = 60          # gtid_executed travels every 30-60 s
@@ -60,6 +61,7 @@ from __future__ import annotations
 
 import difflib
 import ipaddress
+import os
 import tomllib
 from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
@@ -90,8 +92,11 @@ __all__ = [
     "MAX_RETENTION_S",
     "MIN_RETENTION_S",
     "SOURCES",
+    "STATE_BASE_ROOT",
     "AgentConfig",
+    "default_state_dir",
     "is_loopback",
+    "is_unspecified",
     "load_config",
     "read_sql_users",
 ]
@@ -102,6 +107,8 @@ SOURCES = ("simulated", "mysql")
 MAX_RETENTION_S = 366 * 86_400
 MIN_RETENTION_S = 60
 MAX_FANOUT = 8
+#: The base of the default state directories of an agent run as root (without systemd's).
+STATE_BASE_ROOT = Path("/var/lib/grstats")
 
 _MISSING_HINTS = {
     "source": 'give "simulated" or "mysql"',
@@ -131,7 +138,9 @@ class AgentConfig:
             plus ``agent_port``); None means "when ``peers`` is empty".
         agent_port: the port the other members' agents listen on, used by discovery;
             0 (the default) means this agent's listen port (and stays 0 if that is 0).
-        state_dir: the directory of the member registry, kept across restarts.
+        state_dir: the directory of the member registry, kept across restarts; None (the
+            default) is :func:`default_state_dir` of the listen port, which the property
+            ``state_path`` resolves.
         period_s: how often the agent reads its source and pushes, 1..60 s (default 1, like
             ``group_replication_flow_control_period``).
         gtid_interval_s: GTID fields ride on the first message after each such mark, 30..60 s.
@@ -176,7 +185,7 @@ class AgentConfig:
     peers: tuple[str, ...] = ()
     discover_peers: bool | None = None
     agent_port: int = 0
-    state_dir: Path = Path("grstats-state")
+    state_dir: Path | None = None
     period_s: float = 1.0
     gtid_interval_s: float = 30.0
     executed_interval_s: float = 60.0
@@ -205,6 +214,7 @@ class AgentConfig:
         self._check_security()
         check_choice("log_format", self.log_format, LOG_FORMATS)
         check_choice("log_level", self.log_level, LOG_LEVELS)
+        self._check_advertised()  # last: a wrong key's own error comes first
 
     def _check_source(self) -> None:
         for name, kind in (("simulated", SimulatedSourceConfig), ("mysql", MySQLSourceConfig)):
@@ -235,9 +245,24 @@ class AgentConfig:
         check_int("agent_port", self.agent_port, 0, MAX_PORT)
         if self.agent_port == 0:
             object.__setattr__(self, "agent_port", listen_port)
-        # a string from TOML becomes a Path
-        object.__setattr__(
-            self, "state_dir", check_path("state_dir", self.state_dir, "a directory path")
+        if self.state_dir is not None:  # a string from TOML becomes a Path
+            state_dir = check_path("state_dir", self.state_dir, "a directory path")
+            object.__setattr__(self, "state_dir", state_dir)
+
+    def _check_advertised(self) -> None:
+        """Refuse to advertise ``0.0.0.0`` or ``::``: names are resolved at the start."""
+        host, _ = split_address(self.advertised, "advertise", lowest_port=0)
+        if not is_unspecified(host):
+            return
+        if self.advertise is not None:
+            raise ConfigError(
+                f"advertise: {self.advertise!r} is an unspecified address that no peer can "
+                "dial; give an address of this host that the other agents can dial"
+            )
+        raise ConfigError(
+            f"advertise: not set, so peers dial listen {self.listen!r}, which is an "
+            "unspecified address that no peer can dial; set advertise to an address of this "
+            "host that the other agents can dial (db1.example.net:7400)"
         )
 
     def _check_timing(self) -> None:
@@ -303,6 +328,18 @@ class AgentConfig:
         return self.listen if self.advertise is None else self.advertise
 
     @property
+    def state_path(self) -> Path:
+        """The member registry's directory: ``state_dir``, else :func:`default_state_dir`.
+
+        The default depends on the environment (``STATE_DIRECTORY``, ``XDG_STATE_HOME``,
+        ``HOME``) and the user, read when this is read; never on the working directory.
+        """
+        if self.state_dir is not None:
+            return self.state_dir
+        _, port = split_address(self.listen, "listen", lowest_port=0)
+        return default_state_dir(port)
+
+    @property
     def discovery_enabled(self) -> bool:
         """Whether peers are discovered from the member's view (``discover_peers`` resolved)."""
         return not self.peers if self.discover_peers is None else self.discover_peers
@@ -321,6 +358,52 @@ class AgentConfig:
     def retention_us(self) -> int:
         """``retention_s`` in microseconds (0: never purge)."""
         return round(self.retention_s * 1_000_000)
+
+
+def default_state_dir(
+    port: int, environ: Mapping[str, str] | None = None, *, root: bool | None = None
+) -> Path:
+    """The state directory of an agent that listens on ``port`` and has no ``state_dir``.
+
+    It is ``<base>/<port>``, so that the agents of one host (each on its own port) never
+    share a registry by accident. The base is, as daemons choose theirs:
+
+    - ``$STATE_DIRECTORY``, which systemd sets for a unit with ``StateDirectory=``
+      (systemd.exec(5); of a colon-separated list, the first);
+    - else ``/var/lib/grstats`` when running as root;
+    - else ``$XDG_STATE_HOME/grstats``, where an unset or relative ``XDG_STATE_HOME`` is
+      ``~/.local/state`` (the XDG Base Directory Specification).
+
+    Args:
+        port: the agent's listen port (0 when it picks a free one).
+        environ: the environment (default: the process's).
+        root: whether the process runs as root (default: its effective user id is 0).
+    """
+    env = os.environ if environ is None else environ
+    systemd = env.get("STATE_DIRECTORY", "").split(":")[0]
+    if systemd:
+        return Path(systemd) / str(port)
+    if root if root is not None else os.geteuid() == 0:
+        return STATE_BASE_ROOT / str(port)
+    xdg = env.get("XDG_STATE_HOME", "")
+    if not Path(xdg).is_absolute():
+        home = env.get("HOME")
+        xdg = str((Path(home) if home else Path.home()) / ".local" / "state")
+    return Path(xdg) / "grstats" / str(port)
+
+
+def is_unspecified(host: str) -> bool:
+    """Whether ``host`` (without brackets) is an unspecified address: ``0.0.0.0``, ``::``.
+
+    Such an address means "every interface" to a server that binds it, and no address to a
+    client that dials it, so it is never an address to advertise.
+    """
+    try:
+        address = ipaddress.ip_address(host.partition("%")[0])
+    except ValueError:  # a host name: it may resolve to anything
+        return False
+    mapped = getattr(address, "ipv4_mapped", None)
+    return address.is_unspecified or (mapped is not None and mapped.is_unspecified)
 
 
 def is_loopback(host: str) -> bool:
@@ -380,9 +463,11 @@ def load_config(path: Path | None, overrides: Mapping[str, object] | None = None
     Args:
         path: the config file; its keys are :class:`AgentConfig`'s, with the sections
             ``[simulated]`` and ``[mysql]``. Unknown keys are errors, so a typo never passes.
+            A relative ``state_dir`` in it is relative to the file's directory.
         overrides: values that beat the file's, by dotted key: ``"listen"``, ``"peers"`` (a
             list, or a comma-separated string), ``"simulated.member_index"``,
             ``"mysql.password_file"``... A None value is skipped (a flag that was not given).
+            A relative ``state_dir`` here stays relative to the working directory.
 
     Raises:
         ConfigError: the file cannot be read or parsed, a key is unknown, a value is of the
@@ -391,6 +476,10 @@ def load_config(path: Path | None, overrides: Mapping[str, object] | None = None
     """
     data = _read(path) if path is not None else {}
     _check_keys(data)
+    state_dir = data.get("state_dir")
+    if path is not None and isinstance(state_dir, str) and state_dir.strip():
+        # Relative to the file, as the file's author sees it, not to wherever it is run from.
+        data["state_dir"] = str(path.absolute().parent / state_dir)
     for key, value in (overrides or {}).items():
         if value is not None:
             _apply(data, key, value)

@@ -72,7 +72,8 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "grstats.agent.sql",
         ),
     ),
-    ("agent runtime", ("grstats.agent",)),  # runtime, rounds, local, registry_sync, tables
+    # runtime, rounds, local, registry_sync, tables, doctor, advertise
+    ("agent runtime", ("grstats.agent",)),
     ("agent commands", ("grstats.agent.cli",)),
     ("collector", ("grstats.collector",)),
     ("spark", ("grstats.spark",)),
@@ -194,8 +195,8 @@ def test_no_import_goes_up_a_layer(module: str) -> None:
 
 
 #: The modules that may import the generated protobuf code: the agent's wire modules, and the
-#: clients of the Query service (grstats query, the demo, the collector). The gossip core, the
-#: transport seam and the runtime work with domain values.
+#: clients of the Query service (grstats query, the demo, grstats doctor, the collector). The
+#: gossip core, the transport seam and the runtime work with domain values.
 WIRE_MODULES = frozenset(
     {
         "grstats.agent.convert",
@@ -203,6 +204,7 @@ WIRE_MODULES = frozenset(
         "grstats.agent.transports.rpc",
         "grstats.agent.cli.query",
         "grstats.agent.cli.demo.tables",
+        "grstats.agent.doctor.wire",
         "grstats.collector.poller",
         "grstats.collector.records",
     }

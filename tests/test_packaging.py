@@ -250,7 +250,8 @@ def test_the_agent_install_runs_without_spark(wheel: Path, tmp_path: Path) -> No
                 "2",
                 check=False,
             )
-            rows = json.loads(done.stdout) if done.returncode == 0 and done.stdout.strip() else []
+            answered = done.returncode == 0 and done.stdout.strip()
+            rows = json.loads(done.stdout)["rows"] if answered else []
             time.sleep(0.3)
         if not rows:
             pytest.fail(f"the agent never answered: {log.read_text(errors='replace')}")

@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import fcntl
 import gc
+import os
 import signal
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
+from grstats.agent.advertise import check_advertise
 from grstats.agent.cli.errors import CliError
 from grstats.agent.cli.security import add_security_arguments
 from grstats.agent.config import AgentConfig, load_config
@@ -36,9 +39,17 @@ examples:
       --group-start "$(date +%s)" --listen 127.0.0.1:7400 \\
       --peers 127.0.0.1:7400,127.0.0.1:7401,127.0.0.1:7402 --state-dir /tmp/grstats-0
 
+Without --state-dir (or state_dir), the registry lives in $STATE_DIRECTORY/PORT under systemd,
+/var/lib/grstats/PORT as root, else ~/.local/state/grstats/PORT (PORT: the listen port). Two
+agents never share one: the second is refused.
+
 SIGTERM or Ctrl-C: health turns NOT_SERVING, the registry is flushed, the agent stops.
-exit status: 0 after a clean stop, 1 when it could not run, 2 for an invalid configuration.
+exit status: 0 after a clean stop, 1 when it could not run, 2 for an invalid configuration
+(also an advertised address the peers cannot dial).
 """
+
+#: The file in the state directory that the running agent holds locked (and writes its pid to).
+LOCK_FILENAME = "agent.lock"
 
 #: Flag -> config key (see agent.config.load_config).
 OVERRIDES = {
@@ -95,7 +106,11 @@ def register(subparsers: Subparsers) -> None:
     parser.add_argument(
         "--peers", metavar="HOST:PORT,...", help="the other agents (default: discovered)"
     )
-    parser.add_argument("--state-dir", metavar="DIR", help="where the member registry lives")
+    parser.add_argument(
+        "--state-dir",
+        metavar="DIR",
+        help="where the member registry lives (default: by the listen port, see below)",
+    )
     parser.add_argument(
         "--metrics-listen",
         metavar="HOST:PORT",
@@ -211,20 +226,54 @@ def build_source(config: AgentConfig) -> StatsSource:
 def run_agent(args: argparse.Namespace) -> int:
     """Run the agent until SIGTERM or Ctrl-C."""
     config = config_from(args)
+    problem = check_advertise(config)
+    if problem is not None:  # a DNS that does not answer may answer at the next start
+        raise CliError(problem.message, code=1 if problem.temporary else 2)
     configure_logging(config.log_format, config.log_level)
+    state_dir = config.state_path
     try:
-        Path(config.state_dir).mkdir(parents=True, exist_ok=True)
-        asyncio.run(_serve(config))
+        state_dir.mkdir(parents=True, exist_ok=True)
+        with lock_state_dir(state_dir):
+            get_logger().info("state_dir_locked", state_dir=str(state_dir))
+            asyncio.run(_serve(config, state_dir))
     except (AgentError, OSError) as exc:
         raise CliError(str(exc)) from exc
     return 0
 
 
-async def _serve(config: AgentConfig) -> None:
+def lock_state_dir(state_dir: Path) -> IO[str]:
+    """Lock ``state_dir`` for this process (a lock on its agent.lock); close the file to free it.
+
+    The lock is ``flock(2)``'s, so it ends with the process, also when it is killed.
+
+    Raises:
+        CliError: another process holds it (exit status 1, naming ``state_dir``, and the
+            holder's pid when it wrote one).
+    """
+    file = (state_dir / LOCK_FILENAME).open("a+", encoding="utf-8")
+    try:
+        fcntl.flock(file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError as exc:
+        file.seek(0)
+        holder = file.read().strip()
+        file.close()
+        pid = f" (pid {holder})" if holder.isdecimal() else ""
+        raise CliError(
+            f"state_dir: {str(state_dir)!r} is in use by another agent{pid}; give each agent "
+            "its own state_dir (--state-dir)"
+        ) from exc
+    file.seek(0)
+    file.truncate()
+    file.write(f"{os.getpid()}\n")
+    file.flush()
+    return file
+
+
+async def _serve(config: AgentConfig, state_dir: Path) -> None:
     agent = Agent(
         config,
         build_source(config),
-        registry=SqliteRegistry.in_directory(config.state_dir),
+        registry=SqliteRegistry.in_directory(state_dir),
         logger=get_logger(),
         security=Security.from_files(config.tls, config.token_file),
     )

@@ -7,27 +7,36 @@
 Every answer says whether the agent asked can read its own member: while it cannot, one
 warning line goes to standard error (``grstats: warning: agent HOST:PORT cannot read its member
 since HH:MM:SS: ...``, see :func:`~grstats.agent.cli.status_view.source_line`), and the status
-document carries it as ``agent_source``. The exit status does not change.
+document carries it as ``agent_source``, and so does a table's JSON (``--format json``: one
+object, ``{"agent", "table", "agent_source", "rows"}``, see
+:func:`~grstats.agent.cli.status_view.table_document`). The exit status does not change.
+
+The agent to ask, the TLS files and the token come from the flags, the environment or a
+client config file (:mod:`grstats.agent.cli.client_settings`).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
+import re
 import sys
 import time
 from typing import TYPE_CHECKING
 
 import grpc
 
+from grstats.agent.cli.client_settings import CLIENT_CONFIG_ENV, client_settings
 from grstats.agent.cli.errors import CliError
-from grstats.agent.cli.security import add_security_arguments, client_security
+from grstats.agent.cli.security import add_security_arguments
 from grstats.agent.cli.status_view import (
     STATUS_TABLES,
     GroupStatus,
     StatusTableMissing,
     render_status,
     source_line,
+    table_document,
 )
 from grstats.agent.convert import WireError, source_report_from_wire, table_from_wire
 from grstats.agent.rows import EXTENDED_COLUMNS, TABLES, Column, Kind, render
@@ -67,12 +76,22 @@ it redraws one screen in place like top: states in colour, values that changed i
 last answer kept and marked STALE while the agent does not answer; Ctrl-C quits (exit 0).
 Piped, it prints each answer: JSON Lines with --format json, else text with a blank line between.
 
+--format json prints a table as one object: {"agent": HOST:PORT, "table": NAME, "agent_source":
+null or what status's agent_source says, "rows": [one object per row, keyed by column name]}.
+
 When the agent asked cannot read its own member, a warning line on stderr says since when,
-why and what to do (the status JSON has it as agent_source); the exit status is unchanged.
+why and what to do (the JSON has it as agent_source); the exit status is unchanged.
+
+settings: each of --node, --tls-ca, --tls-cert, --tls-key and --token-file may instead come
+from the environment (GRSTATS_NODE, GRSTATS_TLS_CA, GRSTATS_TLS_CERT, GRSTATS_TLS_KEY,
+GRSTATS_TOKEN_FILE) or from a client config file (TOML: node, token_file, and [tls] ca_file,
+cert_file, key_file; relative paths are relative to the file) at --client-config FILE, else
+$GRSTATS_CLIENT_CONFIG, else ~/.config/grstats/client.toml; the flag wins, then the variable.
 
 exit status: 0 when the agent answered (also for a NO_QUORUM verdict), 1 when it did not,
 2 for invalid arguments.
 examples:
+  grstats query status                # the node and the files from the environment or the file
   grstats query stats --node 127.0.0.1:7400
   grstats query members --node db2:7400 --extended --format vertical
   grstats query lag --node db3:7400 --format json
@@ -93,7 +112,17 @@ def register(subparsers: Subparsers) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("what", choices=(*WHAT, STATUS), help="which table, or status")
-    parser.add_argument("--node", required=True, metavar="HOST:PORT", help="the agent to ask")
+    parser.add_argument(
+        "--node",
+        metavar="HOST:PORT",
+        help="the agent to ask (default: $GRSTATS_NODE, else the client config's node)",
+    )
+    parser.add_argument(
+        "--client-config",
+        metavar="FILE",
+        help=f"the client config file (default: ${CLIENT_CONFIG_ENV}, else "
+        "~/.config/grstats/client.toml if it exists)",
+    )
     parser.add_argument(
         "--format",
         choices=("table", "vertical", "json"),
@@ -124,19 +153,23 @@ def run(args: argparse.Namespace) -> int:
     if args.watch is not None:
         raise CliError(f"--watch: only 'grstats query {STATUS}' watches, not {args.what}", code=2)
     name = WHAT[args.what]
-    security = client_security(args)
+    settings = client_settings(args)
+    node, security = settings.node, settings.security()
     started = time.monotonic()
-    response = asyncio.run(
-        _read(args.node, (name,), args.timeout, security, extended=args.extended)
-    )
+    response = asyncio.run(_read(node, (name,), args.timeout, security, extended=args.extended))
     elapsed = time.monotonic() - started
     table = next((t for t in response.tables if t.name == name), None)
     if table is None:
-        raise CliError(f"{args.node}: the agent did not return {name}")
+        raise CliError(f"{node}: the agent did not return {name}")
     names, rows = table_from_wire(table)
-    source = _source(args.node, response)
-    print(render(columns_named(name, names), rows, args.format, elapsed_s=elapsed), end="")
-    warn_source(args.node, source)
+    source = _source(node, response)
+    columns = columns_named(name, names)
+    if args.format == "json":
+        document = table_document(node, name, source, columns, rows)
+        print(json.dumps(document, indent=2))
+    else:
+        print(render(columns, rows, args.format, elapsed_s=elapsed), end="")
+    warn_source(node, source)
     return 0
 
 
@@ -144,25 +177,26 @@ def status(args: argparse.Namespace) -> int:
     """Print the group's verdict once, or every period with ``--watch``."""
     if args.extended:
         raise CliError("--extended: the status tables hold CONNECTED and AGE_MS already", code=2)
-    security = client_security(args)
+    settings = client_settings(args)
+    node, security = settings.node, settings.security()
 
     async def fetch() -> GroupStatus:
-        response = await _read(args.node, STATUS_TABLES, args.timeout, security)
+        response = await _read(node, STATUS_TABLES, args.timeout, security)
         tables = {table.name: table_from_wire(table) for table in response.tables}
         try:
-            return GroupStatus.from_tables(args.node, tables, _source(args.node, response))
+            return GroupStatus.from_tables(node, tables, _source(node, response))
         except StatusTableMissing as exc:
-            raise CliError(_older(args.node, exc.table)) from exc
+            raise CliError(_older(node, exc.table)) from exc
 
     if args.watch is not None:  # rich is loaded for --watch only
         from grstats.agent.cli.watch import run_watch, watch_period  # noqa: PLC0415
 
         period_s = watch_period(args.watch)
-        return run_watch(fetch, agent=args.node, period_s=period_s, output_format=args.format)
+        return run_watch(fetch, agent=node, period_s=period_s, output_format=args.format)
     started = time.monotonic()
     answer = asyncio.run(fetch())
     print(render_status(answer, args.format, time.monotonic() - started), end="")
-    warn_source(args.node, answer.source)
+    warn_source(node, answer.source)
     return 0
 
 
@@ -206,11 +240,45 @@ async def _read(
         if exc.code() == grpc.StatusCode.DEADLINE_EXCEEDED:
             raise CliError(f"{node}: no answer within {deadline_s:g} s") from exc
         if exc.code() == grpc.StatusCode.UNAVAILABLE:
-            raise CliError(f"{node}: unreachable: is a grstats agent listening there?") from exc
+            why = _unavailable(exc.details() or "", tls=security.tls is not None)
+            raise CliError(f"{node}: unreachable: {why}") from exc
         unknown = next((n for n in names if repr(n) in (exc.details() or "")), None)
         if exc.code() == grpc.StatusCode.INVALID_ARGUMENT and unknown is not None:
             raise CliError(_older(node, unknown)) from exc
         raise CliError(f"{node}: {exc.code().name}: {exc.details()}") from exc
+
+
+#: What gRPC's C core says of a failed TLS handshake, after "handshake failed".
+_HANDSHAKE = re.compile(r"handshake failed(?: \([A-Z_]+\))?:? *(?P<why>[^;]*)", re.IGNORECASE)
+#: OpenSSL's reason in it: ``CERTIFICATE_VERIFY_FAILED: unable to get local issuer certificate``.
+_OPENSSL_REASON = re.compile(r"OPENSSL_internal:(?P<reason>.*)")
+
+
+def _unavailable(details: str, *, tls: bool) -> str:
+    """Why the node could not be reached, in a DBA's words, from gRPC's ``details``.
+
+    gRPC's C core also writes a failed TLS handshake to standard error (silenced by default,
+    see :func:`grstats.agent.log.quiet_grpc_core`), so this line must say it itself. An agent
+    that refuses the client's certificate (or its lack of one) closes the connection after
+    the client's side of the handshake succeeded: the client sees only "Socket closed".
+    """
+    found = _HANDSHAKE.search(details)
+    if found is not None:
+        why = found.group("why").strip().removesuffix(": OK")  # gRPC appends its status
+        reason = _OPENSSL_REASON.search(why)
+        shown = (reason.group("reason") if reason else why).strip() or "no reason given"
+        return (
+            f"the TLS handshake failed ({shown}): is the CA (--tls-ca) the one that signed "
+            "the agent's certificate, and does the agent serve over TLS?"
+        )
+    if "socket closed" in details.lower():
+        if tls:
+            return (
+                "the agent closed the connection: does it require a client certificate "
+                "(--tls-cert, --tls-key) signed by its CA?"
+            )
+        return "the agent closed the connection: does it serve over TLS (give --tls-ca)?"
+    return "is a grstats agent listening there?"
 
 
 def columns_named(table: str, names: list[str]) -> list[Column]:

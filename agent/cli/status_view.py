@@ -17,7 +17,8 @@ When it cannot and knows no member at all, the agent's verdict is UNKNOWN and it
 why (:func:`~grstats.agent.verdict.source_unknown`).
 
 Every ``grstats query`` answer also gives :func:`source_line`, the one warning line printed on
-standard error (and on the watch screen) while the agent asked cannot read its member.
+standard error (and on the watch screen) while the agent asked cannot read its member. The JSON
+of a table (``grstats query members --format json`` and the like) is :func:`table_document`.
 
 The text (``table`` and ``vertical``) is a few ``label: value`` lines in the spirit of MySQL
 Shell's ``cluster.status()``, then the members as the ``mysql`` client prints them.
@@ -41,6 +42,7 @@ from grstats.agent.rows import (
     render_vertical,
     timestamp_text,
 )
+from grstats.agent.rows.render import json_objects
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -262,6 +264,26 @@ def source_document(source: SourceReport) -> dict[str, Any]:
         "message": fault.message,
         "fix": fault.fix,
         "since": since,
+    }
+
+
+def table_document(
+    agent: str,
+    table: str,
+    source: SourceReport,
+    columns: Sequence[Column],
+    rows: Sequence[Sequence[Value]],
+) -> dict[str, Any]:
+    """The JSON document of one table: ``agent``, ``table``, ``agent_source`` and ``rows``.
+
+    ``agent_source`` is :func:`source_document`'s object while the agent cannot read its
+    member, else null; ``rows`` holds one object per row, keyed by the exact column names.
+    """
+    return {
+        "agent": agent,
+        "table": table,
+        "agent_source": None if source.fault is None else source_document(source),
+        "rows": json_objects(columns, rows),
     }
 
 

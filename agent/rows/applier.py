@@ -74,6 +74,17 @@ class ApplierStatusRow(Row):
                 )
                 object.__setattr__(self, field, canonical)
 
+    @classmethod
+    def unknown(cls, member_id: str) -> ApplierStatusRow:
+        """The row of a server without WL#7374's columns (MySQL 5.7): every transaction NULL."""
+        return cls(
+            member_id=member_id,
+            last_queued_transaction=None,
+            queueing_transaction=None,
+            last_applied_transaction=None,
+            applying_transaction=None,
+        )
+
     @property
     def timestamps_unknown(self) -> bool:
         """Whether the server has no WL#7374 columns (MySQL 5.7): every transaction NULL."""

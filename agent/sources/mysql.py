@@ -44,7 +44,7 @@ from pymysql.err import MySQLError  # type: ignore[import-untyped]
 
 from grstats.agent.errors import SourceDataError, SourceError, SourceUnavailable
 from grstats.agent.model import GroupView, MemberSnapshot, SourceHealth
-from grstats.agent.rows import GROUP_REPLICATION_APPLIER, TRANSACTION_FIELDS, ApplierStatusRow
+from grstats.agent.rows import GROUP_REPLICATION_APPLIER, ApplierStatusRow
 from grstats.agent.sources import fault as faults
 from grstats.agent.sources.mysql_config import MySQLSourceConfig, read_password, tls_context
 from grstats.agent.sources.mysql_records import (
@@ -442,7 +442,7 @@ class MySQLSource:
         """
         member_id = variables.server_uuid
         if not variables.has_transaction_timestamps:
-            unknown = ApplierStatusRow(member_id=member_id, **dict.fromkeys(TRANSACTION_FIELDS))
+            unknown = ApplierStatusRow.unknown(member_id)
             return unknown, SourceHealth(ok=True, message=NO_TIMESTAMPS_57)
         channel = (GROUP_REPLICATION_APPLIER,)
         apply_columns, workers = await _records(conn, self._sql["workers"], channel)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from grstats.agent.config import AgentConfig, load_config
+from grstats.agent.config import AgentConfig, default_state_dir, load_config
 from grstats.agent.errors import ConfigError
 from grstats.agent.sources import MySQLSourceConfig, SimulatedSourceConfig
 
@@ -67,7 +67,8 @@ class TestAgentConfig:
         assert config.peers == ()
         assert config.discovery_enabled
         assert config.agent_port == 7400
-        assert config.state_dir == Path("grstats-state")
+        assert config.state_dir is None
+        assert config.state_path == default_state_dir(7400)
         assert (config.period_s, config.gtid_interval_s, config.executed_interval_s) == (1, 30, 60)
         assert (config.silence_periods, config.retention_s, config.fanout) == (10, 86_400, 0)
         assert (config.rpc_timeout_s, config.flush_interval_s) == (0.5, 5)
@@ -95,14 +96,34 @@ class TestAgentConfig:
 
     def test_advertised_follows_listen(self) -> None:
         """The advertised address is listen's unless advertise is set, also after replace."""
-        config = dataclasses.replace(agent(), listen="0.0.0.0:7500")
-        assert config.advertised == "0.0.0.0:7500"
+        config = dataclasses.replace(agent(), listen="10.0.0.5:7500")
+        assert config.advertised == "10.0.0.5:7500"
         assert agent(advertise="db1:7400").advertised == "db1:7400"
+        assert agent(listen="0.0.0.0:7500", advertise="db1:7400").advertised == "db1:7400"
+
+    @pytest.mark.parametrize(
+        ("changes", "message"),
+        [
+            pytest.param({"listen": "0.0.0.0:7400"}, "advertise: not set, so peers dial listen '0.0.0.0:7400', which is an unspecified address", id="listen-v4"),
+            pytest.param({"listen": "[::]:7400"}, "advertise: not set, so peers dial listen '[::]:7400', which is an unspecified address", id="listen-v6"),
+            pytest.param({"advertise": "0.0.0.0:7400"}, "advertise: '0.0.0.0:7400' is an unspecified address", id="advertise-v4"),
+            pytest.param({"advertise": "[::]:7400"}, "advertise: '[::]:7400' is an unspecified address", id="advertise-v6"),
+            pytest.param({"advertise": "[::ffff:0.0.0.0]:7400"}, "advertise: '[::ffff:0.0.0.0]:7400' is an unspecified", id="mapped"),
+        ],
+    )  # fmt: skip
+    def test_an_unspecified_advertised_address_is_refused(
+        self, changes: dict[str, Any], message: str
+    ) -> None:
+        """0.0.0.0 or :: as the advertised address (advertise, else listen) is refused with the fix."""
+        with pytest.raises(ConfigError) as caught:
+            agent(**changes)
+        assert str(caught.value).startswith(message)
+        assert "set advertise to" in str(caught.value) or "give an address" in str(caught.value)
 
     def test_agent_port_defaults_to_the_listen_port(self) -> None:
         """An agent_port of 0 (the default) becomes the listen port; a given one is kept."""
-        assert agent(listen="0.0.0.0:7500").agent_port == 7500
-        assert agent(listen="0.0.0.0:7500", agent_port=7600).agent_port == 7600
+        assert agent(listen="10.0.0.5:7500").agent_port == 7500
+        assert agent(listen="10.0.0.5:7500", agent_port=7600).agent_port == 7600
         assert agent(listen="127.0.0.1:0").agent_port == 0
 
     def test_lists_and_strings_normalised(self) -> None:
@@ -191,6 +212,67 @@ class TestAgentConfig:
         with pytest.raises(ConfigError, match=r"^source: .* needs the \[") as caught:
             agent(**changes)
         assert f"(given: {given})" in str(caught.value)
+
+
+class TestStateDir:
+    """The default state directory depends on the environment and the port, never on the cwd."""
+
+    def test_systemd_state_directory_first(self) -> None:
+        """$STATE_DIRECTORY (systemd's StateDirectory=; the first of a list) wins, also for root."""
+        environ = {"STATE_DIRECTORY": "/var/lib/grstats:/var/lib/other", "HOME": "/home/dba"}
+        assert default_state_dir(7400, environ, root=True) == Path("/var/lib/grstats/7400")
+        assert default_state_dir(7400, environ, root=False) == Path("/var/lib/grstats/7400")
+
+    def test_root_uses_var_lib(self) -> None:
+        """Root without systemd's variable gets /var/lib/grstats/<port>."""
+        environ = {"HOME": "/root", "XDG_STATE_HOME": "/root/state"}
+        assert default_state_dir(7401, environ, root=True) == Path("/var/lib/grstats/7401")
+
+    @pytest.mark.parametrize(
+        ("environ", "expected"),
+        [
+            pytest.param({"HOME": "/home/dba"}, "/home/dba/.local/state/grstats/7400", id="home"),
+            pytest.param({"HOME": "/home/dba", "XDG_STATE_HOME": "/srv/state"}, "/srv/state/grstats/7400", id="xdg"),
+            pytest.param({"HOME": "/home/dba", "XDG_STATE_HOME": "rel"}, "/home/dba/.local/state/grstats/7400", id="relative-xdg-ignored"),
+            pytest.param({"HOME": "/home/dba", "STATE_DIRECTORY": ""}, "/home/dba/.local/state/grstats/7400", id="empty-systemd"),
+        ],
+    )  # fmt: skip
+    def test_a_user_gets_the_xdg_state_home(self, environ: dict[str, str], expected: str) -> None:
+        """Another user gets ${XDG_STATE_HOME:-~/.local/state}/grstats/<port>."""
+        assert default_state_dir(7400, environ, root=False) == Path(expected)
+
+    def test_two_agents_of_one_host_get_two_directories(
+        self, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+    ) -> None:
+        """Without state_dir, the listen port tells agents apart, and the cwd plays no part."""
+        monkeypatch.setenv("STATE_DIRECTORY", str(tmp_path / "base"))
+        monkeypatch.chdir(tmp_path)
+        first, second = agent(listen="127.0.0.1:7400"), agent(listen="127.0.0.1:7401")
+        assert first.state_path == tmp_path / "base" / "7400"
+        assert second.state_path == tmp_path / "base" / "7401"
+        assert agent(state_dir="given").state_path == Path("given")
+
+    def test_relative_state_dir_in_a_file_is_relative_to_the_file(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A relative state_dir in the file is under the file's directory, not the cwd."""
+        folder = tmp_path / "etc"
+        folder.mkdir()
+        path = folder / "agent.toml"
+        path.write_text('source = "simulated"\nstate_dir = "state/m0"\n' + SECTION)
+        monkeypatch.chdir(tmp_path)
+        assert load_config(path).state_dir == folder / "state" / "m0"
+        relative = Path("etc") / "agent.toml"  # the file named relative to the cwd
+        assert load_config(relative).state_dir == folder / "state" / "m0"
+        absolute = load_config(path, {}).state_dir
+        assert absolute is not None
+        assert absolute.is_absolute()
+
+    def test_relative_state_dir_flag_is_relative_to_the_cwd(self, tmp_path: Path) -> None:
+        """A state_dir given as an override (the flag) stays as given: relative to the cwd."""
+        path = tmp_path / "agent.toml"
+        path.write_text('source = "simulated"\nstate_dir = "in-file"\n' + SECTION)
+        assert load_config(path, {"state_dir": "mine"}).state_dir == Path("mine")
 
 
 class TestLoadConfig:

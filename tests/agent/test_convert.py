@@ -26,7 +26,6 @@ from grstats.agent.messages import Answer, Gossip
 from grstats.agent.model import FlowControlSettings, ServerSettings
 from grstats.agent.rows import (
     REPLICATION_GROUP_MEMBERS,
-    TRANSACTION_FIELDS,
     ApplierStatusRow,
     MemberRow,
     MemberStatsRow,
@@ -108,7 +107,7 @@ def test_every_key_round_trips(key: Key) -> None:
 
 def test_a_57_applier_row_round_trips_unknown_and_an_empty_one_stays_empty() -> None:
     """A row of MySQL 5.7 (no WL#7374 columns) arrives all NULL; an 8.0 channel that saw nothing stays ''."""
-    unknown = ApplierStatusRow(member_id=A, **dict.fromkeys(TRANSACTION_FIELDS))
+    unknown = ApplierStatusRow.unknown(A)
     empty = ApplierStatusRow(member_id=A)
     for row in (unknown, empty):
         sent = update(Key.APPLIER, row)

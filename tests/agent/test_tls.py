@@ -600,7 +600,7 @@ class TestAgentProcesses:
 
         def all_connected() -> bool:
             done = query(ports[2], *client, "--token-file", str(token))
-            rows = json.loads(done.stdout) if done.returncode == 0 else []
+            rows = json.loads(done.stdout)["rows"] if done.returncode == 0 else []
             return sorted(row["MEMBER_ID"] for row in rows if row["CONNECTED"] == "YES") == sorted(
                 UUIDS
             )

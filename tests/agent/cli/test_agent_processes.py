@@ -78,7 +78,9 @@ def members(port: int) -> dict[str, dict[str, Any]]:
         "2",
     )
     return (
-        {row["MEMBER_ID"]: row for row in json.loads(done.stdout)} if done.returncode == 0 else {}
+        {row["MEMBER_ID"]: row for row in json.loads(done.stdout)["rows"]}
+        if done.returncode == 0
+        else {}
     )
 
 
@@ -88,7 +90,9 @@ def stats(port: int) -> dict[str, dict[str, Any]]:
         "query", "stats", "--node", f"127.0.0.1:{port}", "--format", "json", "--timeout", "2"
     )
     return (
-        {row["MEMBER_ID"]: row for row in json.loads(done.stdout)} if done.returncode == 0 else {}
+        {row["MEMBER_ID"]: row for row in json.loads(done.stdout)["rows"]}
+        if done.returncode == 0
+        else {}
     )
 
 

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from tests.agent.test_runtime import Group, start_group
+from tests.agent.test_source_visibility import FAULT, expected_line, expected_source, serve
+from tests.agent.test_source_visibility import grstats as grstats_in_utc
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -53,16 +55,45 @@ async def test_stats_as_a_mysql_table(group: Group) -> None:
 
 async def test_members_as_json_with_extended_columns(group: Group) -> None:
     """The members query in JSON --extended gives objects keyed by the exact column names."""
-    done = await grstats(
-        "query", "members", "--node", group.agents[2].address, "--format", "json", "--extended"
-    )
+    address = group.agents[2].address
+    done = await grstats("query", "members", "--node", address, "--format", "json", "--extended")
     assert done.returncode == 0, done.stderr
-    rows = json.loads(done.stdout)
+    document = json.loads(done.stdout)
+    assert list(document) == ["agent", "table", "agent_source", "rows"]
+    assert document["agent"] == address
+    assert document["table"] == "replication_group_members"
+    assert document["agent_source"] is None  # the agent reads its member
+    rows = document["rows"]
     assert len(rows) == 3
     assert list(rows[0])[:2] == ["CHANNEL_NAME", "MEMBER_ID"]
     assert list(rows[0])[-5:] == ["CONNECTED", "IN_VIEW", "LAST_SEEN", "AGE_MS", "SOURCE"]
     assert {row["CONNECTED"] for row in rows} == {"YES"}
     assert isinstance(rows[0]["MEMBER_PORT"], int)
+
+
+@pytest.mark.parametrize(
+    ("what", "table"),
+    [
+        ("members", "replication_group_members"),
+        ("stats", "replication_group_member_stats"),
+        ("lag", "replication_group_member_lag"),
+        ("gtids", "replication_group_member_gtid_executed"),
+    ],
+)
+async def test_table_json_carries_the_agent_source(what: str, table: str) -> None:
+    """An agent that cannot read its member: agent_source as in status, and the stderr line."""
+    failing = await serve(FAULT)
+    try:
+        address = failing.agent.address
+        done = await grstats_in_utc("query", what, "--node", address, "--format", "json")
+    finally:
+        await failing.agent.stop(grace_s=0)
+    assert done.returncode == 0, done.stderr
+    document = json.loads(done.stdout)
+    assert (document["agent"], document["table"]) == (address, table)
+    assert document["agent_source"] == expected_source(failing.agent)
+    assert isinstance(document["rows"], list)
+    assert done.stderr == expected_line(failing.agent)
 
 
 async def test_a_node_that_does_not_answer() -> None:
