@@ -10,8 +10,9 @@ outcomes. One tick is 0.1 s. Each tick:
    majority of the view is reachable: without quorum XCom agrees on no new view, so the
    members stay UNREACHABLE; the primary is elected again when it leaves (single-primary: the
    ONLINE member with the lowest uuid);
-3. if a majority of the view can talk, the writers commit transactions at their rates, within
-   their flow-control quota; each writes ``keys_per_transaction`` keys drawn with Zipf skew;
+3. if a majority of the view can talk, the writers commit transactions at their rates; a
+   commit over the writer's flow-control quota waits in ``do_wait`` (the scenario reference
+   says how); each writes ``keys_per_transaction`` keys drawn with Zipf skew;
 4. certification in one total order: in multi-primary mode a transaction conflicts when one of
    its keys was certified at a version its snapshot (what its origin had applied) does not
    contain; single-primary mode does not detect conflicts (``conflict_detection_enable`` in the
@@ -20,9 +21,26 @@ outcomes. One tick is 0.1 s. Each tick:
 5. every member's applier applies remote transactions in order at its capacity, which gives the
    WL#7374 times; a RECOVERING member catches up to the point it joined, then turns ONLINE and
    certifies what it queued meanwhile;
-6. every flow-control period the quota is computed (``Flow_control_module::flow_control_step``);
+6. every flow-control period each member computes its quota from the stats messages of the
+   periods before, releases its waiting commits and sends its own stats message
+   (``Flow_control_module::flow_control_step``);
    every ``gc_period_s`` the stable set round runs and the certification database is
    garbage-collected (``Certifier::handle_certifier_data``, ``Certifier::garbage_collect``).
+
+The stable set (TRANSACTIONS_COMMITTED_ALL_MEMBERS) follows plugin/group_replication/src/
+certifier.cc. A round completes only when every ONLINE member of the view has sent its
+``gtid_executed`` (``Certifier::intersect_members_gtid_executed_and_garbage_collect`` compares
+the messages received with ``get_number_of_members_online()``, which counts UNREACHABLE members
+too), so a silent member stalls it until a view change clears it
+(``Certifier::handle_view_change``). A view with a joining member also intersects the executed
+sets of its non-RECOVERING members and garbage-collects with them
+(``Plugin_gcs_events_handler::handle_joining_members``, ``collect_members_executed_sets``,
+``Applier_module::apply_view_change_packet``); a view where members only leave does not.
+Garbage collection erases a write-set only when its version is a strict subset of the stable
+set (``Certifier::garbage_collect_internal``, ``is_subset_not_equals``). A write-set's version
+is what its origin had executed when the transaction committed plus its own GTID
+(``Certifier::certify``): the keys of the last transaction in the stable set stay when its
+origin had executed every earlier transaction, which is what a lone writer's are.
 """
 
 from __future__ import annotations
@@ -35,7 +53,7 @@ from itertools import accumulate, islice
 from typing import TYPE_CHECKING
 
 from grstats.agent.rows import MemberState
-from grstats.agent.sim.flow_control import MemberPeriod, Quota, next_quota
+from grstats.agent.sim.flow_control import Quota, StatsMessage, StatsTable, next_quota
 from grstats.agent.sim.member import AppliedTransaction, SimMember
 from grstats.agent.sim.txlog import NEGATIVE, ORIGIN, TxLog
 
@@ -54,6 +72,11 @@ QUEUE_US = 50
 BASE_PORT = 13306
 #: Certification keys swept between two pauses of the stable-set round (about 1 ms of work).
 GC_PART = 20_000
+#: A write-set's version in the certification database is ``commit µs << VERSION_SHIFT``, or'ed
+#: with SNAPSHOT_FULL when its origin had executed every transaction certified before it, and
+#: with its origin's index (txlog.ORIGIN).
+VERSION_SHIFT = 5
+SNAPSHOT_FULL = 0x10
 
 
 def stable_uuid(*parts: object) -> str:
@@ -115,7 +138,16 @@ class SimulatedGroup:
         self.blocks: list[list[int]] = [[] for _ in range(size)]
         self.next_block = 0
         self.last_positive: tuple[int, int] | None = None
-        self.quota = Quota()
+        self.stats = StatsTable()  #: the members' stats messages, as flow control keeps them
+        #: a stable-set round is under way: the members' gtid_executed were broadcast and the
+        #: round waits for every ONLINE member's (Certifier::handle_certifier_data). The first
+        #: broadcast is at the start: Certifier_broadcast_thread::dispatcher broadcasts when
+        #: its counter, from 0, is a multiple of BROADCAST_GTID_EXECUTED_PERIOD (60).
+        self.round_pending = True
+        #: stable-set rounds and view changes that garbage-collected (8.4's
+        #: Gr_certification_garbage_collector_count counts both)
+        self.gc_runs = 0
+        self._gc_upto: int | None = None  # a view change's GC, swept at the end of its tick
         self.totals = GroupTotals(
             state_ticks=[{} for _ in range(size)],
             throttled_ticks=[0] * size,
@@ -169,6 +201,11 @@ class SimulatedGroup:
         if self.tick % (TICKS_PER_SECOND * self.scenario.flow_control.period) == 0:
             self._flow_control_step()
         if self.tick % (TICKS_PER_SECOND * self.scenario.timing.gc_period_s) == 0:
+            self.round_pending = True  # the next broadcast of gtid_executed
+        if self._gc_upto is not None:
+            upto, self._gc_upto = self._gc_upto, None
+            yield from self._garbage_collect(upto)
+        if self.round_pending:
             yield from self._stable_set_round()
         low = min(member.applied_upto for member in self.members)
         self.log.trim(low)
@@ -210,6 +247,30 @@ class SimulatedGroup:
             member.rate_tps = event.value
         elif event.action == "capacity":
             member.capacity_tps = event.value
+        elif event.action == "force-members" and member.online:
+            self._force_members(event.members, seconds)
+
+    def _force_members(self, members: tuple[int, ...], seconds: float) -> None:
+        """``group_replication_force_members``: the view becomes ``members``, without quorum.
+
+        ``Gcs_operations::force_members`` (plugin/group_replication/src/gcs_operations.cc)
+        runs only on an ONLINE member and hands XCom the new ``peer_nodes``
+        (``modify_configuration``). The members left out leave the view as expelled ones do:
+        one that can still talk finds out, errs and rejoins after ``autorejoin_delay_s``, as
+        after a healed partition.
+        """
+        out = [m for m in self.members if m.in_view and m.index not in members]
+        if not out:
+            return
+        for member in out:
+            member.in_view = False
+            if member.reachable:
+                member.status = MemberState.ERROR
+                member.rejoin_at = seconds + self.scenario.timing.autorejoin_delay_s
+                member.unreachable_since = None
+            elif not member.server_up:
+                member.unreachable_since = None
+        self._view_change()
 
     def _detect_failures(self, seconds: float) -> None:
         timing = self.scenario.timing
@@ -236,19 +297,35 @@ class SimulatedGroup:
             and seconds - since >= self.scenario.timing.suspicion_s
         )
 
-    def _view_change(self) -> None:
+    def _view_change(self, joined: bool = False) -> None:
         self.view_number += 1
         view = tuple(m.index for m in self.members if m.in_view)
         for member in self.members:
             if member.in_view and member.reachable:
                 member.view_id = self.view_id
                 member.known_members = view
-        in_group = [m for m in self.members if m.in_group]
-        if in_group:  # the executed sets exchanged in the view change advance the stable set
-            meet = [min(m.applied_by_origin[o] for m in in_group) for o in range(len(self.members))]
-            for member in in_group:
-                member.stable_by_origin = list(map(max, member.stable_by_origin, meet))
+        self.round_pending = False  # Certifier::handle_view_change clears the round
+        # ONLINE members of the view, UNREACHABLE ones too: their last executed sets bound it
+        online = [m for m in self.members if m.in_view and m.status is MemberState.ONLINE]
+        if joined and online:
+            # handle_joining_members: the executed sets of the view's non-RECOVERING members
+            # are intersected (collect_members_executed_sets) and apply_view_change_packet
+            # hands them to Certifier::garbage_collect. A view where members only leave
+            # (handle_leaving_members) carries no executed sets.
+            self._advance_stable_set(online)
+            self._gc_upto = min(m.applied_upto for m in online)
         self._elect()
+
+    def _advance_stable_set(self, online: list[SimMember]) -> None:
+        """Union the intersection of ``online``'s executed sets into the stable set.
+
+        ``Certifier::update_stable_set``; every member that can hear the group keeps the same
+        stable set, a RECOVERING one included (it reports '').
+        """
+        meet = [min(m.applied_by_origin[o] for m in online) for o in range(len(self.members))]
+        for member in self.members:
+            if member.in_group:
+                member.stable_by_origin = list(map(max, member.stable_by_origin, meet))
 
     def _leave(self, member: SimMember, expelled: bool = False) -> None:
         member.in_view = False
@@ -268,25 +345,31 @@ class SimulatedGroup:
         member.join_seq = self.log.last
         member.recovering_target = self.log.last
         member.certified_upto = self.log.last
-        member.base_conflicts = self.conflicts
+        member.base_conflicts = member.conflicts_upto = self.conflicts
         member.local_proposed = member.local_rollback = member.remote_applied = 0
         member.queue = 0
-        member.period_checked = member.period_applied = member.period_local = 0
         member.stable_by_origin = [0] * len(self.members)
         member.rejoin_at = None
         member.down_since_us = None
         member.write_carry = 0.0
-        member.quota_used = 0
+        member.quota = member.quota_used = 0  # a new Flow_control_module
+        member.waiting = []
         member.last_conflict_free = None
         member.last_applied = member.last_queued = None
-        self._view_change()
+        self._view_change(joined=True)
 
     def _elect(self) -> None:
-        """Single-primary: when the primary is gone, the ONLINE member with the lowest uuid."""
+        """Single-primary: when the primary left the view, the ONLINE member with the lowest uuid.
+
+        An UNREACHABLE primary is still in the view and still the primary: the election runs
+        at a view change (``Plugin_gcs_events_handler::handle_leader_election_if_needed``,
+        called by ``on_view_changed``) and looks for a new primary only when the old one is
+        not in the group any more (``DEAD_OLD_PRIMARY``).
+        """
         if not self.scenario.single_primary:
             return
         current = self.members[self.primary] if self.primary is not None else None
-        if current is not None and current.online:
+        if current is not None and current.in_view and current.status is MemberState.ONLINE:
             return
         candidates = [i for i in self.by_uuid_order if self.members[i].online]
         self.primary = candidates[0] if candidates else None
@@ -311,21 +394,50 @@ class SimulatedGroup:
         """Return the origins of this tick's transactions, in total order.
 
         Each writer's commits are spread evenly over the tick and the writers' commits are
-        merged by time, so that the total order interleaves them as real clients would.
+        merged by time, so that the total order interleaves them as real clients would. The
+        commits released from ``do_wait`` go first, at the start of the tick.
         """
         timed: list[tuple[float, int]] = []
         for writer in self.writers():
-            wanted = writer.rate_tps / TICKS_PER_SECOND + writer.write_carry
-            count = int(wanted)
-            writer.write_carry = wanted - count
-            if self.quota.size > 0:
-                allowed = max(0, self.quota.size - writer.quota_used)
-                if count > allowed:
-                    writer.throttled = True
-                    count = allowed
-            writer.quota_used += count
+            released = self._released(writer)
+            timed += [(0.0, writer.index)] * released
+            count = self._admitted(writer)
             timed += [((k + 1) / (count + 1), writer.index) for k in range(count)]
         return [origin for _, origin in sorted(timed)]
+
+    def _released(self, writer: SimMember) -> int:
+        """Count ``writer``'s waiting commits that go on now, at a step or after 1 s."""
+        waiting = writer.waiting
+        released = 0
+        while released < len(waiting) and waiting[released] <= self.tick:
+            released += 1
+        del waiting[:released]
+        return released
+
+    def _admitted(self, writer: SimMember) -> int:
+        """Count ``writer``'s new commits this tick that pass ``do_wait`` at once.
+
+        ``Flow_control_module::do_wait`` counts every commit in ``m_quota_used``; one over a
+        nonzero quota waits on the flow-control condition for at most 1 s, and its session
+        with it: the sessions left issue the writer's share of ``rate_tps``.
+        """
+        clients = self.scenario.workload.clients
+        free = clients - len(writer.waiting)
+        wanted = writer.rate_tps / TICKS_PER_SECOND * free / clients + writer.write_carry
+        count = int(wanted)
+        writer.write_carry = wanted - count
+        admitted = 0
+        for _ in range(count):
+            writer.quota_used += 1
+            if 0 < writer.quota < writer.quota_used:
+                writer.waiting.append(self.tick + TICKS_PER_SECOND)  # set_timespec(&delay, 1)
+                if len(writer.waiting) == clients:
+                    break
+            else:
+                admitted += 1
+        if writer.waiting:
+            writer.throttled = True
+        return admitted
 
     def _key_weights(self) -> list[float] | None:
         workload = self.scenario.workload
@@ -345,14 +457,14 @@ class SimulatedGroup:
         running_us = int(workload.transaction_ms * 1000)
         windows = [running_us + self._visibility_us(m) for m in self.members]
         tick_start = self.now_us
-        spacing = TICK_US / (len(origins) + 1)
+        slots = len(origins) + 1
         certification = self.certification
         last_remote: dict[int, tuple[int, int]] = {}  # origin -> (seq, rank) of its last positive
         for position, origin in enumerate(origins):
             keys = rng.choices(
                 keys_of, cum_weights=self._cumulative_weights, k=workload.keys_per_transaction
             )
-            committed = tick_start + int((position + 1) * spacing)
+            committed = tick_start + (position + 1) * TICK_US // slots  # TxLog.commit_us
             # The snapshot was taken when the transaction started and holds what the origin had
             # applied by then: a version committed later, or not yet delivered and applied at
             # the origin, is not in it.
@@ -363,7 +475,7 @@ class SimulatedGroup:
                     version = certification.get(key)
                     if (
                         version is not None
-                        and version >> 4 > horizon
+                        and version >> VERSION_SHIFT > horizon
                         and version & ORIGIN != origin
                     ):
                         conflict = True
@@ -377,7 +489,10 @@ class SimulatedGroup:
                 self.totals.rolled_back += 1
                 continue
             seq = self.log.append(origin)
-            stamp = committed << 4 | origin
+            # The version holds what the origin had executed at commit (certify() adds the
+            # transaction's GTID to its snapshot): all that was certified before it, or not.
+            full = sum(member.applied_by_origin) == self.totals.committed
+            stamp = committed << VERSION_SHIFT | (SNAPSHOT_FULL if full else 0) | origin
             for key in keys:
                 certification[key] = stamp
             rank = self._next_gno_rank(origin)
@@ -398,6 +513,7 @@ class SimulatedGroup:
             # missed too: XCom delivers the backlog when the link is back.
             missed_from = min(first, member.certified_upto + 1)
             member.certified_upto = total
+            member.conflicts_upto = self.conflicts
             member.last_conflict_free = self.last_positive
             remote = [item for origin, item in last_remote.items() if origin != member.index]
             if remote:
@@ -487,6 +603,7 @@ class SimulatedGroup:
         if total >= first:
             member.queue = self._remote_positives(member, first, total)
         member.certified_upto = total
+        member.conflicts_upto = self.conflicts
         member.last_conflict_free = self.last_positive
         self._elect()
 
@@ -497,57 +614,91 @@ class SimulatedGroup:
         return member.certified_upto - member.join_seq
 
     def conflicts_detected(self, member: SimMember) -> int:
-        """COUNT_CONFLICTS_DETECTED: negative certifications since the member joined."""
-        return self.conflicts - member.base_conflicts if member.status is MemberState.ONLINE else 0
+        """COUNT_CONFLICTS_DETECTED: the negative certifications among those it certified.
+
+        ``Certifier::certify`` counts them as it certifies, in any state (RECOVERING too); the
+        count stays when the member stops certifying (cut off, expelled), as CHECKED does.
+        """
+        return member.conflicts_upto - member.base_conflicts
 
     def _flow_control_step(self) -> None:
-        periods = []
-        for member in self.members:
-            if not member.in_group:
-                continue
-            checked = self.checked(member)
-            periods.append(
-                MemberPeriod(
-                    waiting_certification=self.log.last - member.certified_upto,
-                    waiting_apply=member.queue,
-                    delta_certified=checked - member.period_checked,
-                    delta_applied=member.remote_applied - member.period_applied,
-                    delta_local=member.local_proposed - member.period_local,
-                    recovering=member.status is MemberState.RECOVERING,
-                )
-            )
-            member.period_checked = checked
-            member.period_applied = member.remote_applied
-            member.period_local = member.local_proposed
-        used = max((m.quota_used for m in self.members), default=0)
-        self.quota = Quota(
-            next_quota(Quota(self.quota.size, used), periods, self.scenario.flow_control), 0
-        )
-        for member in self.members:
-            member.quota_used = 0
+        """Every member's ``Flow_control_module::flow_control_step``, then their messages.
 
-    def _stable_set_round(self) -> Iterator[None]:
-        """The stable-set round: intersect ONLINE members' executed sets, GC.
-
-        As ``Certifier::handle_certifier_data`` and ``Certifier::garbage_collect`` do. The
-        certification database is swept ``GC_PART`` keys at a time, pausing between them.
+        The quota of each member comes from the messages received since the step before
+        (``m_holds_in_period``) and the table of last messages, and is lowered by its own
+        overshoot; the broadcast of the step releases the commits waiting in ``do_wait``.
+        Then every member in the group sends its stats message: it arrives after the quota
+        was computed, and is read from the next step on. Without a majority XCom delivers
+        nothing.
         """
-        online = [m for m in self.members if m.online]
-        if not online:
+        settings = self.scenario.flow_control
+        holds = self.stats.step()
+        periods = self.stats.held_periods() if holds > 0 else []
+        for member in self.members:
+            previous = Quota(member.quota, member.quota_used)
+            member.quota = next_quota(previous, periods, settings, holds)
+            member.quota_used = 0
+            member.waiting = [self.tick] * len(member.waiting)
+        if not self._has_quorum():
             return
-        meet = [min(m.applied_by_origin[o] for m in online) for o in range(len(self.members))]
         for member in self.members:
             if member.in_group:
-                member.stable_by_origin = list(map(max, member.stable_by_origin, meet))
-        stable_seq = min(m.applied_upto for m in online)
-        if stable_seq > self.log.base:  # versions are commit times: drop what all have applied
-            stable_us = self.log.commit_us(stable_seq)
-            items = iter(self.certification.items())
-            kept: dict[int, int] = {}
-            while part := list(islice(items, GC_PART)):
-                kept.update((key, version) for key, version in part if version >> 4 > stable_us)
-                yield
-            self.certification = kept
+                message = StatsMessage(
+                    waiting_certification=self.log.last - member.certified_upto,
+                    waiting_apply=member.queue,
+                    certified=self.checked(member),
+                    applied=member.remote_applied,
+                    local=member.local_proposed,
+                    recovering=member.status is MemberState.RECOVERING,
+                )
+                self.stats.receive(member.index, message, settings)
+
+    def _stable_set_round(self) -> Iterator[None]:
+        """Complete the stable-set round if every ONLINE member of the view has been heard.
+
+        ``Certifier::handle_certifier_data`` queues one ``gtid_executed`` per ONLINE member
+        and ``intersect_members_gtid_executed_and_garbage_collect`` waits until it has
+        ``get_number_of_members_online()`` of them, UNREACHABLE members included: while one
+        is silent the round stays pending, and so does garbage collection.
+        """
+        online = [m for m in self.members if m.in_view and m.status is MemberState.ONLINE]
+        if not online or not all(m.reachable for m in online):
+            return
+        self.round_pending = False
+        self._advance_stable_set(online)
+        yield from self._garbage_collect(min(m.applied_upto for m in online))
+
+    def _garbage_collect(self, stable_seq: int) -> Iterator[None]:
+        """Erase the write-sets whose version is a strict subset of the stable set.
+
+        ``Certifier::garbage_collect_internal``. The stable set is taken as every transaction
+        up to ``stable_seq`` (applied everywhere): versions of transactions after it are not
+        in it, and the version of the last positive one up to it equals it when its origin
+        had executed all before it (SNAPSHOT_FULL), so its keys stay. The certification
+        database is swept ``GC_PART`` keys at a time, pausing between them.
+        """
+        self.gc_runs += 1
+        if stable_seq <= self.log.base:
+            return
+        last = stable_seq
+        while last > self.log.base and self.log.entry(last) & NEGATIVE:
+            last -= 1
+        stable_us = self.log.commit_us(stable_seq)
+        equal = (
+            self.log.commit_us(last) << VERSION_SHIFT | SNAPSHOT_FULL | self.log.entry(last)
+            if last > self.log.base
+            else -1
+        )
+        items = iter(self.certification.items())
+        kept: dict[int, int] = {}
+        while part := list(islice(items, GC_PART)):
+            kept.update(
+                (key, version)
+                for key, version in part
+                if version >> VERSION_SHIFT > stable_us or version == equal
+            )
+            yield
+        self.certification = kept
 
     def group_state(self, member: SimMember) -> str:
         """MEMBER_STATE of ``member`` as the group shows it; OFFLINE or ERROR once it is out."""

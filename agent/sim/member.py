@@ -49,6 +49,7 @@ class SimMember:
     # -- counters since the member joined --------------------------------------------
     join_seq: int = 0
     base_conflicts: int = 0
+    conflicts_upto: int = 0  #: the group's negative certifications up to ``certified_upto``
     local_proposed: int = 0
     local_rollback: int = 0
     remote_applied: int = 0
@@ -63,14 +64,13 @@ class SimMember:
     last_conflict_free: tuple[int, int] | None = None  #: (origin, rank)
     last_applied: AppliedTransaction | None = None
     last_queued: AppliedTransaction | None = None
-    # -- writer ------------------------------------------------------------------------
+    # -- writer and its flow control (Flow_control_module) --------------------------------
     write_carry: float = 0.0
-    quota_used: int = 0
+    quota: int = 0  #: ``m_quota_size``: commits allowed this period, 0 for no limit
+    quota_used: int = 0  #: ``m_quota_used``: commits that passed ``do_wait`` this period
+    #: the tick at which each commit waiting in ``do_wait`` goes on (its session is blocked)
+    waiting: list[int] = field(default_factory=list)
     throttled: bool = False
-    # -- flow control bookkeeping: values at the start of the period ---------------------
-    period_checked: int = 0
-    period_applied: int = 0
-    period_local: int = 0
 
     def __post_init__(self) -> None:
         if not self.applied_by_origin:

@@ -15,6 +15,7 @@ A scenario file looks like this (every key but ``name`` and ``description`` is o
     keys_per_transaction = 4         # write-set size
     skew = 0.0                       # Zipf exponent of key popularity; 0 is uniform
     transaction_ms = 10              # from a transaction's snapshot (its start) to its commit
+    clients = 16                     # client sessions of each writer, sharing its rate_tps
 
     [appliers]
     capacity_tps = 4000              # each member's applier capacity
@@ -32,12 +33,26 @@ A scenario file looks like this (every key but ``name`` and ``description`` is o
 
     [[events]]
     at = 60                          # seconds after the group starts
-    action = "crash"                 # crash, start, stop, partition, heal, rate, capacity
+    action = "crash"                 # crash, start, stop, partition, heal, rate, capacity,
+                                     # force-members
     member = 1                       # 0-based member index
     value = 0                        # rate_tps or capacity_tps for rate and capacity
+    members = [0, 1]                 # force-members only: the new membership
 
-Member indexes count from 0, like ``--member-index``. Built-in scenarios live beside this
-module and are found by name; any other path is read as a file.
+A writer's commits go through flow control as MySQL's do (``Flow_control_module::do_wait``):
+each commit over the writer's quota for the period waits, blocking its client session, until
+the next flow-control step or for 1 s, whichever comes first, then commits; the overshoot is
+taken off the writer's next quota (``extra_quota``). Sessions that are not blocked issue the
+writer's ``rate_tps`` between them, so a throttled writer commits about its quota plus
+``clients`` per second.
+
+Member indexes count from 0, like ``--member-index``. A group changes its view only while a
+majority of the view can talk: a member that is cut off or crashed stays UNREACHABLE, and
+writes block, while the members that can talk are not a majority. ``force-members`` is
+``SET GLOBAL group_replication_force_members`` run on ``member``: the view becomes the listed
+members (they must include ``member``), whatever the quorum; the others leave it as if
+expelled. It does nothing unless ``member`` is ONLINE in the view and reachable. Built-in
+scenarios live beside this module and are found by name; any other path is read as a file.
 """
 
 from __future__ import annotations
@@ -63,6 +78,7 @@ ACTIONS = {
     "heal": False,
     "rate": True,
     "capacity": True,
+    "force-members": False,
 }
 MODES = ("single-primary", "multi-primary")
 
@@ -75,6 +91,7 @@ class Event:
     action: str
     member: int
     value: float = 0.0
+    members: tuple[int, ...] = ()  #: force-members: the new membership
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +104,7 @@ class Workload:
     keys_per_transaction: int = 4
     skew: float = 0.0
     transaction_ms: float = 10.0
+    clients: int = 16  #: client sessions of each writer; a commit waiting in do_wait blocks one
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,6 +193,7 @@ def from_mapping(data: dict[str, Any], source: str = "scenario") -> Scenario:
         ),
         skew=reader.number(workload_data, "workload.skew", 0.0, 0, 5),
         transaction_ms=reader.number(workload_data, "workload.transaction_ms", 10.0, 0, 60_000),
+        clients=int(reader.number(workload_data, "workload.clients", 16, 1, 100_000)),
     )
     overrides = members_data.get("capacity_overrides", {})
     if not isinstance(overrides, dict):
@@ -235,10 +254,23 @@ def _checked(scenario: Scenario) -> Scenario:
             raise ConfigError(
                 f"{scenario.name}: appliers.capacity_overrides: {index} is not in 0..{last}"
             )
+    _check_memberships(scenario)
     for index in scenario.workload.writers or ():
         if index > last:
             raise ConfigError(f"{scenario.name}: workload.writers: {index} is not in 0..{last}")
     return scenario
+
+
+def _check_memberships(scenario: Scenario) -> None:
+    """Raise ConfigError if a force-members event lists a member the group does not have."""
+    last = scenario.members - 1
+    for position, event in enumerate(scenario.events):
+        for index in event.members:
+            if index > last:
+                raise ConfigError(
+                    f"{scenario.name}: events[{position}].members: {index} is not in 0..{last} "
+                    f"for {scenario.members} members"
+                )
 
 
 class _Reader:
@@ -296,10 +328,28 @@ class _Reader:
             raise self.fail(name, value, f"a member index in 0..{GROUP_MAX_MEMBERS - 1}")
         return index
 
-    def indexes(self, value: object, name: str) -> list[int]:
+    def indexes(
+        self, value: object, name: str, expected: str = '"all" or a list of member indexes'
+    ) -> list[int]:
         if not isinstance(value, list):
-            raise self.fail(name, value, '"all" or a list of member indexes')
+            raise self.fail(name, value, expected)
         return [self.index(item, name) for item in value]
+
+    def membership(
+        self, item: dict[str, Any], where: str, action: str, member: int
+    ) -> tuple[int, ...]:
+        """Return the ``members`` of a force-members event; other actions take none."""
+        if "members" not in item and action != "force-members":
+            return ()
+        value = item.get("members")
+        if action != "force-members":
+            raise self.fail(f"{where}.members", value, f"allowed: {action} takes no members")
+        members = self.indexes(value, f"{where}.members", "a list of member indexes")
+        if member not in members:
+            raise self.fail(
+                f"{where}.members", value, f"a membership that includes {where}.member ({member})"
+            )
+        return tuple(sorted(set(members)))
 
     def events(self) -> list[Event]:
         raw = self.data.get("events", [])
@@ -315,12 +365,14 @@ class _Reader:
                 raise self.fail(f"{where}.action", action, " or ".join(ACTIONS))
             if ACTIONS[action] and "value" not in item:
                 raise self.fail(f"{where}.value", None, f"given: {action} needs a value")
+            member = self.index(item.get("member"), f"{where}.member")
             events.append(
                 Event(
                     at=self.number(item, f"{where}.at", 0, 0, 10**7),
                     action=action,
-                    member=self.index(item.get("member"), f"{where}.member"),
+                    member=member,
                     value=self.number(item, f"{where}.value", 0, 0, 1_000_000),
+                    members=self.membership(item, where, action, member),
                 )
             )
         return sorted(events, key=lambda event: event.at)

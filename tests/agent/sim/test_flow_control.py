@@ -8,6 +8,8 @@ from grstats.agent.sim.flow_control import (
     MAXTPS,
     MemberPeriod,
     Quota,
+    StatsMessage,
+    StatsTable,
     needs_flow_control,
     next_quota,
 )
@@ -113,3 +115,59 @@ def test_settings(settings: FlowControlSettings, expected: int) -> None:
         member(waiting_apply=30000, applied=1500, certified=3000),
     ]
     assert next_quota(Quota(), members, settings) == expected
+
+
+def test_lim_throttle_is_truncated_to_an_integer() -> None:
+    """flow_control_step casts lim_throttle to int64: thresholds 250 give 12, so quota 10, not 11."""
+    settings = FlowControlSettings(certifier_threshold=250, applier_threshold=250)
+    members = [
+        member(certified=5, local=5),
+        member(waiting_apply=300, applied=5, certified=5),
+    ]
+    assert next_quota(Quota(), members, settings) == 10  # int(12 x 0.9); 12.5 x 0.9 gives 11
+
+
+def writer_message(step: int) -> StatsMessage:
+    """The writer's message after ``step`` periods of 3000 tps, its own queue over 25000."""
+    return StatsMessage(0, 30000, certified=3000 * step, applied=3000 * step, local=3000 * step)
+
+
+def slow_message(step: int) -> StatsMessage:
+    """The slow member's message after ``step`` periods of applying 1500 tps."""
+    return StatsMessage(0, 30000, certified=3000 * step, applied=1500 * step, local=0)
+
+
+class TestStatsTable:
+    def test_a_silent_member_keeps_its_last_stats_for_10_steps(self) -> None:
+        """flow_control_step purges an entry only when stamp < m_stamp - 10: 10 held quotas read it."""
+        table = StatsTable()
+        for step in range(1, 12):
+            table.step()
+            table.receive(0, writer_message(step), DEFAULTS)
+            table.receive(1, slow_message(step), DEFAULTS)
+        quotas = []
+        for step in range(12, 24):  # member 1 is silent from here on
+            holds = table.step()
+            quotas.append(next_quota(Quota(), table.held_periods(), DEFAULTS, holds))
+            table.receive(0, writer_message(step), DEFAULTS)
+        assert quotas == [1350] * 10 + [2700] * 2  # its 1500 tps, then the writer's 3000 alone
+
+    def test_deltas_are_counted_from_the_last_message(self) -> None:
+        """update_member_stats: a member whose counters restarted reports negative deltas."""
+        table = StatsTable()
+        table.receive(1, slow_message(10), DEFAULTS)
+        table.step()
+        table.receive(1, slow_message(1), DEFAULTS)  # restarted: counters from 0 again
+        table.step()
+        (period,) = table.held_periods()
+        assert period.delta_applied == 1500 - 15000
+        assert period.delta_certified == 3000 - 30000
+
+    def test_holds_count_the_messages_over_a_threshold(self) -> None:
+        """m_holds_in_period counts each message over a threshold received since the last step."""
+        table = StatsTable()
+        table.receive(0, writer_message(1), DEFAULTS)
+        table.receive(1, slow_message(1), DEFAULTS)
+        table.receive(2, StatsMessage(0, 10, 0, 0, 0), DEFAULTS)
+        assert table.step() == 2
+        assert table.step() == 0

@@ -260,13 +260,13 @@ class TestFlowControl:
             group.advance_to(tick)
             if over_at is None and group.members[2].queue > 25000:
                 over_at = tick
-            if engaged_at is None and group.quota.size > 0:
+            if engaged_at is None and group.members[0].quota > 0:
                 engaged_at = tick
         assert over_at is not None
         assert engaged_at is not None
         assert engaged_at >= over_at
         assert group.totals.throttled_ticks[0] > 0
-        assert group.quota.size == 0  # released
+        assert group.members[0].quota == 0  # released
         assert group.members[2].queue < 25000
 
     def test_quota_holds_the_writer_near_the_slow_member(self) -> None:
