@@ -1,14 +1,17 @@
-"""Where ``grstats query`` finds its agent, TLS files and token: flags, environment, a file.
+"""Where ``grstats query`` finds its agent, TLS files, token and time zone: flags, env, a file.
 
 Each setting is taken from the first of:
 
-1. its flag: ``--node``, ``--tls-ca``, ``--tls-cert``, ``--tls-key``, ``--token-file``;
+1. its flag: ``--node``, ``--tls-ca``, ``--tls-cert``, ``--tls-key``, ``--token-file``,
+   ``--time-zone``;
 2. the environment: ``GRSTATS_NODE``, ``GRSTATS_TLS_CA``, ``GRSTATS_TLS_CERT``,
-   ``GRSTATS_TLS_KEY``, ``GRSTATS_TOKEN_FILE`` (an empty variable counts as unset);
+   ``GRSTATS_TLS_KEY``, ``GRSTATS_TOKEN_FILE``, ``GRSTATS_TIME_ZONE`` (an empty variable
+   counts as unset);
 3. a client config file, TOML::
 
        node = "db1:7400"
        token_file = "/etc/grstats/token"
+       time_zone = "SYSTEM"             # optional: the zone times are shown in (UTC)
        [tls]
        ca_file = "/etc/grstats/tls/ca.pem"
        cert_file = "tls/client.pem"     # optional, for mutual TLS
@@ -18,7 +21,10 @@ Each setting is taken from the first of:
    ``$XDG_CONFIG_HOME/grstats/client.toml`` (``~/.config`` when ``XDG_CONFIG_HOME`` is unset
    or relative) if that file exists. Relative paths in it are relative to its directory.
 
-So that a DBA with a client config types ``grstats query status``. Every error is a
+So that a DBA with a client config types ``grstats query status``. The time zone is the one
+``grstats query`` and ``grstats simulate`` show TIMESTAMP(6) columns and times in, written
+as MySQL's ``time_zone`` (:mod:`grstats.agent.rows.zone`); ``grstats simulate`` reads it
+alone (:func:`time_zone_setting`). Every error is a
 :class:`~grstats.agent.cli.errors.CliError` with exit status 2 that names where the value came
 from: the flag, the variable, or the file and its key.
 """
@@ -35,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 from grstats.agent.address import split_address
 from grstats.agent.cli.errors import CliError
 from grstats.agent.errors import ConfigError
+from grstats.agent.rows.zone import UTC_ZONE, TimeZone, TimeZoneError, parse_time_zone
 from grstats.agent.security import Security
 from grstats.agent.tls import TlsConfig
 
@@ -46,8 +53,10 @@ __all__ = [
     "CLIENT_CONFIG_ENV",
     "SETTINGS",
     "ClientSettings",
+    "add_time_zone_argument",
     "client_settings",
     "default_client_config",
+    "time_zone_setting",
 ]
 
 #: The variable that names the client config file.
@@ -76,8 +85,37 @@ SETTINGS = (
     Setting("cert_file", "tls_cert", "GRSTATS_TLS_CERT", "tls.cert_file"),
     Setting("key_file", "tls_key", "GRSTATS_TLS_KEY", "tls.key_file"),
     Setting("token_file", "token_file", "GRSTATS_TOKEN_FILE", "token_file"),
+    Setting("time_zone", "time_zone", "GRSTATS_TIME_ZONE", "time_zone"),
 )
 _FILE_KEYS = tuple(setting.key for setting in SETTINGS)
+#: The file keys whose values are paths, relative to the file.
+_PATH_KEYS = frozenset({"tls.ca_file", "tls.cert_file", "tls.key_file", "token_file"})
+#: The time zone setting.
+_TIME_ZONE = SETTINGS[-1]
+#: What a time zone may be, for the messages.
+TIME_ZONE_FORMS = (
+    "SYSTEM, an offset from -13:59 to +14:00 such as +02:00, or a tz database name such as "
+    "Europe/Paris"
+)
+
+
+def add_time_zone_argument(parser: argparse.ArgumentParser) -> None:
+    """Add ``--time-zone TZ``: the zone the tables and times are shown in (JSON stays UTC)."""
+    parser.add_argument(
+        "--time-zone",
+        metavar="TZ",
+        help="show TIMESTAMP columns and times in TZ, as MySQL's time_zone: SYSTEM, +HH:MM, "
+        "-HH:MM or a name such as Europe/Paris (default: $GRSTATS_TIME_ZONE, else the client "
+        "config's time_zone, else +00:00, UTC); JSON is always UTC",
+    )
+
+
+def _zone(text: str, origin: str) -> TimeZone:
+    """The zone ``text`` names; a CliError (2) naming ``origin`` and the value if none."""
+    try:
+        return parse_time_zone(text)
+    except TimeZoneError as exc:
+        raise CliError(f"{origin}: {exc} (give {TIME_ZONE_FORMS})", code=2) from exc
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -90,6 +128,7 @@ class ClientSettings:
         cert_file: the client's certificate, for mutual TLS (with ``key_file``).
         key_file: its private key.
         token_file: the file holding the group's shared-secret token.
+        time_zone: the zone TIMESTAMP(6) columns and times are shown in (UTC by default).
         origins: setting name -> where its value came from, as messages name it (``--node``,
             ``GRSTATS_NODE``, ``client config '/etc/grstats/client.toml': node``).
     """
@@ -99,6 +138,7 @@ class ClientSettings:
     cert_file: Path | None = None
     key_file: Path | None = None
     token_file: Path | None = None
+    time_zone: TimeZone = UTC_ZONE
     origins: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -170,10 +210,36 @@ def client_settings(
     for key in ("ca_file", "cert_file", "key_file", "token_file"):
         if key in values:
             values[key] = Path(values[key])
+    if "time_zone" in values:
+        values["time_zone"] = _zone(values["time_zone"], origins["time_zone"])
     try:
         return ClientSettings(**values, origins=origins)
     except ConfigError as exc:
         raise CliError(str(exc), code=2) from exc
+
+
+def time_zone_setting(
+    args: argparse.Namespace, environ: Mapping[str, str] | None = None
+) -> TimeZone:
+    """The time zone of ``args`` (``--time-zone``), ``environ`` or the client config file.
+
+    For commands that ask no agent (``grstats simulate``): the file is read only when neither
+    the flag nor ``GRSTATS_TIME_ZONE`` gives the zone. UTC when nothing does.
+
+    Raises:
+        CliError: exit status 2, naming where the value came from and the value.
+    """
+    env = os.environ if environ is None else environ
+    flag = getattr(args, _TIME_ZONE.dest, None)
+    if flag is not None:
+        return _zone(flag, _TIME_ZONE.flag)
+    if env.get(_TIME_ZONE.variable):
+        return _zone(env[_TIME_ZONE.variable], _TIME_ZONE.variable)
+    path, name = _config_file(getattr(args, "client_config", None), env)
+    from_file = _read(path, name) if path is not None else {}
+    if _TIME_ZONE.key in from_file:
+        return _zone(str(from_file[_TIME_ZONE.key]), f"{_named(path)}: {_TIME_ZONE.key}")
+    return UTC_ZONE
 
 
 def default_client_config(environ: Mapping[str, str]) -> Path:
@@ -224,8 +290,8 @@ def _read(path: Path, named_by: str) -> dict[str, object]:
             hint = f" (did you mean {close[0]}?)" if close else ""
             raise CliError(f"{where}: {key}: unknown setting{hint}", code=2)
         if not isinstance(value, str) or not value.strip():
-            accepted = "host:port" if key == "node" else "a file path"
+            accepted = {"node": "host:port", "time_zone": "a time zone"}.get(key, "a file path")
             raise CliError(f"{where}: {key}: {value!r} is not {accepted}", code=2)
-        if key != "node":
+        if key in _PATH_KEYS:
             found[key] = str(path.absolute().parent / value)
     return found

@@ -66,6 +66,14 @@ def register(subparsers: Subparsers) -> None:
     parser.add_argument(
         "--config", required=True, type=Path, metavar="FILE", help="the agent's TOML config"
     )
+    same = parser.add_argument_group(
+        "the agent's own flags",
+        "give these as the agent is started with them (the Kubernetes manifest passes the "
+        "pod's --advertise and certificate): they beat the config file, as for the agent",
+    )
+    same.add_argument("--advertise", metavar="HOST:PORT", help="the address peers reach it at")
+    same.add_argument("--tls-cert", metavar="FILE", help="its certificate, PEM")
+    same.add_argument("--tls-key", metavar="FILE", help="the certificate's private key, PEM")
     parser.add_argument(
         "--format",
         choices=("table", "json"),
@@ -98,7 +106,16 @@ def run(args: argparse.Namespace) -> int:
         reason = "does not exist" if not path.exists() else "is not a file"
         raise CliError(f"--config: {str(path)!r} {reason}", code=2)
     options = _options(args)
-    first, config = doctor.check_config(path)
+    overrides = {
+        key: value
+        for key, value in (
+            ("advertise", args.advertise),
+            ("tls.cert_file", args.tls_cert),
+            ("tls.key_file", args.tls_key),
+        )
+        if value is not None
+    }
+    first, config = doctor.check_config(path, overrides)
     checks: list[Check] = [first]
     if config is None:
         checks += doctor.not_checked("the config is not valid")

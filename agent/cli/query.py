@@ -11,8 +11,11 @@ document carries it as ``agent_source``, and so does a table's JSON (``--format 
 object, ``{"agent", "table", "agent_source", "rows"}``, see
 :func:`~grstats.agent.cli.status_view.table_document`). The exit status does not change.
 
-The agent to ask, the TLS files and the token come from the flags, the environment or a
-client config file (:mod:`grstats.agent.cli.client_settings`).
+The agent to ask, the TLS files, the token and the time zone come from the flags, the
+environment or a client config file (:mod:`grstats.agent.cli.client_settings`). The time zone
+(``--time-zone``, as MySQL's ``time_zone``: UTC by default) is the one the ``table`` and
+``vertical`` formats show TIMESTAMP(6) columns and times in, as a MySQL session does; JSON's
+times are always ISO 8601 in UTC with ``Z``.
 """
 
 from __future__ import annotations
@@ -27,7 +30,11 @@ from typing import TYPE_CHECKING
 
 import grpc
 
-from grstats.agent.cli.client_settings import CLIENT_CONFIG_ENV, client_settings
+from grstats.agent.cli.client_settings import (
+    CLIENT_CONFIG_ENV,
+    add_time_zone_argument,
+    client_settings,
+)
 from grstats.agent.cli.errors import CliError
 from grstats.agent.cli.security import add_security_arguments
 from grstats.agent.cli.status_view import (
@@ -40,12 +47,14 @@ from grstats.agent.cli.status_view import (
 )
 from grstats.agent.convert import WireError, source_report_from_wire, table_from_wire
 from grstats.agent.rows import EXTENDED_COLUMNS, TABLES, Column, Kind, render
+from grstats.agent.rows.zone import UTC_ZONE
 from grstats.proto import grstats_pb2 as pb
 from grstats.proto import grstats_pb2_grpc as pb_grpc
 
 if TYPE_CHECKING:
     from grstats.agent.cli.types import Subparsers
     from grstats.agent.messages import SourceReport
+    from grstats.agent.rows.zone import TimeZone
     from grstats.agent.security import Security
 
 #: What each word of ``grstats query`` asks for.
@@ -78,15 +87,23 @@ Piped, it prints each answer: JSON Lines with --format json, else text with a bl
 
 --format json prints a table as one object: {"agent": HOST:PORT, "table": NAME, "agent_source":
 null or what status's agent_source says, "rows": [one object per row, keyed by column name]}.
+Its times are ISO 8601 in UTC with Z (2026-11-24T10:15:02.123456Z); an unset TIMESTAMP
+(0000-00-00 00:00:00.000000 in the tables) is null.
+
+time zone: table and vertical show TIMESTAMP columns, "as of" and "since" as a MySQL session
+with time_zone TZ does: --time-zone SYSTEM (this machine's zone), +02:00, -05:30 (offsets from
+-13:59 to +14:00) or a tz database name (Europe/Paris, UTC). The default is +00:00 (UTC), not
+MySQL's SYSTEM, so that two hosts print the same text.
 
 When the agent asked cannot read its own member, a warning line on stderr says since when,
 why and what to do (the JSON has it as agent_source); the exit status is unchanged.
 
-settings: each of --node, --tls-ca, --tls-cert, --tls-key and --token-file may instead come
-from the environment (GRSTATS_NODE, GRSTATS_TLS_CA, GRSTATS_TLS_CERT, GRSTATS_TLS_KEY,
-GRSTATS_TOKEN_FILE) or from a client config file (TOML: node, token_file, and [tls] ca_file,
-cert_file, key_file; relative paths are relative to the file) at --client-config FILE, else
-$GRSTATS_CLIENT_CONFIG, else ~/.config/grstats/client.toml; the flag wins, then the variable.
+settings: each of --node, --tls-ca, --tls-cert, --tls-key, --token-file and --time-zone may
+instead come from the environment (GRSTATS_NODE, GRSTATS_TLS_CA, GRSTATS_TLS_CERT,
+GRSTATS_TLS_KEY, GRSTATS_TOKEN_FILE, GRSTATS_TIME_ZONE) or from a client config file (TOML:
+node, token_file, time_zone, and [tls] ca_file, cert_file, key_file; relative paths are
+relative to the file) at --client-config FILE, else $GRSTATS_CLIENT_CONFIG, else
+~/.config/grstats/client.toml; the flag wins, then the variable.
 
 exit status: 0 when the agent answered (also for a NO_QUORUM verdict), 1 when it did not,
 2 for invalid arguments.
@@ -94,6 +111,7 @@ examples:
   grstats query status                # the node and the files from the environment or the file
   grstats query stats --node 127.0.0.1:7400
   grstats query members --node db2:7400 --extended --format vertical
+  grstats query lag --node db2:7400 --time-zone SYSTEM
   grstats query lag --node db3:7400 --format json
   grstats query status --node db1:7400
   grstats query status --node db1:7400 --watch
@@ -140,6 +158,7 @@ def register(subparsers: Subparsers) -> None:
     parser.add_argument(
         "--timeout", type=float, default=5.0, metavar="S", help="seconds to wait (default 5)"
     )
+    add_time_zone_argument(parser)
     add_security_arguments(parser, agent=False)
     parser.set_defaults(handler=run)
 
@@ -168,8 +187,8 @@ def run(args: argparse.Namespace) -> int:
         document = table_document(node, name, source, columns, rows)
         print(json.dumps(document, indent=2))
     else:
-        print(render(columns, rows, args.format, elapsed_s=elapsed), end="")
-    warn_source(node, source)
+        print(render(columns, rows, args.format, elapsed, settings.time_zone), end="")
+    warn_source(node, source, settings.time_zone)
     return 0
 
 
@@ -192,11 +211,18 @@ def status(args: argparse.Namespace) -> int:
         from grstats.agent.cli.watch import run_watch, watch_period  # noqa: PLC0415
 
         period_s = watch_period(args.watch)
-        return run_watch(fetch, agent=node, period_s=period_s, output_format=args.format)
+        return run_watch(
+            fetch,
+            agent=node,
+            period_s=period_s,
+            output_format=args.format,
+            zone=settings.time_zone,
+        )
     started = time.monotonic()
     answer = asyncio.run(fetch())
-    print(render_status(answer, args.format, time.monotonic() - started), end="")
-    warn_source(node, answer.source)
+    elapsed = time.monotonic() - started
+    print(render_status(answer, args.format, elapsed, settings.time_zone), end="")
+    warn_source(node, answer.source, settings.time_zone)
     return 0
 
 
@@ -208,9 +234,12 @@ def _source(node: str, response: pb.QueryResponse) -> SourceReport:
         raise CliError(f"{node}: {exc}") from exc
 
 
-def warn_source(node: str, source: SourceReport) -> None:
-    """Print the one warning line on stderr while the agent ``node`` cannot read its member."""
-    line = source_line(node, source)
+def warn_source(node: str, source: SourceReport, zone: TimeZone = UTC_ZONE) -> None:
+    """Print the one warning line on stderr while the agent ``node`` cannot read its member.
+
+    Its time is in ``zone``.
+    """
+    line = source_line(node, source, zone=zone)
     if line is not None:
         sys.stdout.flush()  # the answer first, when both go to one terminal or file
         print(f"grstats: warning: {line}", file=sys.stderr, flush=True)

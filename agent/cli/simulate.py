@@ -1,4 +1,9 @@
-"""``grstats simulate``: run the built-in group model and print every member's ground truth."""
+"""``grstats simulate``: run the built-in group model and print every member's ground truth.
+
+The ``table`` and ``vertical`` formats show TIMESTAMP(6) columns in ``--time-zone`` (as
+``grstats query`` does: flag, ``GRSTATS_TIME_ZONE``, client config file, else UTC); JSON holds
+them as ISO 8601 in UTC with ``Z``, an unset one as null.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ import sys
 import time
 from typing import TYPE_CHECKING
 
+from grstats.agent.cli.client_settings import add_time_zone_argument, time_zone_setting
 from grstats.agent.cli.errors import CliError
 from grstats.agent.errors import ConfigError
 from grstats.agent.rows import (
@@ -35,7 +41,9 @@ DEFAULT_START_S = 1_700_000_000
 MAX_SECONDS = 30 * 86_400
 
 EPILOG = """\
-tables printed (JSON: one object keyed by these names, each a list of rows keyed by column):
+tables printed (JSON: one object keyed by these names, each a list of rows keyed by column;
+TIMESTAMP columns in JSON are ISO 8601 UTC with Z, an unset one null; table and vertical
+show them in --time-zone, UTC by default):
   replication_group_members               each member as the group shows it; a member out of
                                           the view shows OFFLINE (or ERROR once expelled)
   replication_group_member_stats          each member's own row, as its server shows it (a
@@ -47,6 +55,7 @@ tables printed (JSON: one object keyed by these names, each a list of rows keyed
 examples:
   grstats simulate --list
   grstats simulate --scenario crash-rejoin --seconds 90
+  grstats simulate --scenario steady --seconds 10 --format vertical --time-zone Europe/Paris
   grstats simulate --scenario slow-secondary --members 5 --seconds 300 --seed 7 --format json
 """
 
@@ -85,6 +94,7 @@ def register(subparsers: Subparsers) -> None:
         default="table",
         help="table or vertical (\\G) for people, json for scripts (default table)",
     )
+    add_time_zone_argument(parser)
     parser.set_defaults(handler=run)
 
 
@@ -100,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("simulate needs --scenario and --seconds (or --list)", code=2)
     if not 0 < args.seconds <= MAX_SECONDS:
         raise CliError(f"--seconds: {args.seconds:g} is not in (0, {MAX_SECONDS}]", code=2)
+    zone = time_zone_setting(args)
     try:
         scenario = load_scenario(args.scenario)
         if args.members is not None:
@@ -118,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     for name, (columns, rows) in tables.items():
         print(f"-- {name}")
-        print(render(columns, rows, args.format), end="")
+        print(render(columns, rows, args.format, zone=zone), end="")
         print()
     return 0
 

@@ -7,21 +7,24 @@ of the JSON document; a table an older agent lacks is :class:`StatusTableMissing
 
 The JSON document (``--format json``) is one object: ``status``, ``status_text``,
 ``tolerance``, ``mode``, ``primary`` (MEMBER_IDs), ``group_name``, ``view_id``, ``as_of``
-(MySQL's TIMESTAMP(6) text, UTC), ``throttled`` (bool), ``throttled_by`` (MEMBER_IDs),
-``agent`` (the agent asked) and ``members``, each with ``member_id``, ``host``, ``port``,
-``state``, ``role``, ``version``, ``connected`` (bool), ``age_ms``, ``applier_lag_seconds``,
-``applier_queue``, ``certifier_queue``, ``transactions_behind``, ``read_only`` and
-``super_read_only`` (bool, or null when unknown) and ``throttling`` (bool), and
-``agent_source``: whether the agent asked can read its own member (:func:`source_document`).
-When it cannot and knows no member at all, the agent's verdict is UNKNOWN and its sentence says
-why (:func:`~grstats.agent.verdict.source_unknown`).
+(ISO 8601 in UTC with ``Z`` and microseconds, or null), ``throttled`` (bool),
+``throttled_by`` (MEMBER_IDs), ``agent`` (the agent asked) and ``members``, each with
+``member_id``, ``host``, ``port``, ``state``, ``role``, ``version``, ``connected`` (bool),
+``age_ms``, ``applier_lag_seconds``, ``applier_queue``, ``certifier_queue``,
+``transactions_behind``, ``read_only`` and ``super_read_only`` (bool, or null when unknown)
+and ``throttling`` (bool), and ``agent_source``: whether the agent asked can read its own
+member (:func:`source_document`). When it cannot and knows no member at all, the agent's
+verdict is UNKNOWN and its sentence says why (:func:`~grstats.agent.verdict.source_unknown`).
 
 Every ``grstats query`` answer also gives :func:`source_line`, the one warning line printed on
 standard error (and on the watch screen) while the agent asked cannot read its member. The JSON
 of a table (``grstats query members --format json`` and the like) is :func:`table_document`.
 
 The text (``table`` and ``vertical``) is a few ``label: value`` lines in the spirit of MySQL
-Shell's ``cluster.status()``, then the members as the ``mysql`` client prints them.
+Shell's ``cluster.status()``, then the members as the ``mysql`` client prints them. Its times
+(``as of``, and ``since`` in the warning line) are in the zone of ``--time-zone``
+(:mod:`grstats.agent.rows.zone`, UTC by default), marked with it (``UTC``, ``+02:00``,
+``CEST``); the JSON's times are always UTC.
 """
 
 from __future__ import annotations
@@ -29,7 +32,6 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from grstats.agent.messages import SourceReport
@@ -42,12 +44,15 @@ from grstats.agent.rows import (
     render_vertical,
     timestamp_text,
 )
+from grstats.agent.rows.domains import timestamp_iso
 from grstats.agent.rows.render import json_objects
+from grstats.agent.rows.zone import UTC_ZONE
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from grstats.agent.rows import Table, Value
+    from grstats.agent.rows.zone import TimeZone
 
 #: The two tables ``grstats query status`` asks for.
 STATUS_TABLES = (REPLICATION_GROUP_STATUS.name, REPLICATION_GROUP_MEMBER_STATUS.name)
@@ -143,10 +148,18 @@ class GroupStatus:
         return "" if value is None else str(value)
 
     @property
-    def as_of(self) -> str:
-        """AS_OF as MySQL's TIMESTAMP(6) text (UTC)."""
+    def as_of_us(self) -> int | None:
+        """AS_OF in µs since the epoch; None when unknown (not sent, or the zero TIMESTAMP)."""
         value = self.group.get("AS_OF")
-        return timestamp_text(int(value)) if isinstance(value, int) else ""
+        return value if isinstance(value, int) and value else None
+
+    def as_of(self, zone: TimeZone = UTC_ZONE) -> str:
+        """AS_OF as MySQL's TIMESTAMP(6) text in ``zone``, followed by the zone ('' if unknown).
+
+        ``2026-11-24 10:15:02.123456 UTC``, ``2026-11-24 12:15:02.123456 +02:00``.
+        """
+        at = self.as_of_us
+        return "" if at is None else f"{timestamp_text(at, zone)} {zone.label(at)}"
 
     @property
     def primary(self) -> list[str]:
@@ -206,7 +219,7 @@ def document(status: GroupStatus) -> dict[str, Any]:
         "primary": status.primary,
         "group_name": status.group.get("GROUP_NAME"),
         "view_id": status.group.get("VIEW_ID"),
-        "as_of": status.as_of or None,
+        "as_of": None if status.as_of_us is None else timestamp_iso(status.as_of_us),
         "throttled": _yes(status.group.get("THROTTLED")),
         "throttled_by": status.throttled_by,
         "agent": status.agent,
@@ -220,24 +233,27 @@ def one_line(text: str) -> str:
     return " ".join("".join(c if c.isprintable() else " " for c in text).split())
 
 
-def clock_text(at_us: int, now_s: float | None = None) -> str:
-    """``at_us`` in the local time zone: HH:MM:SS, with the date first when not today."""
-    at = time.localtime(at_us / 1_000_000)
-    today = time.localtime(time.time() if now_s is None else now_s)
-    same_day = (at.tm_year, at.tm_yday) == (today.tm_year, today.tm_yday)
-    return time.strftime("%H:%M:%S" if same_day else "%Y-%m-%d %H:%M:%S", at)
+def clock_text(at_us: int, now_s: float | None = None, zone: TimeZone = UTC_ZONE) -> str:
+    """``at_us`` in ``zone``: ``HH:MM:SS UTC``, with the date first when not today there."""
+    at = zone.moment(at_us)
+    now_us = int((time.time() if now_s is None else now_s) * 1_000_000)
+    same_day = at.date() == zone.moment(now_us).date()
+    shown = at.strftime("%H:%M:%S" if same_day else "%Y-%m-%d %H:%M:%S")
+    return f"{shown} {zone.label(at_us)}"
 
 
-def source_line(agent: str, source: SourceReport, now_s: float | None = None) -> str | None:
+def source_line(
+    agent: str, source: SourceReport, now_s: float | None = None, zone: TimeZone = UTC_ZONE
+) -> str | None:
     """The warning while ``agent`` cannot read its member, on one line; None while it can.
 
-    ``agent 127.0.0.1:7471 cannot read its member since 19:26:13: <message> Fix: <fix>``,
-    the time in the local time zone (see :func:`clock_text`); ``now_s`` decides what today is.
+    ``agent 127.0.0.1:7471 cannot read its member since 19:26:13 UTC: <message> Fix: <fix>``,
+    the time in ``zone`` (see :func:`clock_text`); ``now_s`` decides what today is.
     """
     fault = source.fault
     if fault is None:
         return None
-    since = f" since {clock_text(source.since_us, now_s)}" if source.since_us else ""
+    since = f" since {clock_text(source.since_us, now_s, zone)}" if source.since_us else ""
     fix = f" Fix: {one_line(fault.fix)}" if fault.fix else ""
     return f"agent {agent} cannot read its member{since}: {one_line(fault.message)}{fix}"
 
@@ -245,19 +261,13 @@ def source_line(agent: str, source: SourceReport, now_s: float | None = None) ->
 def source_document(source: SourceReport) -> dict[str, Any]:
     """``agent_source`` of the JSON documents: ``{"ok": true}`` while the agent can read.
 
-    Else ``ok`` false, ``kind``, ``message``, ``fix`` and ``since`` (ISO 8601, UTC, seconds;
-    null when the agent did not say).
+    Else ``ok`` false, ``kind``, ``message``, ``fix`` and ``since`` (ISO 8601 in UTC with
+    ``Z``, whole seconds: ``2026-11-24T10:15:02Z``; null when the agent did not say).
     """
     fault = source.fault
     if fault is None:
         return {"ok": True}
-    since = (
-        datetime.fromtimestamp(source.since_us // 1_000_000, tz=UTC)
-        .isoformat()
-        .replace("+00:00", "Z")
-        if source.since_us
-        else None
-    )
+    since = f"{UTC_ZONE.moment(source.since_us):%Y-%m-%dT%H:%M:%S}Z" if source.since_us else None
     return {
         "ok": False,
         "kind": fault.kind,
@@ -277,7 +287,8 @@ def table_document(
     """The JSON document of one table: ``agent``, ``table``, ``agent_source`` and ``rows``.
 
     ``agent_source`` is :func:`source_document`'s object while the agent cannot read its
-    member, else null; ``rows`` holds one object per row, keyed by the exact column names.
+    member, else null; ``rows`` holds one object per row, keyed by the exact column names
+    (TIMESTAMP(6) values as ISO 8601 in UTC with ``Z``, the zero one as null).
     """
     return {
         "agent": agent,
@@ -299,8 +310,11 @@ def _with_addresses(status: GroupStatus, members: Sequence[str]) -> str:
     )
 
 
-def summary(status: GroupStatus) -> list[tuple[str, str]]:
-    """The verdict as ``(label, value)`` lines, in the spirit of MySQL Shell's cluster.status()."""
+def summary(status: GroupStatus, zone: TimeZone = UTC_ZONE) -> list[tuple[str, str]]:
+    """The verdict as ``(label, value)`` lines, in the spirit of MySQL Shell's cluster.status().
+
+    ``as of`` is in ``zone``, marked with it.
+    """
     throttled = status.text("THROTTLED")
     if throttled == "YES" and status.throttled_by:
         throttled += " by " + _with_addresses(status, status.throttled_by)
@@ -312,21 +326,30 @@ def summary(status: GroupStatus) -> list[tuple[str, str]]:
         ("primary", _with_addresses(status, status.primary) or "none"),
         ("group name", status.text("GROUP_NAME")),
         ("view id", status.text("VIEW_ID")),
-        ("as of", status.as_of),
+        ("as of", status.as_of(zone)),
         ("agent", status.agent),
         ("throttled", throttled),
     ]
 
 
-def render_status(status: GroupStatus, output_format: str, elapsed_s: float | None = None) -> str:
-    """``status`` as ``table``, ``vertical`` (the summary, then the members) or ``json``."""
+def render_status(
+    status: GroupStatus,
+    output_format: str,
+    elapsed_s: float | None = None,
+    zone: TimeZone = UTC_ZONE,
+) -> str:
+    """``status`` as ``table``, ``vertical`` (the summary, then the members) or ``json``.
+
+    The text's times are in ``zone``; the JSON's are UTC.
+    """
     if output_format == "json":
         return json.dumps(document(status), indent=2) + "\n"
-    lines = summary(status)
+    lines = summary(status, zone)
     width = max(len(label) for label, _ in lines)
     head = "".join(f"{label.rjust(width)}: {value}\n" for label, value in lines)
+    columns, rows = status.member_columns, status.member_rows
     if output_format == "table":
-        return head + "\n" + render_table(status.member_columns, status.member_rows, elapsed_s)
+        return head + "\n" + render_table(columns, rows, elapsed_s, zone)
     if output_format == "vertical":
-        return head + "\n" + render_vertical(status.member_columns, status.member_rows, elapsed_s)
+        return head + "\n" + render_vertical(columns, rows, elapsed_s, zone)
     raise ValueError(f"format: {output_format!r} is not one of table, vertical, json")

@@ -1,7 +1,8 @@
 """``grstats query status --watch``: the verdict asked for again every period, like ``top``.
 
 On a terminal (``table`` and ``vertical``) one screen is redrawn in place, on the alternate
-screen, with rich: a title line with the agent asked and the time; the status, coloured, and
+screen, with rich: a title line with the agent asked and the time (in the zone of
+``--time-zone``, marked with it, like every time on the screen); the status, coloured, and
 its sentence; the mode, primary, group, view, AS_OF and flow control; then one line per member
 (up to 9 fit 80x24): the first 8 characters of its MEMBER_ID, host:port (ellipsized when the
 terminal is narrow), state (ONLINE green, RECOVERING yellow, UNREACHABLE and ERROR red,
@@ -40,6 +41,7 @@ from rich.text import Text
 
 from grstats.agent.cli.errors import CliError
 from grstats.agent.cli.status_view import address, json_line, render_status, source_line
+from grstats.agent.rows.zone import UTC_ZONE
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -48,6 +50,7 @@ if TYPE_CHECKING:
 
     from grstats.agent.cli.status_view import GroupStatus
     from grstats.agent.rows import Value
+    from grstats.agent.rows.zone import TimeZone
 
     #: Asks the agent once; raises CliError when it does not answer.
     Fetch = Callable[[], Awaitable[GroupStatus]]
@@ -92,11 +95,21 @@ def watch_period(text: str) -> float:
     return value
 
 
-def run_watch(fetch: Fetch, *, agent: str, period_s: float, output_format: str) -> int:
-    """Ask ``fetch`` every ``period_s`` until Ctrl-C or SIGTERM; return the exit status (0)."""
+def run_watch(
+    fetch: Fetch,
+    *,
+    agent: str,
+    period_s: float,
+    output_format: str,
+    zone: TimeZone = UTC_ZONE,
+) -> int:
+    """Ask ``fetch`` every ``period_s`` until Ctrl-C or SIGTERM; return the exit status (0).
+
+    Times are shown in ``zone`` (JSON Lines: UTC).
+    """
     live = output_format != "json" and sys.stdout.isatty()
     try:
-        asyncio.run(_watch(fetch, agent, period_s, output_format, live=live))
+        asyncio.run(_watch(fetch, agent, period_s, output_format, live=live, zone=zone))
     except (KeyboardInterrupt, asyncio.CancelledError):
         pass
     except BrokenPipeError:  # the reader went away (| head): nothing more to say
@@ -105,16 +118,22 @@ def run_watch(fetch: Fetch, *, agent: str, period_s: float, output_format: str) 
     return 0
 
 
-async def _watch(
-    fetch: Fetch, agent: str, period_s: float, output_format: str, *, live: bool
+async def _watch(  # noqa: PLR0913  (run_watch's arguments, passed on)
+    fetch: Fetch,
+    agent: str,
+    period_s: float,
+    output_format: str,
+    *,
+    live: bool,
+    zone: TimeZone,
 ) -> None:
     task = asyncio.current_task()
     assert task is not None
     asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
     if live:
-        await _live(fetch, WatchScreen(agent, period_s), Console())
+        await _live(fetch, WatchScreen(agent, period_s, zone=zone), Console())
     else:
-        await _stream(fetch, period_s, output_format, sys.stdout, sys.stderr)
+        await _stream(fetch, period_s, output_format, sys.stdout, sys.stderr, zone=zone)
 
 
 async def _every(period_s: float) -> AsyncIterator[None]:
@@ -128,10 +147,16 @@ async def _every(period_s: float) -> AsyncIterator[None]:
         await asyncio.sleep(next_at - now)
 
 
-async def _stream(
-    fetch: Fetch, period_s: float, output_format: str, out: TextIO, err: TextIO
+async def _stream(  # noqa: PLR0913  (the stream's ends and its zone are explicit)
+    fetch: Fetch,
+    period_s: float,
+    output_format: str,
+    out: TextIO,
+    err: TextIO,
+    *,
+    zone: TimeZone = UTC_ZONE,
 ) -> None:
-    """Print every answer as it comes: JSON Lines, or text with a blank line between."""
+    """Print every answer as it comes: JSON Lines, or text (times in ``zone``) between blanks."""
     first = True
     failing: str | None = None
     warned: str | None = None  # the source warning last printed
@@ -148,11 +173,11 @@ async def _stream(
         if output_format == "json":
             out.write(json_line(status) + "\n")
         else:
-            text = render_status(status, output_format, time.monotonic() - started)
+            text = render_status(status, output_format, time.monotonic() - started, zone)
             out.write(text if first else "\n" + text)
         first = False
         out.flush()
-        warning = source_line(status.agent, status.source)
+        warning = source_line(status.agent, status.source, zone=zone)
         if warning != warned:
             if warning is not None:
                 print(f"grstats: warning: {warning}", file=err, flush=True)
@@ -258,8 +283,12 @@ def _throttled(status: GroupStatus) -> str:
     return f"{status.text('THROTTLED')} by {by}" if by else status.text("THROTTLED")
 
 
-def _as_of(status: GroupStatus) -> str:
-    return f"{status.as_of[:19]} UTC" if status.as_of else "unknown"
+def _as_of(status: GroupStatus, zone: TimeZone = UTC_ZONE) -> str:
+    """AS_OF to the second, in ``zone`` and marked with it: ``10:15:02 UTC``, with the date."""
+    at = status.as_of_us
+    if at is None:
+        return "unknown"
+    return f"{zone.moment(at):%Y-%m-%d %H:%M:%S} {zone.label(at)}"
 
 
 #: The lines under the status: (label, value) pairs.
@@ -323,8 +352,10 @@ def _member_style(header: str, value: str, member: Mapping[str, Value]) -> str:
     return ""
 
 
-def _clock(at: float) -> str:
-    return time.strftime("%H:%M:%S", time.localtime(at))
+def _clock(at: float, zone: TimeZone = UTC_ZONE) -> str:
+    """``at`` (epoch seconds) as ``HH:MM:SS`` in ``zone``, marked with it: ``10:15:02 UTC``."""
+    micros = int(at * 1_000_000)
+    return f"{zone.moment(micros):%H:%M:%S} {zone.label(micros)}"
 
 
 @dataclass
@@ -337,6 +368,7 @@ class WatchScreen:
     previous: GroupStatus | None = None
     error: str | None = None
     failing_since: float | None = None
+    zone: TimeZone = UTC_ZONE  #: the zone of the times shown
 
     def answered(self, status: GroupStatus) -> None:
         """The agent answered ``status``."""
@@ -354,7 +386,9 @@ class WatchScreen:
         parts: list[RenderableType] = [self._title(now)]
         if self.error is not None:
             parts.append(self._failure(now))
-        warning = source_line(self.agent, self.current.source, now) if self.current else None
+        warning = (
+            source_line(self.agent, self.current.source, now, self.zone) if self.current else None
+        )
         if warning is not None:
             parts.append(Text(warning, style="bold yellow", no_wrap=True, overflow="ellipsis"))
         if self.current is not None:
@@ -365,7 +399,7 @@ class WatchScreen:
     def _title(self, now: float) -> Table:
         stale = self.error is not None and self.current is not None
         left = f"grstats query status  agent {self.agent}  every {self.period_s:g}s"
-        right = ("STALE  " if stale else "") + _clock(now)
+        right = ("STALE  " if stale else "") + _clock(now, self.zone)
         title = Table.grid(expand=True)
         title.add_column(no_wrap=True, overflow="ellipsis", ratio=1)  # a long agent is cut short
         title.add_column(justify="right", no_wrap=True, width=len(right))
@@ -375,18 +409,20 @@ class WatchScreen:
     def _failure(self, now: float) -> Text:
         since = self.failing_since if self.failing_since is not None else now
         if self.current is None:
-            head = f"waiting for {self.agent} since {_clock(since)}"
+            head = f"waiting for {self.agent} since {_clock(since, self.zone)}"
         else:
-            head = f"STALE since {_clock(since)} ({now - since:.0f} s), last answer kept"
+            head = f"STALE since {_clock(since, self.zone)} ({now - since:.0f} s), last answer kept"
         return Text(f"{head}: {self.error}", style="bold red")
 
     def _marked(self, field: Field, status: GroupStatus, style: str = "") -> Text:
         """The value of ``field`` in ``status``, in reverse when it changed since the last one.
 
-        AS_OF is not marked: it changes every period.
+        AS_OF is not marked: it changes every period. It is shown in the screen's zone.
         """
+        if field is _as_of:
+            return Text(_as_of(status, self.zone), style=style)
         value = field(status)
-        if self.previous is not None and field is not _as_of and field(self.previous) != value:
+        if self.previous is not None and field(self.previous) != value:
             style = f"{style} {CHANGED}"
         return Text(value, style=style.strip())
 

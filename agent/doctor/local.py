@@ -20,6 +20,8 @@ from grstats.agent.doctor.checklist import Check
 from grstats.agent.errors import ConfigError
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from grstats.agent.config import AgentConfig
 
 #: The checks that need a valid config, named when the config is not valid.
@@ -35,10 +37,15 @@ def current_user() -> str:
         return str(uid)
 
 
-def check_config(path: Path) -> tuple[Check, AgentConfig | None]:
-    """Load the config at ``path``: the ``config`` line, and the config when it is valid."""
+def check_config(
+    path: Path, overrides: Mapping[str, object] | None = None
+) -> tuple[Check, AgentConfig | None]:
+    """Load the config at ``path`` (``overrides`` beat it, by dotted key, as the agent's flags).
+
+    Returns the ``config`` line, and the config when it is valid.
+    """
     try:
-        config = load_config(path)
+        config = load_config(path, overrides)
     except ConfigError as exc:
         key = str(exc).partition(":")[0]
         if key == "config":

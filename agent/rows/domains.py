@@ -14,13 +14,15 @@ from __future__ import annotations
 
 import enum
 import re
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from grstats.agent.gtid import GtidError
+from grstats.agent.rows.zone import UTC_ZONE
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    from grstats.agent.rows.zone import TimeZone
 
 #: Largest BIGINT UNSIGNED.
 BIGINT_UNSIGNED_MAX = (1 << 64) - 1
@@ -140,12 +142,25 @@ def member_port(port: int) -> int | None:
     return port or None
 
 
-def timestamp_text(micros: int) -> str:
-    """Return a TIMESTAMP(6) as MySQL prints it, in UTC; 0 (unset) is all zeros."""
+def timestamp_text(micros: int, zone: TimeZone = UTC_ZONE) -> str:
+    """Return a TIMESTAMP(6) as MySQL prints it, in ``zone``; 0 (unset) is all zeros.
+
+    MySQL shows a TIMESTAMP in the session's ``time_zone`` (``Time_zone::gmt_sec_to_TIME``,
+    sql/tztime.cc); grstats' default zone is UTC.
+    """
     if micros == 0:
         return ZERO_TIMESTAMP
-    moment = datetime.fromtimestamp(micros // 1_000_000, tz=UTC)
-    return f"{moment:%Y-%m-%d %H:%M:%S}.{micros % 1_000_000:06d}"
+    return f"{zone.moment(micros):%Y-%m-%d %H:%M:%S.%f}"
+
+
+def timestamp_iso(micros: int) -> str | None:
+    """Return a TIMESTAMP(6) for JSON: ISO 8601 in UTC with ``Z``, always 6 decimals.
+
+    ``2026-11-24T10:15:02.123456Z``; 0 (unset, MySQL's ``0000-00-00 00:00:00.000000``) is None.
+    """
+    if micros == 0:
+        return None
+    return f"{UTC_ZONE.moment(micros):%Y-%m-%dT%H:%M:%S.%f}Z"
 
 
 def is_uuid(text: str) -> bool:

@@ -7,7 +7,11 @@ TRANSACTIONS_COMMITTED_ALL_MEMBERS's ``",\\n"`` breaks the line in both layouts,
 ``1 row in set`` or ``Empty set``, with the elapsed time when it is known.
 
 JSON is a list of objects keyed by the exact column names, in column order: integers are
-numbers, NULL is ``null``, TIMESTAMP(6) columns are MySQL's text (UTC).
+numbers, NULL is ``null``, TIMESTAMP(6) columns are ISO 8601 in UTC with ``Z`` and 6 decimals
+(``2026-11-24T10:15:02.123456Z``), and the zero TIMESTAMP (unset) is ``null``.
+
+The ``mysql`` client's layouts show TIMESTAMP(6) columns as MySQL does in a session's
+``time_zone``: in the ``zone`` given (:mod:`grstats.agent.rows.zone`), UTC by default.
 """
 
 from __future__ import annotations
@@ -15,25 +19,27 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from grstats.agent.rows.domains import timestamp_text
+from grstats.agent.rows.domains import timestamp_iso, timestamp_text
 from grstats.agent.rows.schema import Kind
+from grstats.agent.rows.zone import UTC_ZONE
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from grstats.agent.rows.row import Value
     from grstats.agent.rows.schema import Column
+    from grstats.agent.rows.zone import TimeZone
 
 #: The output formats, as the CLI names them.
 FORMATS = ("table", "vertical", "json")
 
 
-def cell_text(column: Column, value: Value) -> str:
-    """Return one cell as the ``mysql`` client prints it."""
+def cell_text(column: Column, value: Value, zone: TimeZone = UTC_ZONE) -> str:
+    """Return one cell as the ``mysql`` client prints it, a TIMESTAMP(6) in ``zone``."""
     if value is None:
         return "NULL"
     if column.kind is Kind.TIMESTAMP:
-        return timestamp_text(int(value))
+        return timestamp_text(int(value), zone)
     if column.kind is Kind.DECIMAL:
         return f"{float(value):.6f}"
     return str(value)
@@ -49,12 +55,13 @@ def render_table(
     columns: Sequence[Column],
     rows: Sequence[Sequence[Value]],
     elapsed_s: float | None = None,
+    zone: TimeZone = UTC_ZONE,
 ) -> str:
     """Return ``rows`` as the ``mysql`` client's boxed table, followed by the footer."""
     if not rows:
         return footer(0, elapsed_s) + "\n"
     cells = [
-        [cell_text(column, value) for column, value in zip(columns, row, strict=True)]
+        [cell_text(column, value, zone) for column, value in zip(columns, row, strict=True)]
         for row in rows
     ]
     widths = [
@@ -81,6 +88,7 @@ def render_vertical(
     columns: Sequence[Column],
     rows: Sequence[Sequence[Value]],
     elapsed_s: float | None = None,
+    zone: TimeZone = UTC_ZONE,
 ) -> str:
     """Return ``rows`` as the ``mysql`` client prints them with ``\\G``."""
     width = max((len(column.name) for column in columns), default=0)
@@ -88,7 +96,7 @@ def render_vertical(
     for number, row in enumerate(rows, start=1):
         lines.append(f"{'*' * 27} {number}. row {'*' * 27}")
         lines.extend(
-            f"{column.name.rjust(width)}: {cell_text(column, value)}"
+            f"{column.name.rjust(width)}: {cell_text(column, value, zone)}"
             for column, value in zip(columns, row, strict=True)
         )
     lines.append(footer(len(rows), elapsed_s))
@@ -96,9 +104,9 @@ def render_vertical(
 
 
 def json_value(column: Column, value: Value) -> Value:
-    """Return one cell for JSON: numbers stay numbers, TIMESTAMP(6) becomes MySQL's text."""
+    """Return one cell for JSON: numbers stay numbers, TIMESTAMP(6) is ISO 8601 UTC or null."""
     if value is not None and column.kind is Kind.TIMESTAMP:
-        return timestamp_text(int(value))
+        return timestamp_iso(int(value))
     return value
 
 
@@ -122,12 +130,16 @@ def render(
     rows: Sequence[Sequence[Value]],
     output_format: str,
     elapsed_s: float | None = None,
+    zone: TimeZone = UTC_ZONE,
 ) -> str:
-    """Return ``rows`` in ``output_format``: ``table``, ``vertical`` or ``json``."""
+    """Return ``rows`` in ``output_format``: ``table``, ``vertical`` or ``json``.
+
+    ``zone`` is the time zone of TIMESTAMP(6) columns in ``table`` and ``vertical``; JSON is UTC.
+    """
     if output_format == "table":
-        return render_table(columns, rows, elapsed_s)
+        return render_table(columns, rows, elapsed_s, zone)
     if output_format == "vertical":
-        return render_vertical(columns, rows, elapsed_s)
+        return render_vertical(columns, rows, elapsed_s, zone)
     if output_format == "json":
         return render_json(columns, rows)
     raise ValueError(f"format: {output_format!r} is not one of {', '.join(FORMATS)}")

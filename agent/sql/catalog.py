@@ -11,14 +11,16 @@ visible in the column's flags), TEXT and LONGTEXT ``MYSQL_TYPE_BLOB`` (the lengt
 apart), BIGINT ``MYSQL_TYPE_LONGLONG``, INTEGER ``MYSQL_TYPE_LONG``, TIMESTAMP(6)
 ``MYSQL_TYPE_TIMESTAMP`` and DECIMAL(20,6) ``MYSQL_TYPE_NEWDECIMAL``. Text columns are
 utf8mb4, the others binary, as MySQL sends them. Values travel as the ``mysql`` client prints
-them (:func:`grstats.agent.rows.render.cell_text`).
+them (:func:`grstats.agent.rows.render.cell_text`), TIMESTAMP(6) in the session's
+``time_zone`` (MySQL converts a TIMESTAMP from UTC to it when it sends it,
+``Field_timestampf::get_date_internal``), UTC unless the session sets another.
 """
 
 from __future__ import annotations
 
 import functools
 import struct
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from mysql_mimic.charset import CharacterSet
@@ -40,9 +42,12 @@ from grstats.agent.rows import (
     timestamp_text,
 )
 from grstats.agent.rows.render import cell_text
+from grstats.agent.rows.zone import UTC_ZONE
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    from grstats.agent.rows.zone import TimeZone
 
 PERFORMANCE_SCHEMA = "performance_schema"
 GRSTATS_SCHEMA = "grstats"
@@ -159,37 +164,49 @@ def info_schema() -> InfoSchema:
 # -- values on the wire ---------------------------------------------------------------------
 
 
-def engine_value(column: Column, value: Value) -> Value:
-    """The value the query engine compares: TIMESTAMP(6) as MySQL's text, others as they are.
+def engine_value(column: Column, value: Value, zone: TimeZone = UTC_ZONE) -> Value:
+    """The value the query engine compares: TIMESTAMP(6) as MySQL's text in ``zone``.
 
-    The text sorts as the time does and compares with ``'2024-01-01 00:00:00'`` literals.
+    Other values are as they are. The text sorts as the time does (but for the hour a
+    daylight saving time change repeats) and compares with ``'2024-01-01 00:00:00'``
+    literals, which MySQL reads in the session's ``time_zone`` too.
     """
     if column.kind is Kind.TIMESTAMP and value is not None and not isinstance(value, str):
-        return timestamp_text(int(value))
+        return timestamp_text(int(value), zone)
     return value
 
 
-def _text_encoder(column: Column) -> Callable[[ResultColumn, Any], bytes]:
+def _text_encoder(column: Column, zone: TimeZone) -> Callable[[ResultColumn, Any], bytes]:
     """Encode a value as the ``mysql`` client prints it; TIMESTAMP text passes unchanged."""
 
     def encode(_: ResultColumn, value: Any) -> bytes:
         if isinstance(value, str):
             return value.encode()
-        return cell_text(column, value).encode()
+        return cell_text(column, value, zone).encode()
 
     return encode
 
 
-def _timestamp_binary(_: ResultColumn, value: Any) -> bytes:
-    """A TIMESTAMP(6) in the binary protocol (prepared statements): 0 bytes for the zero one."""
-    if isinstance(value, str):
-        if value.startswith("0000-00-00"):
-            return b"\x00"
-        moment = datetime.fromisoformat(value)
-    else:
+def _timestamp_binary(zone: TimeZone) -> Callable[[ResultColumn, Any], bytes]:
+    """A TIMESTAMP(6) in the binary protocol (prepared statements), in ``zone``.
+
+    The zero one is 0 bytes; text (the engine's) is already in ``zone``.
+    """
+
+    def binary(_: ResultColumn, value: Any) -> bytes:
+        if isinstance(value, str):
+            if value.startswith("0000-00-00"):
+                return b"\x00"
+            return _packed(datetime.fromisoformat(value))
         if not value:
             return b"\x00"
-        moment = datetime.fromtimestamp(int(value) / 1_000_000, tz=UTC)
+        return _packed(zone.moment(int(value)))
+
+    return binary
+
+
+def _packed(moment: datetime) -> bytes:
+    """The binary protocol's 11-byte TIMESTAMP: length, year, month, day, h, m, s, µs."""
     return struct.pack(
         "<BHBBBBBI",
         11,
@@ -205,7 +222,7 @@ def _timestamp_binary(_: ResultColumn, value: Any) -> bytes:
 
 def _text_binary(column: Column) -> Callable[[ResultColumn, Any], bytes]:
     """A DECIMAL in the binary protocol: its text, length-encoded."""
-    encode = _text_encoder(column)
+    encode = _text_encoder(column, UTC_ZONE)
 
     def binary(result_column: ResultColumn, value: Any) -> bytes:
         return bytes(str_len(encode(result_column, value)))
@@ -213,20 +230,25 @@ def _text_binary(column: Column) -> Callable[[ResultColumn, Any], bytes]:
     return binary
 
 
-def result_column(column: Column, name: str | None = None) -> ResultColumn:
-    """The result set column of ``column`` (named ``name``, by default the column's)."""
+def result_column(
+    column: Column, name: str | None = None, zone: TimeZone = UTC_ZONE
+) -> ResultColumn:
+    """The result set column of ``column`` (named ``name``, by default the column's).
+
+    A TIMESTAMP(6) value is sent in ``zone``, the session's ``time_zone``.
+    """
     kind = column.kind
     if kind is Kind.TEXT:
         return ResultColumn(name or column.name, wire_type(column))
     binary: Callable[[ResultColumn, Any], bytes] | None = None
     if kind is Kind.TIMESTAMP:
-        binary = _timestamp_binary
+        binary = _timestamp_binary(zone)
     elif kind is Kind.DECIMAL:
         binary = _text_binary(column)
     return ResultColumn(
         name or column.name,
         wire_type(column),
         character_set=CharacterSet.binary,
-        text_encoder=_text_encoder(column),
+        text_encoder=_text_encoder(column, zone),
         binary_encoder=binary,
     )

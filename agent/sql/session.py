@@ -18,7 +18,10 @@ information_schema and ``SELECT @@var`` itself) with grstats's rules:
   (the exporters' and dashboards' query: 0.6 ms instead of 5 ms for 9 members);
 * a result column that is a table column (or MIN/MAX of one) has that column's MySQL type
   (:mod:`.catalog`); other columns are typed from their values. Names are as MySQL gives them:
-  ``*`` gives the table's names, a column or alias the name as written.
+  ``*`` gives the table's names, a column or alias the name as written;
+* TIMESTAMP(6) values are sent, and compared with literals, in the session's ``time_zone``:
+  ``+00:00`` (UTC) until ``SET time_zone = 'SYSTEM'``, ``'+02:00'`` or ``'Europe/Paris'``
+  (:mod:`grstats.agent.rows.zone`); any other value is MySQL's 1298.
 
 mysql-mimic does not let a session set a result column's flags (NOT_NULL, UNSIGNED, ENUM),
 length or decimals, nor its schema and table: clients see them as 0 or empty.
@@ -32,6 +35,7 @@ import functools
 import os
 import re
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, cast
@@ -54,12 +58,14 @@ from sqlglot.planner import Plan
 from sqlglot.schema import ensure_schema
 
 from grstats.agent.rows import Kind
+from grstats.agent.rows.zone import TimeZone, TimeZoneError, parse_time_zone
 from grstats.agent.sql import catalog
 
 if TYPE_CHECKING:
     import concurrent.futures
     from collections.abc import Callable, Iterator, Mapping, Sequence
     from contextlib import AbstractContextManager
+    from datetime import timezone
     from types import CodeType, FrameType
 
     from mysql_mimic.results import AllowedResult
@@ -81,6 +87,7 @@ ER_TOO_BIG_SELECT = 1104
 ER_NO_SUCH_TABLE = 1146
 ER_NOT_SUPPORTED_YET = 1235
 ER_OPTION_PREVENTS_STATEMENT = 1290
+ER_UNKNOWN_TIME_ZONE = 1298
 ER_QUERY_TIMEOUT = 3024
 _SQLSTATES = {
     ER_BAD_DB_ERROR: b"42000",
@@ -220,6 +227,21 @@ def syntax_error(sql: str, error: SqlglotError) -> MysqlError:
     )
 
 
+def time_zone_variable(value: object) -> str:
+    """``@@time_zone`` as MySQL shows a value set: ``SYSTEM``, ``+02:00``, ``Europe/Paris``.
+
+    Raises:
+        MysqlError: 1298, "Unknown or incorrect time zone: 'x'", as MySQL's ``my_tz_find``.
+    """
+    try:
+        return parse_time_zone(str(value)).name
+    except TimeZoneError as exc:
+        raise sql_error(ER_UNKNOWN_TIME_ZONE, str(exc)) from None
+
+
+#: The endpoint's ``time_zone`` until a session sets one: UTC (MySQL's default is SYSTEM).
+DEFAULT_TIME_ZONE = "+00:00"
+
 #: The server's variables: mysql-mimic's, with the identity's and a read-only server's.
 VARIABLES: dict[str, VariableSchema] = {
     **SYSTEM_VARIABLES,
@@ -231,6 +253,7 @@ VARIABLES: dict[str, VariableSchema] = {
     "read_only": (bool, True, False),
     "super_read_only": (bool, True, False),
     "performance_schema": (bool, True, False),
+    "time_zone": (time_zone_variable, DEFAULT_TIME_ZONE, True),
     # Session settings clients send on connect: mysqld_exporter 0.14 sends
     # SET lock_wait_timeout=2 and counts the connection down if it fails.
     "lock_wait_timeout": (int, 31536000, True),
@@ -271,6 +294,15 @@ class GrstatsSession(Session):
         """Answer ``sql`` (one or more statements), the identity's variables read afresh."""
         self._identify()
         return await super().handle_query(sql, attrs)
+
+    @property
+    def time_zone(self) -> TimeZone:
+        """The session's ``time_zone``, which TIMESTAMP(6) values are shown in."""
+        return parse_time_zone(str(self.variables.get("time_zone")))
+
+    def timezone(self) -> timezone:
+        """The session zone's offset now (mysql-mimic's NOW() and CURRENT_TIMESTAMP use it)."""
+        return self.time_zone.offset_at(int(time.time() * 1_000_000))
 
     def _parse(self, sql: str) -> list[exp.Expression]:
         try:
@@ -333,16 +365,19 @@ class GrstatsSession(Session):
         sources = self._resolve(expression)
         plain = _plain_projection(expression, sources)
         snapshot = self._snapshot(sources)
+        zone = self.time_zone
         if plain is not None:
             columns, rows = next(iter(snapshot.values()))
-            return self._plain_result(plain, columns, rows)
+            return self._plain_result(plain, columns, rows, zone)
         projections = _projections(expression, sources)
-        names, rows = await self._execute(expression, snapshot)
+        names, rows = await self._execute(expression, snapshot, zone)
         self._check_rows(len(rows))
         if projections is None or len(projections) != len(names):
             projections = [(name, None) for name in names]
         return rows, [
-            _inferred(name, index, rows) if column is None else catalog.result_column(column, name)
+            _inferred(name, index, rows)
+            if column is None
+            else catalog.result_column(column, name, zone)
             for index, (name, column) in enumerate(projections)
         ]
 
@@ -350,9 +385,13 @@ class GrstatsSession(Session):
         self,
         expression: exp.Expression,
         snapshot: Mapping[tuple[str, str], tuple[tuple[Column, ...], list[tuple[Value, ...]]]],
+        zone: TimeZone,
     ) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
-        """Run ``expression`` on the worker thread within the time limit (3024 past it)."""
-        job = _Job(functools.partial(_run, expression, snapshot))
+        """Run ``expression`` on the worker thread within the time limit (3024 past it).
+
+        TIMESTAMP(6) values are MySQL's text in ``zone`` there.
+        """
+        job = _Job(functools.partial(_run, expression, snapshot, zone))
         loop = asyncio.get_running_loop()
         try:
             names, rows = await asyncio.wait_for(
@@ -421,8 +460,12 @@ class GrstatsSession(Session):
         plain: Sequence[tuple[str | None, str | None]],
         columns: tuple[Column, ...],
         rows: list[tuple[Value, ...]],
+        zone: TimeZone,
     ) -> Any:
-        """The fast path's result: the table's rows, or some of their columns, as they are."""
+        """The fast path's result: the table's rows, or some of their columns, as they are.
+
+        TIMESTAMP(6) values are sent in ``zone``.
+        """
         self._check_rows(len(rows))
         by_name = {column.name.lower(): index for index, column in enumerate(columns)}
         picked: list[int] = []
@@ -431,7 +474,7 @@ class GrstatsSession(Session):
             indexes = range(len(columns)) if column_name is None else [by_name[column_name]]
             for index in indexes:
                 picked.append(index)
-                result.append(catalog.result_column(columns[index], output))
+                result.append(catalog.result_column(columns[index], output, zone))
         if picked != list(range(len(columns))):
             rows = [tuple(row[index] for index in picked) for row in rows]
         return rows, result
@@ -578,9 +621,13 @@ def _projections(
 def _run(
     expression: exp.Expression,
     snapshot: Mapping[tuple[str, str], tuple[tuple[Column, ...], list[tuple[Value, ...]]]],
+    zone: TimeZone,
     interruptible: Callable[[], AbstractContextManager[None]],
 ) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
-    """Run ``expression`` over ``snapshot`` with sqlglot's executor: the names and the rows."""
+    """Run ``expression`` over ``snapshot`` with sqlglot's executor: the names and the rows.
+
+    TIMESTAMP(6) values are MySQL's text in ``zone``, as the session compares them.
+    """
     schema: dict[str, Any] = {}  # {db: {table: {column: type}}}
     tables: dict[str, dict[str, EngineTable]] = {}
     for (db, name), (columns, values) in snapshot.items():
@@ -591,7 +638,7 @@ def _run(
         rows = values
         if any(column.kind is Kind.TIMESTAMP for column in columns):
             rows = [
-                tuple(catalog.engine_value(c, v) for c, v in zip(columns, row, strict=True))
+                tuple(catalog.engine_value(c, v, zone) for c, v in zip(columns, row, strict=True))
                 for row in values
             ]
         tables.setdefault(db, {})[name] = EngineTable(names, rows)

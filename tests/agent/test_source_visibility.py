@@ -9,6 +9,7 @@ verdict that says why, the watch's stream and screen, and an agent that recovers
 from __future__ import annotations
 
 import asyncio
+import calendar
 import io
 import json
 import os
@@ -34,6 +35,7 @@ from grstats.agent.convert import (
 )
 from grstats.agent.errors import SourceUnavailable
 from grstats.agent.messages import SourceReport
+from grstats.agent.rows.zone import parse_time_zone
 from grstats.agent.runtime import Agent
 from grstats.agent.server import build_server
 from grstats.agent.sim.scenario import load_scenario
@@ -115,13 +117,16 @@ async def _failing() -> AsyncIterator[Served]:
 
 
 async def grstats(*args: str) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m grstats`` in UTC without blocking the agents' event loop."""
+    """Run ``python -m grstats`` without blocking the agents' event loop.
+
+    The machine's zone is +05:30 for it: grstats shows UTC by default all the same.
+    """
     process = await asyncio.create_subprocess_exec(
         *PYTHON,
         *args,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, "TZ": "UTC"},
+        env={**os.environ, "TZ": "Asia/Kolkata"},
     )
     out, err = await asyncio.wait_for(process.communicate(), timeout=60)
     assert process.returncode is not None
@@ -134,7 +139,7 @@ def expected_line(agent: Agent) -> str:
     assert since is not None
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(since / 1_000_000))
     return (
-        f"grstats: warning: agent {agent.address} cannot read its member since {when}: "
+        f"grstats: warning: agent {agent.address} cannot read its member since {when} UTC: "
         f"{FAULT.message} Fix: {FAULT.fix}\n"
     )
 
@@ -412,14 +417,24 @@ class TestLine:
     """The warning line and the JSON object, as values."""
 
     def test_today_shows_the_time_only(self) -> None:
-        """A fault that began today shows HH:MM:SS in the local time zone; another day adds the date."""
-        now = time.mktime((2026, 3, 4, 19, 30, 0, 0, 0, -1))
-        began = int(time.mktime((2026, 3, 4, 19, 26, 13, 0, 0, -1)) * 1_000_000)
+        """A fault that began today shows HH:MM:SS UTC; another day adds the date."""
+        now = calendar.timegm((2026, 3, 4, 19, 30, 0, 0, 0, 0))
+        began = calendar.timegm((2026, 3, 4, 19, 26, 13, 0, 0, 0)) * 1_000_000
         report = SourceReport(FAULT, began)
         assert source_line("h:1", report, now) == (
-            f"agent h:1 cannot read its member since 19:26:13: {FAULT.message} Fix: {FAULT.fix}"
+            f"agent h:1 cannot read its member since 19:26:13 UTC: {FAULT.message} Fix: {FAULT.fix}"
         )
-        assert "since 2026-03-04 19:26:13:" in (source_line("h:1", report, now + 86400) or "")
+        assert "since 2026-03-04 19:26:13 UTC:" in (source_line("h:1", report, now + 86400) or "")
+
+    def test_since_in_the_zone_asked(self) -> None:
+        """In another zone the time, the day and the mark are that zone's (here the next day)."""
+        now = calendar.timegm((2026, 7, 4, 23, 30, 0, 0, 0, 0))
+        report = SourceReport(FAULT, (now - 60) * 1_000_000)
+        paris = parse_time_zone("Europe/Paris")  # 01:29:00 CEST on July 5th
+        assert "since 01:29:00 CEST:" in (source_line("h:1", report, now, paris) or "")
+        plus = parse_time_zone("+02:00")
+        assert "since 01:29:00 +02:00:" in (source_line("h:1", report, now, plus) or "")
+        assert "since 2026-07-04 23:29:00 UTC:" in (source_line("h:1", report, now + 86400) or "")
 
     def test_no_fix_no_since_and_one_line(self) -> None:
         """Without a fix there is no Fix part, without since no time; newlines become spaces."""

@@ -16,8 +16,10 @@ from grstats.agent.cli.client_settings import (
     ClientSettings,
     client_settings,
     default_client_config,
+    time_zone_setting,
 )
 from grstats.agent.cli.errors import CliError
+from grstats.agent.rows.zone import UTC_ZONE
 from grstats.agent.security import Security
 from grstats.cli import build_parser
 from tests.agent.test_tls import TOKEN, UUIDS, start_secure_group, stop_all, tls
@@ -37,6 +39,7 @@ VARIABLES = (
     "GRSTATS_TLS_CERT",
     "GRSTATS_TLS_KEY",
     "GRSTATS_TOKEN_FILE",
+    "GRSTATS_TIME_ZONE",
     "GRSTATS_CLIENT_CONFIG",
     "XDG_CONFIG_HOME",
 )
@@ -159,6 +162,49 @@ class TestSources:
         assert client_settings(parse("status"), environ).node == "named:1"
         args = parse("status", "--client-config", str(flagged))
         assert client_settings(args, environ).node == "flagged:1"
+
+
+class TestTimeZone:
+    def test_flag_beats_environment_beats_file_and_utc_by_default(
+        self, home: Path, write: Callable[[str, str], Path]
+    ) -> None:
+        """The time zone comes from --time-zone, else GRSTATS_TIME_ZONE, else the file, else UTC."""
+        path = write("client.toml", 'node = "db1:7400"\ntime_zone = "europe/paris"\n')
+        environ = {"HOME": str(home), "GRSTATS_CLIENT_CONFIG": str(path)}
+        assert client_settings(parse("status"), environ).time_zone.name == "Europe/Paris"
+        assert time_zone_setting(parse("status"), environ).name == "Europe/Paris"
+        environ["GRSTATS_TIME_ZONE"] = "system"
+        assert client_settings(parse("status"), environ).time_zone.name == "SYSTEM"
+        flagged = parse("status", "--time-zone", "+5:30")
+        assert client_settings(flagged, environ).time_zone.name == "+05:30"
+        assert time_zone_setting(flagged, environ).name == "+05:30"
+        bare = {"HOME": str(home), "GRSTATS_NODE": "db1:7400"}
+        assert client_settings(parse("status"), bare).time_zone is UTC_ZONE
+        assert time_zone_setting(parse("status"), {"HOME": str(home)}) is UTC_ZONE
+
+    def test_bad_zones_name_where_they_came_from(
+        self, home: Path, write: Callable[[str, str], Path]
+    ) -> None:
+        """A bad zone is a CliError (2) with MySQL's 1298 text, naming its flag, variable or key."""
+        environ = {"HOME": str(home), "GRSTATS_NODE": "db1:7400"}
+        with pytest.raises(
+            CliError, match=r"^--time-zone: Unknown or incorrect time zone: '\+14:01' \(give SYSTEM"
+        ) as caught:
+            client_settings(parse("status", "--time-zone", "+14:01"), environ)
+        assert caught.value.code == 2
+        environ["GRSTATS_TIME_ZONE"] = "Mars/Olympus"
+        with pytest.raises(CliError, match=r"^GRSTATS_TIME_ZONE: Unknown .*'Mars/Olympus'"):
+            client_settings(parse("status"), environ)
+        path = write("client.toml", 'time_zone = "+25:00"\n')
+        named = parse("status", "--client-config", str(path))
+        with pytest.raises(CliError) as caught:
+            time_zone_setting(named, {"HOME": str(home)})
+        assert str(caught.value).startswith(
+            f"client config {str(path)!r}: time_zone: Unknown or incorrect time zone: '+25:00'"
+        )
+        path = write("client.toml", "time_zone = 2\n")
+        with pytest.raises(CliError, match=r"time_zone: 2 is not a time zone$"):
+            time_zone_setting(named, {"HOME": str(home)})
 
 
 class TestErrors:

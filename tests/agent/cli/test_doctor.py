@@ -128,6 +128,26 @@ def test_invalid_config_fails_and_skips_the_rest(
     assert {check["status"] for check in checks[1:]} == {"skipped"}
 
 
+def test_the_agents_own_flags_beat_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A file listening on 0.0.0.0 without advertise (as in Kubernetes) passes with the pod's --advertise."""
+    path = tmp_path / "agent.toml"
+    path.write_text(
+        'source = "simulated"\nlisten = "0.0.0.0:0"\ndiscover_peers = false\n'
+        f'state_dir = "{tmp_path / "state"}"\n'
+        "[simulated]\nmember_index = 0\ngroup_start_s = 0\n",
+        encoding="utf-8",
+    )
+    main(["doctor", "--config", str(path), "--format", "json"])
+    alone = json.loads(capsys.readouterr().out)["checks"][0]
+    assert (alone["status"], alone["message"].count("advertise: not set")) == ("failed", 1)
+    main(["doctor", "--config", str(path), "--format", "json", "--advertise", "127.0.0.1:7400"])
+    flagged = json.loads(capsys.readouterr().out)["checks"][0]
+    assert flagged["status"] == "ok"
+    assert "advertise 127.0.0.1:7400" in flagged["message"]
+
+
 @pytest.mark.parametrize(
     ("args", "error"),
     [

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import socket
 import subprocess
 import sys
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -18,6 +21,7 @@ from tests.agent.test_source_visibility import grstats as grstats_in_utc
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
+    from datetime import tzinfo
 
 SCRIPT = Path(sys.executable).parent / "grstats"
 
@@ -111,3 +115,84 @@ async def test_bad_arguments_exit_2() -> None:
     """An unknown table word is a usage error (exit 2)."""
     done = await grstats("query", "everything", "--node", "127.0.0.1:1")
     assert done.returncode == 2
+
+
+async def grstats_tz(*args: str, tz: str) -> subprocess.CompletedProcess[str]:
+    """Run the installed grstats with the machine's zone ``tz`` (the TZ variable)."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("GRSTATS_")}
+    process = await asyncio.create_subprocess_exec(
+        SCRIPT,
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**env, "TZ": tz},
+    )
+    out, err = await asyncio.wait_for(process.communicate(), timeout=60)
+    assert process.returncode is not None
+    return subprocess.CompletedProcess(args, process.returncode, out.decode(), err.decode())
+
+
+def vertical_values(text: str, name: str) -> dict[str, str]:
+    """MEMBER_ID -> the value of column ``name`` in the ``\\G`` layout ``text``."""
+    found: dict[str, str] = {}
+    member = ""
+    for line in text.splitlines():
+        column, _, value = line.strip().partition(": ")
+        if column == "MEMBER_ID":
+            member = value
+        elif column == name:
+            found[member] = value
+    return found
+
+
+@pytest.mark.parametrize(
+    ("flag", "machine", "zone"),
+    [
+        pytest.param([], "Asia/Kolkata", UTC, id="default-utc-whatever-the-machine"),
+        pytest.param(["--time-zone", "+02:00"], "UTC", timezone(timedelta(hours=2)), id="offset"),
+        pytest.param(
+            ["--time-zone", "SYSTEM"], "America/New_York", ZoneInfo("America/New_York"), id="system"
+        ),
+        pytest.param(["--time-zone", "Europe/Paris"], "UTC", ZoneInfo("Europe/Paris"), id="named"),
+    ],
+)
+async def test_time_zone_moves_the_text_and_json_stays_utc(
+    group: Group, flag: list[str], machine: str, zone: tzinfo
+) -> None:
+    """LAST_SEEN prints as a MySQL session with that time_zone does; JSON holds it in UTC, Z."""
+    address = group.agents[1].address
+    asked = ("query", "members", "--node", address, "--extended")
+    done = await grstats_tz(*asked, "--format", "json", *flag, tz=machine)
+    assert done.returncode == 0, done.stderr
+    rows = json.loads(done.stdout)["rows"]
+    seen = {row["MEMBER_ID"]: datetime.fromisoformat(row["LAST_SEEN"]) for row in rows}
+    assert all(row["LAST_SEEN"].endswith("Z") for row in rows)
+    assert {moment.utcoffset() for moment in seen.values()} == {timedelta(0)}
+    shown = await grstats_tz(*asked, "--format", "vertical", *flag, tz=machine)
+    assert shown.returncode == 0, shown.stderr
+    assert vertical_values(shown.stdout, "LAST_SEEN") == {
+        member: f"{moment.astimezone(zone):%Y-%m-%d %H:%M:%S.%f}" for member, moment in seen.items()
+    }
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "named"),
+    [
+        (["--time-zone", "+14:01"], {}, "--time-zone: Unknown or incorrect time zone: '+14:01'"),
+        (["--time-zone", "Mars/Olympus"], {}, "--time-zone: Unknown or incorrect time zone: "),
+        ([], {"GRSTATS_TIME_ZONE": "-14:00"}, "GRSTATS_TIME_ZONE: Unknown or incorrect time zone"),
+    ],
+)
+def test_a_bad_time_zone_exits_2(args: list[str], env: dict[str, str], named: str) -> None:
+    """A zone MySQL's time_zone would refuse exits 2, naming where it came from and the value."""
+    done = subprocess.run(
+        [SCRIPT, "query", "lag", "--node", "127.0.0.1:1", *args],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"grstats: error: {named}")
+    assert done.stderr.count("\n") == 1

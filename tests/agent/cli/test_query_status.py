@@ -12,12 +12,14 @@ import re
 import socket
 import subprocess
 import sys
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import pytest
 from grpc_health.v1 import health
 
 from grstats.agent.cli.status_view import GroupStatus, document, render_status
+from grstats.agent.rows.zone import parse_time_zone
 from grstats.agent.server import build_server
 from tests.agent.test_runtime import Group, start_group, stop_all
 
@@ -63,7 +65,8 @@ MEMBER_KEYS = {
     "super_read_only",
     "throttling",
 }
-TIMESTAMP = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d{6}")
+#: A time in the JSON: ISO 8601 in UTC with Z, to the microsecond.
+ISO_UTC = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
 
 
 async def grstats(*args: str) -> subprocess.CompletedProcess[str]:
@@ -115,7 +118,9 @@ async def test_json_is_the_documented_document(group: Group) -> None:
         "agent": asked.address,
         "agent_source": {"ok": True},
     }
-    assert TIMESTAMP.fullmatch(found["as_of"])
+    assert ISO_UTC.fullmatch(found["as_of"])
+    as_of = datetime.fromisoformat(found["as_of"])
+    assert as_of.utcoffset() == timedelta(0)
     members = found["members"]
     assert [m["member_id"] for m in members] == sorted(a.member_id for a in group.agents)
     for member in members:
@@ -282,3 +287,26 @@ async def test_a_newer_agents_extra_columns_do_not_change_the_document(group: Gr
     text = render_status(after, "table")
     assert "| NEWER_COLUMN |" in text
     assert text.count("| newer        |") == 3
+
+
+def test_as_of_in_the_zone_asked_and_utc_in_json() -> None:
+    """The text's as of is in --time-zone and marked with it; the JSON's is ISO 8601 UTC."""
+    summer_us = 1_784_116_800_000_001  # 2026-07-15 12:00:00.000001 UTC
+    status = GroupStatus(
+        agent="db1:7400",
+        group={"STATUS": "OK", "AS_OF": summer_us},
+        member_columns=(),
+        member_rows=(),
+    )
+    paris = parse_time_zone("Europe/Paris")
+    assert "as of: 2026-07-15 14:00:00.000001 CEST\n" in render_status(status, "table", zone=paris)
+    assert "as of: 2026-07-15 12:00:00.000001 UTC\n" in render_status(status, "vertical")
+    minus = parse_time_zone("-05:30")
+    assert "as of: 2026-07-15 06:30:00.000001 -05:30\n" in render_status(
+        status, "table", zone=minus
+    )
+    found = json.loads(render_status(status, "json", zone=paris))
+    assert found["as_of"] == "2026-07-15T12:00:00.000001Z"
+    assert datetime.fromisoformat(found["as_of"]).timestamp() * 1e6 == pytest.approx(summer_us)
+    unknown = GroupStatus(agent="db1:7400", group={"AS_OF": 0}, member_columns=(), member_rows=())
+    assert document(unknown)["as_of"] is None

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from datetime import datetime, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 
@@ -130,3 +132,28 @@ def test_installed_script_runs_a_scenario(tmp_path: Path) -> None:
         timeout=120,
     )
     assert len(json.loads(done.stdout)["replication_group_members"]) == 2
+
+
+def test_time_zone_moves_the_tables_not_the_json(capsys: pytest.CaptureFixture[str]) -> None:
+    """--time-zone Europe/Paris shows the WL#7374 times in CET; JSON has them in UTC with Z."""
+    run = ["simulate", "--scenario", "steady", "--members", "3", "--seconds", "5"]
+    assert main([*run, "--format", "json", "--time-zone", "Europe/Paris"]) == 0
+    lag = json.loads(capsys.readouterr().out)["replication_group_member_lag"]
+    name = "LAST_APPLIED_TRANSACTION_END_APPLY_TIMESTAMP"
+    utc = [datetime.fromisoformat(row[name]) for row in lag if row[name] is not None]
+    assert utc
+    assert {moment.utcoffset() for moment in utc} == {timedelta(0)}
+    assert main([*run, "--format", "vertical", "--time-zone", "Europe/Paris"]) == 0
+    out = capsys.readouterr().out
+    paris = ZoneInfo("Europe/Paris")  # the default start is in November: CET, +01:00
+    for moment in utc:
+        assert f"{name}: {moment.astimezone(paris):%Y-%m-%d %H:%M:%S.%f}\n" in out
+    unset = sum(row[name] is None for row in lag)  # null in JSON, MySQL's zeros in the tables
+    assert out.count(f"{name}: 0000-00-00 00:00:00.000000\n") == unset
+
+
+def test_a_bad_time_zone_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    """A zone MySQL refuses is exit status 2, naming --time-zone and the value."""
+    run = ["simulate", "--scenario", "steady", "--seconds", "1", "--time-zone", "+14:30"]
+    assert main(run) == 2
+    assert "--time-zone: Unknown or incorrect time zone: '+14:30'" in capsys.readouterr().err

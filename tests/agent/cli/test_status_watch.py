@@ -27,6 +27,7 @@ from rich.console import Console
 from grstats.agent.cli.demo import free_ports
 from grstats.agent.cli.status_view import GroupStatus
 from grstats.agent.cli.watch import WatchScreen
+from grstats.agent.rows.zone import parse_time_zone
 from tests.agent.cli.test_agent_processes import start_agent, wait_until
 from tests.agent.cli.test_query_status import DOCUMENT_KEYS, PYTHON, wire
 from tests.agent.test_runtime import Group, start_group, stop_all
@@ -35,7 +36,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
     from pathlib import Path
 
-CLOCK = re.compile(r"\d\d:\d\d:\d\d$")
+CLOCK = re.compile(r"\d\d:\d\d:\d\d UTC$")
 
 
 @pytest.fixture(name="group")
@@ -103,6 +104,33 @@ async def test_piped_text_prints_snapshots_with_a_blank_line_between(group: Grou
     assert seen[0].strip() == "status: OK"
 
 
+def test_the_screen_shows_its_times_in_the_zone_asked() -> None:
+    """--time-zone: the title's clock, as of and STALE since are in that zone, marked with it."""
+    summer_s = 1_784_116_800  # 2026-07-15 12:00:00 UTC: 14:00:00 CEST in Paris
+    status = GroupStatus(
+        agent="db1:7400",
+        group={"STATUS": "OK", "AS_OF": summer_s * 1_000_000 + 500_000},
+        member_columns=(),
+        member_rows=(),
+    )
+    screen = WatchScreen("db1:7400", 1.0, zone=parse_time_zone("Europe/Paris"))
+    screen.answered(status)
+    screen.failed("db1:7400: no answer within 5 s", summer_s + 3)
+    console = Console(file=io.StringIO(), width=80, height=24, color_system=None)
+    console.print(screen.render(summer_s + 5))
+    plain = console.file.getvalue().splitlines()  # type: ignore[attr-defined]
+    assert plain[0].rstrip().endswith("STALE  14:00:05 CEST")
+    assert plain[1].startswith("STALE since 14:00:03 CEST (2 s)")
+    assert any("as of 2026-07-15 14:00:00 CEST" in line for line in plain)
+    screen = WatchScreen("db1:7400", 1.0)  # UTC by default
+    screen.answered(status)
+    console = Console(file=io.StringIO(), width=80, height=24, color_system=None)
+    console.print(screen.render(summer_s + 5))
+    plain = console.file.getvalue().splitlines()  # type: ignore[attr-defined]
+    assert plain[0].rstrip().endswith("12:00:05 UTC")
+    assert any("as of 2026-07-15 12:00:00 UTC" in line for line in plain)
+
+
 async def test_nine_members_fit_80_by_24_and_changes_are_marked() -> None:
     """The screen of a 9-member group, stale with a long error, fits 80x24; a changed state is reversed."""
     group = await start_group(9, memory=True)
@@ -129,7 +157,7 @@ async def test_nine_members_fit_80_by_24_and_changes_are_marked() -> None:
     assert len(plain) <= 24
     assert max(len(line) for line in plain) <= 80
     assert (
-        plain[0].rstrip().endswith("STALE  " + time.strftime("%H:%M:%S", time.localtime(1e9 + 7)))
+        plain[0].rstrip().endswith("STALE  " + time.strftime("%H:%M:%S UTC", time.gmtime(1e9 + 7)))
     )
     assert "(7 s), last answer kept" in plain[1]
     member_ids = sorted(str(row[0]) for row in rows)
@@ -288,8 +316,8 @@ def test_watch_in_tmux_redraws_goes_stale_and_quits_clean(tmp_path: Path) -> Non
         agents[0].send_signal(signal.SIGTERM)
         agents[0].wait(timeout=30)
         stale = poll(tmux.screen, lambda text: "STALE since" in text, timeout_s=30)
-        assert re.search(r"STALE  \d\d:\d\d:\d\d$", stale.splitlines()[0].rstrip())
-        assert re.search(r"STALE since \d\d:\d\d:\d\d \(\d+ s\), last answer kept", stale)
+        assert re.search(r"STALE  \d\d:\d\d:\d\d UTC$", stale.splitlines()[0].rstrip())
+        assert re.search(r"STALE since \d\d:\d\d:\d\d UTC \(\d+ s\), last answer kept", stale)
         assert "unreachable" in stale.replace("\n", " ")
         assert all(" ONLINE " in row for row in member_rows(stale, member_ids))  # kept
 

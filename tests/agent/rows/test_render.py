@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 
 import pytest
 
@@ -18,6 +19,7 @@ from grstats.agent.rows import (
     render_table,
     render_vertical,
 )
+from grstats.agent.rows.zone import parse_time_zone
 
 ID1 = "d8a706aa-0000-1111-2222-333344445555"
 ID2 = "e14043d7-0000-1111-2222-333344445555"
@@ -90,9 +92,27 @@ def test_json_keys_and_types() -> None:
     assert members[0]["MEMBER_PORT"] == 4410
     assert members[1]["MEMBER_PORT"] is None
     [parsed] = json.loads(render_json(REPLICATION_GROUP_MEMBER_LAG.columns, [lag.values()]))
-    assert parsed["LAST_APPLIED_TRANSACTION_END_APPLY_TIMESTAMP"] == "2023-11-14 22:13:20.250000"
-    assert parsed["APPLYING_TRANSACTION_START_APPLY_TIMESTAMP"] == "0000-00-00 00:00:00.000000"
+    assert parsed["LAST_APPLIED_TRANSACTION_END_APPLY_TIMESTAMP"] == "2023-11-14T22:13:20.250000Z"
+    assert parsed["APPLYING_TRANSACTION_START_APPLY_TIMESTAMP"] is None  # 0: not set
     assert parsed["APPLIER_LAG_SECONDS"] == 0.25
+
+
+def test_timestamps_in_the_zone_asked_and_json_in_utc() -> None:
+    """Table and \\G show TIMESTAMP(6) in the zone given, as a session's time_zone; JSON is UTC."""
+    lag = ApplierStatusRow(
+        member_id=ID1, last_applied_transaction_end_apply_timestamp=1_700_000_000_250_000
+    )
+    columns, rows = REPLICATION_GROUP_MEMBER_LAG.columns, [lag.values()]
+    plus_two = parse_time_zone("+02:00")
+    name = "LAST_APPLIED_TRANSACTION_END_APPLY_TIMESTAMP"
+    assert f"{name}: 2023-11-15 00:13:20.250000" in render(columns, rows, "vertical", zone=plus_two)
+    assert "| 2023-11-15 00:13:20.250000 " in render(columns, rows, "table", zone=plus_two)
+    assert "| 2023-11-14 22:13:20.250000 " in render(columns, rows, "table")
+    assert "| 0000-00-00 00:00:00.000000 " in render(columns, rows, "table", zone=plus_two)
+    [parsed] = json.loads(render(columns, rows, "json", zone=plus_two))
+    assert datetime.fromisoformat(parsed[name]) == datetime(
+        2023, 11, 14, 22, 13, 20, 250_000, tzinfo=UTC
+    )
 
 
 def test_decimal_prints_six_places_in_tables() -> None:

@@ -13,11 +13,14 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import struct
 import sys
 import threading
 import time
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
+from zoneinfo import ZoneInfo
 
 import pymysql  # type: ignore[import-untyped]
 import pytest
@@ -35,12 +38,14 @@ from grstats.agent.rows import (
     timestamp_text,
 )
 from grstats.agent.rows.render import cell_text
+from grstats.agent.rows.zone import parse_time_zone
 from grstats.agent.sql import catalog, session
 from grstats.agent.sql.session import GrstatsSession, SqlIdentity
 from tests.agent.test_runtime import start_group, stop_all
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Mapping
+    from datetime import tzinfo
 
     from grstats.agent.runtime import Agent
     from grstats.agent.served import Table
@@ -611,3 +616,62 @@ async def test_a_stopped_job_is_interrupted_only_in_the_executors_code() -> None
         assert [entry.name for entry in raised.traceback][-2:] == ["_inside", "trace"]
         assert calls["outside"] == 20 * (calls["inside"] + 1)  # every call outside came back
         assert executor.submit(sys.gettrace).result(2) is None  # the thread's hook is gone
+
+
+async def test_set_time_zone_as_mysql_takes_it(endpoint: Endpoint, client: Client) -> None:
+    """SET time_zone moves TIMESTAMP values (sent and compared) to that zone; 1298 for bad ones."""
+    sql = "SELECT MEMBER_ID, LAST_SEEN FROM grstats.replication_group_members"
+    seen = {
+        str(r["MEMBER_ID"]): int(r["LAST_SEEN"] or 0)
+        for r in named(endpoint.agent, "replication_group_members", extended=True)
+    }
+
+    def shown(zone: tzinfo | None) -> dict[str, str]:
+        return {
+            member: f"{datetime.fromtimestamp(at / 1e6, UTC).astimezone(zone):%Y-%m-%d %H:%M:%S.%f}"
+            for member, at in seen.items()
+        }
+
+    async def served() -> dict[str, str]:
+        return {str(member): str(text) for member, text in await client.rows(sql)}
+
+    assert await client.rows("SELECT @@time_zone") == [("+00:00",)]
+    assert await served() == shown(UTC)
+    await client.query("SET time_zone = '+2:00'")
+    assert await client.rows("SELECT @@time_zone") == [("+02:00",)]
+    assert await served() == shown(timezone(timedelta(hours=2)))
+    newest = max(shown(timezone(timedelta(hours=2))).values())
+    assert await client.rows(  # the executor compares in the session's zone too
+        f"SELECT MAX(LAST_SEEN) FROM grstats.replication_group_members WHERE LAST_SEEN >= '{newest}'"
+    ) == [(newest,)]
+    await client.query("SET SESSION time_zone = 'europe/paris'")
+    assert await client.rows("SELECT @@session.time_zone") == [("Europe/Paris",)]
+    assert await served() == shown(ZoneInfo("Europe/Paris"))
+    await client.query("SET time_zone = 'SYSTEM'")  # mysql-mimic refused every query after it
+    assert await served() == shown(None)
+    assert await client.error("SET time_zone = '+14:01'") == (
+        1298,
+        "Unknown or incorrect time zone: '+14:01'",
+    )
+    assert await client.error("SET time_zone = 'Mars/Olympus'") == (
+        1298,
+        "Unknown or incorrect time zone: 'Mars/Olympus'",
+    )
+    assert await client.rows("SELECT @@time_zone") == [("SYSTEM",)]  # unchanged by the errors
+    await client.query("SET time_zone = DEFAULT")
+    assert await served() == shown(UTC)
+    other = await endpoint.connect()  # a session's zone is its own
+    try:
+        await client.query("SET time_zone = '-05:00'")
+        assert {str(m): str(t) for m, t in await other.rows(sql)} == shown(UTC)
+    finally:
+        other.connection.close()
+
+
+def test_binary_timestamps_in_the_session_zone() -> None:
+    """Prepared statements' binary TIMESTAMP is in the session's zone too; 0 is 0 bytes."""
+    last_seen = EXTENDED_COLUMNS[2]
+    column = catalog.result_column(last_seen, zone=parse_time_zone("+02:00"))
+    packed = column.binary_encode(1_700_000_000_250_000)  # 2023-11-14 22:13:20.25 UTC
+    assert struct.unpack("<BHBBBBBI", packed) == (11, 2023, 11, 15, 0, 13, 20, 250_000)
+    assert column.binary_encode(0) == b"\x00"
