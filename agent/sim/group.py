@@ -17,7 +17,8 @@ outcomes. One tick is 0.1 s. Each tick:
    its keys was certified at a version its snapshot (what its origin had applied) does not
    contain; single-primary mode does not detect conflicts (``conflict_detection_enable`` in the
    ``Certifier`` constructor, certifier.cc). Positive ones get the next GNO of their origin's
-   block of the group uuid, negative ones roll back at the origin;
+   block of the group uuid (:mod:`grstats.agent.sim.gno`), negative ones roll back at the
+   origin;
 5. every member's applier applies remote transactions in order at its capacity, which gives the
    WL#7374 times; a RECOVERING member catches up to the point it joined, then turns ONLINE and
    certifies what it queued meanwhile;
@@ -41,6 +42,11 @@ set (``Certifier::garbage_collect_internal``, ``is_subset_not_equals``). A write
 is what its origin had executed when the transaction committed plus its own GTID
 (``Certifier::certify``): the keys of the last transaction in the stable set stay when its
 origin had executed every earlier transaction, which is what a lone writer's are.
+
+A view with a joiner (the first members' too) is logged below 8.3.0 as a GTID transaction,
+ordered after what was delivered before the view (:meth:`SimulatedGroup._log_view_change`):
+members in the group apply it when their applier gets there, a joiner gets it through
+recovery. ``gtid_executed`` and the stable set hold those GTIDs (``view_log``).
 """
 
 from __future__ import annotations
@@ -48,12 +54,14 @@ from __future__ import annotations
 import hashlib
 import random
 import uuid
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from itertools import accumulate, islice
 from typing import TYPE_CHECKING
 
-from grstats.agent.rows import MemberState
+from grstats.agent.rows import MemberState, encode_version
 from grstats.agent.sim.flow_control import Quota, StatsMessage, StatsTable, next_quota
+from grstats.agent.sim.gno import GnoAssigner
 from grstats.agent.sim.member import AppliedTransaction, SimMember
 from grstats.agent.sim.txlog import NEGATIVE, ORIGIN, TxLog
 
@@ -77,6 +85,9 @@ GC_PART = 20_000
 #: with its origin's index (txlog.ORIGIN).
 VERSION_SHIFT = 5
 SNAPSHOT_FULL = 0x10
+#: MEMBER_VERSION_REMOVING_VCLE (plugin/group_replication/include/member_version.h): a group
+#: whose members are all at this version or later logs no View_change_log_event.
+VERSION_REMOVING_VCLE = 0x080300
 
 
 def stable_uuid(*parts: object) -> str:
@@ -135,8 +146,22 @@ class SimulatedGroup:
         self.certification: dict[int, int] = {}  # key -> commit µs << 4 | origin
         self.conflicts = 0
         self.positives_by_origin = [0] * size
-        self.blocks: list[list[int]] = [[] for _ in range(size)]
-        self.next_block = 0
+        self.gnos = GnoAssigner(scenario.timing.block_size)
+        #: each origin's runs of consecutive GNOs: (rank of the first, its GNO), in order
+        self.runs: list[list[tuple[int, int]]] = [[] for _ in range(size)]
+        #: the UUID of the view changes' GTIDs: group_replication_view_change_uuid, or the
+        #: group name when it is AUTOMATIC (Certifier::initialize_server_gtid_set)
+        self.view_uuid = scenario.view_change_uuid or self.group_name
+        #: prepare_view_change_packet: m_need_vcle while a member is below 8.3.0
+        self.logs_views = encode_version(scenario.version) < VERSION_REMOVING_VCLE
+        #: the view changes logged: (seq after which they are in the total order, GNO)
+        self.view_log: list[tuple[int, int]] = []
+        # The bootstrap and each first join log a view change before any write, so a new
+        # 8.0 group of 3 shows group_name:1-3 (Plugin_gcs_events_handler::handle_joining_members).
+        for _ in range(size):
+            self._log_view_change()
+        for member in self.members:
+            member.views_upto = len(self.view_log)
         self.last_positive: tuple[int, int] | None = None
         self.stats = StatsTable()  #: the members' stats messages, as flow control keeps them
         #: a stable-set round is under way: the members' gtid_executed were broadcast and the
@@ -314,7 +339,30 @@ class SimulatedGroup:
             # (handle_leaving_members) carries no executed sets.
             self._advance_stable_set(online)
             self._gc_upto = min(m.applied_upto for m in online)
+        if joined and self._log_view_change():
+            for member in self.members:
+                if member.online:  # Applier_handler::handle_event counts it while ONLINE
+                    member.queue += 1
+                    member.views_queued += 1
+                    self._apply_views(member)  # at once by an applier with nothing before it
         self._elect()
+
+    def _log_view_change(self) -> bool:
+        """Log a view with a joiner as a GTID transaction; return whether one was logged.
+
+        ``Applier_module::apply_view_change_packet`` logs a ``View_change_log_event`` while
+        ``m_need_vcle`` (a member below 8.3.0). ``Certification_handler::
+        log_view_change_event_in_order`` wraps it in GTID, BEGIN, VCLE, COMMIT with the GTID of
+        ``Certifier::generate_view_change_group_gtid``; it is ordered after the transactions
+        delivered before the view and every member applies it.
+        """
+        if not self.logs_views:
+            return False
+        gno = self.gnos.view_change(on_group_uuid=self.view_uuid == self.group_name)
+        if not gno:  # its own UUID, which nothing else uses: 1, 2, 3, ...
+            gno = len(self.view_log) + 1
+        self.view_log.append((self.log.last, gno))
+        return True
 
     def _advance_stable_set(self, online: list[SimMember]) -> None:
         """Union the intersection of ``online``'s executed sets into the stable set.
@@ -323,9 +371,11 @@ class SimulatedGroup:
         stable set, a RECOVERING one included (it reports '').
         """
         meet = [min(m.applied_by_origin[o] for m in online) for o in range(len(self.members))]
+        views = min(m.views_upto for m in online)
         for member in self.members:
             if member.in_group:
                 member.stable_by_origin = list(map(max, member.stable_by_origin, meet))
+                member.stable_views = max(member.stable_views, views)
 
     def _leave(self, member: SimMember, expelled: bool = False) -> None:
         member.in_view = False
@@ -349,6 +399,7 @@ class SimulatedGroup:
         member.local_proposed = member.local_rollback = member.remote_applied = 0
         member.queue = 0
         member.stable_by_origin = [0] * len(self.members)
+        member.stable_views = member.views_queued = 0
         member.rejoin_at = None
         member.down_since_us = None
         member.write_carry = 0.0
@@ -542,18 +593,21 @@ class SimulatedGroup:
         """Count a positive transaction of ``origin``; allocate a new GNO block when needed."""
         rank = self.positives_by_origin[origin] + 1
         self.positives_by_origin[origin] = rank
-        if (rank - 1) % self.scenario.timing.block_size == 0:
-            self.blocks[origin].append(self.next_block * self.scenario.timing.block_size + 1)
-            self.next_block += 1
+        gno = self.gnos.next_for(origin)
+        runs = self.runs[origin]
+        if not runs or runs[-1][1] + rank - runs[-1][0] != gno:
+            runs.append((rank, gno))
         return rank
 
     def gno(self, origin: int, rank: int) -> int:
         """Return the GNO of ``origin``'s ``rank``-th positively certified transaction."""
-        size = self.scenario.timing.block_size
-        return self.blocks[origin][(rank - 1) // size] + (rank - 1) % size
+        runs = self.runs[origin]
+        first, start = runs[bisect_right(runs, rank, key=lambda run: run[0]) - 1]
+        return start + rank - first
 
     def _apply(self, member: SimMember, tick_end: int) -> None:
         """Advance ``member``'s applier (or recovery) until the end of the tick."""
+        self._apply_views(member)
         if not member.in_group and not (member.partitioned and member.in_view):
             return
         recovering = member.status is MemberState.RECOVERING
@@ -593,8 +647,29 @@ class SimulatedGroup:
             member.last_applied = AppliedTransaction(entry, by_origin[entry], seq, begin, end)
         member.applied_upto = applied
         member.applier_clock_us = clock
+        self._apply_views(member)
         if recovering and applied >= member.recovering_target:
             self._recovered(member)
+
+    def _apply_views(self, member: SimMember) -> None:
+        """Apply the logged view changes that ``member``'s applier or recovery has reached.
+
+        A member in the group applies a view change once it has applied what came before it,
+        taking no time; a joiner gets the views up to its own through recovery. Applied by
+        the applier channel while ONLINE, it counts in COUNT_TRANSACTIONS_REMOTE_APPLIED and
+        leaves the queue (``group_replication_trans_before_commit``); it is not certified,
+        so COUNT_TRANSACTIONS_CHECKED does not count it.
+        """
+        if not member.in_group:
+            return
+        log = self.view_log
+        while member.views_upto < len(log) and log[member.views_upto][0] <= member.applied_upto:
+            member.views_upto += 1
+            if member.status is MemberState.ONLINE:
+                member.remote_applied += 1
+                if member.views_queued:
+                    member.views_queued -= 1
+                    member.queue -= 1
 
     def _recovered(self, member: SimMember) -> None:
         """Distributed recovery is done: ONLINE, and certify what was queued meanwhile."""

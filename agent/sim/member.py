@@ -61,6 +61,11 @@ class SimMember:
     applier_clock_us: int = 0
     applied_by_origin: list[int] = field(default_factory=list)
     stable_by_origin: list[int] = field(default_factory=list)
+    #: the group's logged view changes (SimulatedGroup.view_log) in its gtid_executed, and in
+    #: its stable set; and those queued in its applier while ONLINE, not applied yet
+    views_upto: int = 0
+    stable_views: int = 0
+    views_queued: int = 0
     last_conflict_free: tuple[int, int] | None = None  #: (origin, rank)
     last_applied: AppliedTransaction | None = None
     last_queued: AppliedTransaction | None = None

@@ -7,6 +7,7 @@ A scenario file looks like this (every key but ``name`` and ``description`` is o
     mode = "single-primary"          # or "multi-primary"
     members = 3                      # default size; `--members` overrides (1-9)
     version = "8.0.36"
+    view_change_uuid = "AUTOMATIC"   # group_replication_view_change_uuid (8.0.26 and later)
 
     [workload]
     rate_tps = 800                   # per writer: the primary, or each multi-primary writer
@@ -46,6 +47,14 @@ taken off the writer's next quota (``extra_quota``). Sessions that are not block
 writer's ``rate_tps`` between them, so a throttled writer commits about its quota plus
 ``clients`` per second.
 
+A view in which a member joins (the bootstrap and each join, also the first members' at
+the start) is logged as a transaction with a GTID on every member, while ``version`` is below
+8.3.0 (``MEMBER_VERSION_REMOVING_VCLE``; ``prepare_view_change_packet``): the next free GNO of
+the group name, or of ``view_change_uuid`` when it is set, and the writers' GNO blocks are
+handed out again after it (``Certifier::generate_view_change_group_gtid``). So a new group of
+3 on 8.0 has executed ``group_name:1-3`` before any write and its primary writes from GNO 4;
+on 8.3.0 and later no view change is logged. A view where members only leave logs nothing.
+
 Member indexes count from 0, like ``--member-index``. A group changes its view only while a
 majority of the view can talk: a member that is cut off or crashed stays UNREACHABLE, and
 writes block, while the members that can talk are not a majority. ``force-members`` is
@@ -58,6 +67,7 @@ scenarios live beside this module and are found by name; any other path is read 
 from __future__ import annotations
 
 import tomllib
+import uuid
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -81,6 +91,10 @@ ACTIONS = {
     "force-members": False,
 }
 MODES = ("single-primary", "multi-primary")
+#: The first version with group_replication_view_change_uuid (WL#14539).
+VIEW_CHANGE_UUID_SINCE = 0x080026
+#: A UUID's text: 32 hex digits and 4 dashes.
+UUID_TEXT_LENGTH = 36
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +141,7 @@ class Scenario:
     mode: str = "single-primary"
     members: int = 3
     version: str = "8.0.36"
+    view_change_uuid: str | None = None  #: None: AUTOMATIC, the group name
     workload: Workload = field(default_factory=Workload)
     capacity_tps: float = 4000.0
     capacity_overrides: dict[int, float] = field(default_factory=dict)
@@ -217,6 +232,7 @@ def from_mapping(data: dict[str, Any], source: str = "scenario") -> Scenario:
         mode=reader.choice("mode", MODES, "single-primary"),
         members=int(reader.number(data, "members", 3, 1, GROUP_MAX_MEMBERS)),
         version=reader.text("version", "8.0.36"),
+        view_change_uuid=reader.view_change_uuid(),
         workload=workload,
         capacity_tps=reader.number(members_data, "appliers.capacity_tps", 4000.0, 1, 1_000_000),
         capacity_overrides={
@@ -235,6 +251,12 @@ def from_mapping(data: dict[str, Any], source: str = "scenario") -> Scenario:
         raise ConfigError(
             f"{source}: version: {scenario.version!r} is not a MySQL version"
         ) from exc
+    if scenario.view_change_uuid and encode_version(scenario.version) < VIEW_CHANGE_UUID_SINCE:
+        raise ConfigError(
+            f"{source}: view_change_uuid: {scenario.view_change_uuid!r} is not allowed: "
+            f"group_replication_view_change_uuid came with MySQL 8.0.26, version is "
+            f"{scenario.version!r}"
+        )
     return _checked(scenario)
 
 
@@ -294,6 +316,22 @@ class _Reader:
         if not isinstance(value, str) or not value:
             raise self.fail(key, value, "a non-empty string")
         return value
+
+    def view_change_uuid(self) -> str | None:
+        """Return ``view_change_uuid`` in lower case, or None for AUTOMATIC (the default).
+
+        ``check_view_change_uuid_string`` (plugin/group_replication/src/plugin.cc) takes
+        AUTOMATIC or a valid UUID.
+        """
+        value = self.data.get("view_change_uuid", "AUTOMATIC")
+        if value == "AUTOMATIC":
+            return None
+        try:
+            if isinstance(value, str) and len(value) == UUID_TEXT_LENGTH:
+                return str(uuid.UUID(value))
+        except ValueError:
+            pass
+        raise self.fail("view_change_uuid", value, "AUTOMATIC or a UUID")
 
     def choice(self, key: str, choices: tuple[str, ...], default: str) -> str:
         value = self.data.get(key, default)

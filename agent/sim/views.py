@@ -96,21 +96,25 @@ def snapshot(group: SimulatedGroup, index: int, last_known: bool = False) -> Mem
         ),
         stats=_stats_row(group, member),
         applier=_applier_row(group, member),
-        gtid_executed=executed_set(group, member.applied_by_origin),
+        gtid_executed=executed_set(group, member.applied_by_origin, member.views_upto),
         transactions_behind=sum(_waiting(group, member, *_received_span(group, member))),
         server=_server(group, member),
     )
 
 
-def executed_set(group: SimulatedGroup, counts: list[int]) -> GtidSet:
-    """Return the GTIDs of the first ``counts[o]`` positive transactions of each origin ``o``."""
-    size = group.scenario.timing.block_size
-    intervals = []
+def executed_set(group: SimulatedGroup, counts: list[int], views: int = 0) -> GtidSet:
+    """Return the GTIDs of the first ``counts[o]`` positive transactions of each origin ``o``.
+
+    With the first ``views`` view changes the group logged (``SimulatedGroup.view_log``).
+    """
+    intervals = [(group.view_uuid, "", gno, gno) for _, gno in group.view_log[:views]]
     for origin, count in enumerate(counts):
-        for block, start in enumerate(group.blocks[origin]):
-            used = min(size, count - block * size)
-            if used <= 0:
+        runs = group.runs[origin]
+        for position, (first, start) in enumerate(runs):
+            if first > count:
                 break
+            after = runs[position + 1][0] if position + 1 < len(runs) else count + 1
+            used = min(after, count + 1) - first
             intervals.append((group.group_name, "", start, start + used - 1))
     return GtidSet(intervals)
 
@@ -130,7 +134,7 @@ def received_set(group: SimulatedGroup, member: SimMember) -> GtidSet:
     below = [a + s for a, s in zip(applied, skipped, strict=True)]
     above = [b + w for b, w in zip(below, waiting, strict=True)]
     queued = executed_set(group, above).difference(executed_set(group, below))
-    return executed_set(group, applied).union(queued)
+    return executed_set(group, applied, member.views_upto).union(queued)
 
 
 def _received_span(group: SimulatedGroup, member: SimMember) -> tuple[int, int]:
@@ -250,7 +254,7 @@ def _stats_row(group: SimulatedGroup, member: SimMember) -> MemberStatsRow:
     stable = (
         ""
         if member.status is MemberState.RECOVERING
-        else str(executed_set(group, member.stable_by_origin))
+        else str(executed_set(group, member.stable_by_origin, member.stable_views))
     )
     last = member.last_conflict_free
     return MemberStatsRow(
