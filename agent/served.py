@@ -69,9 +69,11 @@ class Served(Mapping[str, Table]):
     state as it is at its first lookup.
     """
 
-    def __init__(self, builders: Mapping[str, Callable[[], Table]]) -> None:
+    def __init__(self, builders: Mapping[str, Callable[[], Table]], group_name: str = "") -> None:
         self._builders = dict(builders)
         self._built: dict[str, Table] = {}
+        #: GROUP_NAME of the served view (``''`` while none is known), without a table built.
+        self.group_name = group_name
 
     def __getitem__(self, name: str) -> Table:
         table = self._built.get(name)
@@ -180,7 +182,8 @@ def served_tables(  # noqa: PLR0913  (every input of the tables is explicit)
                 REPLICATION_GROUP_MEMBER_STATUS.columns,
                 [row.values() for row in status()[1]],
             ),
-        }
+        },
+        group_name=view.group_name if view.members else "",
     )
 
 

@@ -29,6 +29,7 @@ from grstats.agent.convert import (
 from grstats.agent.identity import certified_members, refusal
 from grstats.agent.limits import DEFAULT_LIMITS, LimitsConfig, RateLimiter
 from grstats.agent.log import ThrottledWarning
+from grstats.agent.served import Served, Table
 from grstats.proto import grstats_pb2 as pb
 from grstats.proto import grstats_pb2_grpc as pb_grpc
 
@@ -38,7 +39,6 @@ if TYPE_CHECKING:
     from grstats.agent.clock import Clock
     from grstats.agent.messages import Gossip, SourceReport
     from grstats.agent.security import Security
-    from grstats.agent.served import Table
     from grstats.agent.transports.base import Receiver
 
 _M = TypeVar("_M", bound=Message)
@@ -229,6 +229,7 @@ class QueryServicer(pb_grpc.QueryServicer):  # type: ignore[misc]
             agent=self._node.address,
             member=uuid_to_bytes(self._node.member_id) if self._node.member_id else b"",
             served_at_us=self._clock(),
+            group_name=tables.group_name if isinstance(tables, Served) else "",
         )
         if self._reporter is not None:
             fault = source_report_to_wire(self._reporter.source_report())

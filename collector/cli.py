@@ -1,4 +1,4 @@
-"""``grstats collect``: poll the agents every interval and spool the snapshots durably."""
+"""``grstats collect``: poll the agents of one or more groups each interval; spool the snapshots."""
 
 from __future__ import annotations
 
@@ -16,8 +16,9 @@ from grstats.agent.errors import ConfigError
 from grstats.agent.log import LOG_FORMATS, LOG_LEVELS, configure_logging, get_logger
 from grstats.collector.collect import Limits, collect
 from grstats.collector.errors import CollectorError
+from grstats.collector.groups import GroupSpec, check_unique, groups_from_file, parse_group
 from grstats.collector.metrics import CollectorMetrics, MetricsServer
-from grstats.collector.poller import DEFAULT_GROUP_LABEL, Poller, PollerSettings
+from grstats.collector.poller import DEFAULT_GROUP_LABEL, Fleet, Poller, PollerSettings
 from grstats.collector.spool import SpoolSettings, SpoolWriter, SyncPolicy
 
 if TYPE_CHECKING:
@@ -26,21 +27,30 @@ if TYPE_CHECKING:
     from grstats.collector.collect import Progress
 
 EPILOG = """\
-Each interval the collector asks one agent for every table it serves (members, stats, lag,
-gtids, with the freshness columns) and appends the snapshot to the spool. It keeps asking the
-agent that answered; when that agent stops answering it fails over to the next --node, round
-robin. While no agent answers it keeps trying and says so in the log.
+Each interval the collector asks one agent of each group for every table it serves (members,
+stats, lag, gtids, with the freshness columns) and appends the snapshot to the spool. It keeps
+asking the agent that answered; when that agent stops answering it
+fails over to the next --node (of the group), round robin. While no agent of a group answers it
+keeps trying and says so in the log.
+
+Groups: --node gives the agents of one group, labelled "default". To poll several groups, name
+each: --group LABEL=HOST:PORT[,HOST:PORT...] (repeat it), or --config FILE with [[groups]]
+tables of label and nodes (both may be given; --node may not be mixed with them). Labels are
+1-64 of A-Z a-z 0-9 _ . - and unique. Every group is polled on the same tick, each on its own:
+a group whose agents are slow or down never delays another's snapshot. Every record names its
+group: group_label (the label) and group_name (group_replication_group_name).
 
 The spool is a directory of segment files (segment-<sequence>.open while written, .sealed
 once complete): checksummed msgpack records, sealed when a segment reaches --segment-size or
 --segment-age and on exit. With --fsync record (the default) every snapshot is on disk before
-the next poll; a kill -9 at any moment loses nothing synced, never leaves a torn record in a
-sealed segment, and the next start recovers the open segment and carries on. Only one collector
-may write a spool. 'grstats spark ingest' reads the sealed segments.
+its group's next poll starts (the snapshots that complete together share one fsync, done off
+the polling loop); a kill -9 at any moment loses nothing synced, never leaves a torn record in
+a sealed segment, and the next start recovers the open segment and carries on. Only one
+collector may write a spool. 'grstats spark ingest' reads the sealed segments.
 
 With --metrics-listen it serves Prometheus /metrics: snapshots, failovers and failed polls,
-the time of the last snapshot (labelled group_label="default"), and the spool's bytes and
-segments.
+the time of the last snapshot (labelled group_label, "default" for --node), and the spool's
+bytes and segments.
 
 SIGTERM or Ctrl-C: the open segment is sealed and the collector exits 0.
 exit status: 0 after a clean stop, 1 when the spool cannot be used or --metrics-listen cannot
@@ -49,6 +59,8 @@ examples:
   grstats collect --node db1:7400 --node db2:7400 --node db3:7400 --spool /var/lib/grstats/spool
   grstats collect --node db1:7400 --spool /var/lib/grstats/spool --metrics-listen 0.0.0.0:9475
   grstats collect --node 127.0.0.1:7400 --spool ./spool --interval 5 --duration 60 --format json
+  grstats collect --group orders=db1:7400,db2:7400 --group billing=db7:7400 --spool ./spool
+  grstats collect --config /etc/grstats/collector.toml --spool /var/lib/grstats/spool
 """
 
 #: Setting names in error messages -> the flags that set them.
@@ -70,18 +82,31 @@ def register(subparsers: Subparsers) -> None:
     """Add the ``collect`` subcommand."""
     parser = subparsers.add_parser(
         "collect",
-        help="poll the agents and spool the group's history",
-        description="Take one snapshot of every member's rows each interval, from the first "
-        "agent that answers, and append it to a durable spool for the Spark reports.",
+        help="poll the agents and spool the groups' history",
+        description="Take one snapshot of every member's rows of each group each interval, "
+        "from the first agent of the group that answers, and append it to a durable spool "
+        "for the Spark reports.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument(
+    groups = parser.add_argument_group("groups (--node, or --group and --config)")
+    groups.add_argument(
         "--node",
         action="append",
-        required=True,
         metavar="HOST:PORT",
-        help="an agent to ask; repeat for failover, tried in the order given",
+        help="an agent of the one group (labelled default) to ask; repeat for failover, "
+        "tried in the order given",
+    )
+    groups.add_argument(
+        "--group",
+        action="append",
+        metavar="LABEL=HOST:PORT[,HOST:PORT...]",
+        help="a group to poll: its label and its agents in failover order; repeat per group",
+    )
+    groups.add_argument(
+        "--config",
+        metavar="FILE",
+        help="a collector config file (TOML) of [[groups]] tables, each with label and nodes",
     )
     parser.add_argument("--spool", required=True, metavar="DIR", help="the spool directory")
     parser.add_argument(
@@ -158,23 +183,25 @@ def parse_size(text: str) -> int:
     return int(match.group(1)) * _UNITS[match.group(2).upper()]
 
 
-def settings_from(args: argparse.Namespace) -> tuple[PollerSettings, SpoolSettings, Limits]:
-    """Return the poller, spool and loop settings of ``args``; CliError (exit 2) names the flag.
+def settings_from(args: argparse.Namespace) -> tuple[Fleet, SpoolSettings, Limits]:
+    """Return the groups, spool and loop settings of ``args``; CliError (exit 2) names the flag.
 
-    The one group of ``--node`` is labelled :data:`DEFAULT_GROUP_LABEL` in the metrics.
+    The one group of ``--node`` is labelled :data:`DEFAULT_GROUP_LABEL`; the groups of
+    ``--config`` come first, then those of ``--group``, in the order given.
     """
-    for node in args.node:
-        try:
-            split_address(node, "--node")
-        except ConfigError as exc:
-            raise CliError(str(exc), code=2) from exc
+    specs = group_specs(args)
     try:
         return (
-            PollerSettings(
-                tuple(args.node),
-                interval_s=args.interval,
-                timeout_s=args.timeout,
-                group_label=DEFAULT_GROUP_LABEL,
+            Fleet(
+                tuple(
+                    PollerSettings(
+                        spec.nodes,
+                        interval_s=args.interval,
+                        timeout_s=args.timeout,
+                        group_label=spec.label,
+                    )
+                    for spec in specs
+                )
             ),
             SpoolSettings(
                 segment_bytes=parse_size(args.segment_size),
@@ -189,6 +216,36 @@ def settings_from(args: argparse.Namespace) -> tuple[PollerSettings, SpoolSettin
         )
     except ConfigError as exc:
         raise CliError(_flag_named(str(exc), args), code=2) from exc
+
+
+def group_specs(args: argparse.Namespace) -> tuple[GroupSpec, ...]:
+    """Return the groups of ``--node``, ``--config`` and ``--group``; CliError (exit 2) if bad."""
+    if args.node and (args.group or args.config):
+        raise CliError(
+            "--node: cannot be combined with --group or --config; give the group of --node a "
+            "label with --group LABEL=HOST:PORT[,HOST:PORT...]",
+            code=2,
+        )
+    try:
+        if args.node:
+            for node in args.node:
+                split_address(node, "--node")
+            return (GroupSpec(DEFAULT_GROUP_LABEL, tuple(args.node)),)
+        specs = groups_from_file(args.config) if args.config else ()
+        specs += tuple(parse_group(text) for text in args.group or ())
+        check_unique(specs)
+    except ConfigError as exc:
+        message = str(exc)
+        if message.startswith("label: "):
+            message = "--group: " + message.removeprefix("label: ")
+        raise CliError(message, code=2) from exc
+    if not specs:
+        raise CliError(
+            "--node: no group to poll; give --node HOST:PORT, --group "
+            "LABEL=HOST:PORT[,HOST:PORT...] or --config FILE",
+            code=2,
+        )
+    return specs
 
 
 def metrics_address(args: argparse.Namespace) -> tuple[str, int] | None:
@@ -217,7 +274,7 @@ def _flag_named(message: str, args: argparse.Namespace) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Collect until SIGTERM, Ctrl-C, --count or --duration; print the summary."""
-    poller_settings, spool_settings, limits = settings_from(args)
+    fleet, spool_settings, limits = settings_from(args)
     listen = metrics_address(args)
     security = client_security(args)
     configure_logging(args.log_format, args.log_level)
@@ -229,11 +286,12 @@ def run(args: argparse.Namespace) -> int:
     server: MetricsServer | None = None
     try:
         metrics = CollectorMetrics(writer.directory)
-        metrics.group(poller_settings.group_label)  # its series are there from the first scrape
+        for group in fleet.groups:
+            metrics.group(group.group_label)  # its series are there from the first scrape
         if listen is not None:
             server = _serve_metrics(metrics, listen, args.metrics_listen)
             logger.info("metrics_served", address=join_address(listen[0], server.port))
-        progress = asyncio.run(_collect(poller_settings, writer, limits, security, metrics))
+        progress = asyncio.run(_collect(fleet, writer, limits, security, metrics))
     except (CollectorError, OSError) as exc:
         raise CliError(str(exc)) from exc
     finally:
@@ -249,7 +307,8 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(summary, sort_keys=True))
     else:
         print(
-            f"collected {progress.snapshots} snapshots in {progress.elapsed_s:g} s into "
+            f"collected {progress.snapshots} snapshots of {len(fleet.groups)} group(s) in "
+            f"{progress.elapsed_s:g} s into "
             f"{args.spool}: {writer.sealed} segments sealed (last {writer.last_sequence}), "
             f"{progress.failed_polls} polls unanswered, {progress.failovers} failovers, "
             f"{progress.skipped_ticks} ticks skipped"
@@ -266,19 +325,20 @@ def _serve_metrics(metrics: CollectorMetrics, listen: tuple[str, int], given: st
 
 
 async def _collect(
-    settings: PollerSettings,
+    fleet: Fleet,
     writer: SpoolWriter,
     limits: Limits,
     security: Security,
     metrics: CollectorMetrics,
 ) -> Progress:
     logger = get_logger()
-    poller = Poller(settings, logger=logger, security=security)
+    pollers = [Poller(group, logger=logger, security=security) for group in fleet.groups]
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     try:
-        return await collect(poller, writer, stop, limits=limits, logger=logger, metrics=metrics)
+        return await collect(pollers, writer, stop, limits=limits, logger=logger, metrics=metrics)
     finally:
-        await poller.aclose()
+        for poller in pollers:
+            await poller.aclose()

@@ -24,7 +24,9 @@ from grstats.agent.address import split_address
 from grstats.agent.checks import check_number
 from grstats.agent.errors import ConfigError
 from grstats.agent.security import Security
+from grstats.collector import records
 from grstats.collector.errors import NoAgentAnswered, RecordError
+from grstats.collector.groups import check_label
 from grstats.collector.records import TABLE_NAMES, record_from_response
 from grstats.proto import grstats_pb2 as pb
 from grstats.proto import grstats_pb2_grpc as pb_grpc
@@ -40,8 +42,8 @@ if TYPE_CHECKING:
 INTERVAL_RANGE_S = (1.0, 3600.0)
 #: Longest time to wait for one agent's answer, seconds.
 MAX_TIMEOUT_S = 60.0
-#: The label of the one group of ``--node`` (the ``group_label`` of the collector's metrics).
-DEFAULT_GROUP_LABEL = "default"
+#: The label of the one group of ``--node`` (its records' and its metrics' ``group_label``).
+DEFAULT_GROUP_LABEL = records.DEFAULT_GROUP_LABEL
 # Reconnect soon to an agent that comes back (gRPC's default backoff grows to 120 s).
 _CHANNEL_OPTIONS = [
     ("grpc.initial_reconnect_backoff_ms", 500),
@@ -58,8 +60,9 @@ class PollerSettings:
         interval_s: seconds between snapshots, 1 to 3600.
         timeout_s: seconds to wait for one agent before trying the next, over 0 up to 60.
         group_label: the operator's name of the group these agents serve; it labels the
-            group's series of the collector's ``/metrics`` (``group_label``). Printable, 1 to
-            128 characters; default ``default``.
+            group's records (``group_label``) and its series of the collector's ``/metrics``.
+            1 to 64 of ``A-Z a-z 0-9 _ . -``; default :data:`DEFAULT_GROUP_LABEL`
+            (``default``, the one group of ``--node``).
     """
 
     nodes: tuple[str, ...]
@@ -88,11 +91,40 @@ class PollerSettings:
             open_low=True,
             accepted=f"a number of seconds over 0 up to {MAX_TIMEOUT_S:g}",
         )
-        label: object = self.group_label
-        if not (isinstance(label, str) and 0 < len(label) <= 128 and label.isprintable()):
-            raise ConfigError(
-                f"group_label: {label!r} is not a label of 1 to 128 printable characters"
-            )
+        check_label("group_label", self.group_label)
+
+
+@dataclass(frozen=True, slots=True)
+class Fleet:
+    """The groups one collector polls, each with its agents, all on one interval.
+
+    Attributes:
+        groups: one :class:`PollerSettings` per group, in the order given; at least one,
+            labels unique, one ``interval_s``.
+    """
+
+    groups: tuple[PollerSettings, ...]
+
+    def __post_init__(self) -> None:
+        if not self.groups:
+            raise ConfigError("groups: () is empty; give at least one group to poll")
+        labels: set[str] = set()
+        for group in self.groups:
+            if group.group_label in labels:
+                raise ConfigError(
+                    f"group_label: {group.group_label!r} names two groups; labels are unique"
+                )
+            labels.add(group.group_label)
+            if group.interval_s != self.interval_s:
+                raise ConfigError(
+                    f"interval_s: {group.interval_s!r} of group {group.group_label!r} is not "
+                    f"the {self.interval_s!r} of the first; one collector has one interval"
+                )
+
+    @property
+    def interval_s(self) -> float:
+        """Seconds between ticks, the same for every group."""
+        return self.groups[0].interval_s
 
 
 class Poller:
@@ -141,7 +173,12 @@ class Poller:
             collected_at_us = self._clock_us()
             try:
                 response = await self._read(node)
-                record = record_from_response(response, agent=node, collected_at_us=collected_at_us)
+                record = record_from_response(
+                    response,
+                    agent=node,
+                    collected_at_us=collected_at_us,
+                    group_label=self.settings.group_label,
+                )
             except grpc.aio.AioRpcError as exc:
                 reason = self._describe(exc)
             except RecordError as exc:

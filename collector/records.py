@@ -9,7 +9,15 @@ Schema version 1 (the ``schema`` key)::
         "agent_member": str,      # that agent's member (server_uuid), "" while it knows none
         "served_at_us": int,      # the agent's clock when it answered
         "tables": {name: {"columns": [str, ...], "rows": [[cell, ...], ...]}},
+        "group_label": str,       # the operator's label of the group (--group LABEL=...,
+                                  # [[groups]] label); "default" for the one group of --node
+        "group_name": str,        # group_replication_group_name as the agent asked reports
+                                  # it (QueryResponse.group_name), "" while it knows none
     }
+
+``group_label`` and ``group_name`` were appended (schema still 1): records written before them
+lack both keys, and readers take a missing key as :data:`DEFAULT_GROUP_LABEL` and ``""``. One
+spool holds the records of every group the collector polls; ``group_label`` tells them apart.
 
 ``tables`` holds the four tables of :data:`TABLE_NAMES` with the extended columns (CONNECTED,
 IN_VIEW, LAST_SEEN, AGE_MS, SOURCE) after MySQL's. Cells are msgpack natives: ``str``,
@@ -40,6 +48,8 @@ if TYPE_CHECKING:
 SCHEMA_VERSION = 1
 #: Every record schema version this code reads.
 KNOWN_SCHEMAS = frozenset({1})
+#: The ``group_label`` of the one group of ``--node`` (and of records older than the key).
+DEFAULT_GROUP_LABEL = "default"
 #: The tables every record holds, in the order the collector asks for them.
 TABLE_NAMES: tuple[str, ...] = (
     "replication_group_members",
@@ -59,8 +69,16 @@ _KINDS: dict[str, dict[str, Kind]] = {
 }
 
 
-def record_from_response(response: pb.QueryResponse, *, agent: str, collected_at_us: int) -> Record:
+def record_from_response(
+    response: pb.QueryResponse,
+    *,
+    agent: str,
+    collected_at_us: int,
+    group_label: str = DEFAULT_GROUP_LABEL,
+) -> Record:
     """Return the record of one Query.Read answer asked of ``agent`` at ``collected_at_us``.
+
+    ``group_label`` is the operator's label of the group ``agent`` belongs to.
 
     Raises:
         RecordError: a table of :data:`TABLE_NAMES` is missing, a row does not have one cell
@@ -94,6 +112,8 @@ def record_from_response(response: pb.QueryResponse, *, agent: str, collected_at
         "agent_member": str(uuid.UUID(bytes=response.member)) if len(response.member) == 16 else "",
         "served_at_us": response.served_at_us,
         "tables": tables,
+        "group_label": group_label,
+        "group_name": response.group_name,
     }
 
 

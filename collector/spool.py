@@ -47,7 +47,7 @@ from grstats.collector.errors import RecordError, SegmentCorrupt, SpoolError, Sp
 from grstats.collector.records import decode, encode
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Mapping
+    from collections.abc import Callable, Iterator, Mapping, Sequence
     from types import TracebackType
 
     from structlog.typing import FilteringBoundLogger
@@ -254,8 +254,9 @@ def scan(path: Path | str) -> Scan:
 class SyncPolicy(enum.Enum):
     """When appended records reach the disk."""
 
-    #: Each record is written and fsynced before append returns (the default: at most one
-    #: record a second, and nothing acknowledged is lost even on a power cut).
+    #: Each append (one record, or a batch of them) is written and fsynced before it returns
+    #: (the default: nothing acknowledged is lost even on a power cut; a batch costs one
+    #: fsync, which is how the collector commits the snapshots of many groups).
     RECORD = "record"
     #: Each record is written to the OS before append returns, fsynced when the segment seals:
     #: a killed collector loses nothing, a power cut loses the open segment's unsynced tail.
@@ -317,7 +318,9 @@ class SpoolWriter:
     :class:`SpoolLocked` if another writer holds it) and recovers a segment a killed writer
     left open (see the module docstring). A segment file is created at the first record
     appended after a seal, so no segment is ever empty. :meth:`close` (or leaving the ``with``
-    block) seals the open segment. Not thread-safe; one writer per process.
+    block) seals the open segment. Not thread-safe: one thread at a time may call it (the
+    collector's :class:`~grstats.collector.committer.SpoolCommitter` calls it from its own);
+    one writer per spool.
 
     Args:
         directory: the spool directory.
@@ -376,34 +379,63 @@ class SpoolWriter:
         """Append one record (msgpack-encoded); return where it went. See :meth:`append_payload`."""
         return self.append_payload(encode(record))
 
+    def append_all(self, records: Sequence[Mapping[str, Any]]) -> list[Position]:
+        """Append records (msgpack-encoded) as one batch; see :meth:`append_payloads`."""
+        return self.append_payloads([encode(record) for record in records])
+
     def append_payload(self, payload: bytes) -> Position:
         """Append one already-encoded record, rolling first if the open segment is due.
 
         With the RECORD policy the record is fsynced when this returns.
         """
+        return self.append_payloads([payload])[0]
+
+    def append_payloads(self, payloads: Sequence[bytes]) -> list[Position]:
+        """Append already-encoded records in order as one batch; return where each went.
+
+        The batch's frames reach the file in one write per segment, and with the RECORD
+        policy in one fsync (group commit): every record of the batch is fsynced when this
+        returns, none is acknowledged before. Rolls happen between records as for single
+        appends (a segment due by size or age is sealed first). A failed write abandons the
+        open segment (see :meth:`_abandon`) and raises; records of the batch sealed before
+        it stay sealed.
+        """
         if self._lock_fd is None:
             raise SpoolError(f"spool: the writer of {self.directory} is closed")
-        frame = encode_frame(payload)
-        if self._fd is not None:
-            if self._size + len(frame) > self.settings.segment_bytes:
-                self.roll("size")
-            elif self._age_due():
-                self.roll("age")
-        if self._fd is None:
-            self._open_next()
-        position = Position(self._sequence, self._size)
+        frames = [encode_frame(payload) for payload in payloads]
+        positions: list[Position] = []
+        pending: list[bytes] = []  # frames of the open segment not yet handed to the file
         try:
-            self._write(frame)
+            for frame in frames:
+                self._roll_before(len(frame), pending)
+                if self._fd is None:
+                    self._open_next()
+                positions.append(Position(self._sequence, self._size))
+                pending.append(frame)
+                self._size += len(frame)
+                self._records += 1
+                if self._size >= self.settings.segment_bytes:
+                    self._write_out(pending)
+                    self.roll("size")
+            self._write_out(pending)
+            if self._fd is not None and self.settings.sync is SyncPolicy.RECORD:
+                os.fsync(self._fd)
         except BaseException:
-            self._abandon()
+            if self._fd is not None:
+                self._abandon()
             raise
-        self._size += len(frame)
-        self._records += 1
-        self.appended += 1
-        self.appended_bytes += len(frame)
-        if self._size >= self.settings.segment_bytes:
+        return positions
+
+    def _roll_before(self, frame_bytes: int, pending: list[bytes]) -> None:
+        """Seal the open segment if the next frame would overfill it or it is due by age."""
+        if self._fd is None:
+            return
+        if self._size + frame_bytes > self.settings.segment_bytes:
+            self._write_out(pending)
             self.roll("size")
-        return position
+        elif self._age_due():
+            self._write_out(pending)
+            self.roll("age")
 
     def roll_if_due(self) -> bool:
         """Seal the open segment if it is older than ``segment_age_s``; return whether it did."""
@@ -466,6 +498,7 @@ class SpoolWriter:
         self._log.debug("segment_opened", segment=path.name)
 
     def _write(self, data: bytes) -> None:
+        """Hand ``data`` to the open segment as the policy says (buffer or write; no fsync)."""
         assert self._fd is not None
         if self.settings.sync is SyncPolicy.SEAL:
             self._buffer += data
@@ -473,8 +506,16 @@ class SpoolWriter:
                 self._flush_buffer(self._fd)
             return
         _write_all(self._fd, data)
-        if self.settings.sync is SyncPolicy.RECORD:
-            os.fsync(self._fd)
+
+    def _write_out(self, pending: list[bytes]) -> None:
+        """Write the batch's ``pending`` frames to the open segment and count them as appended."""
+        if not pending:
+            return
+        data = b"".join(pending)
+        self._write(data)
+        self.appended += len(pending)
+        self.appended_bytes += len(data)
+        pending.clear()
 
     def _abandon(self) -> None:
         """Give up the open segment after a failed write: never seal what may be torn.

@@ -287,15 +287,17 @@ class SourceFault(_message.Message):
     def __init__(self, kind: _Optional[str] = ..., message: _Optional[str] = ..., fix: _Optional[str] = ..., since_us: _Optional[int] = ...) -> None: ...
 
 class QueryResponse(_message.Message):
-    __slots__ = ("tables", "agent", "member", "served_at_us", "source_fault")
+    __slots__ = ("tables", "agent", "member", "served_at_us", "source_fault", "group_name")
     TABLES_FIELD_NUMBER: _ClassVar[int]
     AGENT_FIELD_NUMBER: _ClassVar[int]
     MEMBER_FIELD_NUMBER: _ClassVar[int]
     SERVED_AT_US_FIELD_NUMBER: _ClassVar[int]
     SOURCE_FAULT_FIELD_NUMBER: _ClassVar[int]
+    GROUP_NAME_FIELD_NUMBER: _ClassVar[int]
     tables: _containers.RepeatedCompositeFieldContainer[Table]
     agent: str
     member: bytes
     served_at_us: int
     source_fault: SourceFault
-    def __init__(self, tables: _Optional[_Iterable[_Union[Table, _Mapping]]] = ..., agent: _Optional[str] = ..., member: _Optional[bytes] = ..., served_at_us: _Optional[int] = ..., source_fault: _Optional[_Union[SourceFault, _Mapping]] = ...) -> None: ...
+    group_name: str
+    def __init__(self, tables: _Optional[_Iterable[_Union[Table, _Mapping]]] = ..., agent: _Optional[str] = ..., member: _Optional[bytes] = ..., served_at_us: _Optional[int] = ..., source_fault: _Optional[_Union[SourceFault, _Mapping]] = ..., group_name: _Optional[str] = ...) -> None: ...

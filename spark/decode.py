@@ -85,8 +85,16 @@ ARROW_MEMBER_ROWS = pa.schema(
         ("age_ms", pa.int64()),
         ("segment", pa.string()),
         ("record_offset", pa.int64()),
+        ("group_label", pa.string()),
+        ("group_name", pa.string()),
     ]
 )
+
+#: The label of records written before records carried one: the collector's label of its one
+#: group of ``--node`` (``grstats.collector.poller.DEFAULT_GROUP_LABEL``, held equal by a test;
+#: not imported, so that the executors do not load the collector's gRPC client).
+DEFAULT_GROUP_LABEL = "default"
+_DEFAULT_LABEL = DEFAULT_GROUP_LABEL.encode()
 
 # Output column <- (table, MySQL column), in the order each table's columns are taken.
 _TAKEN: dict[str, tuple[tuple[str, str], ...]] = {
@@ -293,6 +301,8 @@ class _Builder:
         self.served: list[int | None] = []
         self.agent: list[bytes] = []
         self.offset: list[int] = []
+        self.group_label: list[bytes] = []
+        self.group_name: list[bytes] = []
         self.records = 0
 
     def add(self, record: dict[bytes, Any], offset: int) -> None:
@@ -326,6 +336,9 @@ class _Builder:
         self.served.extend([record.get(b"served_at_us")] * count)
         self.agent.extend([record[b"agent"]] * count)
         self.offset.extend([offset] * count)
+        # Records written before they named their group: the default label, no group name.
+        self.group_label.extend([record.get(b"group_label", _DEFAULT_LABEL)] * count)
+        self.group_name.extend([record.get(b"group_name", b"")] * count)
         self.records += 1
         if self.records >= BATCH_RECORDS:
             self._to_arrow()
@@ -369,6 +382,8 @@ class _Builder:
         columns["gtids_ahead_of_committed_all"] = ahead
         columns["segment"] = pa.array([self.segment] * count, pa.string())
         columns["record_offset"] = pa.array(self.offset, pa.int64())
+        columns["group_label"] = _text(self.group_label)
+        columns["group_name"] = _text(self.group_name)
         self.batches.append(
             pa.record_batch([columns[field.name] for field in ARROW_MEMBER_ROWS], ARROW_MEMBER_ROWS)
         )

@@ -4,8 +4,10 @@ One run:
 
 1. takes the table's lock, reads its commit log and deletes what an interrupted run left
    (:meth:`TableLog.clean`);
-2. lists the spool's sealed segments and keeps those no commit names (a segment a commit
-   names but whose size changed is an error: the spool is not the one this table loads);
+2. lists the spool's sealed segments and keeps those no commit of this spool names (a
+   segment a commit names but whose size changed is an error: the spool is not the one this
+   table loads). Several spools (one per collector) load into one table: a spool is known by
+   its directory's absolute path, so it must keep that path;
 3. runs one Spark job whose tasks each take a few consecutive segments (:func:`task_sizes`):
    the executors decode the segments and stage their Parquet files (:mod:`grstats.spark.stage`), so
    the work scales with the executors;
@@ -46,6 +48,7 @@ from grstats.spark.table import (
     data_file_name,
     fsync_directory,
     now_text,
+    quarantine_copy_name,
 )
 
 if TYPE_CHECKING:
@@ -171,7 +174,7 @@ def run_ingest(
         cleaned = log.clean()
         if cleaned:
             say(f"deleted {len(cleaned)} leftovers of an unfinished ingest")
-        known = log.known_segments()
+        known = log.known_segments(str(spool))
         pending = []
         for path in segments:
             earlier = known.get(path.name)
@@ -212,7 +215,9 @@ def run_ingest(
                 f"{len(refused)} segment(s) hold records of a schema version this grstats "
                 f"does not read; nothing was loaded. {details}"
             )
-        quarantined = _quarantine(table, spool, [s for s in staged if s.status == CORRUPT], say)
+        quarantined = _quarantine(
+            table, spool, number, [s for s in staged if s.status == CORRUPT], say
+        )
         loaded = [s for s in staged if s.status == LOADED]
         entries = _move_into_data(table, staging, number, loaded)
         commit = Commit(
@@ -233,7 +238,7 @@ def run_ingest(
         )
         log.commit(commit)
         shutil.rmtree(staging, ignore_errors=True)
-        _remove_quarantined(segments, log.known_segments(), say)
+        _remove_quarantined(segments, log.known_segments(str(spool)), say)
         return IngestResult(
             commit=number,
             segments_total=len(segments),
@@ -316,16 +321,20 @@ def _watch(
 
 
 def _quarantine(
-    table: Path, spool: Path, corrupt: list[StagedSegment], say: Callable[[str], None]
+    table: Path,
+    spool: Path,
+    number: int,
+    corrupt: list[StagedSegment],
+    say: Callable[[str], None],
 ) -> list[Quarantined]:
-    """Copy each corrupt segment to the quarantine; the commit will record it."""
+    """Copy each corrupt segment to the quarantine; commit ``number`` will record it."""
     if not corrupt:
         return []
     directory = table / QUARANTINE_DIR
     directory.mkdir(parents=True, exist_ok=True)
     quarantined = []
     for staged in corrupt:
-        copy = directory / staged.name
+        copy = directory / quarantine_copy_name(number, staged.name)
         with (spool / staged.name).open("rb") as source, copy.open("wb") as target:
             shutil.copyfileobj(source, target)
             target.flush()

@@ -39,6 +39,9 @@ written into --out DIR:
   report.html       for people: charts of applier queue, lag and member state over time
                     per member, and every table below (self-contained, no network needed)
   summary.json      for scripts: group and per-member figures
+  groups/LABEL/     with several groups in the range: each group's own report.html,
+                    summary.json and tables; report.html starts with the fleet overview
+                    and summary.json lists the groups ("groups")
   tables/NAME/      each result table as Parquet, and tables/NAME.csv as CSV
 
 figures, per member and for the group: throughput (applied, proposed, checked per
@@ -54,6 +57,7 @@ examples:
   grstats spark report --table /var/lib/grstats/table --out report
   grstats spark report --table table --out night --from 2026-01-31T22:00Z --to 2026-02-01T06:00Z
   grstats spark report --table table --out report --master spark://spark-master:7077 --format json
+  grstats spark report --table table --out east --group east
 """
 
 
@@ -82,6 +86,12 @@ def register(subparsers: Subparsers) -> None:
     )
     parser.add_argument(
         "--to", dest="end", metavar="TIME", help="end of the range, excluded (default: no end)"
+    )
+    parser.add_argument(
+        "--group",
+        metavar="LABEL",
+        help="report only the group of this label (default: every group in the range; "
+        "several groups give a fleet overview and a section per group)",
     )
     parser.add_argument(
         "--master",
@@ -126,6 +136,7 @@ def config_from_args(args: argparse.Namespace) -> ReportConfig:
             end=end,
             flow_control_threshold=args.flow_control_threshold,
             max_gap_s=args.max_gap,
+            group=args.group,
         )
     except ReportConfigError as exc:
         message = str(exc)
@@ -134,6 +145,7 @@ def config_from_args(args: argparse.Namespace) -> ReportConfig:
             ("start:", "--from:"),
             ("flow_control_threshold:", "--flow-control-threshold:"),
             ("max_gap_s:", "--max-gap:"),
+            ("group:", "--group:"),
         ):
             if message.startswith(field):
                 message = flag + message[len(field) :]

@@ -19,12 +19,22 @@ unwieldy (``last_applied_original_commit`` for LAST_APPLIED_TRANSACTION_ORIGINAL
 * freshness, from the extended columns of the member's replication_group_members row:
   ``connected``, ``in_view``, ``last_seen``, ``age_ms``;
 * lineage: ``segment`` (the spool segment's file name) and ``record_offset`` (the frame's byte
-  offset in it).
+  offset in it);
+* the group: ``group_label`` (the operator's name of the group, as the collector was given it;
+  ``default`` for records written before records named their group) and ``group_name`` (GR's
+  group name as the agent reported it, "" when unknown). Several groups share one table.
 
 Timestamps are UTC; MySQL's zero timestamp is null.
 
 WARNING: ONLY APPEND to this schema. Parquet files already written, the report and users'
 queries read these names and types.
+
+Lineage across spools: several spools (one per collector) load into one table, and their
+segments have the same names, so ``segment`` alone does not identify a segment; (spool,
+``segment``) does. The table has no spool column: a row's spool is that of the commit that
+loaded it, found through its data file, ``data/collected_date=.../c<commit>-<segment>.parquet``,
+whose commit's log entry (``_grstats/log/<commit>.json``, :class:`grstats.spark.table.Commit`)
+names the spool's directory as ingest saw it.
 """
 
 from __future__ import annotations
@@ -104,8 +114,15 @@ MEMBER_ROWS = StructType(
         # lineage
         _field("segment", StringType()),
         _field("record_offset", LongType()),
+        # the group (appended after the first release)
+        _field("group_label", StringType()),
+        _field("group_name", StringType()),
     ]
 )
+
+#: The columns appended after the first release, and the value of rows written before them
+#: (:func:`grstats.spark.table.read_member_rows` fills them in for older data files).
+LATER_COLUMNS: dict[str, str] = {"group_label": "default", "group_name": ""}
 
 #: The column names of MEMBER_ROWS, in order.
 MEMBER_ROW_COLUMNS: tuple[str, ...] = tuple(MEMBER_ROWS.fieldNames())

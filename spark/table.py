@@ -5,7 +5,8 @@ Layout of ``--table DIR``::
     data/collected_date=2026-01-05/c00000000000000000003-segment-00000000000000000007.parquet
     _grstats/log/00000000000000000003.json   commit 3: the segments it loaded, its data files
     _grstats/staging/commit-00000000000000000004/   a load in progress (never read)
-    _grstats/quarantine/segment-00000000000000000009.sealed   a corrupt segment's copy
+    _grstats/quarantine/c00000000000000000003-segment-00000000000000000009.sealed
+                                              a corrupt segment's copy, set aside by commit 3
     _grstats/.lock                            held by the one ingest that may run
 
 The log is the table's truth (the idea of WL#2775: the record of what was applied is stored
@@ -30,7 +31,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
-from grstats.spark.schema import MEMBER_ROW_COLUMNS, MEMBER_ROWS
+from pyspark.sql import functions as F  # noqa: N812 (pyspark's own idiom)
+
+from grstats.spark.schema import LATER_COLUMNS, MEMBER_ROW_COLUMNS, MEMBER_ROWS
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -109,6 +112,15 @@ def data_file_name(number: int, segment: str) -> str:
     return f"c{number:020d}-{segment.rsplit('.', 1)[0]}.parquet"
 
 
+def quarantine_copy_name(number: int, segment: str) -> str:
+    """Return the name under the quarantine of commit ``number``'s copy of ``segment``.
+
+    The commit number keeps apart the copies of segments of one name from several spools
+    (each commit loads one spool, which its entry names).
+    """
+    return f"c{number:020d}-{segment}"
+
+
 class TableLog:
     """The commit log of the table at ``table_dir`` (read once, when created)."""
 
@@ -147,10 +159,16 @@ class TableLog:
         """Every data file of every commit, absolute, in commit order."""
         return [self.table_dir / path for commit in self.commits for path in commit.files]
 
-    def known_segments(self) -> dict[str, dict[str, Any]]:
-        """The segments loaded or quarantined by some commit, by name."""
+    def known_segments(self, spool: str | None = None) -> dict[str, dict[str, Any]]:
+        """The segments loaded or quarantined by some commit, by name.
+
+        With ``spool``, only those of commits that loaded that spool directory: the segments
+        of several spools (one per collector) have the same names.
+        """
         known: dict[str, dict[str, Any]] = {}
         for commit in self.commits:
+            if spool is not None and commit.spool != spool:
+                continue
             for segment in (*commit.segments, *commit.quarantined):
                 known[segment["name"]] = {**segment, "commit": commit.number}
         return known
@@ -280,7 +298,9 @@ def read_member_rows(spark: SparkSession, table_dir: Path | str) -> DataFrame:
     """Return the table's committed member rows as a DataFrame with the MEMBER_ROWS schema.
 
     Only files named by a commit are read, so a load in progress or an interrupted one is never
-    seen. A directory without commits gives an empty DataFrame.
+    seen. A directory without commits gives an empty DataFrame. Data files written before a
+    column of :data:`LATER_COLUMNS` existed read as that column's default (``group_label``
+    ``default``, ``group_name`` ""), so older tables need no migration.
 
     Raises:
         TableError: the log is broken (a missing commit, an unreadable entry).
@@ -294,4 +314,14 @@ def read_member_rows(spark: SparkSession, table_dir: Path | str) -> DataFrame:
         .option("basePath", str(table / DATA_DIR))
         .parquet(*(str(path) for path in files))
     )
-    return frame.select(*MEMBER_ROW_COLUMNS)
+    return frame.select(
+        *(
+            # when/otherwise, not coalesce: the column stays nullable, as MEMBER_ROWS says
+            F.when(F.col(name).isNull(), F.lit(LATER_COLUMNS[name]))
+            .otherwise(F.col(name))
+            .alias(name)
+            if name in LATER_COLUMNS
+            else F.col(name)
+            for name in MEMBER_ROW_COLUMNS
+        )
+    )

@@ -93,7 +93,7 @@ def test_the_generated_service_code_imports_grstats_proto() -> None:
 
 
 def test_query_response_fields_are_append_only() -> None:
-    """QueryResponse's fields keep their numbers; the answering agent's source fault came fifth."""
+    """QueryResponse's fields keep their numbers; the source fault came fifth, the group name sixth."""
     response = {f.name: f.number for f in grstats_pb2.QueryResponse.DESCRIPTOR.fields}
     assert response == {
         "tables": 1,
@@ -101,6 +101,7 @@ def test_query_response_fields_are_append_only() -> None:
         "member": 3,
         "served_at_us": 4,
         "source_fault": 5,
+        "group_name": 6,
     }
     fault = {f.name: f.number for f in grstats_pb2.SourceFault.DESCRIPTOR.fields}
     assert fault == {"kind": 1, "message": 2, "fix": 3, "since_us": 4}

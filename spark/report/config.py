@@ -76,6 +76,7 @@ class ReportConfig:
         worst_intervals: how many minutes each "worst intervals" ranking keeps.
         max_gap_s: the longest time one snapshot's state counts for, in seconds (a longer
             gap between two snapshots of a member is time without data).
+        group: report only the group of this ``group_label`` (None: every group in range).
     """
 
     table_dir: Path
@@ -86,6 +87,7 @@ class ReportConfig:
     chart_points: int = DEFAULT_CHART_POINTS
     worst_intervals: int = DEFAULT_WORST_INTERVALS
     max_gap_s: float = DEFAULT_MAX_GAP_S
+    group: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("start", "end"):
@@ -105,5 +107,7 @@ class ReportConfig:
             raise ReportConfigError(f"chart_points: {self.chart_points} is below 10")
         if not (math.isfinite(self.max_gap_s) and self.max_gap_s > 0):
             raise ReportConfigError(f"max_gap_s: {self.max_gap_s} is not a number of seconds > 0")
+        if self.group is not None and not self.group.strip():
+            raise ReportConfigError(f"group: {self.group!r} is not a group label (it is empty)")
         if self.worst_intervals < 1:
             raise ReportConfigError(f"worst_intervals: {self.worst_intervals} is below 1")

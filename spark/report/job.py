@@ -17,9 +17,17 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from pyspark import StorageLevel
+from pyspark.sql import functions as F  # noqa: N812 (pyspark's own idiom)
 
 from grstats.spark.report.episodes import episodes, segments
 from grstats.spark.report.figures import group_figures, member_figures
+from grstats.spark.report.fleet import (
+    GROUPS_DIR,
+    fleet_summary,
+    group_dirs,
+    group_entry,
+    render_fleet,
+)
 from grstats.spark.report.hourly import member_hours
 from grstats.spark.report.minutes import member_minutes, member_runs
 from grstats.spark.report.output import collect_rows, iso, write_table
@@ -29,7 +37,14 @@ from grstats.spark.report.series import MINUTE, bucket_seconds, member_series, m
 from grstats.spark.report.snapshots import group_snapshots
 from grstats.spark.report.source import select_range
 from grstats.spark.report.steps import gauges, member_steps
-from grstats.spark.report.summary import PERCENTILE_METHOD, build_summary, empty_summary
+from grstats.spark.report.summary import (
+    FORMAT,
+    PERCENTILE_METHOD,
+    build_summary,
+    empty_summary,
+    range_summary,
+    settings_summary,
+)
 from grstats.spark.report.worst import worst_minutes
 from grstats.spark.table import META_DIR, TableError, read_member_rows
 
@@ -127,6 +142,44 @@ def run_report(
     selected = select_range(source, config.start, config.end)
     out = config.out_dir
     out.mkdir(parents=True, exist_ok=True)
+    groups = _groups(selected)
+    if config.group is not None:
+        if config.group not in groups:
+            known = ", ".join(repr(label) for label in groups) or "none"
+            raise ReportInputError(
+                f"--group: {config.group!r} is not a group label in the range "
+                f"(the range's groups: {known})"
+            )
+        selected = selected.filter(F.col("group_label") == config.group)
+        groups = {config.group: groups[config.group]}
+    if len(groups) <= 1:
+        result, _ = _report_one(config, selected, out, step)
+        return result
+    return _report_fleet(config, selected, groups, step)
+
+
+def _groups(rows: DataFrame) -> dict[str, str]:
+    """The group labels in ``rows``, sorted, each with its latest non-empty group name."""
+    found = rows.groupBy("group_label").agg(
+        F.max_by(
+            F.when(F.col("group_name") != "", F.col("group_name")),
+            F.when(F.col("group_name") != "", F.col("collected_at")),
+        ).alias("group_name")
+    )
+    return {
+        row["group_label"]: row["group_name"] or ""
+        for row in sorted(collect_rows(found), key=lambda row: row["group_label"])
+    }
+
+
+def _report_one(
+    config: ReportConfig,
+    selected: DataFrame,
+    out: Path,
+    step: _Progress,
+    tables_dir: str = "tables",
+) -> tuple[ReportResult, PageData | None]:
+    """Write the report of one group's rows into ``out``; return it and its page's data."""
     html_path, summary_path = out / "report.html", out / "summary.json"
     text = range_text(config)
     if selected.isEmpty():
@@ -136,15 +189,15 @@ def run_report(
         step("the range holds no snapshots")
         return ReportResult(
             html_path, summary_path, summary, empty=True, range_text=text, seconds=step.elapsed()
-        )
+        ), None
     tables, bucket_s, cached = _compute(selected, config, step)
     try:
-        tables_dir = out / "tables"
-        tables_dir.mkdir(exist_ok=True)
+        tables_path = out / "tables"
+        tables_path.mkdir(exist_ok=True)
         collected: dict[str, list[dict[str, Any]]] = {}
         for name in TABLE_NAMES:
-            collected[name] = write_table(tables[name], tables_dir, name)
-            step(f"wrote tables/{name} ({len(collected[name])} rows)")
+            collected[name] = write_table(tables[name], tables_path, name)
+            step(f"wrote {tables_dir}/{name} ({len(collected[name])} rows)")
     finally:
         for frame in cached:
             frame.unpersist()
@@ -169,6 +222,51 @@ def run_report(
     )
     html_path.write_text(render(page), encoding="utf-8")
     step("wrote report.html and summary.json")
+    return ReportResult(
+        html_path, summary_path, summary, empty=False, range_text=text, seconds=step.elapsed()
+    ), dataclasses.replace(page, tables_dir=tables_dir)
+
+
+def _report_fleet(
+    config: ReportConfig,
+    selected: DataFrame,
+    groups: dict[str, str],
+    step: _Progress,
+) -> ReportResult:
+    """Write each group's own report under groups/, then the fleet's page and summary.json."""
+    out = config.out_dir
+    dirs = group_dirs(groups)
+    entries, pages = [], {}
+    for label, name in groups.items():
+        step(f"group {label!r}")
+        directory = out / GROUPS_DIR / dirs[label]
+        directory.mkdir(parents=True, exist_ok=True)
+        rows = selected.filter(F.col("group_label") == label)
+        result, page = _report_one(
+            config, rows, directory, step, f"{GROUPS_DIR}/{dirs[label]}/tables"
+        )
+        assert page is not None  # the group has rows in the range
+        entries.append(group_entry(label, name, dirs[label], result.summary))
+        pages[label] = dataclasses.replace(
+            page, title=f"Group {label}" + (f" ({name})" if name else "")
+        )
+    top = {
+        "format": FORMAT,
+        "empty": False,
+        "table": str(config.table_dir),
+        "range": range_summary(config),
+        "settings": settings_summary(config),
+    }
+    summary = fleet_summary(top, entries)
+    html_path, summary_path = out / "report.html", out / "summary.json"
+    summary_path.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    text = range_text(config)
+    page_range = (
+        f"{text}: {len(entries)} groups, {summary['range']['snapshots']:,} snapshots from "
+        f"{summary['range']['first_snapshot']} to {summary['range']['last_snapshot']}"
+    )
+    html_path.write_text(render_fleet(TITLE, page_range, entries, pages), encoding="utf-8")
+    step("wrote the fleet's report.html and summary.json")
     return ReportResult(
         html_path, summary_path, summary, empty=False, range_text=text, seconds=step.elapsed()
     )

@@ -44,6 +44,7 @@ class PageData:
         series: SERIES rows.
         bucket_s: the chart bucket width.
         files: result table names, in the order written.
+        tables_dir: where the tables are, relative to the page.
     """
 
     title: str
@@ -55,6 +56,7 @@ class PageData:
     series: Sequence[dict[str, Any]]
     bucket_s: int
     files: Sequence[str]
+    tables_dir: str = "tables"
 
 
 def member_label(row: dict[str, Any]) -> str:
@@ -123,15 +125,32 @@ def _whole(value: object) -> str:
 
 def render(data: PageData) -> str:
     """Return the whole page."""
+    return "\n".join(
+        [
+            head(data.title),
+            f"<h1>{html.escape(data.title)}</h1>",
+            body(data),
+            "</body></html>",
+        ]
+    )
+
+
+def head(title: str) -> str:
+    """The page's head and the opening of its body."""
+    return (
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>\n"
+        f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>"
+    )
+
+
+def body(data: PageData) -> str:
+    """The page's content under its heading: the range, the figures, charts and tables."""
     members = [row for row in data.figures if row["scope"] == "member"]
     labels = {row["member_id"]: member_label(row) for row in members}
     group = next(row for row in data.figures if row["scope"] == "group")
     start = group["first_at"].timestamp()
     end = max(group["last_at"].timestamp(), start + 1)
     parts = [
-        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
-        f"<title>{html.escape(data.title)}</title><style>{_STYLE}</style></head><body>",
-        f"<h1>{html.escape(data.title)}</h1>",
         (
             f"<p>{html.escape(data.range_text)}<br><span class='muted'>"
             f"{html.escape(data.settings_text)}</span></p>"
@@ -229,9 +248,10 @@ def render(data: PageData) -> str:
         ),
         _worst_section(data.worst, labels),
         "<h2>Files</h2><p>Every table as CSV and Parquet, beside this page: "
-        + ", ".join(f"<code>tables/{html.escape(n)}.csv</code>" for n in data.files)
+        + ", ".join(
+            f"<code>{html.escape(data.tables_dir)}/{html.escape(n)}.csv</code>" for n in data.files
+        )
         + "; the figures for scripts in <code>summary.json</code>.</p>",
-        "</body></html>",
     ]
     return "\n".join(parts)
 

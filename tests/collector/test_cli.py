@@ -133,6 +133,33 @@ def test_count_and_json_summary(
     assert len(records(spool)) == 2
 
 
+def test_groups_of_a_config_file_and_flags(
+    tmp_path: Path, agents: tuple[list[int], list[subprocess.Popen[bytes]]]
+) -> None:
+    """Groups from --config and --group share one spool; each record and the summary name theirs."""
+    ports, _ = agents
+    dead = f"127.0.0.1:{free_ports(1)[0]}"
+    config = tmp_path / "collector.toml"
+    config.write_text(f'[[groups]]\nlabel = "down"\nnodes = ["{dead}"]\n')
+    spool = tmp_path / "spool"
+    done = run_collect(
+        *("--config", str(config), "--group", f"up=127.0.0.1:{ports[0]},127.0.0.1:{ports[1]}"),
+        *("--spool", str(spool), "--count", "2", "--format", "json", "--timeout", "0.5"),
+    )
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout)
+    assert list(summary["groups"]) == ["down", "up"]
+    assert summary["groups"]["up"]["snapshots"] == summary["snapshots"] == 2
+    assert summary["groups"]["down"]["snapshots"] == 0
+    assert summary["groups"]["down"]["failed_polls"] >= 1
+    found = records(spool)
+    assert [r["group_label"] for r in found] == ["up", "up"]
+    assert len({r["group_name"] for r in found}) == 1
+    assert found[0]["group_name"]
+    unanswered = [e for e in log_events(done.stderr) if e["event"] == "no_agent_answered"]
+    assert [e["group_label"] for e in unanswered] == ["down"]
+
+
 def test_sigint_with_no_agent_and_a_busy_spool(tmp_path: Path) -> None:
     """With no agent up it keeps trying; a second collector on its spool exits 1; Ctrl-C exits 0."""
     spool = tmp_path / "spool"
@@ -171,6 +198,11 @@ def test_sigint_with_no_agent_and_a_busy_spool(tmp_path: Path) -> None:
         (["--duration", "-1"], "--duration: -1.0"),
         (["--fsync", "sometimes"], "argument --fsync: invalid choice: 'sometimes'"),
         (["--metrics-listen", "9475"], "--metrics-listen: '9475' is not host:port"),
+        ([], "--node: no group to poll; give --node HOST:PORT, --group"),
+        (["--group", "a b=h:1"], "--group: 'a b=h:1': label: 'a b' is not a label of 1 to 64"),
+        (["--group", "a=h:1", "--group", "a=h:2"], "--group: 'a' names two groups"),
+        (["--group", "a=h:1", "--node", "h:2"], "--node: cannot be combined with --group"),
+        (["--config", "absent.toml"], "--config: cannot read 'absent.toml'"),
         (
             ["--metrics-listen", "127.0.0.1:65536"],
             "--metrics-listen: '127.0.0.1:65536' is not host:port with a port in 0..65535",
@@ -182,7 +214,7 @@ def test_bad_arguments_exit_2_naming_the_value(
 ) -> None:
     """An invalid flag exits 2 with a message naming the flag and its value; nothing is created."""
     base = ["--spool", str(tmp_path / "spool")]
-    if "--node" not in args:
+    if args and not {"--node", "--group", "--config"} & set(args):
         base += ["--node", "127.0.0.1:7400"]
     done = run_collect(*base, *args)
     assert done.returncode == 2
@@ -202,5 +234,7 @@ def test_help_explains() -> None:
         "kill -9",
         "exit status",
         "--metrics-listen HOST:PORT",
+        "--group LABEL=HOST:PORT[,HOST:PORT...]",
+        "[[groups]]",
     ):
         assert words in done.stdout

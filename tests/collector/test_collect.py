@@ -46,7 +46,7 @@ async def run(
     with SpoolWriter(tmp_path / "spool") as writer:
         try:
             progress = await collect(
-                poller,
+                [poller],
                 writer,
                 stop or asyncio.Event(),
                 limits=limits,

@@ -132,7 +132,7 @@ class Collecting:
         self.poller = Poller(settings)
         self.task = asyncio.ensure_future(
             collect(
-                self.poller,
+                [self.poller],
                 self.writer,
                 asyncio.Event(),
                 limits=limits,
@@ -330,10 +330,10 @@ class TestGroupLabel:
         """The one group of --node is labelled default."""
         assert PollerSettings(("db1:7400",)).group_label == DEFAULT_GROUP_LABEL == "default"
 
-    @pytest.mark.parametrize("label", ["", "a\nb", "x" * 129, 7])
+    @pytest.mark.parametrize("label", ["", "a\nb", "a b", "x" * 65, "é", 7])
     def test_bad_label_is_refused(self, label: object) -> None:
-        """An empty, unprintable, too long or non-text label is refused, naming the field and value."""
-        with pytest.raises(ConfigError, match=r"^group_label: .* is not a label of 1 to 128"):
+        """An empty, spaced, too long, non-ASCII or non-text label is refused, naming it."""
+        with pytest.raises(ConfigError, match=r"^group_label: .* is not a label of 1 to 64"):
             PollerSettings(("db1:7400",), group_label=label)  # type: ignore[arg-type]
 
     def test_series_exist_from_the_start(self, tmp_path: Path) -> None:

@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import errno
-from typing import TYPE_CHECKING, Any
+import os
+import threading
+import time
+from pathlib import Path
+from typing import Any
 
 import pytest
 from structlog.testing import capture_logs
@@ -27,9 +31,6 @@ from grstats.collector.spool import (
     sealed_segments,
     segment_name,
 )
-
-if TYPE_CHECKING:
-    from pathlib import Path
 
 
 def record(index: int, pad: int = 100) -> dict[str, Any]:
@@ -65,6 +66,24 @@ def write_segment(path: Path, records: list[dict[str, Any]], tail: bytes = b"") 
         data += encode_frame(encode(item))
     path.write_bytes(bytes(data) + tail)
     return offsets
+
+
+def segment_fsyncs(monkeypatch: pytest.MonkeyPatch, delay_s: float = 0.0) -> list[int]:
+    """Note the thread of each fsync of a segment file from now on; make each ``delay_s`` slower.
+
+    The real fsync still runs.
+    """
+    synced: list[int] = []
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        real(fd)
+        if ".open" in str(Path(f"/proc/self/fd/{fd}").readlink()):
+            time.sleep(delay_s)
+            synced.append(threading.get_ident())
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    return synced
 
 
 class TestFraming:
@@ -250,6 +269,46 @@ class TestRolling:
         writer.close()
         with pytest.raises(SpoolError, match="closed"):
             writer.append(record(0))
+
+
+class TestBatch:
+    def test_a_batch_is_one_fsync(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """With RECORD, a batch of 50 records costs one fsync of the segment, not 50."""
+        synced = segment_fsyncs(monkeypatch)
+        with SpoolWriter(tmp_path) as writer:
+            writer.append(record(0))
+            assert len(synced) == 1
+            positions = writer.append_all([record(i) for i in range(1, 51)])
+            assert len(synced) == 2  # group commit: the whole batch in one fsync
+            assert writer.appended == 51
+        assert [p.offset for p in positions] == [
+            positions[0].offset + i * len(encode_frame(encode(record(1)))) for i in range(50)
+        ]
+        assert all_records(tmp_path) == [record(i) for i in range(51)]
+
+    def test_a_batch_rolls_between_its_records(self, tmp_path: Path) -> None:
+        """A batch larger than a segment fills segments in order, each sealed whole."""
+        with SpoolWriter(tmp_path, SpoolSettings(segment_bytes=1024)) as writer:
+            positions = writer.append_all([record(i) for i in range(40)])
+            assert writer.appended == 40
+        segments = sealed_segments(tmp_path)
+        assert len(segments) > 3
+        assert all(path.stat().st_size <= 1024 for path in segments)
+        assert all_records(tmp_path) == [record(i) for i in range(40)]
+        offsets = {
+            (parse_segment_name(path.name) or (0, True))[0]: [o for o, _ in read_records(path)]
+            for path in segments
+        }
+        assert [(p.sequence, p.offset) for p in positions] == [
+            (sequence, offset) for sequence in sorted(offsets) for offset in offsets[sequence]
+        ]
+
+    def test_an_empty_batch_writes_nothing(self, tmp_path: Path) -> None:
+        """Appending no record opens no segment."""
+        with SpoolWriter(tmp_path) as writer:
+            assert writer.append_payloads([]) == []
+            assert writer.current is None
+        assert list(tmp_path.glob("segment-*")) == []
 
 
 class TestRecovery:

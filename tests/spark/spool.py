@@ -35,8 +35,18 @@ COLUMNS = {
 }
 
 
-def make_record(second: int, members: Iterable[str] = MEMBER_IDS, **cells: Any) -> dict[str, Any]:
-    """A record collected ``second`` seconds after T0; ``cells`` override columns by name."""
+def make_record(
+    second: int,
+    members: Iterable[str] = MEMBER_IDS,
+    *,
+    group: tuple[str, str] | None = None,
+    **cells: Any,
+) -> dict[str, Any]:
+    """A record collected ``second`` seconds after T0; ``cells`` override columns by name.
+
+    ``group`` (label, GR group name) adds the group keys; without it the record is one written
+    before records named their group.
+    """
     now = T0_US + second * 1_000_000
     tables: dict[str, dict[str, Any]] = {
         name: {"columns": COLUMNS[name], "rows": []} for name in TABLE_NAMES
@@ -86,7 +96,7 @@ def make_record(second: int, members: Iterable[str] = MEMBER_IDS, **cells: Any) 
         "agent_member": MEMBER_IDS[0],
         "served_at_us": now + 1500,
         "tables": tables,
-    }
+    } | ({} if group is None else {"group_label": group[0], "group_name": group[1]})
 
 
 def write_spool(spool: Path, segments: list[list[dict[str, Any]]]) -> list[Path]:
@@ -185,6 +195,8 @@ def expected_rows(segments: Iterable[Path]) -> list[dict[str, Any]]:
                     "age_ms": member.get("AGE_MS"),
                     "segment": path.name,
                     "record_offset": offset,
+                    "group_label": record.get("group_label", "default"),
+                    "group_name": record.get("group_name", ""),
                 }
                 rows.append(row)
     return rows

@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from grstats.collector import poller
 from grstats.collector.errors import SegmentCorrupt, UnknownSchema
-from grstats.spark.decode import ARROW_MEMBER_ROWS, decode_segment
+from grstats.spark.decode import ARROW_MEMBER_ROWS, DEFAULT_GROUP_LABEL, decode_segment
 from grstats.spark.schema import MEMBER_ROWS
 from tests.spark.spool import COLUMNS, MEMBER_IDS, expected_rows, make_record, write_spool
 
@@ -77,6 +78,33 @@ class TestDecodeSegment:
         assert [row["connected"] for row in rows[3:6]] == [None, None, None]
         assert [row["connected"] for row in rows[6:]] == [True, False, True]
         assert rows == expected_rows([segment])
+
+    def test_records_name_their_group_or_get_the_default(self, tmp_path: Path) -> None:
+        """group_label and group_name come from the record; older records get default and ""."""
+        records = [
+            make_record(1, group=("east", "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa")),
+            make_record(1),
+            make_record(2, group=("west", "")),
+        ]
+        (segment,) = write_spool(tmp_path, [records])
+        rows = decode_segment(segment).rows.to_pylist()
+        assert [(row["group_label"], row["group_name"]) for row in rows[::3]] == [
+            ("east", "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"),
+            ("default", ""),
+            ("west", ""),
+        ]
+        assert rows == expected_rows([segment])
+
+    def test_the_default_label_is_the_collectors(self) -> None:
+        """Records without a label are read as the label the collector gives its --node group."""
+        assert poller.DEFAULT_GROUP_LABEL == DEFAULT_GROUP_LABEL
+
+    def test_a_group_label_that_is_not_text(self, tmp_path: Path) -> None:
+        """A group_label of the wrong type makes the segment corrupt, naming the frame."""
+        record = make_record(1) | {"group_label": 7}
+        (segment,) = write_spool(tmp_path, [[make_record(0), record]])
+        with pytest.raises(SegmentCorrupt, match="offset"):
+            decode_segment(segment)
 
 
 class TestBadSegments:

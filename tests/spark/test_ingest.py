@@ -42,6 +42,33 @@ class TestIngest:
         assert result.rows == 81 * 3
         assert table_rows(spark, table) == expected_rows(segments)
 
+    def test_two_groups_spools_load_into_one_table_exactly_once(
+        self, spark: SparkSession, tmp_path: Path
+    ) -> None:
+        """Two collectors' spools (same segment names) load once each, rows under their group."""
+        east, west, table = tmp_path / "east", tmp_path / "west", tmp_path / "table"
+        east_segments = write_spool(
+            east, [[make_record(s, group=("east", "g-e")) for s in range(10)]]
+        )
+        west_segments = write_spool(
+            west, [[make_record(s, group=("west", "g-w")) for s in range(10, 15)]]
+        )
+        assert [p.name for p in east_segments] == [p.name for p in west_segments]
+        for _ in range(2):
+            for spool in (east, west):
+                run_ingest(spark, spool, table)
+        assert len(TableLog(table).commits) == 2
+
+        def key(row: dict[str, Any]) -> tuple[Any, ...]:
+            return (*row_key(row), row["group_label"])
+
+        assert sorted(table_rows(spark, table), key=key) == sorted(
+            expected_rows(east_segments) + expected_rows(west_segments), key=key
+        )
+        rows = read_member_rows(spark, table)
+        counts = {r.group_label: r["count"] for r in rows.groupBy("group_label").count().collect()}
+        assert counts == {"east": 10 * 3, "west": 5 * 3}
+
     def test_tasks_of_several_segments_load_each_segment_once(
         self, spark: SparkSession, tmp_path: Path
     ) -> None:
@@ -84,7 +111,8 @@ class TestIngest:
         """The corrupt segment is copied aside, removed from the spool and named in the commit."""
         spool, table = tmp_path / "spool", tmp_path / "table"
         good, bad, last = write_spool(spool, segments_of([range(5), range(5, 10), range(10, 12)]))
-        bad.write_bytes(bad.read_bytes()[:-7])  # torn last frame
+        bad_bytes = bad.read_bytes()[:-7]  # torn last frame
+        bad.write_bytes(bad_bytes)
         messages: list[str] = []
         result = run_ingest(spark, spool, table, progress=messages.append)
         assert result.segments_loaded == 2
@@ -92,12 +120,42 @@ class TestIngest:
         assert quarantined.name == bad.name
         assert "torn frame" in quarantined.reason
         assert any(str(bad) in m and f"offset {quarantined.offset}" in m for m in messages)
-        assert (table / QUARANTINE_DIR / bad.name).exists()
+        assert quarantined.copy == f"{QUARANTINE_DIR}/c{1:020d}-{bad.name}"
+        assert (table / quarantined.copy).read_bytes() == bad_bytes
         assert not bad.exists()
         entry = json.loads((table / LOG_DIR / "00000000000000000001.json").read_text())
         assert entry["quarantined"][0]["offset"] == quarantined.offset
         assert table_rows(spark, table) == expected_rows([good, last])
         assert run_ingest(spark, spool, table).commit is None
+
+    def test_corrupt_segments_of_one_name_from_two_spools_are_both_kept(
+        self, spark: SparkSession, tmp_path: Path
+    ) -> None:
+        """Each spool's corrupt segment of the same name gets its own copy, named by its commit."""
+        table, copies = tmp_path / "table", []
+        for label in ("east", "west"):
+            spool = tmp_path / label
+            _, bad = write_spool(
+                spool,
+                [
+                    [make_record(s, group=(label, label)) for s in r]
+                    for r in (range(3), range(3, 6))
+                ],
+            )
+            torn = bad.read_bytes()[:-7]
+            bad.write_bytes(torn)
+            (quarantined,) = run_ingest(spark, spool, table).quarantined
+            assert (table / quarantined.copy).read_bytes() == torn
+            assert not bad.exists()
+            copies.append(quarantined.copy)
+        assert copies[0].rsplit("-", 2)[-2:] == copies[1].rsplit("-", 2)[-2:]  # one segment name
+        assert copies[0] != copies[1]
+        log = TableLog(table)
+        assert [c.spool for c in log.commits] == [str(tmp_path / "east"), str(tmp_path / "west")]
+        assert (table / QUARANTINE_DIR) not in {p.parent for p in log.clean()}  # both are named
+        assert sorted(p.name for p in (table / QUARANTINE_DIR).iterdir()) == sorted(
+            copy.rsplit("/", 1)[-1] for copy in copies
+        )
 
     def test_an_unknown_schema_version_stops_the_run(
         self, spark: SparkSession, tmp_path: Path

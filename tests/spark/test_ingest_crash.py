@@ -103,7 +103,7 @@ def left_behind(table: Path, corrupt: Path) -> tuple[int, int, bool]:
     """What a killed run left: (staged files, files in data/, the corrupt segment's copy)."""
     staged = len(list((table / STAGING_DIR).glob("*/*/*.parquet")))
     data = len(list((table / DATA_DIR).glob("*/*.parquet")))
-    return staged, data, (table / QUARANTINE_DIR / corrupt.name).exists()
+    return staged, data, any((table / QUARANTINE_DIR).glob(f"c*-{corrupt.name}"))
 
 
 def assert_loaded_exactly_once(
@@ -115,7 +115,7 @@ def assert_loaded_exactly_once(
     known = TableLog(table).known_segments()
     assert set(known) == {s.name for s in good} | {corrupt.name}
     assert "copy" in known[corrupt.name]
-    assert (table / QUARANTINE_DIR / corrupt.name).exists()
+    assert (table / known[corrupt.name]["copy"]).exists()
     assert not list((table / "_grstats" / "staging").glob("*"))
 
 

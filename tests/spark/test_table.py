@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+import pyarrow.parquet as pq
 import pytest
 
+from grstats.spark.decode import decode_segment
 from grstats.spark.schema import MEMBER_ROWS
 from grstats.spark.table import (
     LOG_DIR,
@@ -16,6 +18,7 @@ from grstats.spark.table import (
     entry_name,
     read_member_rows,
 )
+from tests.spark.spool import MEMBER_IDS, make_record, write_spool
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -109,3 +112,35 @@ def test_a_table_without_commits_reads_as_empty(spark: SparkSession, tmp_path: P
     rows = read_member_rows(spark, tmp_path)
     assert rows.schema == MEMBER_ROWS
     assert rows.count() == 0
+
+
+@pytest.mark.spark
+def test_a_table_written_before_the_group_columns_still_reads(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Data files without group_label and group_name read as 'default' and "" beside newer ones."""
+    older = tmp_path / "older"
+    (segment,) = write_spool(older, [[make_record(1)]])
+    new_spool = tmp_path / "newer"
+    (new_segment,) = write_spool(new_spool, [[make_record(2, group=("east", "g-1"))]])
+    table = tmp_path / "table"
+    files = []
+    for number, (path, rows) in enumerate(
+        [
+            (segment, decode_segment(segment).rows.drop_columns(["group_label", "group_name"])),
+            (new_segment, decode_segment(new_segment).rows),
+        ],
+        start=1,
+    ):
+        relative = f"data/collected_date=2026-01-05/{number}.parquet"
+        (table / relative).parent.mkdir(parents=True, exist_ok=True)
+        pq.write_table(rows.drop_columns(["collected_date"]), table / relative)
+        files.append(relative)
+        TableLog(table).commit(commit(number, [relative], path.name))
+    frame = read_member_rows(spark, table)
+    assert frame.schema == MEMBER_ROWS
+    got = sorted((r.group_label, r.group_name, r.member_id) for r in frame.collect())
+    assert got == sorted(
+        [("default", "", member) for member in MEMBER_IDS]
+        + [("east", "g-1", member) for member in MEMBER_IDS]
+    )

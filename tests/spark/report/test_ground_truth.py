@@ -21,6 +21,7 @@ Tolerances, and why:
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 import itertools
 import math
@@ -44,6 +45,8 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from pyspark.sql import SparkSession
+
+    from tests.agent.test_runtime import Group
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -141,46 +144,90 @@ class _TestClock:
         return self.source()
 
 
+@dataclass
+class Collection:
+    """One simulated group under real agents, its poller and its ground truth, a second a step.
+
+    ``down`` is the member whose host is cut off from the other agents from CRASH_S to
+    RESTART_S (None: no cut). ``label`` is the group's label in the records (None: the
+    collector's default, as with ``--node``).
+    """
+
+    group: Group
+    poller: Poller
+    truth_group: SimulatedGroup
+    truth: Truth
+    down: int | None
+
+    @classmethod
+    def begin(
+        cls,
+        group: Group,
+        scenario_path: Path,
+        *,
+        seed: int = 1,
+        label: str | None = None,
+        down: int | None = DOWN,
+    ) -> Collection:
+        """Start collecting ``group`` (started with ``scenario_path`` and ``seed``)."""
+        members = len(group.agents)
+        scenario = load_scenario(str(scenario_path)).with_members(members)
+        truth_group = SimulatedGroup(scenario, seed, int(START_S * 1_000_000))
+        truth = Truth(uuids=[m.uuid for m in truth_group.members])
+        truth.ticks = {uuid: [] for uuid in truth.uuids}
+        start_tick = round((group.clock.seconds - START_S) * TICKS_PER_SECOND)
+        truth_group.advance_to(start_tick)
+        truth.first_tick = start_tick
+        settings = PollerSettings((group.agents[0].address,))
+        if label is not None:
+            settings = dataclasses.replace(settings, group_label=label)
+        poller = Poller(settings, clock_us=group.clock.us)
+        return cls(group, poller, truth_group, truth, down)
+
+    async def round(self, writer: SpoolWriter) -> None:
+        """Run one group second, poll agent 0 into ``writer`` and sample the ground truth."""
+        group, truth, truth_group = self.group, self.truth, self.truth_group
+        now = group.clock.seconds + 1 - START_S
+        if self.down is not None:
+            down = group.agents[self.down]
+            others = [a for a in group.agents if a is not down]
+            if now == CRASH_S:  # the member's host goes down: its agent is cut off too
+                group.transports[self.down].broken.update(a.address for a in others)
+                for index, agent in enumerate(group.agents):
+                    if agent is not down:
+                        group.transports[index].broken.add(down.address)
+            if now == RESTART_S:
+                for transport in group.transports:
+                    transport.broken.clear()
+        await group.rounds(1)
+        writer.append(await self.poller.poll())
+        tick = round(now * TICKS_PER_SECOND)
+        while truth_group.tick < tick:
+            for member in truth_group.members:
+                truth.ticks[member.uuid].append(str(truth_group.group_state(member)))
+            truth_group.step()
+        truth.times.append(now)
+        truth.samples.append(_truth_sample(truth_group))
+
+    async def close(self) -> None:
+        """Close the poller and stop the agents."""
+        await self.poller.aclose()
+        for agent in self.group.agents:
+            await agent.stop(grace_s=0)
+
+
 async def _collect(scenario_path: Path, spool: Path, clock: _TestClock) -> Truth:
     """Run the agents and the poller for ROUNDS group seconds; return the ground truth."""
     group = await start_group(3, scenario=str(scenario_path))
     clock.source = group.clock.us
-    scenario = load_scenario(str(scenario_path)).with_members(3)
-    truth_group = SimulatedGroup(scenario, 1, int(START_S * 1_000_000))
-    truth = Truth(uuids=[m.uuid for m in truth_group.members])
-    truth.ticks = {uuid: [] for uuid in truth.uuids}
-    start_tick = round((group.clock.seconds - START_S) * TICKS_PER_SECOND)
-    truth_group.advance_to(start_tick)
-    truth.first_tick = start_tick
-    poller = Poller(PollerSettings((group.agents[0].address,)), clock_us=group.clock.us)
-    down = group.agents[DOWN]
-    others = [a for a in group.agents if a is not down]
+    collection = Collection.begin(group, scenario_path)
     try:
         with SpoolWriter(spool, SpoolSettings(sync=SyncPolicy.SEAL)) as writer:
             for _ in range(ROUNDS):
-                now = group.clock.seconds + 1 - START_S
-                if now == CRASH_S:  # the member's host goes down: its agent is cut off too
-                    group.transports[DOWN].broken.update(a.address for a in others)
-                    for index, agent in enumerate(group.agents):
-                        if agent is not down:
-                            group.transports[index].broken.add(down.address)
-                if now == RESTART_S:
-                    for transport in group.transports:
-                        transport.broken.clear()
-                await group.rounds(1)
-                writer.append(await poller.poll())
-                tick = round(now * TICKS_PER_SECOND)
-                while truth_group.tick < tick:
-                    for member in truth_group.members:
-                        truth.ticks[member.uuid].append(str(truth_group.group_state(member)))
-                    truth_group.step()
-                truth.times.append(now)
-                truth.samples.append(_truth_sample(truth_group))
+                await collection.round(writer)
     finally:
-        await poller.aclose()
-        for agent in group.agents:
-            await agent.stop(grace_s=0)
-    return truth
+        await collection.close()
+    return collection.truth
 
 
 @dataclass
