@@ -20,8 +20,14 @@ outcomes. One tick is 0.1 s. Each tick:
    block of the group uuid (:mod:`grstats.agent.sim.gno`), negative ones roll back at the
    origin;
 5. every member's applier applies remote transactions in order at its capacity, which gives the
-   WL#7374 times; a RECOVERING member catches up to the point it joined, then turns ONLINE and
-   certifies what it queued meanwhile;
+   WL#7374 times. A RECOVERING member follows ``Recovery_module::recovery_thread_handle``
+   (recovery.cc): its applier is suspended while state transfer catches it up to the point it
+   joined (``Plugin_gcs_events_handler::handle_joining_members`` queues what the group orders
+   meanwhile, uncertified); then, still RECOVERING, step 4 wakes the applier, which certifies
+   the queued backlog and every later transaction as it is ordered (conflicts counted) and
+   applies them, and ``wait_for_applier_module_recovery`` waits until the backlog fits in what
+   the applier applied in the last flow-control period and the applier has applied what it
+   had queued then; step 5 turns the member ONLINE;
 6. every flow-control period each member computes its quota from the stats messages of the
    periods before, releases its waiting commits and sends its own stats message
    (``Flow_control_module::flow_control_step``);
@@ -341,7 +347,7 @@ class SimulatedGroup:
             self._gc_upto = min(m.applied_upto for m in online)
         if joined and self._log_view_change():
             for member in self.members:
-                if member.online:  # Applier_handler::handle_event counts it while ONLINE
+                if member.certifying:  # queued by the applier, ONLINE or at recovery's step 4
                     member.queue += 1
                     member.views_queued += 1
                     self._apply_views(member)  # at once by an applier with nothing before it
@@ -392,6 +398,9 @@ class SimulatedGroup:
         member.partitioned = False
         member.unreachable_since = None
         member.status = MemberState.RECOVERING
+        member.transferred = False
+        member.online_at = None
+        member.recovery_applied = member.recovery_applied_mark = member.recovery_delta = 0
         member.join_seq = self.log.last
         member.recovering_target = self.log.last
         member.certified_upto = self.log.last
@@ -554,11 +563,14 @@ class SimulatedGroup:
         self._deliver(last_remote, len(origins))
 
     def _deliver(self, last_remote: dict[int, tuple[int, int]], count: int) -> None:
-        """ONLINE members certify this tick's ``count`` transactions and queue the remote ones."""
+        """Certifying members certify this tick's ``count`` transactions and queue remote ones.
+
+        ONLINE members, and RECOVERING ones past state transfer (:attr:`SimMember.certifying`).
+        """
         total = self.log.last
         first = total - count + 1
         for member in self.members:
-            if not member.online:
+            if not member.certifying:
                 continue
             # A member back from a short partition (healed before its expulsion) gets what it
             # missed too: XCom delivers the backlog when the link is back.
@@ -606,20 +618,38 @@ class SimulatedGroup:
         return start + rank - first
 
     def _apply(self, member: SimMember, tick_end: int) -> None:
-        """Advance ``member``'s applier (or recovery) until the end of the tick."""
+        """Advance ``member``'s applier (or state transfer) until the end of the tick."""
         self._apply_views(member)
         if not member.in_group and not (member.partitioned and member.in_view):
             return
-        recovering = member.status is MemberState.RECOVERING
-        limit = member.recovering_target if recovering else member.certified_upto
-        applied = member.applied_upto
-        if applied >= limit or member.capacity_tps <= 0:
+        transferring = member.status is MemberState.RECOVERING and not member.transferred
+        limit = member.recovering_target if transferring else member.certified_upto
+        if member.applied_upto < limit and member.capacity_tps > 0:
+            self._run_applier(member, limit, tick_end, transferring)
+            self._apply_views(member)
+        if member.status is not MemberState.RECOVERING or not member.in_group:
             return
+        if transferring and member.applied_upto >= member.recovering_target:
+            self._transferred(member)
+        elif not transferring:
+            self._wait_for_applier_module_recovery(member)
+
+    def _run_applier(
+        self, member: SimMember, limit: int, tick_end: int, transferring: bool
+    ) -> None:
+        """Apply seqs up to ``limit`` in order at the member's capacity, within the tick.
+
+        During state transfer the recovery channel applies (no applier counters move); the
+        ``group_replication_applier`` channel's transactions leave the queue and count in
+        REMOTE_APPLIED only while ONLINE (``group_replication_trans_before_commit`` counts
+        them as applied during recovery while RECOVERING).
+        """
         service = int(1_000_000 / member.capacity_tps)
         clock = max(member.applier_clock_us, tick_end - TICK_US)
         log = self.log
         own = member.index
         by_origin = member.applied_by_origin
+        applied = member.applied_upto
         # Commit times of consecutive seqs, tick by tick, without a search per transaction.
         tick, first, count, start_us = log.tick_of(applied + 1)
         last: tuple[int, int, int, int] | None = None  # entry, seq, start, end of the last applied
@@ -640,25 +670,26 @@ class SimulatedGroup:
             by_origin[entry] += 1
             done += 1
             last = (entry, seq, begin, clock)
-        if not recovering and last is not None:
-            member.remote_applied += done
+        if not transferring and last is not None:
+            if member.status is MemberState.ONLINE:
+                member.remote_applied += done
+            else:
+                member.recovery_applied += done
             member.queue -= done
             entry, seq, begin, end = last
             member.last_applied = AppliedTransaction(entry, by_origin[entry], seq, begin, end)
         member.applied_upto = applied
         member.applier_clock_us = clock
-        self._apply_views(member)
-        if recovering and applied >= member.recovering_target:
-            self._recovered(member)
 
     def _apply_views(self, member: SimMember) -> None:
         """Apply the logged view changes that ``member``'s applier or recovery has reached.
 
         A member in the group applies a view change once it has applied what came before it,
         taking no time; a joiner gets the views up to its own through recovery. Applied by
-        the applier channel while ONLINE, it counts in COUNT_TRANSACTIONS_REMOTE_APPLIED and
-        leaves the queue (``group_replication_trans_before_commit``); it is not certified,
-        so COUNT_TRANSACTIONS_CHECKED does not count it.
+        the applier channel, it leaves the queue it entered (ONLINE or at recovery's step 4)
+        and counts in COUNT_TRANSACTIONS_REMOTE_APPLIED while ONLINE
+        (``group_replication_trans_before_commit``); it is not certified, so
+        COUNT_TRANSACTIONS_CHECKED does not count it.
         """
         if not member.in_group:
             return
@@ -667,32 +698,65 @@ class SimulatedGroup:
             member.views_upto += 1
             if member.status is MemberState.ONLINE:
                 member.remote_applied += 1
-                if member.views_queued:
-                    member.views_queued -= 1
-                    member.queue -= 1
+            if member.views_queued:  # queued by its applier, ONLINE or at recovery's step 4
+                member.views_queued -= 1
+                member.queue -= 1
 
-    def _recovered(self, member: SimMember) -> None:
-        """Distributed recovery is done: ONLINE, and certify what was queued meanwhile."""
-        member.status = MemberState.ONLINE
+    def _transferred(self, member: SimMember) -> None:
+        """State transfer is done: step 4 wakes the applier, which certifies the backlog.
+
+        ``Recovery_module::recovery_thread_handle`` calls ``awake_applier_module``: the
+        transactions queued since the join (``handle_joining_members`` suspended the applier)
+        go through ``Certification_handler::handle_event`` and ``Certifier::certify`` against
+        the donor's certification information, conflicts counted, and the member stays
+        RECOVERING while its applier applies them.
+        """
+        member.transferred = True
         first, total = member.recovering_target + 1, self.log.last
-        if total >= first:
-            member.queue = self._remote_positives(member, first, total)
+        member.queue = self._remote_positives(member, first, total) if total >= first else 0
         member.certified_upto = total
         member.conflicts_upto = self.conflicts
         member.last_conflict_free = self.last_positive
-        self._elect()
+        member.recovery_applied = member.recovery_applied_mark = member.recovery_delta = 0
+        member.online_at = None
+        self._wait_for_applier_module_recovery(member)
+
+    def _wait_for_applier_module_recovery(self, member: SimMember) -> None:
+        """Turn a RECOVERING member past state transfer ONLINE once its applier caught up.
+
+        ``Recovery_module::wait_for_applier_module_recovery`` (recovery.cc): once what waits
+        to be applied is at most what the applier applied in the last flow-control period
+        (``get_transactions_waiting_apply_during_recovery`` against
+        ``get_delta_transactions_applied_during_recovery``), it waits for the applier
+        channel's received set (what it had queued then) to be applied; then step 5,
+        ``notify_group_recovery_end``, turns the member ONLINE.
+        """
+        if member.online_at is None and member.queue <= member.recovery_delta:
+            member.online_at = member.certified_upto
+        if member.online_at is not None and member.applied_upto >= member.online_at:
+            member.status = MemberState.ONLINE
+            member.online_at = None
+            self._elect()
 
     # -- periodic work ---------------------------------------------------------------------
 
     def checked(self, member: SimMember) -> int:
-        """COUNT_TRANSACTIONS_CHECKED: every certification since the member joined."""
+        """COUNT_TRANSACTIONS_CHECKED: every certification since the member joined.
+
+        RECOVERING included, from recovery's step 4 on: current MySQL's
+        ``Certifier::update_certified_transaction_count`` counts in MEMBER_IN_RECOVERY too
+        (older files counted only while ONLINE); nothing is certified during state transfer.
+        """
         return member.certified_upto - member.join_seq
 
     def conflicts_detected(self, member: SimMember) -> int:
         """COUNT_CONFLICTS_DETECTED: the negative certifications among those it certified.
 
-        ``Certifier::certify`` counts them as it certifies, in any state (RECOVERING too); the
-        count stays when the member stops certifying (cut off, expelled), as CHECKED does.
+        ``Certifier::certify`` counts them as it certifies (``get_negative_certified``), in
+        any state: a RECOVERING member from recovery's step 4 on, when its woken applier
+        certifies the backlog and what follows (``Recovery_module::recovery_thread_handle``);
+        nothing during state transfer, when its applier is suspended. The count stays when
+        the member stops certifying (cut off, expelled), as CHECKED does.
         """
         return member.conflicts_upto - member.base_conflicts
 
@@ -710,6 +774,10 @@ class SimulatedGroup:
         holds = self.stats.step()
         periods = self.stats.held_periods() if holds > 0 else []
         for member in self.members:
+            # flow_control_step ends with compute_transactions_deltas_during_recovery (only
+            # RECOVERING members apply during recovery), which recovery's step 4 reads
+            member.recovery_delta = member.recovery_applied - member.recovery_applied_mark
+            member.recovery_applied_mark = member.recovery_applied
             previous = Quota(member.quota, member.quota_used)
             member.quota = next_quota(previous, periods, settings, holds)
             member.quota_used = 0

@@ -58,6 +58,18 @@ class SimMember:
     certified_upto: int = 0
     applied_upto: int = 0
     recovering_target: int = 0
+    #: distributed recovery's state transfer is done (step 4 of
+    #: ``Recovery_module::recovery_thread_handle`` on): the applier certifies and applies
+    transferred: bool = True
+    #: the seq the applier must reach before the member turns ONLINE, once
+    #: ``wait_for_applier_module_recovery`` saw the backlog fit in a period; None until then
+    online_at: int | None = None
+    #: remote transactions applied while RECOVERING (``m_transactions_applied_during_recovery``),
+    #: the count at the last flow-control step, and those applied in the period before it
+    #: (``get_delta_transactions_applied_during_recovery``)
+    recovery_applied: int = 0
+    recovery_applied_mark: int = 0
+    recovery_delta: int = 0
     applier_clock_us: int = 0
     applied_by_origin: list[int] = field(default_factory=list)
     stable_by_origin: list[int] = field(default_factory=list)
@@ -96,6 +108,18 @@ class SimMember:
             and self.reachable
             and self.status in (MemberState.ONLINE, MemberState.RECOVERING)
         )
+
+    @property
+    def past_state_transfer(self) -> bool:
+        """Whether the applier certifies what the group orders: ONLINE, or RECOVERING at step 4."""
+        return self.status is MemberState.ONLINE or (
+            self.status is MemberState.RECOVERING and self.transferred
+        )
+
+    @property
+    def certifying(self) -> bool:
+        """Whether the member is in the group and certifies (:attr:`past_state_transfer`)."""
+        return self.in_group and self.past_state_transfer
 
     @property
     def online(self) -> bool:

@@ -12,9 +12,11 @@ member's applier channel has received every transaction it certified, so the fig
 remote transactions certified and not applied (seqs ``applied_upto + 1 .. certified_upto``),
 the same as COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE.
 A RECOVERING member fetches what it missed through the ``group_replication_recovery`` channel,
-which is not the applier channel; its applier channel holds what the group delivered since it
-joined (seqs after ``recovering_target``, up to when it last heard the group), queued until
-recovery ends: the figure is that, which is what its applier queue holds once it is ONLINE.
+which is not the applier channel; during that state transfer its applier channel holds what the
+group delivered since it joined (seqs after ``recovering_target``, up to when it last heard the
+group), suspended: the figure is that, which is what its applier queue holds once state transfer
+ends. From then on (recovery's step 4, still RECOVERING) it certifies and applies like an ONLINE
+member, and the figure is what it certified and has not applied.
 A member that stopped, was expelled or crashed keeps what it had received and not applied.
 
 ``read_only`` and ``super_read_only`` are as GR sets them: it turns ``super_read_only`` ON (and
@@ -140,13 +142,13 @@ def received_set(group: SimulatedGroup, member: SimMember) -> GtidSet:
 def _received_span(group: SimulatedGroup, member: SimMember) -> tuple[int, int]:
     """Return the seqs (first, last) the member's applier channel received and has not applied.
 
-    ONLINE, and a member that left after recovery: what it certified and has not applied.
-    RECOVERING, or one that left during recovery (crashed, cut off, stopped): what the group
+    ONLINE or past state transfer, and a member that left after state transfer: what it
+    certified and has not applied. In state transfer, or one that left then (crashed, cut
+    off, stopped): what the group
     delivered after the point it joined at, until it stopped hearing the group; nothing for one
     that was stopped, as the simulator keeps no time for a STOP.
     """
-    recovered = member.applied_upto >= member.recovering_target
-    if member.status is not MemberState.RECOVERING and recovered:
+    if member.transferred:
         return member.applied_upto + 1, member.certified_upto
     first = member.recovering_target + 1
     if member.in_group:
@@ -322,7 +324,7 @@ def _commit_us(group: SimulatedGroup, transaction: AppliedTransaction) -> int:
 
 def _applying(group: SimulatedGroup, member: SimMember) -> tuple[int, int, int] | None:
     """Return (origin, rank, commit µs) of the remote transaction the applier works on, if any."""
-    if member.status is not MemberState.ONLINE or not member.server_up or member.queue <= 0:
+    if not member.past_state_transfer or not member.server_up or member.queue <= 0:
         return None
     seq = member.applied_upto
     while seq < member.certified_upto:

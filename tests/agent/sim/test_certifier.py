@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from grstats.agent.rows import MemberState
 from grstats.agent.sim.group import TICKS_PER_SECOND, SimulatedGroup
 from grstats.agent.sim.scenario import from_mapping
 from grstats.agent.sim.views import snapshot
@@ -109,3 +110,48 @@ class TestGarbageCollect:
         before_join = rows_validating(group)
         run_seconds(group, 40.2)
         assert rows_validating(group) < before_join // 10
+
+
+class TestRecoveryCertifies:
+    def test_recovery_thread_handle_step_4_counts_conflicts_while_recovering(self) -> None:
+        """After state transfer a RECOVERING member certifies: its conflict count grows.
+
+        ``Recovery_module::recovery_thread_handle`` wakes the applier at step 4
+        (``awake_applier_module``) and waits in ``wait_for_applier_module_recovery`` before
+        step 5 turns the member ONLINE: meanwhile ``Certifier::certify`` certifies the backlog
+        and what the group orders, and ``get_negative_certified`` counts the conflicts.
+        During state transfer the applier is suspended and nothing is certified.
+        """
+        group = group_of(
+            mode="multi-primary",
+            workload={
+                "rate_tps": 300,
+                "writers": "all",
+                "key_space": 20000,
+                "keys_per_transaction": 4,
+                "skew": 0.7,
+            },
+            appliers={"capacity_tps": 4000, "capacity_overrides": {2: 1200}},
+            events=[
+                {"at": 10, "action": "crash", "member": 2},
+                {"at": 30, "action": "start", "member": 2},
+            ],
+        )
+        run_seconds(group, 30.1)
+        member = group.members[2]
+        while member.applied_upto < member.recovering_target:  # state transfer
+            stats = snapshot(group, 2).stats
+            assert member.status is MemberState.RECOVERING
+            assert stats.count_conflicts_detected == stats.count_transactions_checked == 0
+            group.step()
+        conflicts: list[int] = []
+        checked: list[int] = []
+        while member.status is MemberState.RECOVERING:
+            stats = snapshot(group, 2).stats
+            conflicts.append(stats.count_conflicts_detected)
+            checked.append(stats.count_transactions_checked)
+            group.step()
+        assert len(conflicts) > TICKS_PER_SECOND  # step 4 lasts while the backlog is applied
+        assert conflicts[-1] > conflicts[0] > 0  # the backlog's, then the new transactions'
+        assert checked[-1] > checked[0] > 0  # counted in MEMBER_IN_RECOVERY, as MySQL does now
+        assert member.status is MemberState.ONLINE
