@@ -2,20 +2,22 @@
 
 One run:
 
-1. takes the table's lock, reads its commit log and deletes what an interrupted run left
-   (:meth:`TableLog.clean`);
+1. takes the table's lock and reads its commit log; refuses rollup settings
+   (:class:`RollupSettings`) other than those the table's rollups were made with (a table
+   keeps one setting); deletes what an interrupted run left (:meth:`TableLog.clean`);
 2. lists the spool's sealed segments and keeps those no commit of this spool names (a
    segment a commit names but whose size changed is an error: the spool is not the one this
    table loads). Several spools (one per collector) load into one table: a spool is known by
    its directory's absolute path, so it must keep that path;
 3. runs one Spark job whose tasks each take a few consecutive segments (:func:`task_sizes`):
-   the executors decode the segments and stage their Parquet files (:mod:`grstats.spark.stage`), so
-   the work scales with the executors;
+   the executors decode the segments and stage their Parquet files, data and per-minute
+   rollups (:mod:`grstats.spark.stage`, :mod:`grstats.spark.rollup`), so the work scales with
+   the executors;
 4. refuses the whole run if a record has an unknown schema version (nothing is committed;
    the message names the version and the file); copies corrupt segments to the quarantine;
-5. moves the staged files into ``data/`` and commits one log entry naming the segments
-   loaded and quarantined and their files: that rename is the only step that makes the
-   rows visible;
+5. moves the staged files into ``data/`` and ``rollups/`` and commits one log entry naming
+   the segments loaded and quarantined, their files and the rollups' settings: that rename is
+   the only step that makes the rows visible;
 6. deletes the staging directory and the quarantined segments from the spool.
 
 A run stopped anywhere, however abruptly, loses nothing and duplicates nothing: before 5 no
@@ -35,6 +37,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from grstats.collector.spool import sealed_segments
+from grstats.spark.rollup import (
+    DEFAULT_SETTINGS,
+    ROLLUPS_DIR,
+    RollupSettings,
+    RollupSettingsError,
+)
 from grstats.spark.stage import CORRUPT, LOADED, UNKNOWN_SCHEMA, StagedSegment, stage_partition
 from grstats.spark.table import (
     DATA_DIR,
@@ -55,6 +63,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from pyspark.sql import SparkSession
+
+    from grstats.spark.stage import StageTask
 
 
 #: Segments a task stages at most: each task costs Spark and its Python worker a fixed amount on
@@ -80,6 +90,10 @@ def task_sizes(segments: int, cores: int) -> list[int]:
 
 class IngestError(Exception):
     """Ingest cannot go on: the message says what and where; nothing was committed."""
+
+
+class SettingsRefused(IngestError):
+    """The rollup settings asked for differ from those the table keeps; nothing was loaded."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,10 +169,15 @@ def run_ingest(
     table_dir: Path | str,
     *,
     progress: Callable[[str], None] | None = None,
+    rollups: RollupSettings = DEFAULT_SETTINGS,
 ) -> IngestResult:
     """Load the sealed segments of ``spool_dir`` that ``table_dir`` lacks; see the module doc.
 
+    The rollups are made with ``rollups``: a table keeps the settings of its first commit
+    that made rollups, so other settings are refused before anything is loaded.
+
     Raises:
+        SettingsRefused: ``rollups`` differ from the settings of the table's rollups.
         IngestError: a record of an unknown schema version, or a loaded segment that changed.
         TableError: the table directory is not a grstats table, its log is broken, or another
             ingest holds its lock.
@@ -171,6 +190,7 @@ def run_ingest(
     _check_table_dir(table)
     with TableLock(table):
         log = TableLog(table)
+        _check_settings(log, rollups)
         cleaned = log.clean()
         if cleaned:
             say(f"deleted {len(cleaned)} leftovers of an unfinished ingest")
@@ -206,7 +226,7 @@ def run_ingest(
         staging = table / STAGING_DIR / f"commit-{number:020d}"
         staging.mkdir(parents=True)
         say(f"loading {len(pending)} of {len(segments)} sealed segments (commit {number})")
-        staged = _stage(spark, pending, staging, say)
+        staged = _stage(spark, pending, staging, rollups, say)
         refused = [s for s in staged if s.status == UNKNOWN_SCHEMA]
         if refused:
             shutil.rmtree(staging)
@@ -235,6 +255,7 @@ def run_ingest(
                 }
                 for q in quarantined
             ),
+            rollups.to_json(),
         )
         log.commit(commit)
         shutil.rmtree(staging, ignore_errors=True)
@@ -262,17 +283,60 @@ def _check_table_dir(table: Path) -> None:
         )
 
 
+def _check_settings(log: TableLog, asked: RollupSettings) -> None:
+    """Refuse ``asked`` when a commit that loaded segments made its rollups otherwise.
+
+    Commits written before rollups existed record no settings and refuse nothing; nor does a
+    commit that only quarantined segments (it made no rollups).
+    """
+    tail = "a table keeps one setting: load into a new table"
+    for commit in log.commits:
+        kept = commit.rollup_settings
+        if kept is None or not commit.segments:
+            continue
+        try:
+            made = RollupSettings.from_json(kept)
+        except RollupSettingsError:
+            raise SettingsRefused(
+                f"commit {commit.number} made this table's rollups with {kept}, which this "
+                f"grstats does not make; {tail}"
+            ) from None
+        if made == asked:
+            continue
+        differences = [
+            f"{flag}: {mine} differs from the {theirs} this table's rollups were made with"
+            for flag, mine, theirs in (
+                (
+                    "--flow-control-threshold",
+                    asked.flow_control_threshold,
+                    made.flow_control_threshold,
+                ),
+                ("--max-gap", f"{asked.max_gap_s:g}", f"{made.max_gap_s:g}"),
+            )
+            if mine != theirs
+        ]
+        raise SettingsRefused("; ".join([*differences, tail]))
+
+
 def _stage(
-    spark: SparkSession, pending: list[Path], staging: Path, say: Callable[[str], None]
+    spark: SparkSession,
+    pending: list[Path],
+    staging: Path,
+    rollups: RollupSettings,
+    say: Callable[[str], None],
 ) -> list[StagedSegment]:
     """Run the Spark job: each task stages a few consecutive segments; return the outcomes."""
     context = spark.sparkContext
     group = f"grstats-ingest-{staging.name}"
     context.setJobGroup(group, f"grstats ingest: {len(pending)} segments", interruptOnCancel=True)
     sizes = task_sizes(len(pending), context.defaultParallelism)
-    tasks, start = [], 0
+    settings = rollups.to_json()  # plain values: what travels to the executors
+    tasks: list[StageTask] = []
+    start = 0
     for size in sizes:
-        tasks.append([(str(path), str(staging)) for path in pending[start : start + size]])
+        tasks.append(
+            (settings, [(str(path), str(staging)) for path in pending[start : start + size]])
+        )
         start += size
     done = threading.Event()
     watcher = threading.Thread(target=_watch, args=(spark, group, sizes, done, say), daemon=True)
@@ -356,19 +420,31 @@ def _quarantine(
 def _move_into_data(
     table: Path, staging: Path, number: int, loaded: list[StagedSegment]
 ) -> list[dict[str, Any]]:
-    """Move the staged files into ``data/``; return the commit's entries of the segments."""
+    """Move the staged files into ``data/`` and ``rollups/``; return the commit's entries.
+
+    A data file ``collected_date=D/<stem>.parquet`` goes to ``data/collected_date=D/``, a
+    rollup file ``rollups/<kind>/collected_date=D/<stem>.parquet`` to
+    ``rollups/<kind>/collected_date=D/``, each named by the commit (:func:`data_file_name`).
+    """
     touched: set[Path] = set()
+
+    def move(relative: str, rows: int, into: Path, segment: str) -> tuple[str, int]:
+        partition = Path(relative).parent.name  # collected_date=YYYY-MM-DD
+        target = into / partition / data_file_name(number, segment)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        (staging / relative).rename(target)
+        touched.add(target.parent)
+        return str(target.relative_to(table)), rows
+
     entries = []
     for staged in loaded:
-        files = []
-        for relative, rows in staged.files:
-            source = staging / relative
-            partition = Path(relative).parent.name  # collected_date=YYYY-MM-DD
-            target = table / DATA_DIR / partition / data_file_name(number, staged.name)
-            target.parent.mkdir(parents=True, exist_ok=True)
-            source.rename(target)
-            touched.add(target.parent)
-            files.append((str(target.relative_to(table)), rows))
+        files = [
+            move(relative, rows, table / DATA_DIR, staged.name) for relative, rows in staged.files
+        ]
+        rollups = [
+            move(relative, rows, table / ROLLUPS_DIR / Path(relative).parts[1], staged.name)
+            for relative, rows in staged.rollups  # rollups/<kind>/collected_date=.../...
+        ]
         entries.append(
             {
                 "name": staged.name,
@@ -376,12 +452,14 @@ def _move_into_data(
                 "records": staged.records,
                 "rows": staged.rows,
                 "files": files,
+                "rollups": rollups,
             }
         )
     for directory in sorted(touched):
         fsync_directory(directory)
-    if touched:
-        fsync_directory(table / DATA_DIR)
+    parents = {directory.parent for directory in touched}  # data/, rollups/<kind>/
+    for directory in sorted(parents | {parent.parent for parent in parents} - {table}):
+        fsync_directory(directory)
     return entries
 
 

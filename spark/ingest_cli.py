@@ -15,6 +15,12 @@ from typing import TYPE_CHECKING
 
 from grstats.agent.cli.errors import CliError
 from grstats.spark.extra import require_spark
+from grstats.spark.rollup_settings import (
+    ROLLUP_FLOW_CONTROL_THRESHOLD,
+    ROLLUP_MAX_GAP_S,
+    RollupSettings,
+    RollupSettingsError,
+)
 
 if TYPE_CHECKING:
     from grstats.agent.cli.types import Subparsers
@@ -23,6 +29,9 @@ if TYPE_CHECKING:
 EPILOG = """\
 --table DIR holds:
   data/collected_date=YYYY-MM-DD/*.parquet   one row per snapshot and member (spark/schema.py)
+  rollups/{members,groups}/collected_date=.../*.parquet
+                                              per-minute rollups of each member and group,
+                                              which reports over long ranges read
   _grstats/log/                               the commits: which segments each loaded, and
                                               its files; only committed files are rows
   _grstats/quarantine/                        copies of corrupt segments, set aside
@@ -34,15 +43,21 @@ segment is copied to the quarantine, removed from the spool and reported with it
 offset; the other segments still load. A record of a schema version this grstats does not
 read stops the run (exit 1) and nothing is loaded: upgrade grstats.
 
+The rollups count writers as throttled above --flow-control-threshold and hold a snapshot's
+state for at most --max-gap; a report reads them only when its own --flow-control-threshold
+and --max-gap are the same, and reads every member row otherwise. A table keeps the settings
+its first load chose: other settings exit 2 and load nothing (load into a new table).
+
 On a cluster (--master spark://HOST:7077), the executors read the spool and write the table
 themselves: both must be on storage every machine mounts at the same path, and the
 executors need grstats with its spark extra, grstats[spark] (see deploy/spark/submit.sh).
 
 exit status: 0 when the run loaded (or had nothing to load), 1 when it failed, 2 for invalid
-arguments.
+arguments (also rollup settings other than the table's).
 examples:
   grstats spark ingest --spool /var/lib/grstats/spool --table /var/lib/grstats/table
   grstats spark ingest --spool spool --table table --format json
+  grstats spark ingest --spool spool --table table --flow-control-threshold 10000
   grstats spark ingest --spool /mnt/shared/spool --table /mnt/shared/table \\
       --master spark://spark-master:7077
 """
@@ -71,6 +86,25 @@ def register(subparsers: Subparsers) -> None:
         help="Spark master, e.g. spark://HOST:7077 (default: local mode on every core)",
     )
     parser.add_argument(
+        "--flow-control-threshold",
+        type=int,
+        default=ROLLUP_FLOW_CONTROL_THRESHOLD,
+        metavar="N",
+        help="the rollups count writers as throttled while a member's queue is above this, as "
+        "group_replication_flow_control_certifier_threshold and _applier_threshold; a report "
+        "reads the rollups only when its own --flow-control-threshold is the same "
+        f"(default {ROLLUP_FLOW_CONTROL_THRESHOLD})",
+    )
+    parser.add_argument(
+        "--max-gap",
+        type=float,
+        default=ROLLUP_MAX_GAP_S,
+        metavar="SECONDS",
+        help="in the rollups a snapshot's state counts until the member's next snapshot, at "
+        "most this long; a report reads the rollups only when its own --max-gap is the same "
+        f"(default {ROLLUP_MAX_GAP_S:g})",
+    )
+    parser.add_argument(
         "--format",
         choices=("text", "json"),
         default="text",
@@ -82,12 +116,13 @@ def register(subparsers: Subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the ingest ``args`` describe and print its summary."""
     require_spark()
+    rollups = settings_from_args(args)
     if not args.spool.is_dir():
         raise CliError(f"--spool: {str(args.spool)!r} is not a directory", code=2)
     if args.table.exists() and not args.table.is_dir():
         raise CliError(f"--table: {str(args.table)!r} is not a directory", code=2)
     from grstats.collector.errors import SpoolError  # noqa: PLC0415 (only when a job runs)
-    from grstats.spark.ingest import IngestError, run_ingest  # noqa: PLC0415
+    from grstats.spark.ingest import IngestError, SettingsRefused, run_ingest  # noqa: PLC0415
     from grstats.spark.session import build_session  # noqa: PLC0415
     from grstats.spark.table import TableError  # noqa: PLC0415
 
@@ -97,7 +132,9 @@ def run(args: argparse.Namespace) -> int:
     progress("starting Spark" + (f" on {args.master}" if args.master else " in local mode"))
     spark = build_session(args.master, "grstats-ingest", python_work=True)
     try:
-        result = run_ingest(spark, args.spool, args.table, progress=progress)
+        result = run_ingest(spark, args.spool, args.table, progress=progress, rollups=rollups)
+    except SettingsRefused as exc:  # the arguments do not fit this table
+        raise CliError(str(exc), code=2) from exc
     except (IngestError, TableError, SpoolError) as exc:
         raise CliError(str(exc)) from exc
     finally:
@@ -107,6 +144,21 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(summary_text(result))
     return 0
+
+
+def settings_from_args(args: argparse.Namespace) -> RollupSettings:
+    """Return the rollup settings ``args`` ask for; raises CliError (exit 2) when invalid."""
+    try:
+        return RollupSettings(args.flow_control_threshold, args.max_gap)
+    except RollupSettingsError as exc:
+        message = str(exc)
+        for field, flag in (
+            ("flow_control_threshold:", "--flow-control-threshold:"),
+            ("max_gap_s:", "--max-gap:"),
+        ):
+            if message.startswith(field):
+                message = flag + message[len(field) :]
+        raise CliError(message, code=2) from exc
 
 
 def summary_text(result: IngestResult) -> str:

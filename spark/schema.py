@@ -40,12 +40,14 @@ names the spool's directory as ingest saw it.
 from __future__ import annotations
 
 from pyspark.sql.types import (
+    ArrayType,
     BooleanType,
     DataType,
     DateType,
     DoubleType,
     IntegerType,
     LongType,
+    MapType,
     StringType,
     StructField,
     StructType,
@@ -126,3 +128,91 @@ LATER_COLUMNS: dict[str, str] = {"group_label": "default", "group_name": ""}
 
 #: The column names of MEMBER_ROWS, in order.
 MEMBER_ROW_COLUMNS: tuple[str, ...] = tuple(MEMBER_ROWS.fieldNames())
+
+
+# -- rollups (grstats.spark.rollup): Spark's mirrors of ARROW_MEMBER_ROLLUPS and
+# ARROW_GROUP_ROLLUPS, field for field (a test holds them equal). ONLY APPEND, as above.
+
+_ROLLUP_STATES = ("online", "recovering", "unreachable", "error", "offline")
+_ROLLUP_COUNTERS = ("applied", "proposed", "checked", "conflicts", "rollback")
+_ROLLUP_GAUGES = ("cert_queue", "applier_queue", "rows_validating", "lag_seconds", "gtids_ahead")
+_ROLLUP_SKETCHED = ("cert_queue", "applier_queue", "lag_seconds", "gtids_ahead")
+#: A sketch: bucket key (grstats.spark.sketch) -> count of values.
+SKETCH_TYPE = MapType(LongType(), LongType(), valueContainsNull=True)
+
+#: One row per (group_label, member_id, UTC minute, spool segment): a member's partial.
+MEMBER_ROLLUPS = StructType(
+    [
+        _field("group_label", StringType()),
+        _field("group_name", StringType()),
+        _field("group_name_at", TimestampType()),
+        _field("member_id", StringType()),
+        _field("minute", TimestampType()),
+        _field("first_at", TimestampType()),
+        _field("last_at", TimestampType()),
+        _field("snapshots", LongType()),
+        _field("member_host", StringType()),
+        _field("member_port", IntegerType()),
+        _field("first_state", StringType()),
+        _field("first_connected", BooleanType()),
+        _field("first_throttling", BooleanType()),
+        _field("last_state", StringType()),
+        _field("last_connected", BooleanType()),
+        _field("last_throttling", BooleanType()),
+        _field(
+            "changes",
+            ArrayType(
+                StructType(
+                    [
+                        _field("at", TimestampType()),
+                        _field("member_state", StringType()),
+                        _field("connected", BooleanType()),
+                        _field("throttling", BooleanType()),
+                    ]
+                ),
+                containsNull=True,
+            ),
+        ),
+        _field("held_s", DoubleType()),
+        *(_field(f"{state}_s", DoubleType()) for state in _ROLLUP_STATES),
+        _field("not_connected_s", DoubleType()),
+        _field("throttling_s", DoubleType()),
+        _field("elapsed_s", DoubleType()),
+        *(_field(name, LongType()) for name in _ROLLUP_COUNTERS),
+        *(_field(f"first_{name}", LongType()) for name in _ROLLUP_COUNTERS),
+        *(_field(f"last_{name}", LongType()) for name in _ROLLUP_COUNTERS),
+        *(
+            field
+            for name in _ROLLUP_GAUGES
+            for field in (
+                _field(f"{name}_max", DoubleType() if name == "lag_seconds" else LongType()),
+                _field(f"{name}_sum", DoubleType()),
+                _field(f"{name}_n", LongType()),
+            )
+        ),
+        *(_field(f"{name}_sketch", SKETCH_TYPE) for name in _ROLLUP_SKETCHED),
+    ]
+)
+
+#: One row per (group_label, UTC minute, spool segment): the group's partial.
+GROUP_ROLLUPS = StructType(
+    [
+        _field("group_label", StringType()),
+        _field("minute", TimestampType()),
+        _field("first_at", TimestampType()),
+        _field("last_at", TimestampType()),
+        _field("snapshots", LongType()),
+        _field("held_s", DoubleType()),
+        _field("throttling_s", DoubleType()),
+        _field("first_throttling", BooleanType()),
+        _field("last_throttling", BooleanType()),
+        _field("rows_validating_sum", DoubleType()),
+        _field("rows_validating_n", LongType()),
+        _field("rows_validating_max", LongType()),
+        _field("rows_validating_x_mean", DoubleType()),
+        _field("rows_validating_y_mean", DoubleType()),
+        _field("rows_validating_cxy", DoubleType()),
+        _field("rows_validating_m2x", DoubleType()),
+        *(_field(f"{name}_sketch", SKETCH_TYPE) for name in _ROLLUP_SKETCHED),
+    ]
+)

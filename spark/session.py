@@ -49,6 +49,11 @@ def session_conf(master: str | None, app_name: str, *, python_work: bool = False
         "spark.ui.showConsoleProgress": "false",
         # Parquet timestamps as microseconds, the spool's unit (Spark's default is INT96).
         "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+        # Tables are read as lists of the files their commits name (hundreds: one per hourly
+        # segment and date); above this many paths Spark lists them with a distributed job,
+        # 12 s for a 30-day table's rollups against 0.1 s of stat() calls on the driver
+        # (docs/benchmarks.md, "Spark report").
+        "spark.sql.sources.parallelPartitionDiscovery.threshold": "1000000",
     }
     if master is None:
         return conf

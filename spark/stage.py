@@ -6,6 +6,12 @@ staging directory::
 
     <staging>/collected_date=2026-01-05/segment-00000000000000000007.parquet
 
+and its rollups (:mod:`grstats.spark.rollup`), one file of each kind per UTC date of their
+minutes::
+
+    <staging>/rollups/members/collected_date=2026-01-05/segment-00000000000000000007.parquet
+    <staging>/rollups/groups/collected_date=2026-01-05/segment-00000000000000000007.parquet
+
 File names depend only on the segment and the date, and each file is written under a name
 unique to the attempt and then renamed, so a retried or speculative attempt replaces a file
 whole and never leaves a mixture. Nothing here makes data visible: only the driver's commit
@@ -28,10 +34,19 @@ import pyarrow.parquet as pq
 
 from grstats.collector.errors import SegmentCorrupt, UnknownSchema
 from grstats.spark.decode import ARROW_MEMBER_ROWS, decode_segment
+from grstats.spark.rollup import (
+    ARROW_GROUP_ROLLUPS,
+    ARROW_MEMBER_ROLLUPS,
+    DEFAULT_SETTINGS,
+    ROLLUPS_DIR,
+    RollupSettings,
+    group_rollups,
+    member_rollups,
+)
 from grstats.spark.schema import PARTITION_COLUMN
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Iterator, Sequence
+    from collections.abc import Callable, Iterable, Iterator
 
 #: What a task reports for one segment (``status``).
 LOADED, CORRUPT, UNKNOWN_SCHEMA = "loaded", "corrupt", "unknown_schema"
@@ -44,6 +59,27 @@ PARQUET_OPTIONS: dict[str, Any] = {
     "compression_level": 1,
     "use_dictionary": [f.name for f in ARROW_MEMBER_ROWS if f.type == pa.string()],
 }
+#: Rollup kind -> (what makes it from a segment's rows and the settings, its Parquet
+#: settings: the data files' style).
+ROLLUP_KINDS: dict[str, tuple[Callable[[pa.Table, RollupSettings], pa.Table], dict[str, Any]]] = {
+    kind: (
+        make,
+        {
+            "compression": "zstd",
+            "compression_level": 1,
+            "use_dictionary": [f.name for f in schema if f.type == pa.string()],
+        },
+    )
+    for kind, make, schema in (
+        ("members", member_rollups, ARROW_MEMBER_ROLLUPS),
+        ("groups", group_rollups, ARROW_GROUP_ROLLUPS),
+    )
+}
+_US_PER_DAY = pa.scalar(86_400_000_000, pa.int64())
+
+#: What one Spark task stages: the rollup settings (:meth:`RollupSettings.to_json`: plain
+#: values travel to the executors) and its consecutive ``(segment path, staging dir)`` pairs.
+StageTask = tuple[dict[str, Any], list[tuple[str, str]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +93,8 @@ class StagedSegment:
         records: records (snapshots) decoded (0 unless LOADED).
         rows: member rows written (0 unless LOADED).
         files: the staged files, relative to the staging directory, with their row counts.
+        rollups: the staged rollup files (both kinds), relative to the staging directory,
+            with their row counts.
         offset: the bad frame's byte offset (CORRUPT, UNKNOWN_SCHEMA).
         reason: what is wrong (CORRUPT), or the error's message (UNKNOWN_SCHEMA).
     """
@@ -69,6 +107,7 @@ class StagedSegment:
     files: list[tuple[str, int]] = field(default_factory=list)
     offset: int | None = None
     reason: str | None = None
+    rollups: list[tuple[str, int]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """Return a plain dict (what travels back from the executors)."""
@@ -77,14 +116,23 @@ class StagedSegment:
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> StagedSegment:
         """Return the result :meth:`to_dict` gave."""
-        return cls(**{**data, "files": [tuple(pair) for pair in data["files"]]})
+        return cls(
+            **{
+                **data,
+                "files": [tuple(pair) for pair in data["files"]],
+                "rollups": [tuple(pair) for pair in data.get("rollups", ())],
+            }
+        )
 
 
-def stage_segment(path: Path | str, staging: Path | str) -> StagedSegment:
+def stage_segment(
+    path: Path | str, staging: Path | str, settings: RollupSettings = DEFAULT_SETTINGS
+) -> StagedSegment:
     """Decode the segment at ``path`` and write its rows under ``staging``, one file per date.
 
-    A corrupt segment or one with a record of an unknown schema version writes nothing and is
-    reported, not raised, so that the driver sees every segment's outcome.
+    Its rollups, made with ``settings``, go under ``staging``'s ROLLUPS_DIR. A corrupt
+    segment or one with a record of an unknown schema version writes nothing and is reported,
+    not raised, so that the driver sees every segment's outcome.
     """
     path, staging = Path(path), Path(staging)
     size = path.stat().st_size
@@ -94,43 +142,84 @@ def stage_segment(path: Path | str, staging: Path | str) -> StagedSegment:
         return StagedSegment(path.name, size, CORRUPT, offset=exc.offset, reason=exc.reason)
     except UnknownSchema as exc:
         return StagedSegment(path.name, size, UNKNOWN_SCHEMA, reason=str(exc))
+    stem = path.name.rsplit(".", 1)[0]
+    rows = decoded.rows
     files = [
-        (str(target.relative_to(staging)), rows)
-        for target, rows in _write_by_date(decoded.rows, staging, path.name)
+        (str(target.relative_to(staging)), count)
+        for target, count in _write_by_date(
+            rows.drop_columns([PARTITION_COLUMN]),
+            rows.column(PARTITION_COLUMN),
+            staging,
+            stem,
+            PARQUET_OPTIONS,
+        )
     ]
+    rollups = []
+    if rows.num_rows:
+        for kind, (make, options) in ROLLUP_KINDS.items():
+            rolled = make(rows, settings)
+            rollups += [
+                (str(target.relative_to(staging)), count)
+                for target, count in _write_by_date(
+                    rolled,
+                    _utc_dates(rolled.column("minute")),
+                    staging / ROLLUPS_DIR / kind,
+                    stem,
+                    options,
+                )
+            ]
     return StagedSegment(
-        path.name, size, LOADED, records=decoded.records, rows=decoded.rows.num_rows, files=files
+        path.name,
+        size,
+        LOADED,
+        records=decoded.records,
+        rows=rows.num_rows,
+        files=files,
+        rollups=rollups,
     )
 
 
-def _write_by_date(rows: pa.Table, staging: Path, segment: str) -> Iterator[tuple[Path, int]]:
+def _utc_dates(times: pa.ChunkedArray) -> pa.Array:
+    """The UTC date of each timestamp (date32), as the decoder dates ``collected_at``."""
+    micros = times.combine_chunks().cast(pa.int64())
+    return pc.divide(micros, _US_PER_DAY).cast(pa.int32()).cast(pa.date32())
+
+
+def _write_by_date(
+    rows: pa.Table,
+    dates: pa.Array | pa.ChunkedArray,
+    directory: Path,
+    stem: str,
+    options: dict[str, Any],
+) -> Iterator[tuple[Path, int]]:
+    """Write ``rows`` as one file per date of ``dates`` (one per row) under ``directory``."""
     if not rows.num_rows:
         return
-    stem = segment.rsplit(".", 1)[0]
-    dates = rows.column(PARTITION_COLUMN)
     days = sorted(pc.unique(dates).to_pylist())
     for day in days:
         part = rows if len(days) == 1 else rows.filter(pc.equal(dates, pa.scalar(day, pa.date32())))
-        target = staging / f"{PARTITION_COLUMN}={day.isoformat()}" / f"{stem}.parquet"
+        target = directory / f"{PARTITION_COLUMN}={day.isoformat()}" / f"{stem}.parquet"
         target.parent.mkdir(parents=True, exist_ok=True)
         temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")
         with temporary.open("wb") as file:
-            pq.write_table(part.drop_columns([PARTITION_COLUMN]), file, **PARQUET_OPTIONS)
+            pq.write_table(part, file, **options)
             file.flush()
             os.fsync(file.fileno())  # the commit may make it visible: it must be on disk
         temporary.replace(target)
         yield target, part.num_rows
 
 
-def stage_partition(tasks: Iterable[Sequence[tuple[str, str]]]) -> Iterator[dict[str, Any]]:
-    """Spark's mapPartitions function: stage each ``(segment path, staging dir)``.
+def stage_partition(tasks: Iterable[StageTask]) -> Iterator[dict[str, Any]]:
+    """Spark's mapPartitions function: stage each task's ``(segment path, staging dir)``.
 
-    A partition holds one task: a list of consecutive segments (see :func:`grstats.spark.ingest`).
+    A partition holds one task: the rollup settings (:meth:`RollupSettings.to_json`) and a
+    list of consecutive segments (see :func:`grstats.spark.ingest`).
     """
     _freeze_imported_objects()
-    for task in tasks:
-        for path, staging in task:
-            yield stage_segment(path, staging).to_dict()
+    for settings, segments in tasks:
+        rollups = RollupSettings.from_json(settings)
+        for path, staging in segments:
+            yield stage_segment(path, staging, rollups).to_dict()
 
 
 @functools.cache

@@ -3,6 +3,10 @@
 Layout of ``--table DIR``::
 
     data/collected_date=2026-01-05/c00000000000000000003-segment-00000000000000000007.parquet
+    rollups/members/collected_date=2026-01-05/c00000000000000000003-segment-00000000000000000007.parquet
+    rollups/groups/collected_date=2026-01-05/c00000000000000000003-segment-00000000000000000007.parquet
+                                              the segment's per-minute partials
+                                              (:mod:`grstats.spark.rollup`)
     _grstats/log/00000000000000000003.json   commit 3: the segments it loaded, its data files
     _grstats/staging/commit-00000000000000000004/   a load in progress (never read)
     _grstats/quarantine/c00000000000000000003-segment-00000000000000000009.sealed
@@ -17,6 +21,8 @@ before it, so an interrupted load leaves at most files that no entry names:
 :func:`read_member_rows` never reads them, and the next ingest deletes them
 (:meth:`TableLog.clean`) before loading again.
 A segment is therefore either in exactly one commit, with all its rows, or in none.
+Its rollup files follow the same path: staged, moved into ``rollups/`` before the commit, named
+by its entry (``rollups`` per segment, and the entry's ``rollup_settings``).
 """
 
 from __future__ import annotations
@@ -33,12 +39,21 @@ from typing import TYPE_CHECKING, Any, Self
 
 from pyspark.sql import functions as F  # noqa: N812 (pyspark's own idiom)
 
-from grstats.spark.schema import LATER_COLUMNS, MEMBER_ROW_COLUMNS, MEMBER_ROWS
+from grstats.spark import rollup
+from grstats.spark.schema import (
+    GROUP_ROLLUPS,
+    LATER_COLUMNS,
+    MEMBER_ROLLUPS,
+    MEMBER_ROW_COLUMNS,
+    MEMBER_ROWS,
+    PARTITION_COLUMN,
+)
 
 if TYPE_CHECKING:
     from types import TracebackType
 
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
 #: The version of the commit entries' JSON format.
 LOG_FORMAT = 1
@@ -48,6 +63,10 @@ LOG_DIR = f"{META_DIR}/log"
 STAGING_DIR = f"{META_DIR}/staging"
 QUARANTINE_DIR = f"{META_DIR}/quarantine"
 LOCK_NAME = f"{META_DIR}/.lock"
+#: The rollup files' directory: ``rollups/members/...`` and ``rollups/groups/...``.
+ROLLUPS_DIR = rollup.ROLLUPS_DIR
+#: The kinds of rollup, each a folder of ROLLUPS_DIR.
+ROLLUP_KINDS = ("members", "groups")
 
 _ENTRY = re.compile(r"(\d{20})\.json")
 
@@ -64,10 +83,14 @@ class Commit:
         number: 1, 2, ... in commit order.
         committed_at: when it was committed (UTC, ISO 8601).
         spool: the spool directory it loaded from (for people).
-        segments: the segments it loaded: ``name``, ``bytes``, ``records``, ``rows`` and
-            ``files`` (the data files, relative to the table directory, with row counts).
+        segments: the segments it loaded: ``name``, ``bytes``, ``records``, ``rows``,
+            ``files`` (the data files, relative to the table directory, with row counts) and
+            ``rollups`` (its rollup files, likewise; absent in entries written before rollups).
         quarantined: the corrupt segments it set aside: ``name``, ``bytes``, ``offset``,
             ``reason``, ``copy`` (relative to the table directory).
+        rollup_settings: the settings its rollups were made with
+            (:meth:`grstats.spark.rollup.RollupSettings.to_json`); None in entries written
+            before rollups.
     """
 
     number: int
@@ -75,11 +98,17 @@ class Commit:
     spool: str
     segments: tuple[dict[str, Any], ...]
     quarantined: tuple[dict[str, Any], ...]
+    rollup_settings: dict[str, Any] | None = None
 
     @property
     def files(self) -> list[str]:
         """The data files this commit added, relative to the table directory."""
         return [path for segment in self.segments for path, _ in segment["files"]]
+
+    @property
+    def rollup_files(self) -> list[str]:
+        """The rollup files (both kinds) this commit added, relative to the table directory."""
+        return [path for segment in self.segments for path, _ in segment.get("rollups", ())]
 
     @property
     def rows(self) -> int:
@@ -88,18 +117,17 @@ class Commit:
 
     def to_json(self) -> str:
         """Return the entry's JSON text."""
-        return json.dumps(
-            {
-                "format": LOG_FORMAT,
-                "commit": self.number,
-                "committed_at": self.committed_at,
-                "spool": self.spool,
-                "segments": list(self.segments),
-                "quarantined": list(self.quarantined),
-            },
-            indent=1,
-            sort_keys=True,
-        )
+        entry: dict[str, Any] = {
+            "format": LOG_FORMAT,
+            "commit": self.number,
+            "committed_at": self.committed_at,
+            "spool": self.spool,
+            "segments": list(self.segments),
+            "quarantined": list(self.quarantined),
+        }
+        if self.rollup_settings is not None:
+            entry["rollup_settings"] = self.rollup_settings
+        return json.dumps(entry, indent=1, sort_keys=True)
 
 
 def entry_name(number: int) -> str:
@@ -159,6 +187,40 @@ class TableLog:
         """Every data file of every commit, absolute, in commit order."""
         return [self.table_dir / path for commit in self.commits for path in commit.files]
 
+    def committed_rollup_files(self, kind: str) -> list[Path]:
+        """Every rollup file of ``kind`` ("members" or "groups") of every commit, absolute."""
+        if kind not in ROLLUP_KINDS:
+            raise ValueError(f"kind: {kind!r} is not one of {', '.join(ROLLUP_KINDS)}")
+        prefix = f"{ROLLUPS_DIR}/{kind}/"
+        return [
+            self.table_dir / path
+            for commit in self.commits
+            for path in commit.rollup_files
+            if path.startswith(prefix)
+        ]
+
+    def rollup_settings(self) -> dict[str, Any] | None:
+        """The settings every loaded segment's rollups were made with, or None.
+
+        None unless every commit that loaded segments has rollups for each of them and all
+        those commits recorded the same settings: a table loaded in part before rollups
+        existed (or with other settings) must be reported from its rows. A commit that only
+        quarantined segments made no rollups and counts for nothing. None for a table that
+        loaded nothing.
+        """
+        loading = [commit for commit in self.commits if commit.segments]
+        if not loading:
+            return None
+        settings = loading[0].rollup_settings
+        if settings is None:
+            return None
+        for commit in loading:
+            if commit.rollup_settings != settings:
+                return None
+            if any("rollups" not in segment for segment in commit.segments):
+                return None
+        return dict(settings)
+
     def known_segments(self, spool: str | None = None) -> dict[str, dict[str, Any]]:
         """The segments loaded or quarantined by some commit, by name.
 
@@ -176,7 +238,7 @@ class TableLog:
     # -- writing -----------------------------------------------------------------------
 
     def clean(self) -> list[Path]:
-        """Delete what no commit names: staging, stray data files, stray quarantine copies.
+        """Delete what no commit names: staging, stray data and rollup files, quarantine copies.
 
         Only an ingest holding the table's lock may call this. Returns what was deleted.
         """
@@ -185,13 +247,17 @@ class TableLog:
         if staging.exists():
             removed.append(staging)
             shutil.rmtree(staging)
-        named = {self.table_dir / path for commit in self.commits for path in commit.files}
+        named = {
+            self.table_dir / path
+            for commit in self.commits
+            for path in (*commit.files, *commit.rollup_files)
+        }
         named |= {
             self.table_dir / entry["copy"]
             for commit in self.commits
             for entry in commit.quarantined
         }
-        for top in (DATA_DIR, QUARANTINE_DIR):
+        for top in (DATA_DIR, ROLLUPS_DIR, QUARANTINE_DIR):
             directory = self.table_dir / top
             if not directory.is_dir():
                 continue
@@ -236,12 +302,16 @@ def _parse_entry(path: Path, number: int) -> Commit:
             )
         if data["commit"] != number:
             raise TableError(f"{path}: holds commit {data['commit']!r}, not {number}")
+        settings = data.get("rollup_settings")
+        if settings is not None and not isinstance(settings, dict):
+            raise TableError(f"{path}: rollup_settings: {settings!r} is not an object")
         return Commit(
             number,
             str(data["committed_at"]),
             str(data["spool"]),
             tuple(data["segments"]),
             tuple(data["quarantined"]),
+            settings,
         )
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise TableError(f"{path}: not a commit entry: {exc}") from exc
@@ -325,3 +395,71 @@ def read_member_rows(spark: SparkSession, table_dir: Path | str) -> DataFrame:
             for name in MEMBER_ROW_COLUMNS
         )
     )
+
+
+def read_member_rollups(
+    spark: SparkSession,
+    table_dir: Path | str,
+    first_day: dt.date | None = None,
+    last_day: dt.date | None = None,
+) -> DataFrame:
+    """Return the table's committed member rollups, a DataFrame with the MEMBER_ROLLUPS schema.
+
+    Only files named by a commit are read, and of those only the UTC dates from ``first_day``
+    to ``last_day`` (None: unbounded), chosen by their partition directory before Spark lists
+    anything; a table without any gives an empty DataFrame. Whether they cover every loaded
+    segment is :meth:`TableLog.rollup_settings`'s answer.
+
+    Raises:
+        TableError: the log is broken (a missing commit, an unreadable entry).
+    """
+    return _read_rollups(spark, Path(table_dir), "members", MEMBER_ROLLUPS, (first_day, last_day))
+
+
+def read_group_rollups(
+    spark: SparkSession,
+    table_dir: Path | str,
+    first_day: dt.date | None = None,
+    last_day: dt.date | None = None,
+) -> DataFrame:
+    """Return the table's committed group rollups, a DataFrame with the GROUP_ROLLUPS schema.
+
+    As :func:`read_member_rollups`.
+    """
+    return _read_rollups(spark, Path(table_dir), "groups", GROUP_ROLLUPS, (first_day, last_day))
+
+
+def _partition_day(path: Path) -> dt.date | None:
+    """The date of a file under ``collected_date=YYYY-MM-DD/`` (None when it is not there)."""
+    name = path.parent.name
+    prefix = f"{PARTITION_COLUMN}="
+    if not name.startswith(prefix):
+        return None
+    try:
+        return dt.date.fromisoformat(name[len(prefix) :])
+    except ValueError:
+        return None
+
+
+def _read_rollups(
+    spark: SparkSession,
+    table: Path,
+    kind: str,
+    schema: StructType,
+    days: tuple[dt.date | None, dt.date | None],
+) -> DataFrame:
+    first_day, last_day = days
+    files = [
+        path
+        for path in TableLog(table).committed_rollup_files(kind)
+        if (day := _partition_day(path)) is None
+        or ((first_day is None or day >= first_day) and (last_day is None or day <= last_day))
+    ]
+    if not files:
+        return spark.createDataFrame([], schema)
+    frame = (
+        spark.read.schema(schema)
+        .option("basePath", str(table / ROLLUPS_DIR / kind))
+        .parquet(*(str(path) for path in files))
+    )
+    return frame.select(*schema.fieldNames())  # not the partition column the paths add

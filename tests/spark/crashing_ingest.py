@@ -46,9 +46,11 @@ from grstats.spark.stage import stage_partition
 from grstats.spark.table import DATA_DIR, TableLog
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable, Iterator, Sequence
+    from collections.abc import Callable, Iterable, Iterator
 
     from pyspark.sql import SparkSession
+
+    from grstats.spark.stage import StageTask
 
 #: How long a held task waits: longer than any test, shorter than forever.
 HOLD_S = 600.0
@@ -88,14 +90,14 @@ def crash_after(point: str, original: Callable[..., Any]) -> Callable[..., Any]:
     return wrapped
 
 
-def held_from(count: int) -> Callable[[Iterable[Sequence[tuple[str, str]]]], Iterator[Any]]:
+def held_from(count: int) -> Callable[[Iterable[StageTask]], Iterator[Any]]:
     """stage_partition, except that partitions ``count`` and later wait before staging.
 
     Runs in Spark's Python workers: this module runs as ``__main__``, so Spark's pickler ships
     this closure by value, and the workers need not import the tests.
     """
 
-    def stage(tasks: Iterable[Sequence[tuple[str, str]]]) -> Iterator[Any]:
+    def stage(tasks: Iterable[StageTask]) -> Iterator[Any]:
         context = TaskContext.get()
         if context is not None and context.partitionId() >= count:
             time.sleep(HOLD_S)

@@ -3,18 +3,36 @@
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import pyarrow.parquet as pq
 import pytest
 
-from grstats.spark.ingest import IngestError, run_ingest, task_sizes
-from grstats.spark.schema import MEMBER_ROWS
-from grstats.spark.table import LOG_DIR, QUARANTINE_DIR, TableError, TableLog, read_member_rows
+from grstats.spark.decode import decode_segment
+from grstats.spark.ingest import IngestError, SettingsRefused, run_ingest, task_sizes
+from grstats.spark.rollup import DEFAULT_SETTINGS, RollupSettings, group_rollups, member_rollups
+from grstats.spark.schema import GROUP_ROLLUPS, MEMBER_ROLLUPS, MEMBER_ROWS
+from grstats.spark.table import (
+    LOG_DIR,
+    QUARANTINE_DIR,
+    ROLLUPS_DIR,
+    STAGING_DIR,
+    TableError,
+    TableLog,
+    data_file_name,
+    entry_name,
+    read_group_rollups,
+    read_member_rollups,
+    read_member_rows,
+)
 from tests.spark.spool import expected_rows, make_record, row_key, write_spool
 
 if TYPE_CHECKING:
-    from pathlib import Path
+    from collections.abc import Callable
 
+    import pyarrow as pa
     from pyspark.sql import SparkSession
 
 pytestmark = pytest.mark.spark
@@ -213,3 +231,219 @@ class TestTaskSizes:
     ) -> None:
         """At most 4 consecutive segments a task, at least 3 tasks a core, sizes within one."""
         assert task_sizes(segments, cores) == sizes
+
+
+def rollups_of(
+    segments: list[Path],
+    make: Callable[[pa.Table, RollupSettings], pa.Table],
+    settings: RollupSettings = DEFAULT_SETTINGS,
+) -> list[dict[str, Any]]:
+    """The rollups ``make`` gives of each segment's decoded rows, as rows in a stable order."""
+    rows = [r for path in segments for r in make(decode_segment(path).rows, settings).to_pylist()]
+    return sorted(rows, key=rollup_key)
+
+
+def rollup_key(row: dict[str, Any]) -> tuple[Any, ...]:
+    """Partials of one member or group, in time order."""
+    return (row["group_label"], row.get("member_id") or "", row["first_at"])
+
+
+class TestIngestRollups:
+    def test_rollup_files_are_named_by_the_commit_and_hold_the_rollups_of_the_rows(
+        self, spark: SparkSession, tmp_path: Path
+    ) -> None:
+        """Each loaded segment's rollups land in rollups/<kind>/, named as its data file, listed in the entry."""
+        spool, table = tmp_path / "spool", tmp_path / "table"
+        segments = write_spool(spool, segments_of([range(90), range(90, 200), range(200, 201)]))
+        run_ingest(spark, spool, table)
+        (commit,) = TableLog(table).commits
+        assert commit.rollup_settings == DEFAULT_SETTINGS.to_json()
+        for segment, entry in zip(segments, commit.segments, strict=True):
+            name = data_file_name(1, segment.name)
+            kinds = sorted(Path(path).parts[1] for path, _ in entry["rollups"])
+            assert kinds == ["groups", "members"]  # each segment is within one date
+            assert {Path(path).name for path, _ in entry["rollups"]} == {name}
+            for path, rows in entry["rollups"]:
+                assert pq.read_metadata(table / path).num_rows == rows
+        members = read_member_rollups(spark, table)
+        groups = read_group_rollups(spark, table)
+        assert (members.schema, groups.schema) == (MEMBER_ROLLUPS, GROUP_ROLLUPS)
+        got = sorted(members.toArrow().to_pylist(), key=rollup_key)
+        assert got == rollups_of(segments, member_rollups)
+        assert sorted(groups.toArrow().to_pylist(), key=rollup_key) == rollups_of(
+            segments, group_rollups
+        )
+        assert TableLog(table).rollup_settings() == DEFAULT_SETTINGS.to_json()
+
+    def test_a_second_run_adds_no_rollups_twice(self, spark: SparkSession, tmp_path: Path) -> None:
+        """Running again loads nothing; a later commit adds only the new segments' rollups."""
+        spool, table = tmp_path / "spool", tmp_path / "table"
+        write_spool(spool, segments_of([range(10)]))
+        run_ingest(spark, spool, table)
+        files = sorted((table / ROLLUPS_DIR).rglob("*.parquet"))
+        assert run_ingest(spark, spool, table).commit is None
+        assert sorted((table / ROLLUPS_DIR).rglob("*.parquet")) == files
+        segments = write_spool(spool, segments_of([range(10, 20)]))  # all sealed: both
+        run_ingest(spark, spool, table)
+        assert len(TableLog(table).committed_rollup_files("members")) == 2
+        got = sorted(read_member_rollups(spark, table).toArrow().to_pylist(), key=rollup_key)
+        assert got == rollups_of(segments, member_rollups)
+
+    def test_rollups_left_by_an_interrupted_run_are_deleted_and_loaded_once(
+        self, spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """Files moved into rollups/ by a run that died before its commit are deleted by the next run."""
+        spool, table = tmp_path / "spool", tmp_path / "table"
+        segments = write_spool(spool, segments_of([range(30), range(30, 70)]))
+
+        def die(self: TableLog, commit: Any) -> Path:
+            raise KeyboardInterrupt  # the run stops between the moves and the commit
+
+        with monkeypatch.context() as patched:
+            patched.setattr(TableLog, "commit", die)
+            with pytest.raises(KeyboardInterrupt):
+                run_ingest(spark, spool, table)
+        left = sorted((table / ROLLUPS_DIR).rglob("*.parquet"))
+        assert len(left) == 4  # two segments, two kinds, all uncommitted
+        stray = (
+            table / ROLLUPS_DIR / "groups/collected_date=2026-01-07" / data_file_name(9, "x.sealed")
+        )
+        stray.parent.mkdir(parents=True)
+        stray.write_bytes(b"not committed")
+        result = run_ingest(spark, spool, table)
+        assert result.cleaned == 1 + 2 + 4 + 1  # staging, data files, rollups, the stray file
+        assert not stray.exists()
+        assert sorted((table / ROLLUPS_DIR).rglob("*.parquet")) == sorted(
+            TableLog(table).committed_rollup_files("members")
+            + TableLog(table).committed_rollup_files("groups")
+        )
+        got = sorted(read_group_rollups(spark, table).toArrow().to_pylist(), key=rollup_key)
+        assert got == rollups_of(segments, group_rollups)
+
+    def test_a_table_loaded_before_rollups_has_no_rollup_settings(
+        self, spark: SparkSession, tmp_path: Path
+    ) -> None:
+        """An entry whose segments lack "rollups" (an older grstats's) makes rollup_settings() None; rows still read."""
+        spool, table = tmp_path / "spool", tmp_path / "table"
+        write_spool(spool, segments_of([range(5), range(5, 9)]))
+        run_ingest(spark, spool, table)
+        older = tmp_path / "older"
+        shutil.copytree(table, older)
+        path = older / LOG_DIR / entry_name(1)
+        entry = json.loads(path.read_text())
+        for segment in entry["segments"]:
+            del segment["rollups"]
+        del entry["rollup_settings"]
+        path.write_text(json.dumps(entry))
+        assert TableLog(table).rollup_settings() == DEFAULT_SETTINGS.to_json()
+        assert TableLog(older).rollup_settings() is None
+        assert read_member_rows(spark, older).count() == 9 * 3
+        assert read_member_rollups(spark, older).count() == 0
+        # Its commits chose no setting: any may load into it, and it stays without one.
+        write_spool(spool, segments_of([range(9, 12)]))
+        result = run_ingest(spark, spool, older, rollups=RollupSettings(10_000))
+        assert result.segments_loaded == 1
+        assert TableLog(older).commits[-1].rollup_settings == RollupSettings(10_000).to_json()
+        assert TableLog(older).rollup_settings() is None
+
+
+class TestIngestSettings:
+    def test_the_asked_settings_make_the_rollups_and_the_commit_records_them(
+        self, spark: SparkSession, tmp_path: Path
+    ) -> None:
+        """Threshold 1 and max gap 10 s make the rollups; the entry and the table name them."""
+        spool, table = tmp_path / "spool", tmp_path / "table"
+        segments = write_spool(spool, segments_of([range(0, 90, 15), range(90, 150, 15)]))
+        settings = RollupSettings(flow_control_threshold=1, max_gap_s=10.0)
+        run_ingest(spark, spool, table, rollups=settings)
+        entry = json.loads((table / LOG_DIR / entry_name(1)).read_text())
+        assert entry["rollup_settings"] == {
+            "version": 1,
+            "flow_control_threshold": 1,
+            "max_gap_s": 10.0,
+        }
+        assert TableLog(table).rollup_settings() == settings.to_json()
+        members = sorted(read_member_rollups(spark, table).toArrow().to_pylist(), key=rollup_key)
+        assert members == rollups_of(segments, member_rollups, settings)
+        assert members != rollups_of(segments, member_rollups)
+        groups = sorted(read_group_rollups(spark, table).toArrow().to_pylist(), key=rollup_key)
+        assert groups == rollups_of(segments, group_rollups, settings)
+        assert {r["held_s"] for r in groups} <= {0.0, 10.0, 20.0, 30.0}  # 15 s steps, 10 s each
+        assert sum(r["throttling_s"] for r in groups) > 0  # member 3's queue of 2 is above 1
+
+    @pytest.mark.parametrize(
+        ("asked", "differences"),
+        [
+            (RollupSettings(flow_control_threshold=25_000), [("--flow-control-threshold", 25000)]),
+            (RollupSettings(10_000, max_gap_s=60.0), [("--max-gap", 60)]),
+            (
+                RollupSettings(flow_control_threshold=1500, max_gap_s=10.0),
+                [("--flow-control-threshold", 1500), ("--max-gap", 10)],
+            ),
+        ],
+    )
+    def test_other_settings_are_refused_and_nothing_is_loaded(
+        self,
+        spark: SparkSession,
+        tmp_path: Path,
+        asked: RollupSettings,
+        differences: list[tuple[str, int]],
+    ) -> None:
+        """A table made with threshold 10000 refuses other settings before it loads or deletes anything."""
+        spool, table = tmp_path / "spool", tmp_path / "table"
+        write_spool(spool, segments_of([range(5)]))
+        kept = RollupSettings(flow_control_threshold=10_000)
+        run_ingest(spark, spool, table, rollups=kept)
+        new = write_spool(spool, segments_of([range(5, 10)]))[1:]
+        leftover = table / STAGING_DIR / "commit-00000000000000000002" / "x.parquet"
+        leftover.parent.mkdir(parents=True)
+        leftover.write_bytes(b"left by an interrupted run")
+        files = sorted(p for p in table.rglob("*") if p.is_file())
+        with pytest.raises(SettingsRefused) as caught:
+            run_ingest(spark, spool, table, rollups=asked)
+        kept_values = {"--flow-control-threshold": 10000, "--max-gap": 30}
+        assert str(caught.value) == "; ".join(
+            [
+                *(
+                    f"{flag}: {value} differs from the {kept_values[flag]} this table's rollups "
+                    "were made with"
+                    for flag, value in differences
+                ),
+                "a table keeps one setting: load into a new table",
+            ]
+        )
+        assert isinstance(caught.value, IngestError)
+        assert len(TableLog(table).commits) == 1
+        assert sorted(p for p in table.rglob("*") if p.is_file()) == files  # nothing touched
+        assert all(path.exists() for path in new)
+        assert run_ingest(spark, spool, table, rollups=kept).segments_loaded == 1
+        assert TableLog(table).rollup_settings() == kept.to_json()
+
+    def test_a_commit_that_only_quarantined_chose_no_setting(
+        self, spark: SparkSession, tmp_path: Path
+    ) -> None:
+        """A first run that loaded nothing (all corrupt) made no rollups: the next may choose."""
+        spool, table = tmp_path / "spool", tmp_path / "table"
+        (bad,) = write_spool(spool, segments_of([range(3)]))
+        bad.write_bytes(bad.read_bytes()[:-7])
+        first = run_ingest(spark, spool, table, rollups=RollupSettings(1500))
+        assert (first.commit, first.segments_loaded, len(first.quarantined)) == (1, 0, 1)
+        write_spool(spool, segments_of([range(3, 6)]))
+        assert run_ingest(spark, spool, table).segments_loaded == 1
+        assert TableLog(table).rollup_settings() == DEFAULT_SETTINGS.to_json()
+
+    def test_rollups_of_another_version_are_refused(
+        self, spark: SparkSession, tmp_path: Path
+    ) -> None:
+        """A table whose rollups a newer grstats made (version 2) takes no rollups of version 1."""
+        spool, table = tmp_path / "spool", tmp_path / "table"
+        write_spool(spool, segments_of([range(3)]))
+        run_ingest(spark, spool, table)
+        path = table / LOG_DIR / entry_name(1)
+        entry = json.loads(path.read_text())
+        entry["rollup_settings"]["version"] = 2
+        path.write_text(json.dumps(entry))
+        write_spool(spool, segments_of([range(3, 6)]))
+        with pytest.raises(SettingsRefused, match=r"commit 1 made this table's rollups with \{"):
+            run_ingest(spark, spool, table)
+        assert len(TableLog(table).commits) == 1

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from grstats.cli import main
+from grstats.spark.table import LOG_DIR, entry_name
 from tests.spark.spool import make_record, write_spool
 
 if TYPE_CHECKING:
@@ -35,6 +36,9 @@ def test_help_explains_the_table_and_exactly_once(capsys: pytest.CaptureFixture[
     text = capsys.readouterr().out
     assert "_grstats/quarantine/" in text
     assert "loses nothing and duplicates nothing" in text
+    assert "a report reads the rollups only when its own --flow-control-threshold is the same" in (
+        " ".join(text.split())
+    )
 
 
 def test_a_missing_spool_is_an_invalid_argument(
@@ -70,21 +74,72 @@ def test_ingest_asks_for_a_session_whose_work_runs_in_python(
     assert asked == [{"args": (None, "grstats-ingest"), "python_work": True}]
 
 
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (
+            ["--flow-control-threshold", "0"],
+            "--flow-control-threshold: 0 is not in [1, 2147483647]",
+        ),
+        (
+            ["--flow-control-threshold", "2147483648"],
+            "--flow-control-threshold: 2147483648 is not in [1, 2147483647]",
+        ),
+        (["--max-gap", "0"], "--max-gap: 0.0 is not a number of seconds > 0"),
+        (["--max-gap", "-5"], "--max-gap: -5.0 is not a number of seconds > 0"),
+        (["--max-gap", "nan"], "--max-gap: nan is not a number of seconds > 0"),
+    ],
+)
+def test_bad_rollup_settings_exit_2_naming_the_flag(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    flags: list[str],
+    message: str,
+) -> None:
+    """A threshold or max gap out of range exits 2 naming the flag and the value; no Spark starts."""
+
+    def record(*args: object, **kwargs: object) -> None:
+        raise _Started
+
+    monkeypatch.setattr("grstats.spark.session.build_session", record)
+    (tmp_path / "spool").mkdir()
+    args = ["spark", "ingest", "--spool", str(tmp_path / "spool"), "--table", str(tmp_path / "t")]
+    assert main([*args, *flags]) == 2
+    assert capsys.readouterr().err.splitlines() == [f"grstats: error: {message}"]
+
+
 @pytest.mark.spark
 @pytest.mark.slow
-def test_json_summary_then_unknown_schema_exits_1(tmp_path: Path) -> None:
-    """A run prints its JSON summary; a newer record schema later exits 1 naming it."""
+def test_json_summary_then_other_settings_exit_2_then_unknown_schema_exits_1(
+    tmp_path: Path,
+) -> None:
+    """A run prints its JSON summary; other rollup settings exit 2; a newer record schema exits 1."""
     spool, table = tmp_path / "spool", tmp_path / "table"
     write_spool(spool, [[make_record(s) for s in range(4)]])
-    done = grstats(
-        "spark", "ingest", "--spool", str(spool), "--table", str(table), "--format", "json"
-    )
+    chosen = ["--flow-control-threshold", "10000", "--max-gap", "10"]
+    ingest = ("spark", "ingest", "--spool", str(spool), "--table", str(table))
+    done = grstats(*ingest, *chosen, "--format", "json")
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert (summary["commit"], summary["rows"], summary["segments"]["loaded"]) == (1, 12, 1)
     assert "staged 1/1 segments, 12 rows" in done.stderr  # progress goes to stderr
+    entry = json.loads((table / LOG_DIR / entry_name(1)).read_text())
+    assert entry["rollup_settings"] == {
+        "version": 1,
+        "flow_control_threshold": 10000,
+        "max_gap_s": 10.0,
+    }
     (newer,) = write_spool(spool, [[make_record(9) | {"schema": 3}]])[1:]
-    done = grstats("spark", "ingest", "--spool", str(spool), "--table", str(table))
+    done = grstats(*ingest)
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == (
+        "grstats: error: --flow-control-threshold: 25000 differs from the 10000 this table's "
+        "rollups were made with; --max-gap: 30 differs from the 10 this table's rollups were "
+        "made with; a table keeps one setting: load into a new table"
+    )
+    assert newer.exists()
+    done = grstats(*ingest, *chosen)
     assert done.returncode == 1
     assert "record schema 3 is not a known version" in done.stderr
     assert newer.name in done.stderr

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import json
+from typing import TYPE_CHECKING, Any
 
 import pyarrow.parquet as pq
 import pytest
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from grstats.spark.decode import decode_segment
-from grstats.spark.schema import MEMBER_ROWS
+from grstats.spark.rollup import ARROW_GROUP_ROLLUPS, ARROW_MEMBER_ROLLUPS, DEFAULT_SETTINGS
+from grstats.spark.schema import GROUP_ROLLUPS, MEMBER_ROLLUPS, MEMBER_ROWS
 from grstats.spark.table import (
     LOG_DIR,
     Commit,
@@ -16,6 +19,8 @@ from grstats.spark.table import (
     TableLock,
     TableLog,
     entry_name,
+    read_group_rollups,
+    read_member_rollups,
     read_member_rows,
 )
 from tests.spark.spool import MEMBER_IDS, make_record, write_spool
@@ -24,6 +29,8 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from pyspark.sql import SparkSession
+
+SETTINGS = DEFAULT_SETTINGS.to_json()
 
 
 def commit(number: int, files: list[str], segment: str = "segment-1.sealed") -> Commit:
@@ -144,3 +151,126 @@ def test_a_table_written_before_the_group_columns_still_reads(
         [("default", "", member) for member in MEMBER_IDS]
         + [("east", "g-1", member) for member in MEMBER_IDS]
     )
+
+
+def rolled(number: int, segment: str, settings: dict[str, Any] | None = SETTINGS) -> Commit:
+    """A commit of one segment with a data file and both rollup files, made with ``settings``."""
+    name = f"c{number:020d}-{segment.rsplit('.', 1)[0]}.parquet"
+    entry = {
+        "name": segment,
+        "bytes": 10,
+        "records": 1,
+        "rows": 3,
+        "files": [[f"data/collected_date=2026-01-05/{name}", 3]],
+        "rollups": [
+            [f"rollups/members/collected_date=2026-01-05/{name}", 3],
+            [f"rollups/groups/collected_date=2026-01-05/{name}", 1],
+        ],
+    }
+    return Commit(number, "2026-01-05T00:00:00+00:00", "/spool", (entry,), (), settings)
+
+
+class TestRollupsInTheLog:
+    def test_rollup_files_and_settings_are_read_back(self, tmp_path: Path) -> None:
+        """The entry's rollups and settings survive the JSON; files are listed per kind."""
+        log = TableLog(tmp_path)
+        log.commit(rolled(1, "segment-1.sealed"))
+        log.commit(rolled(2, "segment-2.sealed"))
+        again = TableLog(tmp_path)
+        assert again.commits == log.commits
+        assert again.rollup_settings() == SETTINGS
+        assert [
+            p.relative_to(tmp_path).parts[:2] for p in again.committed_rollup_files("groups")
+        ] == [
+            ("rollups", "groups"),
+            ("rollups", "groups"),
+        ]
+        assert [p.name for p in again.committed_rollup_files("members")] == [
+            "c00000000000000000001-segment-1.parquet",
+            "c00000000000000000002-segment-2.parquet",
+        ]
+        with pytest.raises(ValueError, match="kind: 'minutes' is not one of members, groups"):
+            again.committed_rollup_files("minutes")
+
+    @pytest.mark.parametrize(
+        ("commits", "settings"),
+        [
+            ([], None),
+            ([rolled(1, "s-1.sealed", None)], None),
+            ([commit(1, ["data/a.parquet"])], None),  # an entry of a grstats before rollups
+            ([commit(1, ["data/a.parquet"]), rolled(2, "s-2.sealed")], None),
+            ([rolled(1, "s-1.sealed"), commit(2, ["data/b.parquet"])], None),
+            (
+                [rolled(1, "s-1.sealed"), rolled(2, "s-2.sealed", {**SETTINGS, "max_gap_s": 60.0})],
+                None,
+            ),
+            ([rolled(1, "s-1.sealed"), rolled(2, "s-2.sealed")], SETTINGS),
+            # a commit that only quarantined a segment made no rollups and spoils nothing
+            (
+                [rolled(1, "s-1.sealed"), Commit(2, "t", "/spool", (), ({"name": "s-2.sealed"},))],
+                SETTINGS,
+            ),
+            # ... even when it recorded other settings (the run's, which made nothing)
+            (
+                [
+                    Commit(
+                        1,
+                        "t",
+                        "/spool",
+                        (),
+                        ({"name": "s-1.sealed"},),
+                        {**SETTINGS, "flow_control_threshold": 1500},
+                    ),
+                    rolled(2, "s-2.sealed"),
+                ],
+                SETTINGS,
+            ),
+        ],
+    )
+    def test_settings_only_when_every_loaded_segment_has_rollups_of_one_setting(
+        self, tmp_path: Path, commits: list[Commit], settings: dict[str, Any] | None
+    ) -> None:
+        """rollup_settings() is None for a table loaded in part before rollups, or with two settings."""
+        log = TableLog(tmp_path)
+        for entry in commits:
+            log.commit(entry)
+        assert TableLog(tmp_path).rollup_settings() == settings
+
+    def test_clean_deletes_rollup_files_no_commit_names(self, tmp_path: Path) -> None:
+        """A rollup file of an unfinished load goes; committed ones stay."""
+        log = TableLog(tmp_path)
+        log.commit(rolled(1, "segment-1.sealed"))
+        named = [tmp_path / path for path, _ in log.commits[0].segments[0]["rollups"]]
+        stray = (
+            tmp_path
+            / "rollups/members/collected_date=2026-01-05/c00000000000000000002-segment-2.parquet"
+        )
+        for path in (*named, stray):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(b"x")
+        assert log.clean() == [stray]
+        assert all(path.exists() for path in named)
+
+    def test_a_bad_rollup_settings_value_is_reported(self, tmp_path: Path) -> None:
+        """rollup_settings that is not an object names the file and the value."""
+        TableLog(tmp_path).commit(rolled(1, "segment-1.sealed"))
+        path = tmp_path / LOG_DIR / entry_name(1)
+        entry = json.loads(path.read_text())
+        entry["rollup_settings"] = [entry["rollup_settings"]]
+        path.write_text(json.dumps(entry))
+        with pytest.raises(TableError, match=r"rollup_settings: \[\{.*\}\] is not an object"):
+            TableLog(tmp_path)
+
+
+def test_the_spark_rollup_schemas_mirror_the_arrow_ones() -> None:
+    """MEMBER_ROLLUPS and GROUP_ROLLUPS are what Spark makes of the Arrow schemas the files have."""
+    assert from_arrow_schema(ARROW_MEMBER_ROLLUPS) == MEMBER_ROLLUPS
+    assert from_arrow_schema(ARROW_GROUP_ROLLUPS) == GROUP_ROLLUPS
+
+
+@pytest.mark.spark
+def test_a_table_without_rollups_reads_them_as_empty(spark: SparkSession, tmp_path: Path) -> None:
+    """read_member_rollups and read_group_rollups of a new directory are empty, with their schemas."""
+    members, groups = read_member_rollups(spark, tmp_path), read_group_rollups(spark, tmp_path)
+    assert (members.schema, groups.schema) == (MEMBER_ROLLUPS, GROUP_ROLLUPS)
+    assert members.count() == groups.count() == 0
