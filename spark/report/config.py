@@ -22,6 +22,8 @@ MAX_FLOW_CONTROL_THRESHOLD = 2_147_483_647
 DEFAULT_CHART_POINTS = 2_000
 #: How many worst intervals each ranking keeps.
 DEFAULT_WORST_INTERVALS = 10
+#: Where a report reads its figures (``--source``): see grstats.spark.report.inputs.
+SOURCES = ("auto", "rollups", "rows")
 #: A snapshot's state counts until the member's next snapshot, at most this long: a longer
 #: silence (the collector was stopped) is time the report knows nothing about.
 DEFAULT_MAX_GAP_S = 30.0
@@ -77,6 +79,8 @@ class ReportConfig:
         max_gap_s: the longest time one snapshot's state counts for, in seconds (a longer
             gap between two snapshots of a member is time without data).
         group: report only the group of this ``group_label`` (None: every group in range).
+        source: "rollups" (the per-minute rollups ingest wrote), "rows" (every member row),
+            or "auto": the rollups when they answer this report exactly, else the rows.
     """
 
     table_dir: Path
@@ -88,6 +92,7 @@ class ReportConfig:
     worst_intervals: int = DEFAULT_WORST_INTERVALS
     max_gap_s: float = DEFAULT_MAX_GAP_S
     group: str | None = None
+    source: str = "auto"
 
     def __post_init__(self) -> None:
         for name in ("start", "end"):
@@ -109,5 +114,7 @@ class ReportConfig:
             raise ReportConfigError(f"max_gap_s: {self.max_gap_s} is not a number of seconds > 0")
         if self.group is not None and not self.group.strip():
             raise ReportConfigError(f"group: {self.group!r} is not a group label (it is empty)")
+        if self.source not in SOURCES:
+            raise ReportConfigError(f"source: {self.source!r} is not one of {', '.join(SOURCES)}")
         if self.worst_intervals < 1:
             raise ReportConfigError(f"worst_intervals: {self.worst_intervals} is below 1")

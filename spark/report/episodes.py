@@ -26,6 +26,7 @@ if TYPE_CHECKING:
 
 #: Output of :func:`segments`: one row per member segment.
 SEGMENTS = schema(
+    ("group_label", StringType()),
     ("member_id", StringType()),
     ("segment", LongType()),
     ("member_state", StringType()),
@@ -39,6 +40,7 @@ SEGMENTS = schema(
 
 #: Output of :func:`episodes`: one row per episode.
 EPISODES = schema(
+    ("group_label", StringType()),
     ("member_id", StringType()),
     ("kind", StringType()),
     ("value", StringType()),
@@ -62,7 +64,9 @@ def _as_text(column: str) -> Column:
 
 def segments(runs: DataFrame) -> DataFrame:
     """Return SEGMENTS rows from RUNS rows (:func:`grstats.spark.report.minutes.member_runs`)."""
-    frame = runs.groupBy("member_id", "segment", "member_state", "connected", "throttling").agg(
+    frame = runs.groupBy(
+        "group_label", "member_id", "segment", "member_state", "connected", "throttling"
+    ).agg(
         F.min("first_at").alias("start"),
         F.max("last_at").alias("last_at"),
         F.max("first").alias("first"),
@@ -75,7 +79,7 @@ def episodes(segment_rows: DataFrame, kind: str) -> DataFrame:
     """Return EPISODES rows of ``kind`` (a key of KINDS) from SEGMENTS rows."""
     if kind not in KINDS:
         raise ValueError(f"kind: {kind!r} is not one of {', '.join(KINDS)}")
-    by_member = Window.partitionBy("member_id").orderBy("start")
+    by_member = Window.partitionBy("group_label", "member_id").orderBy("start")
     valued = segment_rows.withColumn("value", _as_text(KINDS[kind]))
     starts = ~F.col("value").eqNullSafe(F.lag("value").over(by_member)) | F.col("first")
     islands = valued.withColumn(
@@ -84,7 +88,7 @@ def episodes(segment_rows: DataFrame, kind: str) -> DataFrame:
             by_member.rowsBetween(Window.unboundedPreceding, Window.currentRow)
         ),
     )
-    merged = islands.groupBy("member_id", "island", "value").agg(
+    merged = islands.groupBy("group_label", "member_id", "island", "value").agg(
         F.min("start").alias("start"),
         F.max("last_at").alias("last_at"),
         F.max("first").alias("open_start"),
@@ -92,6 +96,7 @@ def episodes(segment_rows: DataFrame, kind: str) -> DataFrame:
     )
     end = F.coalesce(F.lead("start").over(by_member), F.col("last_at"))
     frame = merged.select(
+        "group_label",
         "member_id",
         F.lit(kind).alias("kind"),
         "value",

@@ -40,6 +40,7 @@ _RATES = ("applied", "proposed", "checked")
 
 #: One row per member (scope "member") and one for the group (scope "group").
 FIGURES = schema(
+    ("group_label", StringType()),
     ("scope", StringType()),
     ("member_id", StringType()),
     ("member_host", StringType()),
@@ -94,7 +95,7 @@ def member_figures(minutes: DataFrame, percentiles: DataFrame, episodes: DataFra
     """
     assert [f.name for f in percentiles.schema.fields] == MEMBER_PERCENTILES.fieldNames()
     rows_validating_mean = F.col("rows_validating_sum") / F.col("rows_validating_n")
-    totals = minutes.groupBy("member_id").agg(
+    totals = minutes.groupBy("group_label", "member_id").agg(
         F.max_by("member_host", "last_at").alias("member_host"),
         F.max_by("member_port", "last_at").alias("member_port"),
         F.min("first_at").alias("first_at"),
@@ -114,7 +115,7 @@ def member_figures(minutes: DataFrame, percentiles: DataFrame, episodes: DataFra
         F.max("gtids_ahead_max").alias("gtids_ahead_max"),
         F.sum("throttling_s").alias("throttling_s"),
     )
-    counts = episodes.groupBy("member_id").agg(
+    counts = episodes.groupBy("group_label", "member_id").agg(
         F.count(F.when((F.col("kind") == "state") & (F.col("value") == "UNREACHABLE"), 1)).alias(
             "unreachable_episodes"
         ),
@@ -123,8 +124,8 @@ def member_figures(minutes: DataFrame, percentiles: DataFrame, episodes: DataFra
         ),
     )
     frame = (
-        totals.join(percentiles, "member_id", "left")
-        .join(counts, "member_id", "left")
+        totals.join(percentiles, ["group_label", "member_id"], "left")
+        .join(counts, ["group_label", "member_id"], "left")
         .select(
             "*",
             F.lit("member").alias("scope"),
@@ -134,19 +135,20 @@ def member_figures(minutes: DataFrame, percentiles: DataFrame, episodes: DataFra
         )
         .fillna(0, subset=["unreachable_episodes", "not_connected_episodes"])
     )
-    return conform(frame, FIGURES).orderBy("member_id")
+    return conform(frame, FIGURES).orderBy("group_label", "member_id")
 
 
-def group_figures(members: DataFrame, snapshots: DataFrame, percentiles: DataFrame) -> DataFrame:
-    """Return the one FIGURES row of scope "group".
+def group_figures(members: DataFrame, totals: DataFrame, percentiles: DataFrame) -> DataFrame:
+    """Return the FIGURES rows of scope "group", one per group.
 
     Args:
         members: FIGURES rows of scope "member" (:func:`member_figures`).
-        snapshots: SNAPSHOTS rows (:func:`grstats.spark.report.snapshots.group_snapshots`).
-        percentiles: the GROUP_PERCENTILES row
-            (:func:`grstats.spark.report.percentiles.group_percentiles`).
+        totals: GROUP_TOTALS rows (:func:`grstats.spark.report.snapshots.group_totals`, or
+            the rollups' equivalent).
+        percentiles: GROUP_PERCENTILES rows
+            (:func:`grstats.spark.report.percentiles.group_percentiles`, or the rollups').
     """
-    from_members = members.agg(
+    from_members = members.groupBy("group_label").agg(
         F.min("first_at").alias("first_at"),
         F.max("last_at").alias("last_at"),
         F.sum("applied_per_s").alias("applied_per_s"),
@@ -166,19 +168,9 @@ def group_figures(members: DataFrame, snapshots: DataFrame, percentiles: DataFra
         F.sum("unreachable_episodes").alias("unreachable_episodes"),
         F.sum("not_connected_episodes").alias("not_connected_episodes"),
     )
-    from_snapshots = snapshots.agg(
-        F.count(F.lit(1)).alias("snapshots"),
-        F.sum("held_s").alias("observed_s"),
-        F.avg("rows_validating").alias("rows_validating_mean"),
-        F.max("rows_validating").alias("rows_validating_max"),
-        F.regr_slope("rows_validating", _hours("collected_at")).alias(
-            "rows_validating_slope_per_h"
-        ),
-        F.sum(F.when(F.col("throttling"), F.col("held_s")).otherwise(0.0)).alias("throttling_s"),
-    )
     frame = (
-        from_members.crossJoin(from_snapshots)
-        .crossJoin(percentiles)
+        from_members.join(totals, "group_label", "left")
+        .join(percentiles, "group_label", "left")
         .select(
             "*",
             F.lit("group").alias("scope"),
@@ -189,4 +181,4 @@ def group_figures(members: DataFrame, snapshots: DataFrame, percentiles: DataFra
             F.lit(None).alias("not_connected_s"),
         )
     )
-    return conform(frame, FIGURES)
+    return conform(frame, FIGURES).orderBy("group_label")

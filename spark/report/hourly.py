@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 
 #: One row per member and UTC hour with at least one snapshot.
 HOURLY = schema(
+    ("group_label", StringType()),
     ("member_id", StringType()),
     ("hour", TimestampType()),
     ("snapshots", LongType()),
@@ -41,7 +42,9 @@ def member_hours(minutes: DataFrame) -> DataFrame:
     Rates are the hour's counter increases over the seconds they span; means are over the
     hour's sampled snapshots; maxima are the largest sampled value.
     """
-    totals = minutes.groupBy("member_id", F.date_trunc("hour", "minute").alias("hour")).agg(
+    totals = minutes.groupBy(
+        "group_label", "member_id", F.date_trunc("hour", "minute").alias("hour")
+    ).agg(
         F.sum("snapshots").alias("snapshots"),
         F.sum("elapsed_s").alias("elapsed_s"),
         *(F.sum(name).alias(name) for name in ("applied", "proposed", "checked", "conflicts")),
@@ -64,4 +67,4 @@ def member_hours(minutes: DataFrame) -> DataFrame:
         ),
         ratio(F.col("conflicts"), F.col("checked")).alias("conflict_rate"),
     )
-    return conform(frame, HOURLY).orderBy("member_id", "hour")
+    return conform(frame, HOURLY).orderBy("group_label", "member_id", "hour")

@@ -1,12 +1,17 @@
-"""The report job: read the member rows of a range, compute every figure, write them out.
+"""The report job: read a range (member rows or rollups), compute every figure, write it out.
 
-Passes over the member rows (the rest works on small tables):
+Every intermediate table is keyed by ``group_label``, so a fleet's groups are computed in one
+pass (one set of Spark jobs, whatever the number of groups); the driver then splits the
+collected result tables by group. With the member rows
+(:class:`grstats.spark.report.inputs.RowsSource`) the passes over them are:
 
 1. sort each member's snapshots once and fold them into runs (cached; minutes and episodes
    come from the runs);
 2. the group at each snapshot (no sort; cached);
 3. percentiles of each member's gauges (no sort);
-4. chart points (no sort).
+4. chart points, when buckets are shorter than a minute (no sort).
+
+With the rollups (:class:`grstats.spark.report.inputs.RollupsSource`) no member row is read.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from pyspark import StorageLevel
 from pyspark.sql import functions as F  # noqa: N812 (pyspark's own idiom)
 
-from grstats.spark.report.episodes import episodes, segments
+from grstats.spark.report.episodes import episodes
 from grstats.spark.report.figures import group_figures, member_figures
 from grstats.spark.report.fleet import (
     GROUPS_DIR,
@@ -29,32 +34,29 @@ from grstats.spark.report.fleet import (
     render_fleet,
 )
 from grstats.spark.report.hourly import member_hours
-from grstats.spark.report.minutes import member_minutes, member_runs
-from grstats.spark.report.output import collect_rows, iso, write_table
+from grstats.spark.report.inputs import ReportInputError, Source, open_source
+from grstats.spark.report.output import collect_rows, iso, write_csv, write_parquet
 from grstats.spark.report.page import PageData, render, render_empty
-from grstats.spark.report.percentiles import group_percentiles, member_percentiles
-from grstats.spark.report.series import MINUTE, bucket_seconds, member_series, minute_series
-from grstats.spark.report.snapshots import group_snapshots
-from grstats.spark.report.source import select_range
-from grstats.spark.report.steps import gauges, member_steps
+from grstats.spark.report.series import MINUTE, bucket_seconds, minute_series
 from grstats.spark.report.summary import (
     FORMAT,
-    PERCENTILE_METHOD,
     build_summary,
     empty_summary,
     range_summary,
     settings_summary,
 )
 from grstats.spark.report.worst import worst_minutes
-from grstats.spark.table import META_DIR, TableError, read_member_rows
 
 if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
 
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
     from grstats.spark.report.config import ReportConfig
+
+__all__ = ["TABLE_NAMES", "TITLE", "ReportInputError", "ReportResult", "check_table", "run_report"]
 
 TITLE = "Group Replication report"
 #: The result tables, in the order they are written.
@@ -68,10 +70,6 @@ TABLE_NAMES = (
     "worst_minutes",
     "chart_series",
 )
-
-
-class ReportInputError(Exception):
-    """The table cannot be read; the message names the path."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -95,26 +93,29 @@ class ReportResult:
     seconds: float
 
 
+@dataclasses.dataclass(frozen=True)
+class _Collected:
+    """Every result table of every group, collected: rows, schemas, the chart bucket."""
+
+    rows: dict[str, list[dict[str, Any]]]
+    schemas: dict[str, StructType]
+    bucket_s: int
+    source: Source
+
+    def of_group(self, label: str) -> _Collected:
+        """The tables of the group ``label`` alone."""
+        rows = {
+            name: [row for row in rows if row["group_label"] == label]
+            for name, rows in self.rows.items()
+        }
+        return dataclasses.replace(self, rows=rows)
+
+
 def check_table(table_dir: Path) -> None:
     """Raise ReportInputError unless ``table_dir`` is a table that ingest wrote."""
-    if not (table_dir / META_DIR).is_dir():
-        raise ReportInputError(
-            f"--table: {str(table_dir)!r} is not a table that 'grstats spark ingest' wrote "
-            f"(it has no {META_DIR}/ directory)"
-        )
+    from grstats.spark.report.inputs import _check_table  # noqa: PLC0415 (one definition)
 
-
-def load_rows(spark: SparkSession, table_dir: Path) -> DataFrame:
-    """Return the committed member rows of the table in ``table_dir``.
-
-    Raises:
-        ReportInputError: ``table_dir`` is not a table that ingest wrote, or its log is broken.
-    """
-    check_table(table_dir)
-    try:
-        return read_member_rows(spark, table_dir)
-    except TableError as exc:
-        raise ReportInputError(f"--table: {str(table_dir)!r}: {exc}") from exc
+    _check_table(table_dir)
 
 
 def range_text(config: ReportConfig) -> str:
@@ -129,20 +130,18 @@ def run_report(
     *,
     spark: SparkSession,
     progress: Callable[[str], None] = lambda _: None,
-    rows: DataFrame | None = None,
 ) -> ReportResult:
     """Compute and write the report ``config`` describes.
 
-    ``rows`` (MEMBER_ROWS) replaces reading ``config.table_dir``, for callers that have the
-    rows already.
+    Raises:
+        ReportInputError: the table cannot be read, ``--group`` names no group in range, or
+            ``--source rollups`` cannot answer this report exactly.
     """
     step = _Progress(progress)
-
-    source = rows if rows is not None else load_rows(spark, config.table_dir)
-    selected = select_range(source, config.start, config.end)
+    source = open_source(spark, config, step)
     out = config.out_dir
     out.mkdir(parents=True, exist_ok=True)
-    groups = _groups(selected)
+    groups = source.groups()
     if config.group is not None:
         if config.group not in groups:
             known = ", ".join(repr(label) for label in groups) or "none"
@@ -150,62 +149,58 @@ def run_report(
                 f"--group: {config.group!r} is not a group label in the range "
                 f"(the range's groups: {known})"
             )
-        selected = selected.filter(F.col("group_label") == config.group)
+        source = source.only(config.group)
         groups = {config.group: groups[config.group]}
-    if len(groups) <= 1:
-        result, _ = _report_one(config, selected, out, step)
+    if not groups:
+        return _write_empty(config, source, out, step)
+    collected = _compute(source, config, step)
+    if len(groups) == 1:
+        (label,) = groups
+        result, _ = _write_group(config, collected.of_group(label), out, step)
         return result
-    return _report_fleet(config, selected, groups, step)
+    return _write_fleet(config, collected, groups, step)
 
 
-def _groups(rows: DataFrame) -> dict[str, str]:
-    """The group labels in ``rows``, sorted, each with its latest non-empty group name."""
-    found = rows.groupBy("group_label").agg(
-        F.max_by(
-            F.when(F.col("group_name") != "", F.col("group_name")),
-            F.when(F.col("group_name") != "", F.col("collected_at")),
-        ).alias("group_name")
+def _write_empty(config: ReportConfig, source: Source, out: Path, step: _Progress) -> ReportResult:
+    """Write the report of a range without snapshots."""
+    html_path, summary_path = out / "report.html", out / "summary.json"
+    text = range_text(config)
+    summary = empty_summary(config, source.name, source.percentile_method)
+    html_path.write_text(render_empty(TITLE, text), encoding="utf-8")
+    summary_path.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    step("the range holds no snapshots")
+    return ReportResult(
+        html_path, summary_path, summary, empty=True, range_text=text, seconds=step.elapsed()
     )
-    return {
-        row["group_label"]: row["group_name"] or ""
-        for row in sorted(collect_rows(found), key=lambda row: row["group_label"])
-    }
 
 
-def _report_one(
+def _write_group(
     config: ReportConfig,
-    selected: DataFrame,
+    collected: _Collected,
     out: Path,
     step: _Progress,
     tables_dir: str = "tables",
-) -> tuple[ReportResult, PageData | None]:
-    """Write the report of one group's rows into ``out``; return it and its page's data."""
+) -> tuple[ReportResult, PageData]:
+    """Write the report of one group's ``collected`` tables into ``out``; return it and its page."""
     html_path, summary_path = out / "report.html", out / "summary.json"
     text = range_text(config)
-    if selected.isEmpty():
-        summary = empty_summary(config)
-        html_path.write_text(render_empty(TITLE, text), encoding="utf-8")
-        summary_path.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-        step("the range holds no snapshots")
-        return ReportResult(
-            html_path, summary_path, summary, empty=True, range_text=text, seconds=step.elapsed()
-        ), None
-    tables, bucket_s, cached = _compute(selected, config, step)
-    try:
-        tables_path = out / "tables"
-        tables_path.mkdir(exist_ok=True)
-        collected: dict[str, list[dict[str, Any]]] = {}
-        for name in TABLE_NAMES:
-            collected[name] = write_table(tables[name], tables_path, name)
-            step(f"wrote {tables_dir}/{name} ({len(collected[name])} rows)")
-    finally:
-        for frame in cached:
-            frame.unpersist()
-    summary = build_summary(config, collected, bucket_s)
+    tables = collected.rows
+    tables_path = out / "tables"
+    tables_path.mkdir(exist_ok=True)
+    for name in TABLE_NAMES:
+        schema = collected.schemas[name]
+        write_csv(tables_path / f"{name}.csv", schema.fieldNames(), tables[name])
+        write_parquet(tables_path / name, schema, tables[name])
+    step(f"wrote {tables_dir}/ ({sum(len(rows) for rows in tables.values()):,} rows)")
+    source = collected.source
+    summary = build_summary(
+        config, tables, collected.bucket_s, source.name, source.percentile_method
+    )
     summary_path.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     settings = (
         f"flow-control threshold {config.flow_control_threshold}; a snapshot counts for at "
-        f"most {config.max_gap_s:g} s; percentiles: {PERCENTILE_METHOD}"
+        f"most {config.max_gap_s:g} s; read from the {source.name}; percentiles: "
+        f"{source.percentile_method}"
     )
     page = PageData(
         title=TITLE,
@@ -213,11 +208,11 @@ def _report_one(
         f"{summary['range']['first_snapshot']} to {summary['range']['last_snapshot']}, "
         f"{len(summary['members'])} members",
         settings_text=settings,
-        figures=collected["figures"],
-        episodes=collected["episodes"],
-        worst=collected["worst_minutes"],
-        series=collected["chart_series"],
-        bucket_s=bucket_s,
+        figures=tables["figures"],
+        episodes=tables["episodes"],
+        worst=tables["worst_minutes"],
+        series=tables["chart_series"],
+        bucket_s=collected.bucket_s,
         files=TABLE_NAMES,
     )
     html_path.write_text(render(page), encoding="utf-8")
@@ -227,9 +222,9 @@ def _report_one(
     ), dataclasses.replace(page, tables_dir=tables_dir)
 
 
-def _report_fleet(
+def _write_fleet(
     config: ReportConfig,
-    selected: DataFrame,
+    collected: _Collected,
     groups: dict[str, str],
     step: _Progress,
 ) -> ReportResult:
@@ -238,24 +233,26 @@ def _report_fleet(
     dirs = group_dirs(groups)
     entries, pages = [], {}
     for label, name in groups.items():
-        step(f"group {label!r}")
         directory = out / GROUPS_DIR / dirs[label]
         directory.mkdir(parents=True, exist_ok=True)
-        rows = selected.filter(F.col("group_label") == label)
-        result, page = _report_one(
-            config, rows, directory, step, f"{GROUPS_DIR}/{dirs[label]}/tables"
+        result, page = _write_group(
+            config,
+            collected.of_group(label),
+            directory,
+            step.within(f"group {label!r}: "),
+            f"{GROUPS_DIR}/{dirs[label]}/tables",
         )
-        assert page is not None  # the group has rows in the range
         entries.append(group_entry(label, name, dirs[label], result.summary))
         pages[label] = dataclasses.replace(
             page, title=f"Group {label}" + (f" ({name})" if name else "")
         )
+    source = collected.source
     top = {
         "format": FORMAT,
         "empty": False,
         "table": str(config.table_dir),
         "range": range_summary(config),
-        "settings": settings_summary(config),
+        "settings": settings_summary(config, source.name, source.percentile_method),
     }
     summary = fleet_summary(top, entries)
     html_path, summary_path = out / "report.html", out / "summary.json"
@@ -282,58 +279,66 @@ class _Progress:
     def elapsed(self) -> float:
         return time.monotonic() - self._started
 
+    def within(self, prefix: str) -> _Progress:
+        """The same clock, each message after ``prefix``."""
+        inner = _Progress(lambda message: self._progress(prefix + message))
+        inner._started = self._started
+        return inner
+
     def __call__(self, message: str) -> None:
         self._progress(f"{message} ({self.elapsed():.1f} s)")
 
 
-def _compute(
-    rows: DataFrame, config: ReportConfig, step: Callable[[str], None]
-) -> tuple[dict[str, DataFrame], int, list[DataFrame]]:
-    """Return the result tables (lazy, over cached intermediates), the chart bucket, the caches."""
-    threshold = config.flow_control_threshold
-    gauge_rows = gauges(rows, threshold)
-    runs = member_runs(member_steps(rows, threshold, config.max_gap_s))
-    runs = runs.persist(StorageLevel.MEMORY_AND_DISK)
-    count = runs.count()
-    step(f"sorted each member's snapshots into {count:,} runs")
-    snapshots = group_snapshots(gauge_rows, config.max_gap_s)
-    snapshots = snapshots.persist(StorageLevel.MEMORY_AND_DISK)
-    count = snapshots.count()
-    step(f"the group at each of {count:,} snapshots")
-    minutes = member_minutes(runs).persist(StorageLevel.MEMORY_AND_DISK)
-    segment_rows = segments(runs)
-    all_episodes = (
-        episodes(segment_rows, "state")
-        .unionByName(episodes(segment_rows, "connected"))
-        .unionByName(episodes(segment_rows, "throttling"))
-        .orderBy("member_id", "kind", "start")
-        .persist(StorageLevel.MEMORY_AND_DISK)
-    )
-    members = member_figures(minutes, member_percentiles(gauge_rows), all_episodes).persist(
-        StorageLevel.MEMORY_AND_DISK
-    )
-    group = group_figures(members, snapshots, group_percentiles(snapshots))
-    group = group.persist(StorageLevel.MEMORY_AND_DISK)  # read twice: first/last, the table
-    figures = group.unionByName(members)
-    first_last = collect_rows(group.select("first_at", "last_at"))[0]
-    step("percentiles and figures of every member and the group")
-    bucket_s = bucket_seconds(first_last["first_at"], first_last["last_at"], config.chart_points)
+def _compute(source: Source, config: ReportConfig, step: _Progress) -> _Collected:
+    """Compute every result table of every group in range, and collect them."""
+    pieces = source.pieces(config, step)
+    cached: list[DataFrame] = list(pieces.cached)
+    try:
+        minutes, segment_rows = pieces.minutes, pieces.segments
+        all_episodes = (
+            episodes(segment_rows, "state")
+            .unionByName(episodes(segment_rows, "connected"))
+            .unionByName(episodes(segment_rows, "throttling"))
+            .orderBy("group_label", "member_id", "kind", "start")
+            .persist(StorageLevel.MEMORY_AND_DISK)
+        )
+        members = member_figures(minutes, pieces.member_percentiles, all_episodes).persist(
+            StorageLevel.MEMORY_AND_DISK
+        )
+        group = group_figures(members, pieces.group_totals, pieces.group_percentiles)
+        group = group.persist(StorageLevel.MEMORY_AND_DISK)  # read twice: first/last, the table
+        cached += [all_episodes, members, group]
+        first_last = collect_rows(
+            group.agg(F.min("first_at").alias("first_at"), F.max("last_at").alias("last_at"))
+        )[0]
+        step("percentiles and figures of every member and group")
+        bucket_s = max(
+            bucket_seconds(first_last["first_at"], first_last["last_at"], config.chart_points),
+            source.min_bucket_s,
+        )
 
-    def kind(name: str, value: str) -> DataFrame:
-        return all_episodes.filter((all_episodes.kind == name) & (all_episodes.value == value))
+        def kind(name: str, value: str) -> DataFrame:
+            return all_episodes.filter((all_episodes.kind == name) & (all_episodes.value == value))
 
-    tables = {
-        "figures": figures,
-        "episodes": all_episodes,
-        "unreachable_episodes": kind("state", "UNREACHABLE"),
-        "not_connected_episodes": kind("connected", "NO"),
-        "throttling_episodes": kind("throttling", "YES"),
-        "hourly": member_hours(minutes),
-        "worst_minutes": worst_minutes(minutes, config.worst_intervals),
-        "chart_series": (
-            minute_series(minutes, first_last["first_at"], bucket_s)
-            if bucket_s % MINUTE == 0
-            else member_series(gauge_rows, first_last["first_at"], bucket_s)
-        ),
-    }
-    return tables, bucket_s, [runs, snapshots, minutes, all_episodes, members, group]
+        if bucket_s % MINUTE == 0 or pieces.series is None:
+            series = minute_series(minutes, first_last["first_at"], bucket_s)
+        else:
+            series = pieces.series(first_last["first_at"], bucket_s)
+        tables = {
+            "figures": group.unionByName(members),
+            "episodes": all_episodes,
+            "unreachable_episodes": kind("state", "UNREACHABLE"),
+            "not_connected_episodes": kind("connected", "NO"),
+            "throttling_episodes": kind("throttling", "YES"),
+            "hourly": member_hours(minutes),
+            "worst_minutes": worst_minutes(minutes, config.worst_intervals),
+            "chart_series": series,
+        }
+        rows = {}
+        for name in TABLE_NAMES:
+            rows[name] = collect_rows(tables[name])
+            step(f"computed {name} ({len(rows[name]):,} rows)")
+        return _Collected(rows, {n: t.schema for n, t in tables.items()}, bucket_s, source)
+    finally:
+        for frame in cached:
+            frame.unpersist()

@@ -47,6 +47,7 @@ def _gauge_columns() -> list[tuple[str, DataType]]:
 #: One row per member, minute (UTC) and segment: a run of snapshots with one state,
 #: connectedness and throttling within one minute.
 RUNS = schema(
+    ("group_label", StringType()),
     ("member_id", StringType()),
     ("minute", TimestampType()),
     ("segment", LongType()),
@@ -68,6 +69,7 @@ RUNS = schema(
 
 #: One row per member and minute (UTC) with at least one snapshot.
 MINUTES = schema(
+    ("group_label", StringType()),
     ("member_id", StringType()),
     ("minute", TimestampType()),
     ("member_host", StringType()),
@@ -92,6 +94,7 @@ def member_runs(steps: DataFrame) -> DataFrame:
     is a number and the aggregation stays in Spark's hash aggregation.
     """
     frame = steps.groupBy(
+        "group_label",
         "member_id",
         F.date_trunc("minute", "collected_at").alias("minute"),
         "segment",
@@ -125,7 +128,7 @@ def member_runs(steps: DataFrame) -> DataFrame:
 def member_minutes(runs: DataFrame) -> DataFrame:
     """Return MINUTES rows from RUNS rows: each member's runs of a minute added up."""
     held = F.col("held_s")
-    frame = runs.groupBy("member_id", "minute").agg(
+    frame = runs.groupBy("group_label", "member_id", "minute").agg(
         F.max_by("member_host", "last_at").alias("member_host"),
         F.max_by("member_port", "last_at").alias("member_port"),
         F.sum("snapshots").alias("snapshots"),

@@ -43,6 +43,7 @@ def percentile_name(gauge: str, quantile: float) -> str:
 
 #: Output of :func:`member_percentiles`.
 MEMBER_PERCENTILES = schema(
+    ("group_label", StringType()),
     ("member_id", StringType()),
     *(
         (percentile_name(gauge, q), _type(gauge))
@@ -51,7 +52,9 @@ MEMBER_PERCENTILES = schema(
     ),
 )
 #: Output of :func:`group_percentiles`: the same without member_id.
-GROUP_PERCENTILES = schema(*((f.name, f.dataType) for f in MEMBER_PERCENTILES.fields[1:]))
+GROUP_PERCENTILES = schema(
+    *((f.name, f.dataType) for f in MEMBER_PERCENTILES.fields if f.name != "member_id")
+)
 
 
 def _aggregates() -> list[tuple[str, float, str]]:
@@ -83,14 +86,14 @@ def member_percentiles(gauge_rows: DataFrame) -> DataFrame:
     ``gauge_rows`` are :data:`grstats.spark.report.steps.GAUGES_SCHEMA` rows, whose gauges are null
     where the row is not sampled, so that only sampled values count.
     """
-    return conform(_percentiles(gauge_rows, ["member_id"]), MEMBER_PERCENTILES)
+    return conform(_percentiles(gauge_rows, ["group_label", "member_id"]), MEMBER_PERCENTILES)
 
 
 def group_percentiles(snapshot_rows: DataFrame) -> DataFrame:
-    """Return GROUP_PERCENTILES (one row) over the snapshots' largest value of any member.
+    """Return GROUP_PERCENTILES (a row per group) over the snapshots' largest value of any member.
 
     ``snapshot_rows`` are :data:`grstats.spark.report.snapshots.SNAPSHOTS` rows: the group's p95
     applier queue is the p95, over snapshots, of the largest applier queue of any member
     (the member that holds the group back at that moment).
     """
-    return conform(_percentiles(snapshot_rows, []), GROUP_PERCENTILES)
+    return conform(_percentiles(snapshot_rows, ["group_label"]), GROUP_PERCENTILES)

@@ -21,6 +21,7 @@ MINUTE = 60
 #: One point per member and bucket with at least one sampled snapshot; ``samples`` counts
 #: the snapshots with an applier queue.
 SERIES = schema(
+    ("group_label", StringType()),
     ("member_id", StringType()),
     ("bucket_start", TimestampType()),
     ("samples", LongType()),
@@ -53,14 +54,14 @@ def member_series(gauge_rows: DataFrame, origin: dt.datetime, bucket_s: int) -> 
     start = F.timestamp_seconds(F.lit(offset) + index * bucket_s)
     frame = (
         gauge_rows.filter(F.col("sampled"))
-        .groupBy("member_id", start.alias("bucket_start"))
+        .groupBy("group_label", "member_id", start.alias("bucket_start"))
         .agg(
             F.count("applier_queue").alias("samples"),
             F.max("applier_queue").alias("applier_queue_max"),
             F.max("lag_seconds").alias("lag_seconds_max"),
         )
     )
-    return conform(frame, SERIES).orderBy("member_id", "bucket_start")
+    return conform(frame, SERIES).orderBy("group_label", "member_id", "bucket_start")
 
 
 def minute_series(minutes: DataFrame, origin: dt.datetime, bucket_s: int) -> DataFrame:
@@ -76,11 +77,11 @@ def minute_series(minutes: DataFrame, origin: dt.datetime, bucket_s: int) -> Dat
     start = F.timestamp_seconds(F.lit(offset) + index * bucket_s)
     frame = (
         minutes.filter((F.col("applier_queue_n") > 0) | (F.col("lag_seconds_n") > 0))
-        .groupBy("member_id", start.alias("bucket_start"))
+        .groupBy("group_label", "member_id", start.alias("bucket_start"))
         .agg(
             F.sum("applier_queue_n").alias("samples"),
             F.max("applier_queue_max").alias("applier_queue_max"),
             F.max("lag_seconds_max").alias("lag_seconds_max"),
         )
     )
-    return conform(frame, SERIES).orderBy("member_id", "bucket_start")
+    return conform(frame, SERIES).orderBy("group_label", "member_id", "bucket_start")

@@ -64,6 +64,7 @@ _GAUGE_TYPES = {
 
 #: Output of :func:`gauges`: one row per (snapshot, member).
 GAUGES_SCHEMA = schema(
+    ("group_label", StringType()),
     ("member_id", StringType()),
     ("collected_at", TimestampType()),
     ("member_host", StringType()),
@@ -78,6 +79,7 @@ GAUGES_SCHEMA = schema(
 
 #: Output of :func:`member_steps`: GAUGES_SCHEMA's identity columns plus what changed.
 STEPS = schema(
+    ("group_label", StringType()),
     ("member_id", StringType()),
     ("collected_at", TimestampType()),
     ("member_host", StringType()),
@@ -100,21 +102,24 @@ STEPS = schema(
 def member_partitioned(rows: DataFrame) -> DataFrame:
     """Return ``rows`` with a ``member_key`` column, hash-partitioned one member per partition.
 
+    A member is a (group_label, member_id) pair: a fleet's groups are computed together, and
+    nothing stops two groups' members from sharing an id (copies of one data directory).
     Each member gets an integer key chosen so that Spark's hash partitioning (Murmur3, as
     ``repartition`` uses) sends it to a partition of its own: members are spread evenly over
     the cores, where hashing the UUIDs into as many partitions as cores left one core with
     more members than the others, and spilling (docs/benchmarks.md, "Spark report"). A small
     integer is also far cheaper to sort on than a 36-character UUID whose first bytes repeat
-    on every row of the member. Finding the members reads one column; finding the keys is a
+    on every row of the member. Finding the members reads two columns; finding the keys is a
     tiny job.
     """
-    found = rows.select("member_id").distinct().collect()
-    ids = sorted(r["member_id"] for r in found if r["member_id"] is not None)
+    ident = F.concat_ws("\u0000", F.coalesce(F.col("group_label"), F.lit("")), F.col("member_id"))
+    found = rows.filter(F.col("member_id").isNotNull()).select(ident.alias("ident")).distinct()
+    ids = sorted(r["ident"] for r in found.collect())
     if not ids:
         return rows.withColumn("member_key", F.lit(None).cast(IntegerType()))
     keys = partition_keys(rows.sparkSession, len(ids))
     pairs = [F.lit(value) for pair in zip(ids, keys, strict=True) for value in pair]
-    keyed = rows.withColumn("member_key", F.create_map(*pairs)[F.col("member_id")])
+    keyed = rows.withColumn("member_key", F.create_map(*pairs)[ident])
     return keyed.repartition(len(ids), "member_key")
 
 
@@ -151,6 +156,7 @@ def gauges(rows: DataFrame, flow_control_threshold: int) -> DataFrame:
     online = F.col("member_state") == "ONLINE"
     throttling = sampled & online & F.coalesce(over, false)
     frame = rows.select(
+        "group_label",
         "member_id",
         "collected_at",
         "member_host",

@@ -2,7 +2,8 @@
 
 Layout (``format`` 1; keys are only ever added)::
 
-    {"format": 1, "empty": false, "table": "...", "range": {...}, "settings": {...},
+    {"format": 1, "empty": false, "table": "...", "range": {...},
+     "settings": {..., "source": "rows" or "rollups", "percentiles": "how"},
      "group": {FIGURES columns}, "members": [{FIGURES columns}, ...],
      "unreachable_episodes": [...], "not_connected_episodes": [...],
      "throttling": {"group_s": ..., "episodes": n},
@@ -46,16 +47,21 @@ def range_summary(config: ReportConfig) -> dict[str, Any]:
     }
 
 
-def settings_summary(config: ReportConfig) -> dict[str, Any]:
-    """The settings that shape the figures."""
+def settings_summary(
+    config: ReportConfig, source: str = "rows", percentiles: str = PERCENTILE_METHOD
+) -> dict[str, Any]:
+    """The settings that shape the figures: ``source`` is "rows" or "rollups"."""
     return {
         "flow_control_threshold": config.flow_control_threshold,
         "max_gap_s": config.max_gap_s,
-        "percentiles": PERCENTILE_METHOD,
+        "source": source,
+        "percentiles": percentiles,
     }
 
 
-def empty_summary(config: ReportConfig) -> dict[str, Any]:
+def empty_summary(
+    config: ReportConfig, source: str = "rows", percentiles: str = PERCENTILE_METHOD
+) -> dict[str, Any]:
     """The summary of a range without snapshots."""
     return {
         "format": FORMAT,
@@ -63,7 +69,7 @@ def empty_summary(config: ReportConfig) -> dict[str, Any]:
         "message": "the range holds no snapshots",
         "table": str(config.table_dir),
         "range": range_summary(config),
-        "settings": settings_summary(config),
+        "settings": settings_summary(config, source, percentiles),
     }
 
 
@@ -71,6 +77,8 @@ def build_summary(
     config: ReportConfig,
     tables: Mapping[str, Sequence[Mapping[str, Any]]],
     bucket_s: int,
+    source: str = "rows",
+    percentiles: str = PERCENTILE_METHOD,
 ) -> dict[str, Any]:
     """Return summary.json's content from the collected result tables (by table name)."""
     figures = tables["figures"]
@@ -87,7 +95,7 @@ def build_summary(
             "last_snapshot": json_value(group["last_at"]),
             "snapshots": group["snapshots"],
         },
-        "settings": {**settings_summary(config), "chart_bucket_s": bucket_s},
+        "settings": {**settings_summary(config, source, percentiles), "chart_bucket_s": bucket_s},
         "group": _clean(group),
         "members": [_clean(row) for row in figures if row["scope"] == "member"],
         "unreachable_episodes": [_clean(row) for row in tables["unreachable_episodes"]],

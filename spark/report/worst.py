@@ -22,6 +22,7 @@ RANKINGS = ("lag_seconds", "applier_queue", "conflict_rate")
 
 #: One row per ranked minute: ``rank`` 1 is the worst.
 WORST = schema(
+    ("group_label", StringType()),
     ("ranking", StringType()),
     ("rank", IntegerType()),
     ("minute", TimestampType()),
@@ -31,7 +32,7 @@ WORST = schema(
 
 
 def worst_minutes(minutes: DataFrame, count: int) -> DataFrame:
-    """Return WORST rows: the ``count`` worst minutes of each ranking.
+    """Return WORST rows: the ``count`` worst minutes of each ranking, per group.
 
     * ``lag_seconds``: member-minutes by their largest APPLIER_LAG_SECONDS;
     * ``applier_queue``: member-minutes by their largest applier queue;
@@ -43,27 +44,30 @@ def worst_minutes(minutes: DataFrame, count: int) -> DataFrame:
     any cluster.
     """
     lag = minutes.select(
+        "group_label",
         F.lit("lag_seconds").alias("ranking"),
         "minute",
         "member_id",
         F.col("lag_seconds_max").cast("double").alias("value"),
     )
     queue = minutes.select(
+        "group_label",
         F.lit("applier_queue").alias("ranking"),
         "minute",
         "member_id",
         F.col("applier_queue_max").cast("double").alias("value"),
     )
-    group_minutes = minutes.groupBy("minute").agg(
+    group_minutes = minutes.groupBy("group_label", "minute").agg(
         F.sum("conflicts").alias("conflicts"), F.sum("checked").alias("checked")
     )
     conflicts = group_minutes.filter(F.col("checked") >= MIN_CHECKED_PER_MINUTE).select(
+        "group_label",
         F.lit("conflict_rate").alias("ranking"),
         "minute",
         F.lit(None).cast("string").alias("member_id"),
         ratio(F.col("conflicts"), F.col("checked")).alias("value"),
     )
-    ranked = Window.partitionBy("ranking").orderBy(
+    ranked = Window.partitionBy("group_label", "ranking").orderBy(
         F.col("value").desc(), F.col("minute").asc(), F.col("member_id").asc_nulls_first()
     )
     frame = (
@@ -73,4 +77,4 @@ def worst_minutes(minutes: DataFrame, count: int) -> DataFrame:
         .withColumn("rank", F.row_number().over(ranked))
         .filter(F.col("rank") <= count)
     )
-    return conform(frame, WORST).orderBy("ranking", "rank")
+    return conform(frame, WORST).orderBy("group_label", "ranking", "rank")

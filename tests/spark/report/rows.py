@@ -15,6 +15,8 @@ T0 = dt.datetime(2026, 1, 5, 12, 0, tzinfo=dt.UTC)
 #: What a healthy, heard, ONLINE member row holds unless a test says otherwise.
 DEFAULTS: dict[str, Any] = {
     "agent": "127.0.0.1:7400",
+    "group_label": "default",
+    "group_name": "",
     "member_host": "db1",
     "member_port": 3306,
     "member_state": "ONLINE",

@@ -12,7 +12,7 @@ from grstats.spark.report.minutes import MINUTES, member_minutes, member_runs
 from grstats.spark.report.output import collect_rows
 from grstats.spark.report.percentiles import group_percentiles, member_percentiles
 from grstats.spark.report.series import member_series, minute_series
-from grstats.spark.report.snapshots import group_snapshots
+from grstats.spark.report.snapshots import group_snapshots, group_totals
 from grstats.spark.report.steps import gauges, member_steps
 from tests.spark.report.rows import frame, row
 
@@ -36,7 +36,7 @@ def figures_of(
     found = episodes(segment_rows, "state").unionByName(episodes(segment_rows, "connected"))
     members = member_figures(minutes, member_percentiles(gauge_rows), found)
     snapshots = group_snapshots(gauge_rows, 30.0)
-    group = group_figures(members, snapshots, group_percentiles(snapshots))
+    group = group_figures(members, group_totals(snapshots), group_percentiles(snapshots))
     assert same_columns(members.schema, FIGURES)
     assert same_columns(group.schema, FIGURES)
     by_member = {r["member_id"]: r for r in collect_rows(members)}

@@ -37,7 +37,9 @@ from grstats.spark.ingest import run_ingest
 from grstats.spark.report.config import ReportConfig
 from grstats.spark.report.fleet import ranked
 from grstats.spark.report.job import run_report
+from grstats.spark.rollup import RollupSettings
 from tests.agent.test_runtime import START_S, Clock, Group, settings
+from tests.spark.report.compare import differences
 from tests.spark.report.test_ground_truth import (
     ROUNDS,
     SCENARIO,
@@ -124,6 +126,7 @@ class Fleet:
     summary: dict[str, Any]  #: the fleet's summary.json
     out: Path  #: the fleet's report directory
     alone: dict[str, Any]  #: summary.json of the report with group="east"
+    rows: dict[str, Any]  #: the fleet's summary.json read from the member rows
 
     def own(self, label: str) -> dict[str, Any]:
         """The group's own summary.json, under the fleet's report."""
@@ -144,13 +147,32 @@ def _fleet(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Fle
         paths[label] = base / f"{label}.toml"
         paths[label].write_text(text, encoding="utf-8")
     truths = asyncio.run(_collect(paths, base / "spool"))
-    run_ingest(spark, base / "spool", base / "table")
+    run_ingest(
+        spark,
+        base / "spool",
+        base / "table",
+        rollups=RollupSettings(flow_control_threshold=THRESHOLD),
+    )
     config = ReportConfig(base / "table", base / "report", flow_control_threshold=THRESHOLD)
     summary = run_report(config, spark=spark).summary
     alone = ReportConfig(
         base / "table", base / "east", flow_control_threshold=THRESHOLD, group="east"
     )
-    return Fleet(truths, summary, base / "report", run_report(alone, spark=spark).summary)
+    rows = dataclasses.replace(config, out_dir=base / "rows", source="rows")
+    return Fleet(
+        truths,
+        summary,
+        base / "report",
+        run_report(alone, spark=spark).summary,
+        run_report(rows, spark=spark).summary,
+    )
+
+
+def test_the_fleet_from_the_rollups_equals_the_fleet_from_the_rows(fleet: Fleet) -> None:
+    """The fleet report read from the rollups (auto) has the rows' figures for every group."""
+    assert fleet.summary["settings"]["source"] == "rollups"
+    assert fleet.rows["settings"]["source"] == "rows"
+    assert differences(fleet.summary, fleet.rows) == []
 
 
 class TestWestAgainstTheSimulator(single.TestAgainstTheSimulator):
@@ -160,7 +182,8 @@ class TestWestAgainstTheSimulator(single.TestAgainstTheSimulator):
     def _west(self, fleet: Fleet) -> Run:
         summary = fleet.own("west")
         members = {m["member_id"]: m for m in summary["members"]}
-        return Run(fleet.truths["west"], summary, members, fleet.out / "groups" / "west")
+        out = fleet.out / "groups" / "west"
+        return Run(fleet.truths["west"], summary, members, out, summary["settings"]["source"])
 
 
 def _east(fleet: Fleet, source: str) -> dict[str, Any]:

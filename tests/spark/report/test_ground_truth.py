@@ -38,7 +38,9 @@ from grstats.collector.spool import SpoolSettings, SpoolWriter, SyncPolicy
 from grstats.spark.ingest import run_ingest
 from grstats.spark.report.config import ReportConfig
 from grstats.spark.report.job import run_report
+from grstats.spark.rollup import RollupSettings
 from tests.agent.test_runtime import START_S, start_group
+from tests.spark.report.compare import differences
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -236,10 +238,15 @@ class Run:
     summary: dict[str, Any]
     members: dict[str, dict[str, Any]]
     out: Path
+    source: str = "rows"  #: what the report read: "rows" or "rollups"
 
 
-@pytest.fixture(name="run", scope="module")
-def _run(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Run:
+#: Both sources of a report: every check below holds for each.
+SOURCES = ("rows", "rollups")
+
+
+@pytest.fixture(name="reports", scope="module")
+def _reports(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Run]:
     base = tmp_path_factory.mktemp("ground-truth")
     scenario_path = base / "scenario.toml"
     scenario_path.write_text(SCENARIO, encoding="utf-8")
@@ -247,11 +254,38 @@ def _run(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Run:
     # clock offsets estimated from each exchange's four timestamps are those of one clock.
     clock = _TestClock()
     truth = asyncio.run(_collect(scenario_path, base / "spool", clock))
-    run_ingest(spark, base / "spool", base / "table")
-    config = ReportConfig(base / "table", base / "report", flow_control_threshold=THRESHOLD)
-    result = run_report(config, spark=spark)
-    members = {m["member_id"]: m for m in result.summary["members"]}
-    return Run(truth, result.summary, members, base / "report")
+    # The rollups are made at the threshold the reports use, so that both sources can answer.
+    run_ingest(
+        spark,
+        base / "spool",
+        base / "table",
+        rollups=RollupSettings(flow_control_threshold=THRESHOLD),
+    )
+    runs = {}
+    for source in SOURCES:
+        config = ReportConfig(
+            base / "table",
+            base / f"report-{source}",
+            flow_control_threshold=THRESHOLD,
+            source=source,
+        )
+        result = run_report(config, spark=spark)
+        members = {m["member_id"]: m for m in result.summary["members"]}
+        runs[source] = Run(truth, result.summary, members, config.out_dir, source)
+    return runs
+
+
+@pytest.fixture(name="run", params=SOURCES)
+def _run(request: pytest.FixtureRequest, reports: dict[str, Run]) -> Run:
+    run: Run = reports[request.param]
+    return run
+
+
+def test_the_rollups_give_the_rows_figures(reports: dict[str, Run]) -> None:
+    """Read from the rollups, every exact figure equals the rows'; percentiles within 1%."""
+    rollups, rows = reports["rollups"].summary, reports["rows"].summary
+    assert (rollups["settings"]["source"], rows["settings"]["source"]) == ("rollups", "rows")
+    assert differences(rollups, rows) == []
 
 
 def _seconds(moment: str) -> float:
@@ -348,14 +382,19 @@ class TestAgainstTheSimulator:
         queues = run.truth.series(SLOW, "applier_queue")
         lag_step, queue_step = _max_step(lags), _max_step(queues)
         assert max(lags) > 3  # the member does fall behind
+        # From the rollups, a percentile is within the sketch's 1% of the value at its rank
+        # (0.5 ms for lags under 0.1 s; whole numbers rounded).
+        sketch = 0.01 if run.source == "rollups" else 0.0
         for q in (0.5, 0.95, 0.99):
             expected = _nearest_rank([float(v) for v in lags], q)
-            assert member[f"lag_seconds_p{round(q * 100)}"] == pytest.approx(expected, abs=lag_step)
+            assert member[f"lag_seconds_p{round(q * 100)}"] == pytest.approx(
+                expected, abs=lag_step + sketch * expected + 0.0005 * bool(sketch)
+            )
         assert member["lag_seconds_max"] == pytest.approx(max(lags), abs=lag_step)
         for q in (0.5, 0.95):
             expected = _nearest_rank(queues, q)
             assert member[f"applier_queue_p{round(q * 100)}"] == pytest.approx(
-                expected, abs=queue_step
+                expected, abs=queue_step + sketch * expected + 0.5 * bool(sketch)
             )
         assert member["applier_queue_max"] == pytest.approx(max(queues), abs=queue_step)
         fast = run.members[run.truth.uuids[0]]
