@@ -70,6 +70,7 @@ bench: $(VENV)/.installed-bench ## run the benchmarks (not part of make test); f
 	$(BIN)/python tests/benchmarks/bench_spool.py
 	$(BIN)/python -m tests.benchmarks.bench_collector_fleet --json bench-results/collector_fleet.json
 	$(BIN)/python tests/benchmarks/bench_spark.py --json bench-results/spark.json
+	$(BIN)/python tests/benchmarks/bench_fleet_spark.py --json bench-results/fleet_spark.json
 
 proto: $(VENV)/.installed ## regenerate the committed gRPC code (grstats.proto) from proto/grstats.proto
 	$(BIN)/python proto/generate.py

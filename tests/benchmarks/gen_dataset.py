@@ -1,9 +1,15 @@
-"""Write a realistic spool: a 9-member multi-primary group, one snapshot a second, for N days.
+"""Write a realistic spool: a 9-member multi-primary group or a fleet, one snapshot a second.
 
 The spool is what ``grstats collect`` would have written polling the agent of member 1 once a
 second: every record holds the four tables with the extended columns, and is written through
 the collector's own :class:`grstats.collector.spool.SpoolWriter`, so segments roll at the collector's
 defaults (64 MiB or one hour of collection time) and are sealed the same way.
+
+With ``--groups N`` (N > 1) it is the spool of one collector polling N groups (``--group``,
+labels ``g01`` .. ``gNN``): each second one record per group, every record with its
+``group_label`` and ``group_name`` (collector/records.py), the second's records appended as one
+batch as the collector's group commit appends them, in the order their answers came. Each
+group has its own GR group name, members and behaviour (see "A fleet" below).
 
 What the group does (deterministic for a given --seed; day d is the same in every run that
 reaches it, so the 1-day dataset is the first day of the 7-day one):
@@ -23,10 +29,23 @@ reaches it, so the 1-day dataset is the first day of the 7-day one):
   TRANSACTIONS_COMMITTED_ALL_MEMBERS and LAST_CONFLICT_FREE_TRANSACTION change every 30 s and
   gtid_executed every 60 s, as the agents exchange them.
 
+With ``--members M`` (3 to 9) the group has M members: members 1-3 still write, member M is
+the slow one, and member M - 2 leaves (member 4 of 5 or 6; of 3 or 4 members, the slow one).
+
+A fleet (``--groups N``): group ``gNN``'s name, member UUIDs and days come from the seed and
+its label, and so does its profile: its load (0.4 to 1.3 times the single group's), how fast
+its slowest member applies, how many batch jobs it runs a day (0 to 4), and whether and when
+a member leaves it. Two groups are picked (by the seed) to stand out in the fleet's ranking:
+in one a member is cut off every night, UNREACHABLE for 10 to 30 minutes from a few minutes
+after midnight UTC (the group runs with group_replication_member_expel_timeout at its maximum,
+3600 s, so the member is not expelled); in the other the slowest member applies about half
+what the writers commit in busy hours, so flow control throttles the writers for hours.
+
 Examples::
 
     python tests/benchmarks/gen_dataset.py --days 1 --out /data/spool-1d
     python tests/benchmarks/gen_dataset.py --days 30 --out /data/spool-30d --format json
+    python tests/benchmarks/gen_dataset.py --groups 50 --members 5 --days 1 --out /data/fleet
 """
 
 from __future__ import annotations
@@ -59,14 +78,61 @@ BLOCK = 1_000_000  # group_replication_gtid_assignment_block_size
 BASE_TPS = 420.0
 CONFLICT_RATE = 0.003
 CAPACITY_TPS = 1800.0  # a healthy member's applier
-SLOW_MEMBER = 8
 SLOW_CAPACITY_TPS = 460.0
 FLOW_CONTROL_THRESHOLD = 25_000
-OFFLINE_MEMBER = 6
 OFFLINE_AT_S = 13 * 3600 + 7 * 60  # 13:07 UTC on day 0, 7, 14, ...
 OFFLINE_FOR_S = 20 * 60
 CHANNEL = "group_replication_applier"
 DEFAULT_START = "2026-01-05"
+MAX_GROUPS = 999
+MIN_MEMBERS = 3  # the writers
+
+
+@dataclass(frozen=True)
+class Profile:
+    """What sets one group apart; the defaults are the single group's.
+
+    Attributes:
+        load: the writers' demand, times the single group's.
+        slow_capacity_tps: what the slow member applies a second at night (8% less when busy).
+        spikes: how many batch jobs a day: from, to (excluded), as ``randrange`` takes them.
+        offline_at_s: second of the day the leaving member leaves (days 0, 7, 14, ...).
+        offline_for_s: how long it stays out (0: no member leaves).
+        cut_off_s: a member is UNREACHABLE this long every night (0: never).
+    """
+
+    load: float = 1.0
+    slow_capacity_tps: float = SLOW_CAPACITY_TPS
+    spikes: tuple[int, int] = (2, 5)
+    offline_at_s: int = OFFLINE_AT_S
+    offline_for_s: int = OFFLINE_FOR_S
+    cut_off_s: int = 0
+
+
+def fleet_profiles(seed: int, groups: int) -> list[Profile]:
+    """The profiles of a fleet of ``groups`` groups: one cut off every night, one throttled."""
+    rng = random.Random(f"fleet-{seed}")
+    order = rng.sample(range(groups), groups)
+    cut_off, throttled = order[0], order[-1]
+    profiles = []
+    for index in range(groups):
+        load = rng.uniform(0.4, 1.3)
+        # The slow member applies 1.0 to 3.0 times what the single group's does, scaled by the
+        # load (that one lags in busy hours); the throttled group's 0.55 times, so its applier
+        # queue passes the flow-control threshold in busy hours and stays there.
+        keeps_up = 0.55 if index == throttled else rng.uniform(1.0, 3.0)
+        offline_for_s = rng.choice((0, 0, 0, 10 * 60, 20 * 60, 40 * 60))
+        profiles.append(
+            Profile(
+                load=load,
+                slow_capacity_tps=min(CAPACITY_TPS, SLOW_CAPACITY_TPS * load * keeps_up),
+                spikes=rng.choice(((0, 1), (0, 3), (1, 4), (2, 5))),
+                offline_at_s=rng.randrange(9 * 3600, 18 * 3600),
+                offline_for_s=offline_for_s,
+                cut_off_s=rng.randrange(10 * 60, 30 * 60) if index == cut_off else 0,
+            )
+        )
+    return profiles
 
 
 def busy(hour: float) -> float:
@@ -147,18 +213,36 @@ class Blocks:
 
 
 class Group:
-    """The whole group, one second at a time; :meth:`record` is the collector's snapshot."""
+    """The whole group, one second at a time; :meth:`record` is the collector's snapshot.
 
-    def __init__(self, seed: int, start_s: int) -> None:
+    ``label`` is the group's label in a fleet's spool (None: the single group, whose records
+    carry no group keys, as before they existed); its hosts are then ``dbN.LABEL.example.net``.
+    """
+
+    def __init__(
+        self,
+        seed: int,
+        start_s: int,
+        *,
+        members: int = MEMBERS,
+        profile: Profile | None = None,
+        label: str | None = None,
+    ) -> None:
         self.seed = seed
         self.start_s = start_s
+        self.size = members
+        self.profile = profile or Profile()
+        self.label = label
+        self.slow = members - 1
+        self.leaving = min(members - 1, max(len(WRITERS), members - 3))
         ids = random.Random(seed)
         self.group_uuid = str(uuid.UUID(int=ids.getrandbits(128), version=4))
+        domain = "example.net" if label is None else f"{label}.example.net"
         self.members = [
-            Member(i, str(uuid.UUID(int=ids.getrandbits(128), version=4)), f"db{i + 1}.example.net")
-            for i in range(MEMBERS)
+            Member(i, str(uuid.UUID(int=ids.getrandbits(128), version=4)), f"db{i + 1}.{domain}")
+            for i in range(members)
         ]
-        self.agents = [f"db{i + 1}.example.net:7400" for i in range(MEMBERS)]
+        self.agents = [f"db{i + 1}.{domain}:7400" for i in range(members)]
         self.view_base = f"{start_s * 10_000_000 + ids.randrange(1000)}"
         self.view_number = 1
         self.view_id = f"{self.view_base}:{self.view_number}"
@@ -175,13 +259,13 @@ class Group:
         self.texts: dict[str, str] = {}
         self.stable = [0, 0, 0]
         self.last_certified_gno = 0
-        self.executed_text = [""] * MEMBERS
+        self.executed_text = [""] * members
         # What the asked agent last heard of each member: rows frozen while it is not heard.
-        self.heard_at_us = [0] * MEMBERS
-        self.gtid_heard_at_us = [0] * MEMBERS
-        self.served_stats: list[list[Any]] = [[] for _ in range(MEMBERS)]
-        self.served_lag: list[list[Any]] = [[] for _ in range(MEMBERS)]
-        self.served_gtid = [""] * MEMBERS
+        self.heard_at_us = [0] * members
+        self.gtid_heard_at_us = [0] * members
+        self.served_stats: list[list[Any]] = [[] for _ in range(members)]
+        self.served_lag: list[list[Any]] = [[] for _ in range(members)]
+        self.served_gtid = [""] * members
         self.columns = {
             name: [c.name for c in (*TABLES[name].columns, *EXTENDED_COLUMNS)]
             for name in TABLE_NAMES
@@ -192,21 +276,28 @@ class Group:
     def _plan_day(self, day: int) -> None:
         self.day = day
         self.rng = random.Random(self.seed * 100_003 + day)
-        rng, base = self.rng, day * 86_400
+        rng, base, size = self.rng, day * 86_400, self.size
         self.spikes = sorted(
             (base + rng.randrange(9 * 3600, 20 * 3600), rng.randrange(45, 100))
-            for _ in range(rng.randrange(2, 5))
+            for _ in range(rng.randrange(*self.profile.spikes))
         )
         self.episodes = {}
         for _ in range(rng.randrange(2, 5)):
             start = base + rng.randrange(86_400 - 200)
             self.episodes[start] = Episode(
-                rng.randrange(1, 8), start, rng.randrange(5, 31), unreachable=True
+                rng.randrange(1, size - 1), start, rng.randrange(5, 31), unreachable=True
             )
         for _ in range(rng.randrange(3, 6)):
             start = base + rng.randrange(86_400 - 200)
             self.episodes[start] = Episode(
-                rng.randrange(1, 9), start, rng.randrange(20, 121), unreachable=False
+                rng.randrange(1, size), start, rng.randrange(20, 121), unreachable=False
+            )
+        if self.profile.cut_off_s:
+            # Cut off a few minutes after midnight; not expelled, as with
+            # group_replication_member_expel_timeout at its maximum (3600 s).
+            start = base + rng.randrange(60, 300)
+            self.episodes[start] = Episode(
+                rng.randrange(1, size), start, self.profile.cut_off_s, unreachable=True
             )
 
     # -- one second ------------------------------------------------------------------------
@@ -219,7 +310,7 @@ class Group:
         rng = self.rng
         if second % 60 == 0:
             self.noise = rng.uniform(0.8, 1.2)
-        demand = BASE_TPS * (0.33 + 0.67 * busy(second / 3600)) * self.noise
+        demand = BASE_TPS * self.profile.load * (0.33 + 0.67 * busy(second / 3600)) * self.noise
         for start, seconds in self.spikes:
             if start <= t < start + seconds:
                 demand = 3000.0
@@ -290,21 +381,24 @@ class Group:
                 self.executed_text[m.index] = self.blocks.text(self.group_uuid, m.applied)
 
     def _capacity(self, m: Member, second: int) -> float:
-        if m.index == SLOW_MEMBER:
-            return SLOW_CAPACITY_TPS * (1.0 - 0.08 * busy(second / 3600))
+        if m.index == self.slow:
+            return self.profile.slow_capacity_tps * (1.0 - 0.08 * busy(second / 3600))
         return CAPACITY_TPS
 
     def _membership(self, t: int, day: int, second: int) -> None:
-        m = self.members[OFFLINE_MEMBER]
-        if day % 7 == 0 and second == OFFLINE_AT_S:
+        leaves_at, out_s = self.profile.offline_at_s, self.profile.offline_for_s
+        if not out_s or day % 7:
+            return
+        m = self.members[self.leaving]
+        if second == leaves_at:
             m.in_group, m.state = False, "OFFLINE"
             self._new_view()
-        elif day % 7 == 0 and second == OFFLINE_AT_S + OFFLINE_FOR_S:
+        elif second == leaves_at + out_s:
             backlog = sum(self.committed) - sum(m.applied)
             restarted = Member(m.index, m.member_id, m.host, applied=list(m.applied))
             restarted.state, restarted.applier_queue = "RECOVERING", float(backlog)
             restarted.recovering_until = t + 60
-            self.members[OFFLINE_MEMBER] = restarted
+            self.members[self.leaving] = restarted
             self._new_view()
 
     def _new_view(self) -> None:
@@ -379,7 +473,7 @@ class Group:
                 ]
             )
         columns = self.columns
-        return {
+        snapshot: dict[str, Any] = {
             "schema": SCHEMA_VERSION,
             "collected_at_us": collected_us,
             "agent": self.agents[0],
@@ -392,6 +486,10 @@ class Group:
                 TABLE_NAMES[3]: {"columns": columns[TABLE_NAMES[3]], "rows": gtid_rows},
             },
         }
+        if self.label is not None:  # the keys' order is record_from_response's
+            snapshot["group_label"] = self.label
+            snapshot["group_name"] = self.group_uuid
+        return snapshot
 
     def _silent(self, t: int) -> dict[int, int]:
         """Members whose agent is not heard at ``t``, with how many seconds they have been."""
@@ -441,16 +539,36 @@ class Group:
         ]
 
 
+def make_groups(seed: int, start_s: int, groups: int, members: int) -> list[Group]:
+    """The single group (``groups`` = 1), or a fleet's groups ``g01`` .. with their profiles."""
+    if groups == 1:
+        return [Group(seed, start_s, members=members)]
+    width = max(2, len(str(groups)))
+    fleet = []
+    for index, profile in enumerate(fleet_profiles(seed, groups), start=1):
+        label = f"g{index:0{width}d}"
+        group_seed = random.Random(f"fleet-{seed}-{label}").getrandbits(64)
+        fleet.append(Group(group_seed, start_s, members=members, profile=profile, label=label))
+    return fleet
+
+
 def generate(
-    out: Path, days: float, seed: int, start: dt.date, progress: bool = True
+    out: Path,
+    days: float,
+    seed: int,
+    start: dt.date,
+    progress: bool = True,
+    *,
+    groups: int = 1,
+    members: int = MEMBERS,
 ) -> dict[str, Any]:
     """Write the spool into ``out`` and return what was written."""
     start_s = int(dt.datetime.combine(start, dt.time(), dt.UTC).timestamp())
     seconds = int(days * 86_400)
-    group = Group(seed, start_s)
+    fleet = make_groups(seed, start_s, groups, members)
     sim_clock = [0.0]
     settings = SpoolSettings(sync=SyncPolicy.SEAL)
-    packer = msgpack.Packer(use_bin_type=True)
+    pack = msgpack.Packer(use_bin_type=True).pack
     began = time.monotonic()
     jitter = random.Random(seed + 1)
     with SpoolWriter(out, settings, clock=lambda: sim_clock[0]) as writer:
@@ -458,11 +576,16 @@ def generate(
             raise SystemExit(f"--out: {out} already holds a spool; give an empty directory")
         for t in range(seconds):
             sim_clock[0] = float(t)
-            group.step(t)
-            writer.append_payload(packer.pack(group.record(t, jitter.randrange(0, 4000))))
+            snapshots = []
+            for group in fleet:
+                group.step(t)
+                snapshots.append(group.record(t, jitter.randrange(0, 4000)))
+            # The collector appends a tick's records as their answers come: one batch.
+            snapshots.sort(key=lambda snapshot: snapshot["served_at_us"])
+            writer.append_payloads([pack(snapshot) for snapshot in snapshots])
             if progress and (t + 1) % 3600 == 0:
                 hours = (t + 1) // 3600
-                rate = (t + 1) / (time.monotonic() - began)
+                rate = (t + 1) * groups / (time.monotonic() - began)
                 print(
                     f"gen: {hours} h of {seconds // 3600} h, {rate:,.0f} records/s",
                     file=sys.stderr,
@@ -470,19 +593,21 @@ def generate(
                 )
     sealed, size = writer.sealed, writer.appended_bytes
     elapsed = time.monotonic() - began
+    records = seconds * groups
     return {
         "out": str(out),
         "days": days,
         "seed": seed,
         "start": start.isoformat(),
-        "members": MEMBERS,
-        "records": seconds,
-        "member_rows": seconds * MEMBERS,
+        "groups": groups,
+        "members": members,
+        "records": records,
+        "member_rows": records * members,
         "segments": sealed,
         "bytes": size,
         "seconds": round(elapsed, 1),
-        "records_per_second": round(seconds / elapsed) if elapsed else None,
-        "throttled_seconds": group.throttled_s,
+        "records_per_second": round(records / elapsed) if elapsed else None,
+        "throttled_seconds": sum(group.throttled_s for group in fleet),
     }
 
 
@@ -499,6 +624,18 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
     parser.add_argument(
+        "--groups",
+        type=int,
+        default=1,
+        help=f"groups (default 1; above 1 a fleet g01 .. gNN, at most {MAX_GROUPS})",
+    )
+    parser.add_argument(
+        "--members",
+        type=int,
+        default=MEMBERS,
+        help=f"members of each group ({MIN_MEMBERS} to {MEMBERS}; default {MEMBERS})",
+    )
+    parser.add_argument(
         "--start",
         default=DEFAULT_START,
         help=f"first day, YYYY-MM-DD, 00:00 UTC (default {DEFAULT_START})",
@@ -508,6 +645,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if not 0 < args.days <= 366:
         parser.error(f"--days: {args.days:g} is not a number of days from above 0 to 366")
+    if not 1 <= args.groups <= MAX_GROUPS:
+        parser.error(f"--groups: {args.groups} is not a number of groups from 1 to {MAX_GROUPS}")
+    if not MIN_MEMBERS <= args.members <= MEMBERS:
+        parser.error(
+            f"--members: {args.members} is not a number of members from {MIN_MEMBERS} to {MEMBERS}"
+        )
     try:
         start = dt.date.fromisoformat(args.start)
     except ValueError:
@@ -515,12 +658,21 @@ def main(argv: list[str] | None = None) -> int:
     if args.out.exists() and any(args.out.iterdir()):
         parser.error(f"--out: {str(args.out)!r} is not empty")
     configure_logging(level="warning")
-    summary = generate(args.out, args.days, args.seed, start, progress=not args.quiet)
+    summary = generate(
+        args.out,
+        args.days,
+        args.seed,
+        start,
+        progress=not args.quiet,
+        groups=args.groups,
+        members=args.members,
+    )
     if args.format == "json":
         print(json.dumps(summary, indent=2))
     else:
+        fleet = f" of {args.groups} groups" if args.groups > 1 else ""
         print(
-            f"wrote {summary['records']:,} records ({summary['member_rows']:,} member rows) in "
+            f"wrote {summary['records']:,} records{fleet} ({summary['member_rows']:,} member rows) in "
             f"{summary['segments']} segments, {summary['bytes'] / 2**20:,.0f} MiB, to "
             f"{summary['out']} in {summary['seconds']} s"
         )
