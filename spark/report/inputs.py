@@ -169,36 +169,21 @@ class RowsSource(Source):
 class RollupsSource(Source):
     """The per-minute rollups of the range (:mod:`grstats.spark.rollup`): no member row is read.
 
-    The rollups without their sketches (small: a row per member and minute) are cached when
-    first read, since the groups, the minutes, the segments and the totals all read them; the
-    sketches are read once, by the percentiles.
+    Nothing of them is cached: each pass reads only the columns it needs from the Parquet
+    files (the sketches only for the percentiles), which costs less than building Spark's
+    columnar cache of all of them once (docs/benchmarks.md, "Spark report").
     """
 
     name = "rollups"
     percentile_method = ACCURACY_TEXT
     min_bucket_s = MINUTE
 
-    def __init__(
-        self,
-        members: DataFrame,
-        groups: DataFrame,
-        light: tuple[DataFrame, DataFrame],
-        caches: tuple[DataFrame, ...] = (),
-    ) -> None:
+    def __init__(self, members: DataFrame, groups: DataFrame) -> None:
         self.members, self.group_rows = members, groups
-        self.light_members, self.light_groups = light
-        self.caches = caches  #: the cached frames (those of the whole range)
-
-    @classmethod
-    def cached(cls, members: DataFrame, groups: DataFrame) -> RollupsSource:
-        """Return the source of these rollups, their sketch-less columns cached when first read."""
-        light = tuple(
-            frame.drop(*(c for c in frame.columns if c.endswith("_sketch"))).persist(
-                StorageLevel.MEMORY_AND_DISK
-            )
+        self.light_members, self.light_groups = (
+            frame.drop(*(c for c in frame.columns if c.endswith("_sketch")))
             for frame in (members, groups)
         )
-        return cls(members, groups, (light[0], light[1]), light)
 
     def groups(self) -> dict[str, str]:
         """Return the group labels of the rollups, each with its latest non-empty group name."""
@@ -207,12 +192,7 @@ class RollupsSource(Source):
     def only(self, label: str) -> RollupsSource:
         """Return the rollups of the group ``label``."""
         mine = F.col("group_label") == label
-        return RollupsSource(
-            self.members.filter(mine),
-            self.group_rows.filter(mine),
-            (self.light_members.filter(mine), self.light_groups.filter(mine)),
-            self.caches,
-        )
+        return RollupsSource(self.members.filter(mine), self.group_rows.filter(mine))
 
     def pieces(self, config: ReportConfig, step: Callable[[str], None]) -> Pieces:
         """Stitch the partials into member-minutes; the rest comes from the rollups."""
@@ -226,7 +206,7 @@ class RollupsSource(Source):
             group_totals=rollup_group_totals(self.light_groups, config.max_gap_s),
             group_percentiles=group_sketch_percentiles(self.group_rows),
             series=None,
-            cached=(minutes, *self.caches),
+            cached=(minutes,),
         )
 
 
@@ -282,7 +262,7 @@ def open_source(spark: SparkSession, config: ReportConfig, say: Callable[[str], 
                 None if config.start is None else config.start.astimezone(dt.UTC).date(),
                 None if config.end is None else config.end.astimezone(dt.UTC).date(),
             )
-            return RollupsSource.cached(
+            return RollupsSource(
                 rollup_range(
                     read_member_rollups(spark, table_dir, *days), config.start, config.end
                 ),

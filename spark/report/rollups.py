@@ -97,7 +97,9 @@ def rollup_minutes(member_rollups: DataFrame, max_gap_s: float) -> DataFrame:
     partials of one minute are added up with :func:`grstats.spark.report.minutes.member_minutes`'s
     rules: a sum over nothing but nulls is null, host and port are the last snapshot's.
     """
-    by_member = Window.partitionBy(*_MEMBER).orderBy("first_at")
+    # A partial lies within its minute, so (minute, first_at) is first_at's order; it also
+    # leaves the rows sorted as the aggregation by minute needs them, which saves a sort.
+    by_member = Window.partitionBy(*_MEMBER).orderBy("minute", "first_at")
     tail = F.col("tail")
     before_checked = F.lag("last_checked").over(by_member)
     has_counts = F.col("first_checked").isNotNull() & before_checked.isNotNull()
