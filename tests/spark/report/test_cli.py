@@ -162,18 +162,29 @@ def _number(cell: str) -> Any:
 
 @pytest.mark.spark
 @pytest.mark.slow
+@pytest.mark.parametrize("source", ["rollups", "rows"])
 def test_the_report_on_a_standalone_cluster_equals_local_mode(
-    spark: SparkSession, spark_cluster: StandaloneCluster, table: Path, tmp_path: Path
+    spark: SparkSession, spark_cluster: StandaloneCluster, table: Path, tmp_path: Path, source: str
 ) -> None:
-    """--master spark://... writes the same summary.json and tables as local mode."""
+    """--master spark://... writes the same summary.json and tables as local mode, from each source."""
     on_cluster, local = tmp_path / "on-cluster", tmp_path / "local"
-    done = run_on_cluster(spark_cluster, "report", "--table", str(table), "--out", str(on_cluster))
+    done = run_on_cluster(
+        spark_cluster,
+        "report",
+        "--table",
+        str(table),
+        "--out",
+        str(on_cluster),
+        "--source",
+        source,
+    )
     printed = json.loads(done.stdout)
-    run_report(ReportConfig(table, local), spark=spark)
+    run_report(ReportConfig(table, local, source=source), spark=spark)
     cluster_summary = json.loads((on_cluster / "summary.json").read_text(encoding="utf-8"))
     local_summary = json.loads((local / "summary.json").read_text(encoding="utf-8"))
     assert _same(printed, cluster_summary)
     assert _same(cluster_summary, local_summary)
+    assert cluster_summary["settings"]["source"] == source
     assert cluster_summary["range"]["snapshots"] == 600
     assert len(cluster_summary["unreachable_episodes"]) == 3
     for name in TABLE_NAMES:
