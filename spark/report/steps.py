@@ -31,29 +31,14 @@ from pyspark.sql.types import (
 
 from grstats.spark.report.frame import conform, epoch_seconds, schema
 
+# The states (MEMBER_STATE values in report order), the sampled states, and the counters and
+# gauges (output name -> column of MEMBER_ROWS) have one definition, with the rollups ingest
+# writes, which must agree with the report (grstats.spark.rollup imports no pyspark).
+from grstats.spark.rollup import COUNTERS, GAUGES, SAMPLED_STATES
+
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame, SparkSession
 
-#: MEMBER_STATE values in report order (Group_member_info::get_member_status_string).
-STATES = ("ONLINE", "RECOVERING", "UNREACHABLE", "ERROR", "OFFLINE")
-#: States whose queues and lag are live values worth sampling.
-SAMPLED_STATES = ("ONLINE", "RECOVERING")
-#: The counters whose deltas the report uses: output name -> column of MEMBER_ROWS.
-COUNTERS = {
-    "applied": "count_transactions_remote_applied",
-    "proposed": "count_transactions_local_proposed",
-    "checked": "count_transactions_checked",
-    "conflicts": "count_conflicts_detected",
-    "rollback": "count_transactions_local_rollback",
-}
-#: The gauges the report samples: output name -> column of MEMBER_ROWS.
-GAUGES = {
-    "cert_queue": "count_transactions_in_queue",
-    "applier_queue": "count_transactions_remote_in_applier_queue",
-    "rows_validating": "count_transactions_rows_validating",
-    "lag_seconds": "applier_lag_seconds",
-    "gtids_ahead": "gtids_ahead_of_committed_all",
-}
 _GAUGE_TYPES = {
     "cert_queue": LongType(),
     "applier_queue": LongType(),
@@ -149,11 +134,15 @@ def gauges(rows: DataFrame, flow_control_threshold: int) -> DataFrame:
     the group (pipeline_stats.cc, Flow_control_module::flow_control_step).
     """
     false = F.lit(False)  # noqa: FBT003 (a SQL literal)
-    sampled = F.coalesce(F.col("connected"), false) & F.col("member_state").isin(*SAMPLED_STATES)
+    # An unknown state (null) is neither sampled nor throttling: false, not SQL's null, as
+    # the rollups have it (grstats.spark.rollup).
+    sampled = F.coalesce(F.col("connected"), false) & F.coalesce(
+        F.col("member_state").isin(*SAMPLED_STATES), false
+    )
     over = (F.col(GAUGES["cert_queue"]) > flow_control_threshold) | (
         F.col(GAUGES["applier_queue"]) > flow_control_threshold
     )
-    online = F.col("member_state") == "ONLINE"
+    online = F.coalesce(F.col("member_state") == "ONLINE", false)
     throttling = sampled & online & F.coalesce(over, false)
     frame = rows.select(
         "group_label",

@@ -132,7 +132,7 @@ def _m1(s: int) -> dict[str, Any]:
 _M2 = [  # seconds, state, connected, applied (None: no stats row), applier queue
     (1.5, "ONLINE", True, 5, 3),
     (2.25, "ONLINE", None, 9, 4),
-    (30.0, None, True, 12, 0),
+    (30.0, None, True, 12, 30_000),  # an unknown state over the threshold: not throttling
     (59.999999, "ONLINE", True, 15, 2),
     (60.0, "ERROR", True, 15, 2),
     (60.000001, "ERROR", True, 15, 2),
