@@ -88,7 +88,8 @@ ROLLUPS_DIR = "rollups"
 STATES = ("ONLINE", "RECOVERING", "UNREACHABLE", "ERROR", "OFFLINE")
 #: States whose queues and lag are live values worth sampling.
 SAMPLED_STATES = ("ONLINE", "RECOVERING")
-#: The counters: rollup name -> column of the member rows.
+#: The counters: rollup (and report) name -> column of the member rows. These definitions
+#: are the report's too (grstats.spark.report.steps), so the two cannot disagree.
 COUNTERS = {
     "applied": "count_transactions_remote_applied",
     "proposed": "count_transactions_local_proposed",

@@ -30,7 +30,7 @@ from pyspark.sql.types import DoubleType, IntegerType, LongType, StringType, Tim
 
 from grstats.spark.report.frame import conform, epoch_seconds, ratio, schema
 from grstats.spark.report.percentiles import MEMBER_PERCENTILES
-from grstats.spark.report.steps import STATES
+from grstats.spark.rollup import STATES
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame

@@ -8,7 +8,7 @@ from pyspark.sql import functions as F  # noqa: N812 (pyspark's own idiom)
 from pyspark.sql.types import DoubleType, LongType, StringType, TimestampType
 
 from grstats.spark.report.frame import conform, ratio, schema
-from grstats.spark.report.steps import GAUGES
+from grstats.spark.rollup import GAUGES
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

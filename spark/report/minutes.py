@@ -26,7 +26,7 @@ from pyspark.sql.types import (
 )
 
 from grstats.spark.report.frame import conform, schema
-from grstats.spark.report.steps import COUNTERS, GAUGES, STATES
+from grstats.spark.rollup import COUNTERS, GAUGES, STATES
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 
 from grstats.spark.report import svg
 from grstats.spark.report.output import iso
-from grstats.spark.report.steps import STATES
 from grstats.spark.report.worst import RANKINGS
+from grstats.spark.rollup import STATES
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence

@@ -41,7 +41,7 @@ from grstats.spark.report.percentiles import (
     percentile_name,
 )
 from grstats.spark.report.snapshots import GROUP_TOTALS
-from grstats.spark.report.steps import COUNTERS, GAUGES, STATES
+from grstats.spark.rollup import COUNTERS, GAUGES, STATES
 from grstats.spark.sketch import quantile
 
 if TYPE_CHECKING:

@@ -14,7 +14,7 @@ from pyspark.sql import functions as F  # noqa: N812 (pyspark's own idiom)
 from pyspark.sql.types import BooleanType, DoubleType, LongType, StringType, TimestampType
 
 from grstats.spark.report.frame import conform, epoch_seconds, schema
-from grstats.spark.report.steps import GAUGES
+from grstats.spark.rollup import GAUGES
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
