@@ -21,7 +21,8 @@ MAX_EPISODE_ROWS = 200
 _STYLE = """
 body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1000px;color:#222}
 h1{font-size:22px;margin-bottom:2px}h2{font-size:17px;margin-top:30px;border-bottom:1px solid #ddd}
-table{border-collapse:collapse;margin:8px 0;font-variant-numeric:tabular-nums}
+table{border-collapse:collapse;margin:8px 0;font-variant-numeric:tabular-nums;
+display:block;max-width:100%;overflow-x:auto}
 td,th{padding:3px 8px;border-bottom:1px solid #eee;text-align:right;white-space:nowrap}
 th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}
 .muted{color:#777}.chart{width:100%;height:auto;font:11px system-ui,sans-serif;fill:#444}
