@@ -115,7 +115,10 @@ async def test_rows_are_attributed_to_their_group(
     for label, agents, seed in (("east", east, 1), ("west", west, 2)):
         mine = of(records, label)
         assert len(mine) == progress.groups[label].snapshots == 3
-        assert {r["group_name"] for r in mine} == {stable_uuid("group", seed)}
+        # A record polled before the agent's first read of its member names no group yet ("",
+        # as the agent reports it; CI saw it under load); every name given is the group's own.
+        assert {r["group_name"] for r in mine} - {""} == {stable_uuid("group", seed)}
+        assert mine[-1]["group_name"] == stable_uuid("group", seed)
         assert progress.groups[label].group_name == stable_uuid("group", seed)
         assert {r["agent"] for r in mine} == {agents[0 if label == "east" else 1].address}
         members = {a.member_id for a in agents}
