@@ -29,7 +29,7 @@ from grstats.spark.report.frame import conform, schema
 from grstats.spark.rollup import COUNTERS, GAUGES, STATES
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import Column, DataFrame
 
 
 def _gauge_columns() -> list[tuple[str, DataType]]:
@@ -143,6 +143,17 @@ def member_minutes(runs: DataFrame) -> DataFrame:
         ),
         F.sum(F.when(~F.col("connected"), held).otherwise(0.0)).alias("not_connected_s"),
         F.sum(F.when(F.col("throttling"), held).otherwise(0.0)).alias("throttling_s"),
+        *partial_sums(),
+    )
+    return conform(frame, MINUTES)
+
+
+def partial_sums() -> list[Column]:
+    """The aggregates that add up parts of a minute (runs, or rollup partials) into MINUTES.
+
+    Elapsed time and counter deltas are summed; each gauge's max, sum and count are merged.
+    """
+    return [
         F.sum("elapsed_s").alias("elapsed_s"),
         *(F.sum(name).alias(name) for name in COUNTERS),
         *(
@@ -154,5 +165,4 @@ def member_minutes(runs: DataFrame) -> DataFrame:
                 F.sum(f"{name}_n").alias(f"{name}_n"),
             )
         ),
-    )
-    return conform(frame, MINUTES)
+    ]

@@ -33,7 +33,7 @@ from pyspark.sql import functions as F  # noqa: N812 (pyspark's own idiom)
 
 from grstats.spark.report.episodes import SEGMENTS
 from grstats.spark.report.frame import conform, epoch_seconds, ratio
-from grstats.spark.report.minutes import MINUTES
+from grstats.spark.report.minutes import MINUTES, partial_sums
 from grstats.spark.report.percentiles import (
     GROUP_PERCENTILES,
     MEMBER_PERCENTILES,
@@ -146,17 +146,7 @@ def rollup_minutes(member_rollups: DataFrame, max_gap_s: float) -> DataFrame:
         *(F.sum(f"{state.lower()}_s").alias(f"{state.lower()}_s") for state in STATES),
         F.sum("not_connected_s").alias("not_connected_s"),
         F.sum("throttling_s").alias("throttling_s"),
-        F.sum("elapsed_s").alias("elapsed_s"),
-        *(F.sum(name).alias(name) for name in COUNTERS),
-        *(
-            aggregate
-            for name in GAUGES
-            for aggregate in (
-                F.max(f"{name}_max").alias(f"{name}_max"),
-                F.sum(f"{name}_sum").alias(f"{name}_sum"),
-                F.sum(f"{name}_n").alias(f"{name}_n"),
-            )
-        ),
+        *partial_sums(),
     )
     return conform(frame, MINUTES)
 
