@@ -249,7 +249,7 @@ def open_source(spark: SparkSession, config: ReportConfig, say: Callable[[str], 
             ``--source rollups`` was asked where the rollups cannot answer exactly.
     """
     table_dir = config.table_dir
-    _check_table(table_dir)
+    check_table(table_dir)
     try:
         settings = TableLog(table_dir).rollup_settings()
         refusal = rollups_refusal(config, settings)
@@ -276,7 +276,8 @@ def open_source(spark: SparkSession, config: ReportConfig, say: Callable[[str], 
     return RowsSource(select_range(rows, config.start, config.end))
 
 
-def _check_table(table_dir: Path) -> None:
+def check_table(table_dir: Path) -> None:
+    """Raise ReportInputError unless ``table_dir`` is a table that ingest wrote."""
     if not (table_dir / META_DIR).is_dir():
         raise ReportInputError(
             f"--table: {str(table_dir)!r} is not a table that 'grstats spark ingest' wrote "

@@ -34,7 +34,7 @@ from grstats.spark.report.fleet import (
     render_fleet,
 )
 from grstats.spark.report.hourly import member_hours
-from grstats.spark.report.inputs import ReportInputError, Source, open_source
+from grstats.spark.report.inputs import ReportInputError, Source, check_table, open_source
 from grstats.spark.report.output import collect_rows, iso, write_csv, write_parquet
 from grstats.spark.report.page import PageData, render, render_empty
 from grstats.spark.report.series import MINUTE, bucket_seconds, minute_series
@@ -109,13 +109,6 @@ class _Collected:
             for name, rows in self.rows.items()
         }
         return dataclasses.replace(self, rows=rows)
-
-
-def check_table(table_dir: Path) -> None:
-    """Raise ReportInputError unless ``table_dir`` is a table that ingest wrote."""
-    from grstats.spark.report.inputs import _check_table  # noqa: PLC0415 (one definition)
-
-    _check_table(table_dir)
 
 
 def range_text(config: ReportConfig) -> str:
