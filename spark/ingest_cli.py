@@ -130,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"ingest: {message}", file=sys.stderr, flush=True)
 
     progress("starting Spark" + (f" on {args.master}" if args.master else " in local mode"))
-    spark = build_session(args.master, "grstats-ingest", python_work=True)
+    spark = build_session(args.master, "grstats-ingest", python_work=True, class_archive=True)
     try:
         result = run_ingest(spark, args.spool, args.table, progress=progress, rollups=rollups)
     except SettingsRefused as exc:  # the arguments do not fit this table

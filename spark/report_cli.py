@@ -196,7 +196,12 @@ def run(args: argparse.Namespace) -> int:
     master = args.master or DEFAULT_MASTER
     progress(f"starting Spark ({master})")
     running = SparkSession.getActiveSession()
-    spark = build_session(master, "grstats-report", conf=LOCAL_CONF if is_local(master) else None)
+    spark = build_session(
+        master,
+        "grstats-report",
+        conf=LOCAL_CONF if is_local(master) else None,
+        class_archive=True,
+    )
     try:
         result = run_report(config, spark=spark, progress=progress)
     except ReportInputError as exc:

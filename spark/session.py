@@ -12,10 +12,13 @@ without ``--master`` keeps spark-submit's master and settings: see ``deploy/spar
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from grstats.spark import class_archive as class_archives
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -90,14 +93,18 @@ def build_session(
     *,
     conf: Mapping[str, str] | None = None,
     python_work: bool = False,
+    class_archive: bool = False,
 ) -> SparkSession:
     """Return a SparkSession on ``master`` (default ``local[*]``) with grstats's settings.
 
     ``conf`` overrides any setting; ``python_work`` is :func:`session_conf`'s. When a session
     already runs in this process (tests share one), Spark returns it and the settings that can
-    only be set at start-up are left as they were.
+    only be set at start-up are left as they were. ``class_archive`` (the commands) maps the
+    class-data sharing archive into the driver JVM this starts, or has it written when this
+    process exits (:mod:`grstats.spark.class_archive`).
     """
-    from pyspark.sql import SparkSession  # noqa: PLC0415 (pyspark is imported only when needed)
+    from pyspark import SparkContext  # noqa: PLC0415 (pyspark is imported only when needed)
+    from pyspark.sql import SparkSession  # noqa: PLC0415
 
     if master is None and SUBMIT_ENV in os.environ:
         # Started by spark-submit: its --master and --conf are already in the JVM's settings.
@@ -109,7 +116,17 @@ def build_session(
         # PySpark starts its Python workers with $PYSPARK_PYTHON (default: python3 on PATH),
         # not with the spark.pyspark.python setting, which only spark-submit reads.
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    return _get_or_create(SparkSession.builder, settings)
+    starts_jvm = SparkContext._gateway is None  # noqa: SLF001 (no JVM yet: this call starts it)
+    archive_plan = class_archives.plan() if class_archive and starts_jvm else None
+    if archive_plan is not None and archive_plan.options:
+        options = settings.get("spark.driver.extraJavaOptions", "")
+        settings["spark.driver.extraJavaOptions"] = f"{options} {archive_plan.options}".strip()
+    session = _get_or_create(SparkSession.builder, settings)
+    if archive_plan is not None and archive_plan.pending is not None:
+        # The JVM writes the archive as it exits: at this process's exit, once every session
+        # of it is done, end the JVM, wait for it and keep the archive.
+        atexit.register(class_archives.finish, archive_plan)
+    return session
 
 
 def _get_or_create(builder: SparkSession.Builder, settings: Mapping[str, str]) -> SparkSession:

@@ -441,6 +441,28 @@ def _partition_day(path: Path) -> dt.date | None:
         return None
 
 
+def rollup_files(
+    table_dir: Path | str,
+    kind: str,
+    first_day: dt.date | None = None,
+    last_day: dt.date | None = None,
+) -> list[Path]:
+    """Return the committed rollup files of ``kind`` ("members" or "groups") in a range of days.
+
+    The UTC dates from ``first_day`` to ``last_day`` (None: unbounded), chosen by the files'
+    partition directory.
+
+    Raises:
+        TableError: the log is broken (a missing commit, an unreadable entry).
+    """
+    return [
+        path
+        for path in TableLog(table_dir).committed_rollup_files(kind)
+        if (day := _partition_day(path)) is None
+        or ((first_day is None or day >= first_day) and (last_day is None or day <= last_day))
+    ]
+
+
 def _read_rollups(
     spark: SparkSession,
     table: Path,
@@ -448,13 +470,7 @@ def _read_rollups(
     schema: StructType,
     days: tuple[dt.date | None, dt.date | None],
 ) -> DataFrame:
-    first_day, last_day = days
-    files = [
-        path
-        for path in TableLog(table).committed_rollup_files(kind)
-        if (day := _partition_day(path)) is None
-        or ((first_day is None or day >= first_day) and (last_day is None or day <= last_day))
-    ]
+    files = rollup_files(table, kind, *days)
     if not files:
         return spark.createDataFrame([], schema)
     frame = (

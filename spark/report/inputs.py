@@ -25,21 +25,18 @@ from typing import TYPE_CHECKING, Any
 from pyspark import StorageLevel
 from pyspark.sql import functions as F  # noqa: N812 (pyspark's own idiom)
 
-from grstats.spark.report.episodes import segments
-from grstats.spark.report.minutes import member_minutes, member_runs
+from grstats.spark.report.episodes import SEGMENTS, segments
+from grstats.spark.report.minutes import MINUTES, member_minutes, member_runs
 from grstats.spark.report.output import collect_rows
-from grstats.spark.report.percentiles import group_percentiles, member_percentiles
-from grstats.spark.report.rollups import (
-    group_sketch_percentiles,
-    rollup_group_totals,
-    rollup_groups,
-    rollup_minutes,
-    rollup_range,
-    rollup_segments,
-    sketch_percentiles,
+from grstats.spark.report.percentiles import (
+    GROUP_PERCENTILES,
+    MEMBER_PERCENTILES,
+    group_percentiles,
+    member_percentiles,
 )
+from grstats.spark.report.rollup_job import RollupPieces, stitch_rollups
 from grstats.spark.report.series import MINUTE, member_series
-from grstats.spark.report.snapshots import group_snapshots, group_totals
+from grstats.spark.report.snapshots import GROUP_TOTALS, group_snapshots, group_totals
 from grstats.spark.report.source import select_range
 from grstats.spark.report.steps import gauges, member_steps
 from grstats.spark.report.summary import PERCENTILE_METHOD
@@ -48,16 +45,17 @@ from grstats.spark.table import (
     META_DIR,
     TableError,
     TableLog,
-    read_group_rollups,
-    read_member_rollups,
     read_member_rows,
+    rollup_files,
 )
 
 if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
 
+    import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
     from grstats.spark.report.config import ReportConfig
 
@@ -169,44 +167,52 @@ class RowsSource(Source):
 class RollupsSource(Source):
     """The per-minute rollups of the range (:mod:`grstats.spark.rollup`): no member row is read.
 
-    Nothing of them is cached: each pass reads only the columns it needs from the Parquet
-    files (the sketches only for the percentiles), which costs less than building Spark's
-    columnar cache of all of them once (docs/benchmarks.md, "Spark report").
+    The partials are stitched once, by Python tasks that read them with pyarrow
+    (:mod:`grstats.spark.report.rollup_job`): a month of a group's rollups is a few hundred
+    thousand rows, which Arrow's kernels stitch in less time than a cold JVM takes to plan
+    and run the window queries that did it before (docs/benchmarks.md, "Spark report"). The
+    groups' names come from the same pass, and ``only`` cuts its results.
     """
 
     name = "rollups"
     percentile_method = ACCURACY_TEXT
     min_bucket_s = MINUTE
 
-    def __init__(self, members: DataFrame, groups: DataFrame) -> None:
-        self.members, self.group_rows = members, groups
-        self.light_members, self.light_groups = (
-            frame.drop(*(c for c in frame.columns if c.endswith("_sketch")))
-            for frame in (members, groups)
-        )
+    def __init__(self, spark: SparkSession, stitch: Callable[[], RollupPieces]) -> None:
+        self.spark = spark
+        self._stitch = stitch
+        self._pieces: RollupPieces | None = None
+
+    def stitched(self) -> RollupPieces:
+        """The stitched partials (computed on the first call)."""
+        if self._pieces is None:
+            self._pieces = self._stitch()
+        return self._pieces
 
     def groups(self) -> dict[str, str]:
         """Return the group labels of the rollups, each with its latest non-empty group name."""
-        return rollup_groups(self.light_members)
+        return self.stitched().names
 
     def only(self, label: str) -> RollupsSource:
         """Return the rollups of the group ``label``."""
-        mine = F.col("group_label") == label
-        return RollupsSource(self.members.filter(mine), self.group_rows.filter(mine))
+        return RollupsSource(self.spark, lambda: self.stitched().only(label))
 
-    def pieces(self, config: ReportConfig, step: Callable[[str], None]) -> Pieces:
-        """Stitch the partials into member-minutes; the rest comes from the rollups."""
-        minutes = rollup_minutes(self.light_members, config.max_gap_s)
-        minutes = minutes.persist(StorageLevel.MEMORY_AND_DISK)
-        step(f"stitched the rollups into {minutes.count():,} member-minutes")
+    def pieces(self, config: ReportConfig, step: Callable[[str], None]) -> Pieces:  # noqa: ARG002
+        """The stitched partials as DataFrames (stitched for ``config`` when it was opened)."""
+        stitched = self.stitched()
+        step(f"stitched the rollups into {stitched.minutes.num_rows:,} member-minutes")
+
+        def frame(table: pa.Table, schema: StructType) -> DataFrame:
+            return self.spark.createDataFrame(table.select(schema.fieldNames()), schema)
+
         return Pieces(
-            minutes=minutes,
-            segments=rollup_segments(self.light_members),
-            member_percentiles=sketch_percentiles(self.members),
-            group_totals=rollup_group_totals(self.light_groups, config.max_gap_s),
-            group_percentiles=group_sketch_percentiles(self.group_rows),
+            minutes=frame(stitched.minutes, MINUTES),
+            segments=frame(stitched.segments, SEGMENTS),
+            member_percentiles=frame(stitched.member_percentiles, MEMBER_PERCENTILES),
+            group_totals=frame(stitched.group_totals, GROUP_TOTALS),
+            group_percentiles=frame(stitched.group_percentiles, GROUP_PERCENTILES),
             series=None,
-            cached=(minutes,),
+            cached=(),
         )
 
 
@@ -262,11 +268,11 @@ def open_source(spark: SparkSession, config: ReportConfig, say: Callable[[str], 
                 None if config.start is None else config.start.astimezone(dt.UTC).date(),
                 None if config.end is None else config.end.astimezone(dt.UTC).date(),
             )
+            member_files = rollup_files(table_dir, "members", *days)
+            group_files = rollup_files(table_dir, "groups", *days)
             return RollupsSource(
-                rollup_range(
-                    read_member_rollups(spark, table_dir, *days), config.start, config.end
-                ),
-                rollup_range(read_group_rollups(spark, table_dir, *days), config.start, config.end),
+                spark,
+                lambda: stitch_rollups(spark, member_files, group_files, config),
             )
         if config.source == "auto":
             say(f"reading the member rows: {refusal}")

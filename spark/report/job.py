@@ -71,6 +71,13 @@ TABLE_NAMES = (
     "chart_series",
 )
 
+#: The result tables that are the episodes of one kind and value: name -> (kind, value).
+EPISODE_KINDS = {
+    "unreachable_episodes": ("state", "UNREACHABLE"),
+    "not_connected_episodes": ("connected", "NO"),
+    "throttling_episodes": ("throttling", "YES"),
+}
+
 
 @dataclasses.dataclass(frozen=True)
 class ReportResult:
@@ -310,9 +317,6 @@ def _compute(source: Source, config: ReportConfig, step: _Progress) -> _Collecte
             source.min_bucket_s,
         )
 
-        def kind(name: str, value: str) -> DataFrame:
-            return all_episodes.filter((all_episodes.kind == name) & (all_episodes.value == value))
-
         if bucket_s % MINUTE == 0 or pieces.series is None:
             series = minute_series(minutes, first_last["first_at"], bucket_s)
         else:
@@ -320,18 +324,23 @@ def _compute(source: Source, config: ReportConfig, step: _Progress) -> _Collecte
         tables = {
             "figures": group.unionByName(members),
             "episodes": all_episodes,
-            "unreachable_episodes": kind("state", "UNREACHABLE"),
-            "not_connected_episodes": kind("connected", "NO"),
-            "throttling_episodes": kind("throttling", "YES"),
             "hourly": member_hours(minutes),
             "worst_minutes": worst_minutes(minutes, config.worst_intervals),
             "chart_series": series,
         }
-        rows = {}
+        rows: dict[str, list[dict[str, Any]]] = {}
+        schemas = {name: frame.schema for name, frame in tables.items()}
         for name in TABLE_NAMES:
-            rows[name] = collect_rows(tables[name])
+            if name in EPISODE_KINDS:  # a part of the episodes, taken from their rows
+                kind, value = EPISODE_KINDS[name]
+                rows[name] = [
+                    r for r in rows["episodes"] if (r["kind"], r["value"]) == (kind, value)
+                ]
+                schemas[name] = schemas["episodes"]
+            else:
+                rows[name] = collect_rows(tables[name])
             step(f"computed {name} ({len(rows[name]):,} rows)")
-        return _Collected(rows, {n: t.schema for n, t in tables.items()}, bucket_s, source)
+        return _Collected(rows, schemas, bucket_s, source)
     finally:
         for frame in cached:
             frame.unpersist()

@@ -15,6 +15,17 @@ from pyspark.sql import functions as F  # noqa: N812 (pyspark's own idiom)
 from pyspark.sql.types import DoubleType, LongType, StringType
 
 from grstats.spark.report.frame import conform, schema
+from grstats.spark.report.stitch import PERCENTILES, percentile_name
+
+__all__ = [
+    "ACCURACY",
+    "GROUP_PERCENTILES",
+    "MEMBER_PERCENTILES",
+    "PERCENTILES",
+    "group_percentiles",
+    "member_percentiles",
+    "percentile_name",
+]
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -23,22 +34,9 @@ if TYPE_CHECKING:
 #: percentile_approx's accuracy: rank error at most 1/ACCURACY of the samples.
 ACCURACY = 10_000
 
-#: The percentiles the report gives for each gauge.
-PERCENTILES: dict[str, tuple[float, ...]] = {
-    "cert_queue": (0.5, 0.95),
-    "applier_queue": (0.5, 0.95),
-    "lag_seconds": (0.5, 0.95, 0.99),
-    "gtids_ahead": (0.5,),
-}
-
 
 def _type(gauge: str) -> DataType:
     return DoubleType() if gauge == "lag_seconds" else LongType()
-
-
-def percentile_name(gauge: str, quantile: float) -> str:
-    """The column name of one percentile: ``lag_seconds_p99``."""
-    return f"{gauge}_p{round(quantile * 100)}"
 
 
 #: Output of :func:`member_percentiles`.

@@ -58,7 +58,7 @@ class _Started(Exception):
 def test_ingest_asks_for_a_session_whose_work_runs_in_python(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The ingest's session is built with python_work (C1-only JVM in local mode)."""
+    """The ingest's session is built with python_work (C1-only JVM) and the class archive."""
     asked: list[dict[str, object]] = []
 
     def record(*args: object, **kwargs: object) -> None:
@@ -71,7 +71,7 @@ def test_ingest_asks_for_a_session_whose_work_runs_in_python(
         main(
             ["spark", "ingest", "--spool", str(tmp_path / "spool"), "--table", str(tmp_path / "t")]
         )
-    assert asked == [{"args": (None, "grstats-ingest"), "python_work": True}]
+    assert asked == [{"args": (None, "grstats-ingest"), "python_work": True, "class_archive": True}]
 
 
 @pytest.mark.parametrize(

@@ -24,12 +24,11 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
-from pyspark.sql import functions as F  # noqa: N812 (pyspark's own idiom)
-from pyspark.sql.types import DateType, StructField, StructType
 
 from grstats.spark.decode import ARROW_MEMBER_ROWS, decode_segment
-from grstats.spark.report.episodes import KINDS, episodes, segments
+from grstats.spark.report.episodes import KINDS, SEGMENTS, episodes, segments
 from grstats.spark.report.frame import same_columns
 from grstats.spark.report.minutes import MINUTES, member_minutes, member_runs
 from grstats.spark.report.output import collect_rows
@@ -39,19 +38,19 @@ from grstats.spark.report.percentiles import (
     group_percentiles,
     member_percentiles,
 )
-from grstats.spark.report.rollups import (
-    group_sketch_percentiles,
-    rollup_group_totals,
-    rollup_groups,
-    rollup_minutes,
-    rollup_range,
-    rollup_segments,
-    sketch_percentiles,
-)
+from grstats.spark.report.rollup_job import read_partials
 from grstats.spark.report.snapshots import GROUP_TOTALS, group_snapshots, group_totals
 from grstats.spark.report.source import select_range
 from grstats.spark.report.steps import gauges, member_steps
+from grstats.spark.report.stitch import (
+    group_names,
+    sketch_percentiles,
+    stitch_group_totals,
+    stitch_minutes,
+    stitch_segments,
+)
 from grstats.spark.rollup import (
+    ARROW_MEMBER_ROLLUPS,
     ROLLUP_FLOW_CONTROL_THRESHOLD,
     ROLLUP_MAX_GAP_S,
     group_rollups,
@@ -67,6 +66,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -77,9 +77,15 @@ EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 @dataclass(frozen=True)
 class Table:
-    """One data set as member rows (with their runs and group snapshots, cached) and as rollups."""
+    """One data set as member rows (with their runs and group snapshots, cached) and as rollups.
+
+    The rollups are Arrow tables (``partials``, ``group_partials``), as the report's tasks read
+    them, and the same as DataFrames (``members``, ``groups``).
+    """
 
     rows: DataFrame
+    partials: pa.Table
+    group_partials: pa.Table
     members: DataFrame
     groups: DataFrame
     runs: DataFrame
@@ -90,6 +96,26 @@ class Table:
         self.runs.unpersist()
         self.snapshots.unpersist()
 
+    def frame(self, table: pa.Table, schema: StructType) -> DataFrame:
+        """A stitched Arrow table as the report hands it to Spark."""
+        return self.rows.sparkSession.createDataFrame(table.select(schema.fieldNames()), schema)
+
+    def minutes(self, partials: pa.Table | None = None) -> DataFrame:
+        """MINUTES stitched from ``partials`` (default: all of them)."""
+        return self.frame(stitch_minutes(_or(partials, self.partials), MAX_GAP_S), MINUTES)
+
+    def segments(self) -> DataFrame:
+        """SEGMENTS stitched from the member partials."""
+        return self.frame(stitch_segments(self.partials), SEGMENTS)
+
+    def totals(self) -> DataFrame:
+        """GROUP_TOTALS stitched from the group partials."""
+        return self.frame(stitch_group_totals(self.group_partials, MAX_GAP_S), GROUP_TOTALS)
+
+
+def _or(table: pa.Table | None, default: pa.Table) -> pa.Table:
+    return default if table is None else table
+
 
 def _table(spark: SparkSession, parts: list[pa.Table]) -> Table:
     """The rows of ``parts`` (segments) as MEMBER_ROWS, and each part rolled up on its own."""
@@ -99,6 +125,8 @@ def _table(spark: SparkSession, parts: list[pa.Table]) -> Table:
     groups = pa.concat_tables([group_rollups(part) for part in parts])
     return Table(
         rows,
+        members,
+        groups,
         spark.createDataFrame(members, MEMBER_ROLLUPS),
         spark.createDataFrame(groups, GROUP_ROLLUPS),
         member_runs(member_steps(rows, THRESHOLD, MAX_GAP_S)).cache(),
@@ -324,7 +352,7 @@ _MINUTE_KEYS = ("group_label", "member_id", "minute")
 class TestRollupMinutes:
     def test_equal_the_minutes_of_the_rows(self, table: Table) -> None:
         """Stitched partials give every member-minute the rows give, column for column."""
-        minutes = rollup_minutes(table.members, MAX_GAP_S)
+        minutes = table.minutes()
         assert same_columns(minutes.schema, MINUTES)
         _assert_equal(minutes, member_minutes(table.runs), _MINUTE_KEYS)
 
@@ -346,32 +374,53 @@ class TestRollupMinutes:
         [(T0 + dt.timedelta(minutes=1), T0 + dt.timedelta(minutes=2)), (None, T0), (T0, None)],
     )
     def test_a_range_of_whole_minutes_equals_the_rows_in_it(
-        self, hand: Table, start: dt.datetime | None, end: dt.datetime | None
+        self, hand: Table, tmp_path: Path, start: dt.datetime | None, end: dt.datetime | None
     ) -> None:
         """The range's edges cut the stitching as they cut the rows: no held time or delta across."""
-        minutes = rollup_minutes(rollup_range(hand.members, start, end), MAX_GAP_S)
+        minutes = hand.minutes(_cut(hand.partials, tmp_path, start, end))
         _assert_equal(minutes, _raw_minutes(select_range(hand.rows, start, end)), _MINUTE_KEYS)
 
 
-class TestRollupRange:
-    def test_reads_only_the_days_of_the_range(
-        self, hand: Table, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-    ) -> None:
-        """Rollups read with their date partition column are pruned by it, then cut by minute."""
-        dated = hand.members.withColumn("collected_date", F.to_date("minute"))
-        dated.write.partitionBy("collected_date").parquet(str(tmp_path / "members"))
-        schema = StructType([*MEMBER_ROLLUPS.fields, StructField("collected_date", DateType())])
-        read = hand.members.sparkSession.read.schema(schema).parquet(str(tmp_path / "members"))
+def _cut(
+    partials: pa.Table, directory: Path, start: dt.datetime | None, end: dt.datetime | None
+) -> pa.Table:
+    """``partials`` written to Parquet files, read back by the report's reader over a range."""
+    files = []
+    for number, part in enumerate((partials.slice(0, 40), partials.slice(40))):
+        files.append(str(directory / f"part-{number}.parquet"))
+        pq.write_table(part, files[-1])
+    return read_partials(
+        files,
+        ARROW_MEMBER_ROLLUPS,
+        None if start is None else _micros(start),
+        None if end is None else _micros(end),
+    )
+
+
+class TestReadPartials:
+    def test_cuts_by_minute_and_reads_every_file(self, hand: Table, tmp_path: Path) -> None:
+        """Every partial of every file comes back, and a range keeps whole minutes in it."""
+        whole = _cut(hand.partials, tmp_path, None, None)
+        assert whole.num_rows == hand.partials.num_rows
         start, end = T0 + dt.timedelta(minutes=1), T0 + dt.timedelta(minutes=2)
-        cut = rollup_range(read, start, end)
-        cut.explain()
-        assert "PartitionFilters: [isnotnull(collected_date" in capsys.readouterr().out
-        _assert_equal(
-            rollup_minutes(cut, MAX_GAP_S),
-            rollup_minutes(rollup_range(hand.members, start, end), MAX_GAP_S),
-            _MINUTE_KEYS,
-        )
-        assert rollup_range(read, T0 + dt.timedelta(days=1), None).isEmpty()
+        cut = _cut(hand.partials, tmp_path, start, end)
+        minutes = set(cut.column("minute").to_pylist())
+        assert minutes == {start}
+        assert _cut(hand.partials, tmp_path, T0 + dt.timedelta(days=1), None).num_rows == 0
+
+    def test_no_files_no_partials(self) -> None:
+        """A range without rollup files reads an empty table with the rollups' columns."""
+        empty = read_partials([], ARROW_MEMBER_ROLLUPS, None, None)
+        assert empty.num_rows == 0
+        assert empty.schema == ARROW_MEMBER_ROLLUPS
+
+    def test_empty_partials_stitch_to_empty_tables(self, spark: SparkSession) -> None:
+        """Nothing in range: each stitched table is empty and Spark takes it with its schema."""
+        empty = ARROW_MEMBER_ROLLUPS.empty_table()
+        frame = spark.createDataFrame(stitch_minutes(empty, MAX_GAP_S), MINUTES)
+        assert frame.count() == 0
+        assert spark.createDataFrame(stitch_segments(empty), SEGMENTS).count() == 0
+        assert group_names(empty) == {}
 
 
 _EPISODE_KEYS = ("group_label", "member_id", "kind", "start")
@@ -382,7 +431,7 @@ class TestRollupSegments:
         """Every kind of episode, with its edges and open ends, is the one the rows give."""
         for kind in KINDS:
             _assert_equal(
-                episodes(rollup_segments(table.members), kind),
+                episodes(table.segments(), kind),
                 episodes(_raw_segments(table), kind),
                 _EPISODE_KEYS,
             )
@@ -390,7 +439,7 @@ class TestRollupSegments:
     def test_number_the_segments_as_the_rows(self, table: Table) -> None:
         """Segment numbers, values, starts and first/last flags match; last_at where it is kept."""
         keys = ("group_label", "member_id", "segment")
-        got = _rows(rollup_segments(table.members), keys)
+        got = _rows(table.segments(), keys)
         want = _rows(_raw_segments(table), keys)
         assert [{k: v for k, v in r.items() if k != "last_at"} for r in got] == [
             {k: v for k, v in r.items() if k != "last_at"} for r in want
@@ -421,16 +470,14 @@ class TestRollupSegments:
 class TestRollupGroupTotals:
     def test_equal_the_totals_over_the_snapshots(self, table: Table) -> None:
         """Snapshots, observed and throttled time, ROWS_VALIDATING mean, max and slope."""
-        totals = rollup_group_totals(table.groups, MAX_GAP_S)
+        totals = table.totals()
         assert same_columns(totals.schema, GROUP_TOTALS)
         _assert_equal(totals, group_totals(table.snapshots), ("group_label",))
 
     def test_the_slope_is_the_exact_least_squares_slope(self, hand: Table) -> None:
         """Against the slope computed in exact fractions from the snapshots' microseconds."""
         snapshots = collect_rows(hand.snapshots)
-        totals = {
-            r["group_label"]: r for r in collect_rows(rollup_group_totals(hand.groups, MAX_GAP_S))
-        }
+        totals = {r["group_label"]: r for r in collect_rows(hand.totals())}
         for label in ("east", "west"):
             points = [
                 (
@@ -452,7 +499,7 @@ class TestRollupGroupTotals:
         first = row("a", 5, group_label="g", count_transactions_rows_validating=9)
         second = row("a", 65, group_label="g", count_transactions_rows_validating=None)
         table = _table(spark, [_arrow([first]), _arrow([second])])
-        totals = rollup_group_totals(table.groups, MAX_GAP_S)
+        totals = table.totals()
         _assert_equal(totals, group_totals(table.snapshots), ("group_label",))
         (found,) = collect_rows(totals)
         table.release()
@@ -484,14 +531,18 @@ def _assert_close(actual: DataFrame, expected: DataFrame, keys: tuple[str, ...])
 class TestSketchPercentiles:
     def test_members_within_one_percent(self, table: Table) -> None:
         """Each member's percentiles from the merged sketches, against percentile_approx."""
-        got = sketch_percentiles(table.members)
+        got = table.frame(
+            sketch_percentiles(table.partials, ("group_label", "member_id")), MEMBER_PERCENTILES
+        )
         assert same_columns(got.schema, MEMBER_PERCENTILES)
         want = member_percentiles(gauges(table.rows, THRESHOLD))
         _assert_close(got, want, ("group_label", "member_id"))
 
     def test_groups_within_one_percent(self, table: Table) -> None:
         """Each group's percentiles over its snapshots' largest values."""
-        got = group_sketch_percentiles(table.groups)
+        got = table.frame(
+            sketch_percentiles(table.group_partials, ("group_label",)), GROUP_PERCENTILES
+        )
         assert same_columns(got.schema, GROUP_PERCENTILES)
         _assert_close(got, group_percentiles(table.snapshots), ("group_label",))
 
@@ -504,7 +555,7 @@ class TestSketchPercentiles:
 class TestRollupGroups:
     def test_each_label_with_its_latest_group_name(self, hand: Table) -> None:
         """The last non-empty name wins; a group that never named itself gets ""."""
-        assert rollup_groups(hand.members) == {
+        assert group_names(hand.partials) == {
             "east": "gr-east",
             "north": "",
             "west": "gr-west",
@@ -512,5 +563,5 @@ class TestRollupGroups:
 
     def test_the_simulated_group_names_itself(self, simulated: Table) -> None:
         """The spool's group label and GR group name come through."""
-        (name,) = rollup_groups(simulated.members).values()
+        (name,) = group_names(simulated.partials).values()
         assert len(name) == 36
