@@ -139,14 +139,16 @@ def stitch_share(task: StitchTask) -> dict[str, Any]:
     """Return one share's intermediate tables (Arrow IPC bytes) and its groups' names."""
     members = read_partials(task.member_files, ARROW_MEMBER_ROLLUPS, task.start_us, task.end_us)
     groups = read_partials(task.group_files, ARROW_GROUP_ROLLUPS, task.start_us, task.end_us)
-    labels = _share(pc.unique(members.column("group_label")), task)
-    mine = pc.is_in(members.column("group_label"), value_set=labels)
-    names = group_names(members.filter(mine))
-    member_keys = pc.binary_join_element_wise(
-        members.column("group_label"), members.column("member_id"), "\x00"
-    )
-    members = members.filter(pc.is_in(member_keys, value_set=_share(pc.unique(member_keys), task)))
-    groups = groups.filter(pc.is_in(groups.column("group_label"), value_set=labels))
+    if task.shares > 1:  # keep this task's share of the groups and of the members
+        labels = _share(pc.unique(members.column("group_label")), task)
+        member_keys = pc.binary_join_element_wise(
+            members.column("group_label"), members.column("member_id"), "\x00"
+        )
+        names = group_names(members.filter(pc.is_in(members.column("group_label"), labels)))
+        members = members.filter(pc.is_in(member_keys, _share(pc.unique(member_keys), task)))
+        groups = groups.filter(pc.is_in(groups.column("group_label"), value_set=labels))
+    else:
+        names = group_names(members)
     tables = {
         "minutes": stitch_minutes(members, task.max_gap_s),
         "segments": stitch_segments(members),

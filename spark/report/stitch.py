@@ -209,7 +209,10 @@ def stitch_minutes(partials: pa.Table, max_gap_s: float) -> pa.Table:
     partials of one minute are added up with :func:`grstats.spark.report.minutes.member_minutes`'s
     rules: a sum over nothing but nulls is null, host and port are the last snapshot's.
     """
-    rows = _Sorted(partials, _MEMBER, ("minute", "first_at"))
+    light = partials.drop_columns(
+        [name for name in partials.column_names if name.endswith("_sketch") or name == "changes"]
+    )  # sorting moves every column: not the large ones this does not read
+    rows = _Sorted(light, _MEMBER, ("minute", "first_at"))
     tail = rows.tail(max_gap_s)
     last_state = rows.column("last_state")
     has_counts = pc.and_(
@@ -306,7 +309,16 @@ def stitch_segments(partials: pa.Table) -> pa.Table:
     start, except for the member's last segment, whose ``last_at`` is the member's last
     snapshot: :func:`grstats.spark.report.episodes.episodes` reads ``last_at`` only there.
     """
-    rows = _Sorted(partials, _MEMBER, ("minute", "first_at"))
+    edges = [
+        f"{side}_{what}"
+        for side in ("first", "last")
+        for what in ("state", "connected", "throttling")
+    ]
+    rows = _Sorted(
+        partials.select([*_MEMBER, "minute", "first_at", "last_at", *edges, "changes"]),
+        _MEMBER,
+        ("minute", "first_at"),
+    )
     starts = rows.first
     for first, last in (
         ("first_state", "last_state"),
