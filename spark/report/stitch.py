@@ -149,6 +149,13 @@ def _array(values: pa.Array | pa.ChunkedArray) -> pa.Array:
     return values
 
 
+def _contiguous(column: pa.ChunkedArray) -> pa.Array:
+    """One array with offset 0: a slice's map keys and items are its parent's, all of them."""
+    if not column.num_chunks:
+        return pa.array([], column.type)
+    return pa.concat_arrays(column.chunks)
+
+
 def _differs(before: pa.Array, after: pa.Array) -> pa.Array:
     """Whether each pair differs, null-safely (null equals only null); never null."""
     equal = pc.fill_null(pc.equal(before, after), _FALSE)
@@ -278,25 +285,7 @@ def stitch_minutes(partials: pa.Table, max_gap_s: float) -> pa.Table:
         ),
     ]
     minutes = _aggregate(pa.table(columns), (*_MEMBER, "minute"), aggregations)
-    return minutes.select(list(_MINUTES_COLUMNS))
-
-
-_MINUTES_COLUMNS = (
-    *_MEMBER,
-    "minute",
-    "member_host",
-    "member_port",
-    "snapshots",
-    "first_at",
-    "last_at",
-    "held_s",
-    *(f"{state.lower()}_s" for state in STATES),
-    "not_connected_s",
-    "throttling_s",
-    "elapsed_s",
-    *COUNTERS,
-    *(f"{name}_{part}" for name in GAUGES for part in ("max", "sum", "n")),
-)
+    return minutes.select(list(columns))  # MINUTES's order, as the columns were made
 
 
 def stitch_segments(partials: pa.Table) -> pa.Table:
@@ -378,19 +367,6 @@ def stitch_segments(partials: pa.Table) -> pa.Table:
             "last": ordered.last,
         }
     )
-
-
-_SEGMENTS_COLUMNS = (
-    *_MEMBER,
-    "segment",
-    "member_state",
-    "connected",
-    "throttling",
-    "start",
-    "last_at",
-    "first",
-    "last",
-)
 
 
 def stitch_group_totals(partials: pa.Table, max_gap_s: float) -> pa.Table:
@@ -509,7 +485,7 @@ def sketch_percentiles(partials: pa.Table, keys: Sequence[str]) -> pa.Table:
     for gauge in SKETCHED:
         if gauge not in PERCENTILES:
             continue
-        sketches = _array(partials.column(f"{gauge}_sketch"))
+        sketches = _contiguous(partials.column(f"{gauge}_sketch"))
         # A map as a list of its keys, for the parents (list_parent_indices takes no map).
         parents = pc.list_parent_indices(pa.ListArray.from_arrays(sketches.offsets, sketches.keys))
         merged = _aggregate(
