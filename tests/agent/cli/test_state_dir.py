@@ -44,6 +44,19 @@ def wait_for(path: Path, process: subprocess.Popen[bytes], timeout_s: float = 30
         time.sleep(0.1)
 
 
+def wait_started(log: Path, process: subprocess.Popen[bytes], timeout_s: float = 30) -> None:
+    """Wait until the agent logs agent_started: from then on it handles SIGTERM.
+
+    It locks its directory and makes its registry before; stopped then, it dies of the signal
+    (as it once did here, under load).
+    """
+    deadline = time.monotonic() + timeout_s
+    while '"agent_started"' not in log.read_text(encoding="utf-8"):
+        assert process.poll() is None, log.read_text(encoding="utf-8")
+        assert time.monotonic() < deadline, f"{log} never said agent_started"
+        time.sleep(0.1)
+
+
 def stop(process: subprocess.Popen[bytes]) -> int:
     """SIGTERM ``process`` (if it runs) and return its exit status."""
     if process.poll() is None:
@@ -62,6 +75,8 @@ def test_the_default_is_by_port_under_state_directory_not_the_cwd(tmp_path: Path
     try:
         wait_for(tmp_path / "base" / str(port) / REGISTRY_FILENAME, first)
         wait_for(tmp_path / "base" / str(other) / REGISTRY_FILENAME, second)
+        wait_started(tmp_path / "first.log", first)
+        wait_started(tmp_path / "second.log", second)
     finally:
         assert (stop(first), stop(second)) == (0, 0)
     assert list(cwd.iterdir()) == []
@@ -90,6 +105,7 @@ def test_a_second_agent_on_one_state_dir_is_refused(tmp_path: Path) -> None:
                 assert third.poll() is None, (tmp_path / "third.log").read_text(encoding="utf-8")
                 assert time.monotonic() < deadline
                 time.sleep(0.1)
+            wait_started(tmp_path / "third.log", third)
         finally:
             assert stop(third) == 0
     finally:
