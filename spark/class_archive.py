@@ -25,6 +25,7 @@ import hashlib
 import os
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -95,6 +96,12 @@ def finish(archive_plan: ArchivePlan) -> None:
     try:
         if gateway is None or process is None:
             return
+        print(
+            f"grstats: writing Spark's class archive for later commands, once "
+            f"({archive_plan.archive}; {ENV}=off turns this off)",
+            file=sys.stderr,
+            flush=True,
+        )
         with contextlib.suppress(Exception):
             gateway.shutdown()
         SparkContext._gateway = None  # noqa: SLF001

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from grstats.agent.cli.demo.pipeline import SPARK_ENV
 from grstats.spark.class_archive import ENV, LOG_OPTIONS, plan
 from grstats.spark.session import session_conf
 
@@ -90,7 +91,7 @@ def test_the_first_command_writes_the_archive_and_the_next_maps_it(tmp_path: Pat
     archives = tmp_path / "archives"
     env = {k: v for k, v in os.environ.items() if k != "JAVA_TOOL_OPTIONS"} | {ENV: str(archives)}
 
-    def run(extra: dict[str, str]) -> str:
+    def run(extra: dict[str, str]) -> tuple[str, str]:
         done = subprocess.run(
             [sys.executable, "-c", _JOB],
             env=env | extra,
@@ -100,21 +101,30 @@ def test_the_first_command_writes_the_archive_and_the_next_maps_it(tmp_path: Pat
             check=False,
         )
         assert done.returncode == 0, done.stderr[-3000:]
-        return done.stdout
+        return done.stdout, done.stderr
 
-    assert run({}).strip() == '{"sum": 499500}'  # stdout holds the job's output alone
+    out, err = run({})
+    assert out.strip() == '{"sum": 499500}'  # stdout holds the job's output alone
+    assert "grstats: writing Spark's class archive for later commands, once" in err
     (archive,) = archives.glob("spark-classes-*.jsa")
     assert archive.stat().st_size > 1_000_000
     assert not list(archives.glob(".*.tmp"))
     log = tmp_path / "classes.log"
     # The JVM reads JAVA_TOOL_OPTIONS itself: it logs where each class came from.
-    out = run({"JAVA_TOOL_OPTIONS": f"-Xlog:class+load=info:file={log}"})
+    out, err = run({"JAVA_TOOL_OPTIONS": f"-Xlog:class+load=info:file={log}"})
     assert out.strip() == '{"sum": 499500}'
+    assert "class archive" not in err
     loaded = [
         line for line in log.read_text().splitlines() if "org.apache.spark.SparkContext " in line
     ]
     assert loaded
     assert all("source: shared objects file (top)" in line for line in loaded), loaded
+
+
+def test_the_demo_writes_no_archive() -> None:
+    """The demo's Spark jobs run with the archive off (its variable named as this module's)."""
+    assert SPARK_ENV == {ENV: "off"}
+    assert plan(SPARK_ENV).options == ""
 
 
 def test_the_archive_options_are_not_in_the_shared_settings() -> None:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from grstats.agent.cli.errors import CliError
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Sequence
+    from collections.abc import Callable, Iterator, Mapping, Sequence
     from pathlib import Path
     from types import FrameType
 
@@ -68,10 +68,18 @@ class Children:
     def __getitem__(self, name: str) -> Child:
         return self._children[name]
 
-    def start(self, name: str, argv: Sequence[str], log: Path, stdout: Path | None = None) -> Child:
+    def start(
+        self,
+        name: str,
+        argv: Sequence[str],
+        log: Path,
+        stdout: Path | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> Child:
         """Start ``argv`` in a new process group, its stderr (and stdout) to ``log``.
 
-        With ``stdout``, the standard output goes to that file instead.
+        With ``stdout``, the standard output goes to that file instead; ``env`` adds to (or
+        overrides) this process's environment.
         """
         log.parent.mkdir(parents=True, exist_ok=True)
         with contextlib.ExitStack() as files:
@@ -83,6 +91,7 @@ class Children:
                 stdout=output,
                 stderr=errors,
                 start_new_session=True,
+                env=None if env is None else {**os.environ, **env},
             )
         child = Child(name, process, log)
         self._children[name] = child
