@@ -76,6 +76,8 @@ __all__ = [
     "STATES",
     "RollupSettings",
     "RollupSettingsError",
+    "as_array",
+    "differs",
     "group_rollups",
     "member_rollups",
 ]
@@ -291,7 +293,7 @@ class _MemberRows:
 
     def __init__(self, table: pa.Table, settings: RollupSettings) -> None:
         self.max_gap = _max_gap(settings)
-        self.column = column = {name: _array(table.column(name)) for name in table.column_names}
+        self.column = column = {name: as_array(table.column(name)) for name in table.column_names}
         self.micros = micros = column["collected_at"].cast(pa.int64())
         label_code, member_code = _codes(column["group_label"]), _codes(column["member_id"])
         self.order = pc.sort_indices(
@@ -359,10 +361,10 @@ class _MemberRows:
             runs.paired,
             pc.or_(
                 pc.or_(
-                    _differs(previous_state, state),
-                    _differs(runs.previous(connected), connected),
+                    differs(previous_state, state),
+                    differs(runs.previous(connected), connected),
                 ),
-                _differs(runs.previous(throttling), throttling),
+                differs(runs.previous(throttling), throttling),
             ),
         )
         parts["changed"] = changed.cast(pa.int64())
@@ -424,7 +426,7 @@ def group_rollups(rows: pa.Table, settings: RollupSettings = DEFAULT_SETTINGS) -
     table = _with_member(rows.select([*_GROUP_INPUTS, *GAUGES.values()]))
     if not table.num_rows:
         return ARROW_GROUP_ROLLUPS.empty_table()
-    column = {name: _array(table.column(name)) for name in table.column_names}
+    column = {name: as_array(table.column(name)) for name in table.column_names}
     state = column["member_state"]
     sampled = _sampled(state, column["connected"])
     labels = pc.dictionary_encode(column["group_label"])
@@ -455,7 +457,7 @@ def group_rollups(rows: pa.Table, settings: RollupSettings = DEFAULT_SETTINGS) -
             sort_keys=[("r", _ASCENDING), ("t", _ASCENDING)],
         )
     )
-    snap = {name: _array(snapshots.column(name)) for name in snapshots.column_names}
+    snap = {name: as_array(snapshots.column(name)) for name in snapshots.column_names}
     n = snapshots.num_rows
     micros = snap["t"]
     minute = _floor_minute(micros)
@@ -550,7 +552,7 @@ class _Runs:
         """The runs of equal ``keys`` (null equal to null)."""
         new = pa.array([False] * (n - 1), pa.bool_())
         for key in keys:
-            new = pc.or_(new, _differs(key.slice(0, n - 1), key.slice(1)))
+            new = pc.or_(new, differs(key.slice(0, n - 1), key.slice(1)))
         return cls(n, pa.concat_arrays([pa.array([True], pa.bool_()), new]))
 
     def previous(self, values: pa.Array) -> pa.Array:
@@ -588,10 +590,11 @@ class _Runs:
         # Single-threaded grouping yields groups in the order first seen (partial order);
         # sorting keeps that true whatever the grouper does.
         done = done.take(pc.sort_indices(done.column("_pid")))
-        return {name: _array(done.column(name)) for name in done.column_names}
+        return {name: as_array(done.column(name)) for name in done.column_names}
 
 
-def _array(values: pa.Array | pa.ChunkedArray) -> pa.Array:
+def as_array(values: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """One array of ``values`` (a chunked array's chunks combined)."""
     if isinstance(values, pa.ChunkedArray):
         return values.combine_chunks()
     return values
@@ -660,7 +663,7 @@ def _max_gap(settings: RollupSettings) -> pa.Scalar:
     return pa.scalar(settings.max_gap_s, pa.float64())
 
 
-def _differs(before: pa.Array, after: pa.Array) -> pa.Array:
+def differs(before: pa.Array, after: pa.Array) -> pa.Array:
     """Whether each pair differs, null-safely (null equals only null); never null."""
     equal = pc.fill_null(pc.equal(before, after), _FALSE)
     both_null = pc.and_(pc.is_null(before), pc.is_null(after))

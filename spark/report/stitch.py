@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from grstats.spark.rollup import COUNTERS, GAUGES, SKETCHED, STATES
+from grstats.spark.rollup import COUNTERS, GAUGES, SKETCHED, STATES, as_array, differs
 from grstats.spark.sketch import quantile
 
 if TYPE_CHECKING:
@@ -109,15 +109,15 @@ class _Sorted:
         if self.n > 1:
             later = pa.array([False] * (self.n - 1), pa.bool_())
             for key in keys:
-                column = _array(self.table.column(key))
-                later = pc.or_(later, _differs(column.slice(0, self.n - 1), column.slice(1)))
+                column = as_array(self.table.column(key))
+                later = pc.or_(later, differs(column.slice(0, self.n - 1), column.slice(1)))
             new = pa.concat_arrays([new, later])
         self.first = new
         self.last = pa.concat_arrays([new.slice(1), pa.array([True] * min(self.n, 1), pa.bool_())])
 
     def column(self, name: str) -> pa.Array:
         """The column ``name`` of the sorted partials."""
-        return _array(self.table.column(name))
+        return as_array(self.table.column(name))
 
     def previous(self, name: str) -> pa.Array:
         """Each row's previous partial's ``name`` (null on a key's first row)."""
@@ -143,24 +143,11 @@ class _Sorted:
         return pc.fill_null(capped, _ZERO_S)
 
 
-def _array(values: pa.Array | pa.ChunkedArray) -> pa.Array:
-    if isinstance(values, pa.ChunkedArray):
-        return values.combine_chunks()
-    return values
-
-
 def _contiguous(column: pa.ChunkedArray) -> pa.Array:
     """One array with offset 0: a slice's map keys and items are its parent's, all of them."""
     if not column.num_chunks:
         return pa.array([], column.type)
     return pa.concat_arrays(column.chunks)
-
-
-def _differs(before: pa.Array, after: pa.Array) -> pa.Array:
-    """Whether each pair differs, null-safely (null equals only null); never null."""
-    equal = pc.fill_null(pc.equal(before, after), _FALSE)
-    both_null = pc.and_(pc.is_null(before), pc.is_null(after))
-    return pc.invert(pc.or_(equal, both_null))
 
 
 def _seconds(times: pa.Array) -> pa.Array:
@@ -203,7 +190,7 @@ def _aggregate(
 
 def _key(table: pa.Table, keys: Sequence[str]) -> pa.Array:
     """The ``keys`` of each row as one text that sorts as the tuple of them does."""
-    columns = [_array(table.column(key)) for key in keys]
+    columns = [as_array(table.column(key)) for key in keys]
     if len(columns) == 1:
         return columns[0]
     return pc.binary_join_element_wise(*columns, _SEPARATOR)
@@ -314,7 +301,7 @@ def stitch_segments(partials: pa.Table) -> pa.Table:
         ("first_connected", "last_connected"),
         ("first_throttling", "last_throttling"),
     ):
-        starts = pc.or_(starts, _differs(rows.column(first), rows.previous(last)))
+        starts = pc.or_(starts, differs(rows.column(first), rows.previous(last)))
     member_last = _aggregate(
         rows.table.select([*_MEMBER, "last_at"]), _MEMBER, [("last_at", "max")]
     )
@@ -327,11 +314,11 @@ def stitch_segments(partials: pa.Table) -> pa.Table:
         [
             pa.table(
                 {
-                    **{key: _array(edges.column(key)) for key in _MEMBER},
-                    "start": _array(edges.column("first_at")),
-                    "member_state": _array(edges.column("first_state")),
-                    "connected": _array(edges.column("first_connected")),
-                    "throttling": _array(edges.column("first_throttling")),
+                    **{key: as_array(edges.column(key)) for key in _MEMBER},
+                    "start": as_array(edges.column("first_at")),
+                    "member_state": as_array(edges.column("first_state")),
+                    "connected": as_array(edges.column("first_connected")),
+                    "throttling": as_array(edges.column("first_throttling")),
                 }
             ),
             pa.table(
@@ -352,7 +339,7 @@ def stitch_segments(partials: pa.Table) -> pa.Table:
     )
     segment = pc.add(pc.subtract(index, first_index), _ONE)
     at_end = pc.index_in(_key(ordered.table, _MEMBER), value_set=_key(member_last, _MEMBER))
-    member_last_at = pc.take(_array(member_last.column("last_at")), at_end)
+    member_last_at = pc.take(as_array(member_last.column("last_at")), at_end)
     start = ordered.column("start")
     return pa.table(
         {
