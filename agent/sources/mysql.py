@@ -125,6 +125,7 @@ _ACCOUNT_RE = re.compile(r"user '([^']*)'@'([^']*)'")
 _TABLE_RE = re.compile(r"Table '(?:[^'.]*\.)?([^']*)' doesn't exist")
 _GR_TABLES = frozenset({"replication_group_members", "replication_group_member_stats"})
 _QUIT_TIMEOUT_S = 1.0
+_ABORT_TURNS = 10
 
 # TIMESTAMP(6)/DATETIME(6) come back as the server's text, so that the zero timestamp and
 # microseconds are read exactly (mysql_records.timestamp_us), in the UTC session time zone.
@@ -302,27 +303,20 @@ class MySQLSource:
             ) from None
         with _translated(config, "connect", config.connect_timeout_s, "connect_timeout_s"):
             async with asyncio.timeout(config.connect_timeout_s):
-                try:
-                    conn = await aiomysql.connect(
-                        host=config.host,
-                        port=config.port,
-                        user=config.user,
-                        password=password,
-                        connect_timeout=config.connect_timeout_s,
-                        charset="utf8mb4",
-                        autocommit=True,
-                        conv=_DECODERS,
-                        ssl=context,
-                        init_command="SET time_zone = '+00:00'",
-                        program_name="grstats",
-                    )
-                except Exception:
-                    # The driver closes a failed connection's transport, which closes its
-                    # socket on a later loop turn: let that happen before the error goes up,
-                    # or an agent stopping now would leave the socket to the garbage collector.
-                    for _ in range(2):
-                        await asyncio.sleep(0)
-                    raise
+                conn = _Connection(
+                    host=config.host,
+                    port=config.port,
+                    user=config.user,
+                    password=password,
+                    connect_timeout=config.connect_timeout_s,
+                    charset="utf8mb4",
+                    autocommit=True,
+                    conv=_DECODERS,
+                    ssl=context,
+                    init_command="SET time_zone = '+00:00'",
+                    program_name="grstats",
+                )
+                await conn.open()
         del password
         if context is not None and not conn.server_capabilities & CLIENT.SSL:
             await _close(conn, polite=False)
@@ -459,6 +453,51 @@ class MySQLSource:
             return applier_row(member_id, None, ()), SourceHealth(ok=True, message=note)
         row = applier_row(member_id, connection, workers)
         return row, SourceHealth()
+
+
+class _Connection(aiomysql.Connection):  # type: ignore[misc]
+    """aiomysql's connection whose failed connect leaves no socket open.
+
+    On a failure aiomysql closes the connection's transport. Over TLS that close waits for the
+    server's close_notify, which may come many loop turns later (or never), and a CancelledError
+    (``connect_timeout_s``) skips it. :meth:`open` aborts every transport the connect made and
+    waits until their sockets are closed, so an agent stopping right after the error leaves
+    nothing to the garbage collector.
+    """
+
+    def __init__(self, **kwargs: Any) -> None:
+        self.grstats_writers: list[asyncio.StreamWriter] = []
+        super().__init__(**kwargs)
+
+    @property
+    def _writer(self) -> asyncio.StreamWriter | None:
+        return self.__dict__.get("_grstats_writer")
+
+    @_writer.setter
+    def _writer(self, writer: asyncio.StreamWriter | None) -> None:
+        # aiomysql replaces its writer when the connection turns to TLS: remember each one.
+        if writer is not None:
+            self.grstats_writers.append(writer)
+        self.__dict__["_grstats_writer"] = writer
+
+    async def open(self) -> None:
+        """Connect and log in (what ``aiomysql.connect`` does), closing every socket on failure."""
+        try:
+            await self._connect()
+        except BaseException:
+            for writer in self.grstats_writers:
+                writer.transport.abort()
+            for _ in range(_ABORT_TURNS):  # abort closes a socket on the next loop turn
+                if all(_socket_closed(writer) for writer in self.grstats_writers):
+                    break
+                await asyncio.sleep(0)
+            raise
+        self.grstats_writers = []  # the connection's own writer is all that is left open
+
+
+def _socket_closed(writer: asyncio.StreamWriter) -> bool:
+    sock = writer.transport.get_extra_info("socket")
+    return sock is None or sock.fileno() == -1
 
 
 async def _close(conn: Any, *, polite: bool) -> None:

@@ -587,6 +587,18 @@ class TestUnavailable:
                     await source.read()
                 assert 0.3 <= time.monotonic() - started < 0.3 + MARGIN_S
 
+    async def test_timed_out_connect_leaves_no_socket_open(self, make_config: MakeConfig) -> None:
+        """A connect cut off by connect_timeout_s has closed its socket when the error is raised."""
+        with socket.socket() as listener:
+            listener.bind(("127.0.0.1", 0))
+            listener.listen(4)
+            config = make_config(port=listener.getsockname()[1], connect_timeout_s=0.2)
+            async with MySQLSource(config) as source:
+                before = open_sockets()
+                with pytest.raises(SourceUnavailable, match="connect_timeout_s"):
+                    await source.read()
+                assert open_sockets() == before  # no await since the failure
+
     async def test_backoff_between_connects(self, make_config: MakeConfig) -> None:
         """After failures, reads before the (doubling, capped) delay repeat the failure without connecting.
 
