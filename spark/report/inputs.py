@@ -25,18 +25,16 @@ from typing import TYPE_CHECKING, Any
 from pyspark import StorageLevel
 from pyspark.sql import functions as F  # noqa: N812 (pyspark's own idiom)
 
-from grstats.spark.report.episodes import SEGMENTS, segments
-from grstats.spark.report.minutes import MINUTES, member_minutes, member_runs
+from grstats.spark.report.episodes import segments
+from grstats.spark.report.minutes import member_minutes, member_runs
 from grstats.spark.report.output import collect_rows
 from grstats.spark.report.percentiles import (
-    GROUP_PERCENTILES,
-    MEMBER_PERCENTILES,
     group_percentiles,
     member_percentiles,
 )
 from grstats.spark.report.rollup_job import RollupPieces, stitch_rollups
 from grstats.spark.report.series import MINUTE, member_series
-from grstats.spark.report.snapshots import GROUP_TOTALS, group_snapshots, group_totals
+from grstats.spark.report.snapshots import group_snapshots, group_totals
 from grstats.spark.report.source import select_range
 from grstats.spark.report.steps import gauges, member_steps
 from grstats.spark.report.summary import PERCENTILE_METHOD
@@ -53,9 +51,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
 
-    import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
-    from pyspark.sql.types import StructType
 
     from grstats.spark.report.config import ReportConfig
 
@@ -89,7 +85,12 @@ class Pieces:
 
 
 class Source:
-    """One report's input: which groups it holds, and its pieces."""
+    """One report's input: which groups it holds.
+
+    The member rows (:class:`RowsSource`) give their intermediate tables as Spark DataFrames
+    (``pieces``); the rollups (:class:`RollupsSource`) give theirs as Arrow tables
+    (``stitched``).
+    """
 
     #: "rows" or "rollups", as summary.json's settings say.
     name: str
@@ -104,10 +105,6 @@ class Source:
 
     def only(self, label: str) -> Source:
         """Return this source cut to the group ``label``."""
-        raise NotImplementedError
-
-    def pieces(self, config: ReportConfig, step: Callable[[str], None]) -> Pieces:
-        """Return the intermediate tables; ``step`` reports the passes that take time."""
         raise NotImplementedError
 
 
@@ -171,7 +168,8 @@ class RollupsSource(Source):
     (:mod:`grstats.spark.report.rollup_job`): a month of a group's rollups is a few hundred
     thousand rows, which Arrow's kernels stitch in less time than a cold JVM takes to plan
     and run the window queries that did it before (docs/benchmarks.md, "Spark report"). The
-    groups' names come from the same pass, and ``only`` cuts its results.
+    groups' names come from the same pass, and ``only`` cuts its results. The report's result
+    tables are computed from them on the driver (:mod:`grstats.spark.report.arrow_tables`).
     """
 
     name = "rollups"
@@ -196,24 +194,6 @@ class RollupsSource(Source):
     def only(self, label: str) -> RollupsSource:
         """Return the rollups of the group ``label``."""
         return RollupsSource(self.spark, lambda: self.stitched().only(label))
-
-    def pieces(self, config: ReportConfig, step: Callable[[str], None]) -> Pieces:  # noqa: ARG002
-        """The stitched partials as DataFrames (stitched for ``config`` when it was opened)."""
-        stitched = self.stitched()
-        step(f"stitched the rollups into {stitched.minutes.num_rows:,} member-minutes")
-
-        def frame(table: pa.Table, schema: StructType) -> DataFrame:
-            return self.spark.createDataFrame(table.select(schema.fieldNames()), schema)
-
-        return Pieces(
-            minutes=frame(stitched.minutes, MINUTES),
-            segments=frame(stitched.segments, SEGMENTS),
-            member_percentiles=frame(stitched.member_percentiles, MEMBER_PERCENTILES),
-            group_totals=frame(stitched.group_totals, GROUP_TOTALS),
-            group_percentiles=frame(stitched.group_percentiles, GROUP_PERCENTILES),
-            series=None,
-            cached=(),
-        )
 
 
 def _whole_minute(moment: dt.datetime | None) -> bool:

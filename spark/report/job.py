@@ -11,7 +11,10 @@ collected result tables by group. With the member rows
 3. percentiles of each member's gauges (no sort);
 4. chart points, when buckets are shorter than a minute (no sort).
 
-With the rollups (:class:`grstats.spark.report.inputs.RollupsSource`) no member row is read.
+With the rollups (:class:`grstats.spark.report.inputs.RollupsSource`) no member row is read,
+and the result tables are computed from the stitched pieces with pyarrow on the driver
+(:mod:`grstats.spark.report.arrow_tables`): at most one row per member-minute, which Arrow
+goes through in about a second where a cold JVM's queries took most of the report.
 """
 
 from __future__ import annotations
@@ -21,11 +24,14 @@ import json
 import time
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark import StorageLevel
 from pyspark.sql import functions as F  # noqa: N812 (pyspark's own idiom)
 
-from grstats.spark.report.episodes import episodes
-from grstats.spark.report.figures import group_figures, member_figures
+from grstats.spark.report import arrow_tables
+from grstats.spark.report.episodes import EPISODES, episodes
+from grstats.spark.report.figures import FIGURES, group_figures, member_figures
 from grstats.spark.report.fleet import (
     GROUPS_DIR,
     fleet_summary,
@@ -33,11 +39,18 @@ from grstats.spark.report.fleet import (
     group_entry,
     render_fleet,
 )
-from grstats.spark.report.hourly import member_hours
-from grstats.spark.report.inputs import ReportInputError, Source, check_table, open_source
+from grstats.spark.report.hourly import HOURLY, member_hours
+from grstats.spark.report.inputs import (
+    ReportInputError,
+    RollupsSource,
+    RowsSource,
+    Source,
+    check_table,
+    open_source,
+)
 from grstats.spark.report.output import collect_rows, iso, write_csv, write_parquet
 from grstats.spark.report.page import PageData, render, render_empty
-from grstats.spark.report.series import MINUTE, bucket_seconds, minute_series
+from grstats.spark.report.series import MINUTE, SERIES, bucket_seconds, minute_series
 from grstats.spark.report.summary import (
     FORMAT,
     build_summary,
@@ -45,7 +58,7 @@ from grstats.spark.report.summary import (
     range_summary,
     settings_summary,
 )
-from grstats.spark.report.worst import worst_minutes
+from grstats.spark.report.worst import MIN_CHECKED_PER_MINUTE, WORST, worst_minutes
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -269,6 +282,47 @@ def _write_fleet(
     )
 
 
+def _episodes_of(rows: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
+    """The episodes of one result table of EPISODE_KINDS, from all the episodes' rows."""
+    kind, value = EPISODE_KINDS[name]
+    return [row for row in rows if (row["kind"], row["value"]) == (kind, value)]
+
+
+def _compute_from_rollups(
+    source: RollupsSource, config: ReportConfig, step: _Progress
+) -> _Collected:
+    """Compute every result table from the stitched rollups, with pyarrow on the driver."""
+    stitched = source.stitched()
+    step(f"stitched the rollups into {stitched.minutes.num_rows:,} member-minutes")
+    all_episodes = arrow_tables.episodes(stitched.segments)
+    members = arrow_tables.member_figures(
+        stitched.minutes, stitched.member_percentiles, all_episodes
+    )
+    group = arrow_tables.group_figures(members, stitched.group_totals, stitched.group_percentiles)
+    step("percentiles and figures of every member and group")
+    first_at = pc.min(group.column("first_at")).as_py()
+    last_at = pc.max(group.column("last_at")).as_py()
+    bucket_s = max(bucket_seconds(first_at, last_at, config.chart_points), source.min_bucket_s)
+    minutes = stitched.minutes
+    tables = {
+        "figures": pa.concat_tables([group, members]),
+        "episodes": all_episodes,
+        "hourly": arrow_tables.member_hours(minutes),
+        "worst_minutes": arrow_tables.worst_minutes(
+            minutes, config.worst_intervals, MIN_CHECKED_PER_MINUTE
+        ),
+        "chart_series": arrow_tables.minute_series(minutes, first_at, bucket_s),
+    }
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for name in TABLE_NAMES:
+        if name in EPISODE_KINDS:
+            rows[name] = _episodes_of(rows["episodes"], name)
+        else:
+            rows[name] = arrow_tables.rows_of(tables[name])
+        step(f"computed {name} ({len(rows[name]):,} rows)")
+    return _Collected(rows, dict(SCHEMAS), bucket_s, source)
+
+
 class _Progress:
     """Reports each step with the seconds since the run started."""
 
@@ -289,8 +343,22 @@ class _Progress:
         self._progress(f"{message} ({self.elapsed():.1f} s)")
 
 
+#: The result tables' schemas (the Spark functions' and :mod:`arrow_tables`' output).
+SCHEMAS = {
+    "figures": FIGURES,
+    "episodes": EPISODES,
+    **dict.fromkeys(EPISODE_KINDS, EPISODES),
+    "hourly": HOURLY,
+    "worst_minutes": WORST,
+    "chart_series": SERIES,
+}
+
+
 def _compute(source: Source, config: ReportConfig, step: _Progress) -> _Collected:
     """Compute every result table of every group in range, and collect them."""
+    if isinstance(source, RollupsSource):
+        return _compute_from_rollups(source, config, step)
+    assert isinstance(source, RowsSource)
     pieces = source.pieces(config, step)
     cached: list[DataFrame] = list(pieces.cached)
     try:
@@ -329,14 +397,12 @@ def _compute(source: Source, config: ReportConfig, step: _Progress) -> _Collecte
             "chart_series": series,
         }
         rows: dict[str, list[dict[str, Any]]] = {}
-        schemas = {name: frame.schema for name, frame in tables.items()}
+        # The declared schemas, not the frames' (Spark marks literal columns non-nullable), so
+        # that both sources write the same Parquet schema.
+        schemas = dict(SCHEMAS)
         for name in TABLE_NAMES:
             if name in EPISODE_KINDS:  # a part of the episodes, taken from their rows
-                kind, value = EPISODE_KINDS[name]
-                rows[name] = [
-                    r for r in rows["episodes"] if (r["kind"], r["value"]) == (kind, value)
-                ]
-                schemas[name] = schemas["episodes"]
+                rows[name] = _episodes_of(rows["episodes"], name)
             else:
                 rows[name] = collect_rows(tables[name])
             step(f"computed {name} ({len(rows[name]):,} rows)")

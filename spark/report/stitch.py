@@ -47,12 +47,15 @@ __all__ = [
     "GROUP_PERCENTILE_COLUMNS",
     "MEMBER_PERCENTILE_COLUMNS",
     "PERCENTILES",
+    "aggregate",
+    "epoch_seconds",
     "group_names",
     "percentile_name",
     "sketch_percentiles",
     "stitch_group_totals",
     "stitch_minutes",
     "stitch_segments",
+    "when",
 ]
 
 #: The percentiles the report gives for each gauge (grstats.spark.report.percentiles holds
@@ -137,7 +140,9 @@ class _Sorted:
 
     def tail(self, max_gap_s: float) -> pa.Array:
         """Seconds each partial's last snapshot holds: to the next one's first, capped; 0 last."""
-        gap = pc.subtract(_seconds(self.next("first_at")), _seconds(self.column("last_at")))
+        gap = pc.subtract(
+            epoch_seconds(self.next("first_at")), epoch_seconds(self.column("last_at"))
+        )
         cap = pa.scalar(float(max_gap_s), pa.float64())
         capped = pc.min_element_wise(gap, cap, skip_nulls=False)
         return pc.fill_null(capped, _ZERO_S)
@@ -150,12 +155,12 @@ def _contiguous(column: pa.ChunkedArray) -> pa.Array:
     return pa.concat_arrays(column.chunks)
 
 
-def _seconds(times: pa.Array) -> pa.Array:
+def epoch_seconds(times: pa.Array) -> pa.Array:
     """Timestamps as seconds since the epoch (double), as the report's ``epoch_seconds``."""
     return pc.divide(times.cast(pa.int64()).cast(pa.float64()), _US_PER_S)
 
 
-def _when(
+def when(
     condition: pa.Array, then: pa.Array | pa.Scalar, otherwise: pa.Array | pa.Scalar
 ) -> pa.Array:
     """``then`` where ``condition`` is true, else ``otherwise`` (a null condition is false)."""
@@ -172,7 +177,7 @@ def _delta(now: pa.Array, before: pa.Array) -> pa.Array:
     return pc.if_else(pc.greater_equal(now, before), pc.subtract(now, before), now)
 
 
-def _aggregate(
+def aggregate(
     table: pa.Table, keys: Sequence[str], aggregations: Sequence[tuple[str, str]]
 ) -> pa.Table:
     """``table`` grouped by ``keys`` in the order first seen; columns named as their inputs.
@@ -213,7 +218,7 @@ def stitch_minutes(partials: pa.Table, max_gap_s: float) -> pa.Table:
         pc.is_valid(rows.column("first_checked")), pc.is_valid(rows.previous("last_checked"))
     )
     edge_elapsed = pc.subtract(
-        _seconds(rows.column("first_at")), _seconds(rows.previous("last_at"))
+        epoch_seconds(rows.column("first_at")), epoch_seconds(rows.previous("last_at"))
     )
     columns: dict[str, pa.Array] = {
         name: rows.column(name)
@@ -230,16 +235,16 @@ def stitch_minutes(partials: pa.Table, max_gap_s: float) -> pa.Table:
     columns["held_s"] = pc.add(rows.column("held_s"), tail)
     for state in STATES:
         name = f"{state.lower()}_s"
-        extra = _when(pc.equal(last_state, pa.scalar(state, pa.string())), tail, _ZERO_S)
+        extra = when(pc.equal(last_state, pa.scalar(state, pa.string())), tail, _ZERO_S)
         columns[name] = pc.add(rows.column(name), extra)
     columns["not_connected_s"] = pc.add(
         rows.column("not_connected_s"),
-        _when(pc.invert(rows.column("last_connected")), tail, _ZERO_S),
+        when(pc.invert(rows.column("last_connected")), tail, _ZERO_S),
     )
     columns["throttling_s"] = pc.add(
-        rows.column("throttling_s"), _when(rows.column("last_throttling"), tail, _ZERO_S)
+        rows.column("throttling_s"), when(rows.column("last_throttling"), tail, _ZERO_S)
     )
-    columns["elapsed_s"] = _plus(rows.column("elapsed_s"), _when(has_counts, edge_elapsed, _NULL_F))
+    columns["elapsed_s"] = _plus(rows.column("elapsed_s"), when(has_counts, edge_elapsed, _NULL_F))
     for name in COUNTERS:
         edge = _delta(rows.column(f"first_{name}"), rows.previous(f"last_{name}"))
         columns[name] = _plus(rows.column(name), edge)
@@ -271,7 +276,7 @@ def stitch_minutes(partials: pa.Table, max_gap_s: float) -> pa.Table:
             )
         ),
     ]
-    minutes = _aggregate(pa.table(columns), (*_MEMBER, "minute"), aggregations)
+    minutes = aggregate(pa.table(columns), (*_MEMBER, "minute"), aggregations)
     return minutes.select(list(columns))  # MINUTES's order, as the columns were made
 
 
@@ -302,9 +307,7 @@ def stitch_segments(partials: pa.Table) -> pa.Table:
         ("first_throttling", "last_throttling"),
     ):
         starts = pc.or_(starts, differs(rows.column(first), rows.previous(last)))
-    member_last = _aggregate(
-        rows.table.select([*_MEMBER, "last_at"]), _MEMBER, [("last_at", "max")]
-    )
+    member_last = aggregate(rows.table.select([*_MEMBER, "last_at"]), _MEMBER, [("last_at", "max")])
     edges = rows.table.filter(starts)
     changes = rows.column("changes")
     owners = pc.list_parent_indices(changes)
@@ -375,12 +378,12 @@ def stitch_group_totals(partials: pa.Table, max_gap_s: float) -> pa.Table:
     weights = pa.table(
         {
             "group_label": rows.column("group_label"),
-            "n": _when(has, n, pa.scalar(None, pa.int64())),
-            "nx": _when(has, pc.multiply(n_f, x_mean), _NULL_F),
-            "ny": _when(has, pc.multiply(n_f, y_mean), _NULL_F),
+            "n": when(has, n, pa.scalar(None, pa.int64())),
+            "nx": when(has, pc.multiply(n_f, x_mean), _NULL_F),
+            "ny": when(has, pc.multiply(n_f, y_mean), _NULL_F),
         }
     )
-    means = _aggregate(weights, _GROUP, [("n", "sum"), ("nx", "sum"), ("ny", "sum")])
+    means = aggregate(weights, _GROUP, [("n", "sum"), ("nx", "sum"), ("ny", "sum")])
     lookup = {row["group_label"]: row for row in means.to_pylist()}
     labels = rows.column("group_label").to_pylist()
 
@@ -399,24 +402,24 @@ def stitch_group_totals(partials: pa.Table, max_gap_s: float) -> pa.Table:
             "snapshots": rows.column("snapshots"),
             "observed_s": pc.add(rows.column("held_s"), tail),
             "throttling_s": pc.add(
-                rows.column("throttling_s"), _when(rows.column("last_throttling"), tail, _ZERO_S)
+                rows.column("throttling_s"), when(rows.column("last_throttling"), tail, _ZERO_S)
             ),
             "rows_validating_sum": rows.column("rows_validating_sum"),
             "rows_validating_n": n,
             "rows_validating_max": rows.column("rows_validating_max"),
-            "cxy": _when(
+            "cxy": when(
                 has,
                 pc.add(rows.column("rows_validating_cxy"), pc.multiply(pc.multiply(n_f, dx), dy)),
                 _NULL_F,
             ),
-            "m2x": _when(
+            "m2x": when(
                 has,
                 pc.add(rows.column("rows_validating_m2x"), pc.multiply(pc.multiply(n_f, dx), dx)),
                 _NULL_F,
             ),
         }
     )
-    totals = _aggregate(
+    totals = aggregate(
         stitched,
         _GROUP,
         [
@@ -475,7 +478,7 @@ def sketch_percentiles(partials: pa.Table, keys: Sequence[str]) -> pa.Table:
         sketches = _contiguous(partials.column(f"{gauge}_sketch"))
         # A map as a list of its keys, for the parents (list_parent_indices takes no map).
         parents = pc.list_parent_indices(pa.ListArray.from_arrays(sketches.offsets, sketches.keys))
-        merged = _aggregate(
+        merged = aggregate(
             pa.table(
                 {
                     "owner": pc.take(row_codes, parents),
@@ -525,6 +528,6 @@ def group_names(partials: pa.Table) -> dict[str, str]:
     )
     named = named.select(["group_label", "group_name_at", "group_name"])
     latest = _Sorted(named, _GROUP, ("group_name_at",)).table
-    found = _aggregate(latest, _GROUP, [("group_name", "last")]).to_pylist()
+    found = aggregate(latest, _GROUP, [("group_name", "last")]).to_pylist()
     names = {row["group_label"]: row["group_name"] for row in found}
     return {label: names.get(label) or "" for label in labels}

@@ -17,6 +17,7 @@ counters reset) written by the collector's writer and decoded by ingest's decode
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import itertools
 import math
 from dataclasses import dataclass
@@ -28,8 +29,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from grstats.spark.decode import ARROW_MEMBER_ROWS, decode_segment
-from grstats.spark.report.episodes import KINDS, SEGMENTS, episodes, segments
+from grstats.spark.report import arrow_tables
+from grstats.spark.report.episodes import EPISODES, KINDS, SEGMENTS, episodes, segments
+from grstats.spark.report.figures import FIGURES, group_figures, member_figures
 from grstats.spark.report.frame import same_columns
+from grstats.spark.report.hourly import HOURLY, member_hours
 from grstats.spark.report.minutes import MINUTES, member_minutes, member_runs
 from grstats.spark.report.output import collect_rows
 from grstats.spark.report.percentiles import (
@@ -39,6 +43,7 @@ from grstats.spark.report.percentiles import (
     member_percentiles,
 )
 from grstats.spark.report.rollup_job import read_partials
+from grstats.spark.report.series import SERIES, minute_series
 from grstats.spark.report.snapshots import GROUP_TOTALS, group_snapshots, group_totals
 from grstats.spark.report.source import select_range
 from grstats.spark.report.steps import gauges, member_steps
@@ -49,7 +54,9 @@ from grstats.spark.report.stitch import (
     stitch_minutes,
     stitch_segments,
 )
+from grstats.spark.report.worst import MIN_CHECKED_PER_MINUTE, WORST, worst_minutes
 from grstats.spark.rollup import (
+    ARROW_GROUP_ROLLUPS,
     ARROW_MEMBER_ROLLUPS,
     ROLLUP_FLOW_CONTROL_THRESHOLD,
     ROLLUP_MAX_GAP_S,
@@ -565,3 +572,136 @@ class TestRollupGroups:
         """The spool's group label and GR group name come through."""
         (name,) = group_names(simulated.partials).values()
         assert len(name) == 36
+
+
+class TestResultTablesOnTheDriver:
+    """The result tables that pyarrow computes from the stitched pieces equal Spark's on them.
+
+    The same Arrow pieces go to both: :mod:`grstats.spark.report.arrow_tables` on the driver,
+    and the Spark functions the member rows' report uses, over the pieces as DataFrames.
+    """
+
+    @staticmethod
+    def _pieces(table: Table) -> dict[str, pa.Table]:
+        segment_rows = stitch_segments(table.partials)
+        episode_rows = arrow_tables.episodes(segment_rows)
+        members = arrow_tables.member_figures(
+            stitch_minutes(table.partials, MAX_GAP_S),
+            sketch_percentiles(table.partials, ("group_label", "member_id")),
+            episode_rows,
+        )
+        return {
+            "minutes": stitch_minutes(table.partials, MAX_GAP_S),
+            "segments": segment_rows,
+            "episodes": episode_rows,
+            "members": members,
+            "group": arrow_tables.group_figures(
+                members,
+                stitch_group_totals(table.group_partials, MAX_GAP_S),
+                sketch_percentiles(table.group_partials, ("group_label",)),
+            ),
+        }
+
+    @staticmethod
+    def _spark_figures(table: Table) -> tuple[DataFrame, DataFrame, DataFrame]:
+        all_episodes = functools.reduce(
+            lambda a, b: a.unionByName(b),
+            (episodes(table.segments(), kind) for kind in KINDS),
+        ).orderBy("group_label", "member_id", "kind", "start")
+        members = member_figures(
+            table.minutes(),
+            table.frame(
+                sketch_percentiles(table.partials, ("group_label", "member_id")),
+                MEMBER_PERCENTILES,
+            ),
+            all_episodes,
+        )
+        group = group_figures(
+            members,
+            table.totals(),
+            table.frame(
+                sketch_percentiles(table.group_partials, ("group_label",)), GROUP_PERCENTILES
+            ),
+        )
+        return all_episodes, members, group
+
+    @staticmethod
+    def _assert_same(got: pa.Table, want: DataFrame) -> None:
+        """Same columns, same rows in the same order; floats to 1e-9 (another order of sums)."""
+        assert tuple(got.column_names) == tuple(want.schema.fieldNames())
+        expected = collect_rows(want)
+        actual = arrow_tables.rows_of(got)
+        assert len(actual) == len(expected)
+        for index, (a, e) in enumerate(zip(actual, expected, strict=True)):
+            for name, value in e.items():
+                if isinstance(value, float):
+                    rel = _TOLERANCE.get(name, 1e-9)
+                    assert a[name] == pytest.approx(value, rel=rel, abs=1e-9), (index, name)
+                else:
+                    assert a[name] == value, (index, name)
+                    assert type(a[name]) is type(value), (index, name)
+
+    def test_columns_are_the_spark_schemas(self) -> None:
+        """Each table's columns are named and ordered as its Spark schema."""
+        assert tuple(FIGURES.fieldNames()) == arrow_tables.FIGURE_COLUMNS
+        assert tuple(EPISODES.fieldNames()) == arrow_tables.EPISODE_COLUMNS
+        assert tuple(HOURLY.fieldNames()) == arrow_tables.HOURLY_COLUMNS
+        assert tuple(WORST.fieldNames()) == arrow_tables.WORST_COLUMNS
+        assert tuple(SERIES.fieldNames()) == arrow_tables.SERIES_COLUMNS
+
+    def test_episodes_and_figures(self, table: Table) -> None:
+        """Episodes, member figures and group figures equal Spark's, row for row."""
+        mine = self._pieces(table)
+        spark_episodes, spark_members, spark_group = self._spark_figures(table)
+        self._assert_same(mine["episodes"], spark_episodes)
+        self._assert_same(mine["members"], spark_members)
+        self._assert_same(mine["group"], spark_group)
+
+    def test_hourly(self, table: Table) -> None:
+        """The member hours equal Spark's."""
+        self._assert_same(
+            arrow_tables.member_hours(self._pieces(table)["minutes"]), member_hours(table.minutes())
+        )
+
+    @pytest.mark.parametrize("count", [1, 3, 1000])
+    def test_worst_minutes(self, table: Table, count: int) -> None:
+        """The worst minutes, ties and the conflict rate's floor included, equal Spark's."""
+        self._assert_same(
+            arrow_tables.worst_minutes(
+                self._pieces(table)["minutes"], count, MIN_CHECKED_PER_MINUTE
+            ),
+            worst_minutes(table.minutes(), count),
+        )
+
+    @pytest.mark.parametrize("bucket_s", [60, 120, 3600])
+    def test_chart_series(self, table: Table, bucket_s: int) -> None:
+        """The chart points per bucket of whole minutes equal Spark's, from an unaligned origin."""
+        origin = T0 + dt.timedelta(seconds=37.5)
+        self._assert_same(
+            arrow_tables.minute_series(self._pieces(table)["minutes"], origin, bucket_s),
+            minute_series(table.minutes(), origin, bucket_s),
+        )
+
+    def test_empty_pieces(self) -> None:
+        """No partials give empty tables with their columns."""
+        partials = ARROW_MEMBER_ROLLUPS.empty_table()
+        minutes = stitch_minutes(partials, MAX_GAP_S)
+        episode_rows = arrow_tables.episodes(stitch_segments(partials))
+        members = arrow_tables.member_figures(
+            minutes, sketch_percentiles(partials, ("group_label", "member_id")), episode_rows
+        )
+        group = arrow_tables.group_figures(
+            members,
+            stitch_group_totals(ARROW_GROUP_ROLLUPS.empty_table(), MAX_GAP_S),
+            sketch_percentiles(ARROW_GROUP_ROLLUPS.empty_table(), ("group_label",)),
+        )
+        tables = {
+            arrow_tables.EPISODE_COLUMNS: episode_rows,
+            arrow_tables.FIGURE_COLUMNS: pa.concat_tables([group, members]),
+            arrow_tables.HOURLY_COLUMNS: arrow_tables.member_hours(minutes),
+            arrow_tables.WORST_COLUMNS: arrow_tables.worst_minutes(minutes, 10, 1),
+            arrow_tables.SERIES_COLUMNS: arrow_tables.minute_series(minutes, T0, 60),
+        }
+        for columns, table in tables.items():
+            assert (tuple(table.column_names), table.num_rows) == (columns, 0)
+            assert arrow_tables.rows_of(table) == []
