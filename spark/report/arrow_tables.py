@@ -15,17 +15,18 @@ column order, row order, nulls and rounding up to the order of floating-point su
 :func:`grstats.spark.report.worst.worst_minutes` and
 :func:`grstats.spark.report.series.minute_series`. ``tests/spark/report/test_arrow_tables.py``
 holds every table to its Spark twin on the same pieces, and the ground-truth tests compare
-the whole report from the rollups with the report from the member rows.
+the whole report from the rollups with the report from the member rows. Like
+:mod:`grstats.spark.report.stitch` it imports no pyspark.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from grstats.spark.report.output import from_micros
 from grstats.spark.report.stitch import (
     MEMBER_PERCENTILE_COLUMNS,
     aggregate,
@@ -35,7 +36,6 @@ from grstats.spark.report.stitch import (
 from grstats.spark.rollup import GAUGES, STATES, as_array
 
 if TYPE_CHECKING:
-    import datetime as dt
     from collections.abc import Sequence
 
 __all__ = [
@@ -63,6 +63,7 @@ _ZERO = pa.scalar(0, pa.int64())
 _US_PER_S = 1_000_000
 _US_PER_HOUR = 3_600 * _US_PER_S
 _UTC_US = pa.timestamp("us", tz="UTC")
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 #: Connectedness and throttling as text, MySQL's CONNECTED style (``episodes._as_text``).
 _YES, _NO = pa.scalar("YES"), pa.scalar("NO")
 
@@ -587,7 +588,12 @@ def rows_of(table: pa.Table) -> list[dict[str, Any]]:
     for index, column in enumerate(table.columns):
         if index in stamps:
             micros = column.cast(pa.int64()).to_pylist()
-            columns.append([None if value is None else from_micros(value) for value in micros])
+            columns.append(
+                [
+                    None if value is None else _EPOCH + dt.timedelta(microseconds=value)
+                    for value in micros
+                ]
+            )
         else:
             columns.append(column.to_pylist())
     names = table.column_names
