@@ -13,9 +13,10 @@ column order, row order, nulls and rounding up to the order of floating-point su
 :func:`grstats.spark.report.figures.member_figures` and ``group_figures``,
 :func:`grstats.spark.report.hourly.member_hours`,
 :func:`grstats.spark.report.worst.worst_minutes` and
-:func:`grstats.spark.report.series.minute_series`. ``tests/spark/report/test_arrow_tables.py``
-holds every table to its Spark twin on the same pieces, and the ground-truth tests compare
-the whole report from the rollups with the report from the member rows. Like
+:func:`grstats.spark.report.series.minute_series`. ``tests/spark/report/test_rollups.py``
+(``TestResultTablesOnTheDriver``) holds every table to its Spark twin on the same pieces,
+``tests/spark/report/test_arrow_tables.py`` checks them without Spark, and the ground-truth
+tests compare the whole report from the rollups with the report from the member rows. Like
 :mod:`grstats.spark.report.stitch` it imports no pyspark.
 """
 
