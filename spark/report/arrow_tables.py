@@ -30,11 +30,12 @@ import pyarrow.compute as pc
 
 from grstats.spark.report.stitch import (
     MEMBER_PERCENTILE_COLUMNS,
+    Sorted,
     aggregate,
     epoch_seconds,
     when,
 )
-from grstats.spark.rollup import GAUGES, STATES, as_array
+from grstats.spark.rollup import GAUGES, STATES, as_array, differs
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -164,84 +165,61 @@ def _column(table: pa.Table, name: str) -> pa.Array:
     return as_array(table.column(name))
 
 
-def _new_run(values: pa.Array, first: pa.Array) -> pa.Array:
-    """Where a run starts: the first row of a member, or a value unlike the row before."""
-    n = len(values)
-    if n == 0:
-        return pa.array([], pa.bool_())
-    before = pa.concat_arrays([pa.nulls(1, values.type), values.slice(0, n - 1)])
-    same = pc.or_kleene(
-        pc.and_kleene(pc.is_null(values), pc.is_null(before)),
-        pc.fill_null(pc.equal(values, before), False),  # noqa: FBT003
-    )
-    return pc.or_(pc.invert(same), first)
+def _after(values: pa.Array) -> pa.Array:
+    """Each row's previous row's value (null on the first row), whatever its key."""
+    if not len(values):
+        return values
+    return pa.concat_arrays([pa.nulls(1, values.type), values.slice(0, len(values) - 1)])
 
 
-def _member_starts(table: pa.Table) -> pa.Array:
-    """True on each member's first row of ``table`` (sorted by member)."""
-    n = table.num_rows
-    if n == 0:
-        return pa.array([], pa.bool_())
-    changed = pa.array([False] * (n - 1), pa.bool_())
-    for key in _MEMBER:
-        column = _column(table, key)
-        changed = pc.or_(changed, pc.not_equal(column.slice(1), column.slice(0, n - 1)))
-    return pa.concat_arrays([pa.array([True], pa.bool_()), changed])
-
-
-def _episodes_of(segments: pa.Table, kind: str) -> pa.Table:
+def _episodes_of(segments: Sorted, kind: str) -> pa.Table:
     """EPISODES rows of ``kind`` from SEGMENTS rows sorted by member and start."""
-    column = _column(segments, _KINDS[kind])
+    column = segments.column(_KINDS[kind])
     value = column if kind == "state" else pc.if_else(column, _YES, _NO)
-    new_member = _member_starts(segments)
-    new_island = _new_run(value, pc.or_(new_member, _column(segments, "first")))
-    island = pc.cumulative_sum(new_island.cast(pa.int64()))
+    # An island starts at a member's first segment, at a segment the stitch marks as the
+    # range's first, or where the value changes (null-safely): Spark's starts column.
+    starts = pc.or_(pc.or_(segments.first, segments.column("first")), differs(_after(value), value))
     islands = pa.table(
         {
-            "group_label": _column(segments, "group_label"),
-            "member_id": _column(segments, "member_id"),
-            "island": island,
+            "island": pc.cumulative_sum(starts.cast(pa.int64())),
+            "group_label": segments.column("group_label"),
+            "member_id": segments.column("member_id"),
             "value": value,
-            "start": _column(segments, "start"),
-            "last_at": _column(segments, "last_at"),
-            "open_start": _column(segments, "first"),
-            "open_end": _column(segments, "last"),
+            "start": segments.column("start"),
+            "last_at": segments.column("last_at"),
+            "open_start": segments.column("first"),
+            "open_end": segments.column("last"),
         }
     )
-    merged = aggregate(
-        islands,
-        ["island", "group_label", "member_id", "value"],
-        [("start", "min"), ("last_at", "max"), ("open_start", "max"), ("open_end", "max")],
+    merged = Sorted(
+        aggregate(
+            islands,
+            ["island", "group_label", "member_id", "value"],
+            [("start", "min"), ("last_at", "max"), ("open_start", "max"), ("open_end", "max")],
+        ),
+        _MEMBER,
+        ("start",),
     )
-    merged = _sorted(merged, ["island"])  # islands number each member's runs in time order
-    n = merged.num_rows
-    starts = _column(merged, "start")
-    if n:
-        following = pa.concat_arrays([starts.slice(1), pa.nulls(1, starts.type)])
-        last_of_member = pa.concat_arrays(
-            [_member_starts(merged).slice(1), pa.array([True], pa.bool_())]
-        )
-        end = pc.if_else(last_of_member, _column(merged, "last_at"), following)
-    else:
-        end = starts
+    start = merged.column("start")
+    end = pc.coalesce(merged.next("start"), merged.column("last_at"))  # the next one's start
     return pa.table(
         {
-            "group_label": _column(merged, "group_label"),
-            "member_id": _column(merged, "member_id"),
-            "kind": pa.array([kind] * n, pa.string()),
-            "value": _column(merged, "value"),
-            "start": starts,
+            "group_label": merged.column("group_label"),
+            "member_id": merged.column("member_id"),
+            "kind": pa.array([kind] * merged.n, pa.string()),
+            "value": merged.column("value"),
+            "start": start,
             "end": end,
-            "duration_s": pc.subtract(epoch_seconds(end), epoch_seconds(starts)),
-            "open_start": _column(merged, "open_start"),
-            "open_end": _column(merged, "open_end"),
+            "duration_s": pc.subtract(epoch_seconds(end), epoch_seconds(start)),
+            "open_start": merged.column("open_start"),
+            "open_end": merged.column("open_end"),
         }
     )
 
 
 def episodes(segments: pa.Table) -> pa.Table:
     """EPISODES rows of every kind from SEGMENTS rows, by member, kind and start."""
-    ordered = _sorted(segments, [*_MEMBER, "start"])
+    ordered = Sorted(segments, _MEMBER, ("start",))
     every = pa.concat_tables([_episodes_of(ordered, kind) for kind in _KINDS])
     return _sorted(every, [*_MEMBER, "kind", "start"])
 
@@ -519,37 +497,18 @@ def worst_minutes(minutes: pa.Table, count: int, min_checked: int) -> pa.Table:
     every = pa.concat_tables(candidates)
     value = _column(every, "value")
     every = every.filter(pc.fill_null(pc.greater(value, pa.scalar(0.0, _F64)), False))  # noqa: FBT003
-    ranked = every.take(
-        pc.sort_indices(
-            every,
-            sort_keys=[
-                ("group_label", "ascending"),
-                ("ranking", "ascending"),
-                ("value", "descending"),
-                ("minute", "ascending"),
-                ("member_id", "ascending"),  # null in conflict_rate's rows, all of them
-            ],
-        )
+    # Spark's row_number() over each group's ranking, by value (descending), minute, member
+    # (null in conflict_rate's rows, all of them).
+    ranked = Sorted(
+        every.append_column("order", pc.negate(_column(every, "value"))),
+        ("group_label", "ranking"),
+        ("order", "minute", "member_id"),
     )
-    keys = pc.binary_join_element_wise(
-        _column(ranked, "group_label"), _column(ranked, "ranking"), "\x00"
-    )
-    rank = _rank_within(keys)
+    position = pa.array(range(ranked.n), pa.int64())
+    first = pc.fill_null_forward(pc.if_else(ranked.first, position, pa.scalar(None, pa.int64())))
+    rank = pc.add(pc.subtract(position, first), pa.scalar(1, pa.int64())).cast(pa.int32())
     kept = pc.less_equal(rank, pa.scalar(count, pa.int32()))
-    table = ranked.append_column("rank", rank).filter(kept)
-    return table.select(list(WORST_COLUMNS))
-
-
-def _rank_within(keys: pa.Array) -> pa.Array:
-    """1, 2, 3, ... along each run of equal ``keys`` (sorted), as Spark's row_number()."""
-    n = len(keys)
-    if n == 0:
-        return pa.array([], pa.int32())
-    starts = _new_run(keys, pa.array([True] + [False] * (n - 1), pa.bool_()))
-    position = pa.array(range(n), pa.int64())
-    run_start = pc.if_else(starts, position, pa.scalar(None, pa.int64()))
-    filled = pc.fill_null_forward(run_start)
-    return pc.add(pc.subtract(position, filled), pa.scalar(1, pa.int64())).cast(pa.int32())
+    return ranked.table.append_column("rank", rank).filter(kept).select(list(WORST_COLUMNS))
 
 
 def minute_series(minutes: pa.Table, origin: dt.datetime, bucket_s: int) -> pa.Table:

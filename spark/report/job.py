@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -70,6 +70,8 @@ if TYPE_CHECKING:
     from grstats.spark.report.config import ReportConfig
 
 __all__ = ["TABLE_NAMES", "TITLE", "ReportInputError", "ReportResult", "check_table", "run_report"]
+
+_T = TypeVar("_T")
 
 TITLE = "Group Replication report"
 #: The result tables, in the order they are written.
@@ -282,10 +284,22 @@ def _write_fleet(
     )
 
 
-def _episodes_of(rows: list[dict[str, Any]], name: str) -> list[dict[str, Any]]:
-    """The episodes of one result table of EPISODE_KINDS, from all the episodes' rows."""
-    kind, value = EPISODE_KINDS[name]
-    return [row for row in rows if (row["kind"], row["value"]) == (kind, value)]
+def _collect_tables(
+    tables: dict[str, _T], rows_of: Callable[[_T], list[dict[str, Any]]], step: _Progress
+) -> dict[str, list[dict[str, Any]]]:
+    """Every result table's rows, by name: ``rows_of`` each of ``tables``, in TABLE_NAMES order.
+
+    The tables of EPISODE_KINDS are not in ``tables``: they are cut from the episodes' rows.
+    """
+    rows: dict[str, list[dict[str, Any]]] = {}
+    for name in TABLE_NAMES:
+        if name in EPISODE_KINDS:
+            kind, value = EPISODE_KINDS[name]
+            rows[name] = [r for r in rows["episodes"] if (r["kind"], r["value"]) == (kind, value)]
+        else:
+            rows[name] = rows_of(tables[name])
+        step(f"computed {name} ({len(rows[name]):,} rows)")
+    return rows
 
 
 def _compute_from_rollups(
@@ -313,13 +327,7 @@ def _compute_from_rollups(
         ),
         "chart_series": arrow_tables.minute_series(minutes, first_at, bucket_s),
     }
-    rows: dict[str, list[dict[str, Any]]] = {}
-    for name in TABLE_NAMES:
-        if name in EPISODE_KINDS:
-            rows[name] = _episodes_of(rows["episodes"], name)
-        else:
-            rows[name] = arrow_tables.rows_of(tables[name])
-        step(f"computed {name} ({len(rows[name]):,} rows)")
+    rows = _collect_tables(tables, arrow_tables.rows_of, step)
     return _Collected(rows, dict(SCHEMAS), bucket_s, source)
 
 
@@ -396,17 +404,10 @@ def _compute(source: Source, config: ReportConfig, step: _Progress) -> _Collecte
             "worst_minutes": worst_minutes(minutes, config.worst_intervals),
             "chart_series": series,
         }
-        rows: dict[str, list[dict[str, Any]]] = {}
+        rows = _collect_tables(tables, collect_rows, step)
         # The declared schemas, not the frames' (Spark marks literal columns non-nullable), so
         # that both sources write the same Parquet schema.
-        schemas = dict(SCHEMAS)
-        for name in TABLE_NAMES:
-            if name in EPISODE_KINDS:  # a part of the episodes, taken from their rows
-                rows[name] = _episodes_of(rows["episodes"], name)
-            else:
-                rows[name] = collect_rows(tables[name])
-            step(f"computed {name} ({len(rows[name]):,} rows)")
-        return _Collected(rows, schemas, bucket_s, source)
+        return _Collected(rows, dict(SCHEMAS), bucket_s, source)
     finally:
         for frame in cached:
             frame.unpersist()

@@ -47,6 +47,7 @@ __all__ = [
     "GROUP_PERCENTILE_COLUMNS",
     "MEMBER_PERCENTILE_COLUMNS",
     "PERCENTILES",
+    "Sorted",
     "aggregate",
     "epoch_seconds",
     "group_names",
@@ -94,7 +95,7 @@ _LAST = pc.ScalarAggregateOptions(skip_nulls=False, min_count=0)
 _SEPARATOR = "\x00"
 
 
-class _Sorted:
+class Sorted:
     """Partials sorted by their keys and then by time, with each row's neighbours of one key.
 
     Attributes:
@@ -211,7 +212,7 @@ def stitch_minutes(partials: pa.Table, max_gap_s: float) -> pa.Table:
     light = partials.drop_columns(
         [name for name in partials.column_names if name.endswith("_sketch") or name == "changes"]
     )  # sorting moves every column: not the large ones this does not read
-    rows = _Sorted(light, _MEMBER, ("minute", "first_at"))
+    rows = Sorted(light, _MEMBER, ("minute", "first_at"))
     tail = rows.tail(max_gap_s)
     last_state = rows.column("last_state")
     has_counts = pc.and_(
@@ -295,7 +296,7 @@ def stitch_segments(partials: pa.Table) -> pa.Table:
         for side in ("first", "last")
         for what in ("state", "connected", "throttling")
     ]
-    rows = _Sorted(
+    rows = Sorted(
         partials.select([*_MEMBER, "minute", "first_at", "last_at", *edges, "changes"]),
         _MEMBER,
         ("minute", "first_at"),
@@ -335,7 +336,7 @@ def stitch_segments(partials: pa.Table) -> pa.Table:
             ),
         ]
     )
-    ordered = _Sorted(points, _MEMBER, ("start",))
+    ordered = Sorted(points, _MEMBER, ("start",))
     index = pc.subtract(pc.cumulative_sum(pa.repeat(_ONE, ordered.n)), _ONE)
     first_index = pc.fill_null_forward(
         pc.if_else(ordered.first, index, pa.scalar(None, pa.int64()))
@@ -369,7 +370,7 @@ def stitch_group_totals(partials: pa.Table, max_gap_s: float) -> pa.Table:
     Cxy = sum(cxy + n (x - X)(y - Y)) and M2 = sum(m2x + n (x - X)^2), the slope is Cxy / M2,
     null when M2 is 0 (fewer than two distinct times), as ``regr_slope`` gives.
     """
-    rows = _Sorted(partials, _GROUP, ("first_at",))
+    rows = Sorted(partials, _GROUP, ("first_at",))
     tail = rows.tail(max_gap_s)
     n = rows.column("rows_validating_n")
     has = pc.fill_null(pc.greater(n, pa.scalar(0, pa.int64())), _FALSE)
@@ -527,7 +528,7 @@ def group_names(partials: pa.Table) -> dict[str, str]:
         pc.and_(pc.is_valid(name), pc.not_equal(name, pa.scalar("", pa.string())))
     )
     named = named.select(["group_label", "group_name_at", "group_name"])
-    latest = _Sorted(named, _GROUP, ("group_name_at",)).table
+    latest = Sorted(named, _GROUP, ("group_name_at",)).table
     found = aggregate(latest, _GROUP, [("group_name", "last")]).to_pylist()
     names = {row["group_label"]: row["group_name"] for row in found}
     return {label: names.get(label) or "" for label in labels}
