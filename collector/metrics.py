@@ -7,7 +7,7 @@ Series (Prometheus' text format, prometheus-client's HTTP server in a thread of 
     grstats_collector_failovers_total{group_label}                   moves to the next --node
     grstats_collector_poll_errors_total{group_label}                 polls no agent answered
     grstats_collector_last_snapshot_timestamp_seconds{group_label}   the last snapshot's time
-    grstats_collector_spool_bytes                                    bytes of the spool's segments
+    grstats_collector_spool_bytes                                    bytes, columns files too
     grstats_collector_spool_segments                                 segment files, open and sealed
 
 ``group_label`` is the operator's name of a group: the collector's one group of ``--node`` is
@@ -146,7 +146,8 @@ class SpoolCollector:
         return (
             GaugeMetricFamily(
                 "grstats_collector_spool_bytes",
-                "Bytes of the spool's segment files, open and sealed, at scrape time.",
+                "Bytes of the spool's segment files, open and sealed, and of their columns files, "
+                "at scrape time.",
             ),
             GaugeMetricFamily(
                 "grstats_collector_spool_segments",

@@ -26,12 +26,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from grstats.agent.gtid import GtidError, GtidSet
+from grstats.collector import columns as columns_file
+from grstats.collector.columns import TAKEN, columns_path, tuple_getter
 from grstats.collector.errors import SegmentCorrupt
 from grstats.collector.records import KNOWN_SCHEMAS, TABLE_NAMES, check_schema
-from grstats.collector.spool import iter_frames
+from grstats.collector.spool import count_frames, iter_frames
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Mapping, Sequence
 
 MEMBERS, STATS, LAG, GTIDS = TABLE_NAMES
 _TABLE_KEYS = tuple(name.encode() for name in TABLE_NAMES)
@@ -96,46 +98,8 @@ ARROW_MEMBER_ROWS = pa.schema(
 DEFAULT_GROUP_LABEL = "default"
 _DEFAULT_LABEL = DEFAULT_GROUP_LABEL.encode()
 
-# Output column <- (table, MySQL column), in the order each table's columns are taken.
-_TAKEN: dict[str, tuple[tuple[str, str], ...]] = {
-    MEMBERS: (
-        ("member_id", "MEMBER_ID"),
-        ("member_host", "MEMBER_HOST"),
-        ("member_port", "MEMBER_PORT"),
-        ("member_state", "MEMBER_STATE"),
-        ("member_role", "MEMBER_ROLE"),
-        ("member_version", "MEMBER_VERSION"),
-        ("connected", "CONNECTED"),
-        ("in_view", "IN_VIEW"),
-        ("last_seen", "LAST_SEEN"),
-        ("age_ms", "AGE_MS"),
-    ),
-    STATS: (
-        ("view_id", "VIEW_ID"),
-        ("count_transactions_in_queue", "COUNT_TRANSACTIONS_IN_QUEUE"),
-        ("count_transactions_checked", "COUNT_TRANSACTIONS_CHECKED"),
-        ("count_conflicts_detected", "COUNT_CONFLICTS_DETECTED"),
-        ("count_transactions_rows_validating", "COUNT_TRANSACTIONS_ROWS_VALIDATING"),
-        ("transactions_committed_all_members", "TRANSACTIONS_COMMITTED_ALL_MEMBERS"),
-        ("last_conflict_free_transaction", "LAST_CONFLICT_FREE_TRANSACTION"),
-        (
-            "count_transactions_remote_in_applier_queue",
-            "COUNT_TRANSACTIONS_REMOTE_IN_APPLIER_QUEUE",
-        ),
-        ("count_transactions_remote_applied", "COUNT_TRANSACTIONS_REMOTE_APPLIED"),
-        ("count_transactions_local_proposed", "COUNT_TRANSACTIONS_LOCAL_PROPOSED"),
-        ("count_transactions_local_rollback", "COUNT_TRANSACTIONS_LOCAL_ROLLBACK"),
-    ),
-    LAG: (
-        ("last_applied_transaction", "LAST_APPLIED_TRANSACTION"),
-        ("last_applied_original_commit", "LAST_APPLIED_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP"),
-        ("last_applied_end_apply", "LAST_APPLIED_TRANSACTION_END_APPLY_TIMESTAMP"),
-        ("applying_transaction", "APPLYING_TRANSACTION"),
-        ("applying_original_commit", "APPLYING_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP"),
-        ("applier_lag_seconds", "APPLIER_LAG_SECONDS"),
-    ),
-    GTIDS: (("gtid_executed", "GTID_EXECUTED"),),
-}
+#: The output columns taken from the four tables' cells.
+_CELL_OUTPUTS = tuple(out for table in TAKEN.values() for out, _ in table)
 _YES_NO = frozenset({"connected", "in_view"})
 
 
@@ -195,6 +159,80 @@ def decode_segment(path: Path | str) -> DecodedSegment:
     return DecodedSegment(path.name, rows, records)
 
 
+class ColumnsUnusable(Exception):
+    """A segment's columns file cannot be used (the reason); its records are decoded instead."""
+
+
+def read_columns(segment: Path | str, segment_size: int) -> DecodedSegment:
+    """Return the member rows of the sealed segment at ``segment`` from its columns file.
+
+    The rows equal :func:`decode_segment`'s (the spool writer kept them from the same records,
+    :mod:`grstats.collector.columns`), without unpacking a record: each column's bytes become
+    an Arrow array as they are. The segment stays the source of truth: its frames' CRCs are
+    checked as :func:`decode_segment` checks them, so a segment corrupted after its seal is
+    reported as corrupt, columns file or not.
+
+    Raises:
+        ColumnsUnusable: there is no columns file, or it is torn, corrupt, of another version,
+            made for a segment of another size than ``segment_size``, or not the rows of a
+            segment (the reason says which).
+        SegmentCorrupt: the segment has bad magic, or a torn or CRC-failing frame.
+    """
+    segment = Path(segment)
+    try:
+        data = columns_path(segment).read_bytes()
+    except FileNotFoundError:
+        raise ColumnsUnusable("no columns file") from None
+    except OSError as exc:
+        raise ColumnsUnusable(f"cannot read the columns file: {exc}") from exc
+    try:
+        decoded = _from_columns(data, segment.name, segment_size)
+    except ColumnsUnusable:
+        raise
+    except (ValueError, TypeError, KeyError, IndexError, pa.ArrowException) as exc:
+        raise ColumnsUnusable(f"not a columns file this code reads: {exc!r}") from exc
+    frames = count_frames(segment)
+    if frames != decoded.records:
+        raise ColumnsUnusable(f"made for {decoded.records} records, the segment has {frames}")
+    return decoded
+
+
+def _from_columns(data: bytes, name: str, segment_size: int) -> DecodedSegment:
+    body = columns_file.parse(data)
+    made_for = body["segment_size"]
+    if made_for != segment_size:
+        raise ColumnsUnusable(f"made for a segment of {made_for} bytes, not {segment_size}")
+    count, stored = body["rows"], body["columns"]
+    if set(stored) != _STORED_COLUMNS:
+        raise ColumnsUnusable(f"columns {sorted(stored)} are not the member rows'")
+    read = {column: _stored_column(spec, count) for column, spec in stored.items()}
+    batch = _assemble(read, count, name)
+    return DecodedSegment(name, pa.Table.from_batches([batch], ARROW_MEMBER_ROWS), body["records"])
+
+
+#: The columns a columns file holds: the cells' and the record's.
+_STORED_COLUMNS = frozenset(_CELL_OUTPUTS) | frozenset(columns_file.RECORD_COLUMNS)
+
+
+def _stored_column(spec: Sequence[Any], count: int) -> pa.Array:
+    """One column of a columns file as an Arrow array of ``count`` cells (int64/float64/binary)."""
+    kind = spec[0]
+    if kind in ("int", "float"):
+        _, data, validity = spec
+        if len(data) != 8 * count or len(validity) not in (0, (count + 7) // 8):
+            raise ColumnsUnusable(f"a column of {len(data)} bytes for {count} rows")
+        data_type = pa.int64() if kind == "int" else pa.float64()
+        bitmap = pa.py_buffer(validity) if validity else None
+        return pa.Array.from_buffers(data_type, count, [bitmap, pa.py_buffer(data)], null_count=-1)
+    if kind == "text":
+        _, texts, codes = spec
+        if len(codes) != 4 * count or not texts or texts[0] is not None:
+            raise ColumnsUnusable(f"a column of {len(codes)} bytes of codes for {count} rows")
+        indices = pa.Array.from_buffers(pa.int32(), count, [None, pa.py_buffer(codes)])
+        return pc.take(pa.array(texts, pa.binary()), indices)  # code 0 is null
+    raise ColumnsUnusable(f"a column of kind {kind!r}")
+
+
 def _unpack(payload: bytes, path: Path, offset: int) -> dict[bytes, Any]:
     """The record of one frame, as msgpack gives it with ``raw=True``: texts stay bytes.
 
@@ -230,27 +268,25 @@ class _Plan:
 
     For each table: MEMBER_ID's position, a getter returning ``(MEMBER_ID, wanted cells...)``
     of a row, the outputs those cells go to, the Arrow struct those tuples are read as, and
-    the outputs the layout lacks (null).
+    the tuple of a member missing from the table (the outputs the layout lacks are null).
     """
 
     id_index: tuple[int, ...]
-    getters: tuple[operator.itemgetter[Any], ...]
+    getters: tuple[Callable[[Sequence[Any]], tuple[Any, ...]], ...]
     outputs: tuple[tuple[str, ...], ...]
     structs: tuple[pa.StructType, ...]
-    missing: tuple[str, ...]
     empty: tuple[tuple[None, ...], ...]
 
 
 def _plan(layouts: tuple[Sequence[bytes], ...]) -> _Plan:
-    id_index, getters, outputs, structs, missing, empty = [], [], [], [], [], []
+    id_index, getters, outputs, structs, empty = [], [], [], [], []
     for name, layout in zip(TABLE_NAMES, layouts, strict=True):
         position = {column.decode(): index for index, column in enumerate(layout)}
         if "MEMBER_ID" not in position:
             raise ValueError(f"{name} has no MEMBER_ID column")
-        present = [(out, position[source]) for out, source in _TAKEN[name] if source in position]
-        missing += [out for out, source in _TAKEN[name] if source not in position]
+        present = [(out, position[source]) for out, source in TAKEN[name] if source in position]
         id_index.append(position["MEMBER_ID"])
-        getters.append(operator.itemgetter(position["MEMBER_ID"], *(i for _, i in present)))
+        getters.append(tuple_getter([position["MEMBER_ID"], *(i for _, i in present)]))
         outputs.append(tuple(out for out, _ in present))
         structs.append(
             pa.struct(
@@ -264,7 +300,6 @@ def _plan(layouts: tuple[Sequence[bytes], ...]) -> _Plan:
         tuple(getters),
         tuple(outputs),
         tuple(structs),
-        tuple(missing),
         tuple(empty),
     )
 
@@ -355,15 +390,14 @@ class _Builder:
 
     def _convert(self) -> None:
         assert self.plan is not None
-        count = len(self.offset)
-        columns: dict[str, pa.Array] = {}
-        collected = pa.array(self.collected, pa.int64())
-        columns["collected_at"] = collected.cast(_TS)
-        columns["collected_date"] = (
-            pc.divide(collected, _US_PER_DAY).cast(pa.int32()).cast(pa.date32())
-        )
-        columns["agent"] = _text(self.agent)
-        columns["served_at"] = _timestamps(self.served)
+        read: dict[str, pa.Array] = {
+            "collected_at": pa.array(self.collected, pa.int64()),
+            "served_at": pa.array(self.served, pa.int64()),
+            "agent": pa.array(self.agent, pa.binary()),
+            "record_offset": pa.array(self.offset, pa.int64()),
+            "group_label": pa.array(self.group_label, pa.binary()),
+            "group_name": pa.array(self.group_name, pa.binary()),
+        }
         for kept, outputs, struct in zip(
             self.kept, self.plan.outputs, self.plan.structs, strict=True
         ):
@@ -371,27 +405,47 @@ class _Builder:
             # them in Python and converting each column (docs/benchmarks.md, "Spark ingest").
             cells = pa.array(kept, struct).flatten()
             kept.clear()
-            for out, column in zip(outputs, cells[1:], strict=True):
-                columns[out] = _column(out, column)
-        for out in self.plan.missing:  # an older agent without this column
-            columns[out] = pa.nulls(count, ARROW_MEMBER_ROWS.field(out).type)
-        executed_count, ahead = gtid_counts(
-            columns["gtid_executed"], columns["transactions_committed_all_members"]
-        )
-        columns["gtid_executed_count"] = executed_count
-        columns["gtids_ahead_of_committed_all"] = ahead
-        columns["segment"] = pa.array([self.segment] * count, pa.string())
-        columns["record_offset"] = pa.array(self.offset, pa.int64())
-        columns["group_label"] = _text(self.group_label)
-        columns["group_name"] = _text(self.group_name)
-        self.batches.append(
-            pa.record_batch([columns[field.name] for field in ARROW_MEMBER_ROWS], ARROW_MEMBER_ROWS)
-        )
+            read.update(zip(outputs, cells[1:], strict=True))
+        self.batches.append(_assemble(read, len(self.offset), self.segment))
 
     def finish(self) -> pa.Table:
         """Return every row added, as one table."""
         self._to_arrow()
         return pa.Table.from_batches(self.batches, ARROW_MEMBER_ROWS)
+
+
+def _assemble(read: Mapping[str, pa.Array], count: int, segment: str) -> pa.RecordBatch:
+    """One batch of member rows from their columns as read, for the decoder and the columns file.
+
+    ``read`` holds, for ``count`` rows: ``collected_at`` and ``served_at`` (int64 µs),
+    ``agent``, ``group_label`` and ``group_name`` (UTF-8 as binary), ``record_offset``
+    (int64), and each output column of :data:`TAKEN` as :func:`_cell_type` reads it (one a
+    record layout lacks may be left out: it is null).
+    """
+    collected = read["collected_at"]
+    columns: dict[str, pa.Array] = {
+        "collected_at": collected.cast(_TS),
+        "collected_date": pc.divide(collected, _US_PER_DAY).cast(pa.int32()).cast(pa.date32()),
+        "agent": read["agent"].cast(pa.string()),
+        "served_at": _zero_is_null(read["served_at"]),
+    }
+    for out in _CELL_OUTPUTS:
+        cells = read.get(out)
+        columns[out] = (
+            pa.nulls(count, ARROW_MEMBER_ROWS.field(out).type)  # an older agent lacks it
+            if cells is None
+            else _column(out, cells)
+        )
+    executed_count, ahead = gtid_counts(
+        columns["gtid_executed"], columns["transactions_committed_all_members"]
+    )
+    columns["gtid_executed_count"] = executed_count
+    columns["gtids_ahead_of_committed_all"] = ahead
+    columns["segment"] = pa.array([segment] * count, pa.string())
+    columns["record_offset"] = read["record_offset"]
+    columns["group_label"] = read["group_label"].cast(pa.string())
+    columns["group_name"] = read["group_name"].cast(pa.string())
+    return pa.record_batch([columns[field.name] for field in ARROW_MEMBER_ROWS], ARROW_MEMBER_ROWS)
 
 
 def _column(name: str, cells: pa.Array) -> pa.Array:
@@ -403,17 +457,7 @@ def _column(name: str, cells: pa.Array) -> pa.Array:
         return cells.cast(pa.string())
     if data_type == _TS:
         return _zero_is_null(cells)
-    return cells
-
-
-def _text(cells: Sequence[bytes | None]) -> pa.Array:
-    """UTF-8 bytes as strings (checked a column at a time)."""
-    return pa.array(cells, pa.binary()).cast(pa.string())
-
-
-def _timestamps(cells: Sequence[int | None]) -> pa.Array:
-    """µs since the epoch as UTC timestamps; 0 (MySQL's zero timestamp) becomes null."""
-    return _zero_is_null(pa.array(cells, pa.int64()))
+    return cells if cells.type == data_type else cells.cast(data_type)  # int64 -> member_port
 
 
 def _zero_is_null(values: pa.Array) -> pa.Array:

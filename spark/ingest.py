@@ -10,9 +10,10 @@ One run:
    table loads). Several spools (one per collector) load into one table: a spool is known by
    its directory's absolute path, so it must keep that path;
 3. runs one Spark job whose tasks each take a few consecutive segments (:func:`task_sizes`):
-   the executors decode the segments and stage their Parquet files, data and per-minute
-   rollups (:mod:`grstats.spark.stage`, :mod:`grstats.spark.rollup`), so the work scales with
-   the executors;
+   the executors read each segment's rows (from its columns file, which the collector wrote
+   at the seal, else by decoding its records) and stage their Parquet files, data and
+   per-minute rollups (:mod:`grstats.spark.stage`, :mod:`grstats.spark.rollup`), so the work
+   scales with the executors;
 4. refuses the whole run if a record has an unknown schema version (nothing is committed;
    the message names the version and the file); copies corrupt segments to the quarantine;
 5. moves the staged files into ``data/`` and ``rollups/`` and commits one log entry naming
@@ -36,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from grstats.collector.columns import columns_path
 from grstats.collector.spool import sealed_segments
 from grstats.spark.rollup import (
     DEFAULT_SETTINGS,
@@ -118,6 +120,8 @@ class IngestResult:
         segments_loaded: those this run loaded.
         records: records (snapshots) loaded.
         rows: member rows loaded.
+        from_columns: loaded segments whose rows came from their columns file (the others'
+            records were decoded).
         quarantined: the corrupt segments this run set aside.
         seconds: wall time of the run.
         cleaned: leftovers of an interrupted run that were deleted first.
@@ -130,6 +134,7 @@ class IngestResult:
     segments_loaded: int
     records: int
     rows: int
+    from_columns: int = 0
     quarantined: tuple[Quarantined, ...] = ()
     seconds: float = 0.0
     cleaned: int = 0
@@ -148,6 +153,7 @@ class IngestResult:
                 "total": self.segments_total,
                 "skipped": self.segments_skipped,
                 "loaded": self.segments_loaded,
+                "from_columns": self.from_columns,
                 "quarantined": len(self.quarantined),
             },
             "records": self.records,
@@ -163,18 +169,21 @@ class IngestResult:
         }
 
 
-def run_ingest(
+def run_ingest(  # noqa: PLR0913  (the options are keyword-only, each with its default)
     spark: SparkSession,
     spool_dir: Path | str,
     table_dir: Path | str,
     *,
     progress: Callable[[str], None] | None = None,
     rollups: RollupSettings = DEFAULT_SETTINGS,
+    use_columns: bool = True,
 ) -> IngestResult:
     """Load the sealed segments of ``spool_dir`` that ``table_dir`` lacks; see the module doc.
 
     The rollups are made with ``rollups``: a table keeps the settings of its first commit
-    that made rollups, so other settings are refused before anything is loaded.
+    that made rollups, so other settings are refused before anything is loaded. A segment's
+    rows are read from its columns file where it has a good one, unless ``use_columns`` is
+    False (then every segment's records are decoded; the rows are the same).
 
     Raises:
         SettingsRefused: ``rollups`` differ from the settings of the table's rollups.
@@ -226,7 +235,7 @@ def run_ingest(
         staging = table / STAGING_DIR / f"commit-{number:020d}"
         staging.mkdir(parents=True)
         say(f"loading {len(pending)} of {len(segments)} sealed segments (commit {number})")
-        staged = _stage(spark, pending, staging, rollups, say)
+        staged = _stage(spark, pending, staging, (rollups, use_columns), say)
         refused = [s for s in staged if s.status == UNKNOWN_SCHEMA]
         if refused:
             shutil.rmtree(staging)
@@ -267,6 +276,7 @@ def run_ingest(
             segments_loaded=len(loaded),
             records=sum(s.records for s in loaded),
             rows=sum(s.rows for s in loaded),
+            from_columns=sum(s.from_columns for s in loaded),
             quarantined=tuple(quarantined),
             seconds=time.monotonic() - began,
             cleaned=len(cleaned),
@@ -322,7 +332,7 @@ def _stage(
     spark: SparkSession,
     pending: list[Path],
     staging: Path,
-    rollups: RollupSettings,
+    how: tuple[RollupSettings, bool],
     say: Callable[[str], None],
 ) -> list[StagedSegment]:
     """Run the Spark job: each task stages a few consecutive segments; return the outcomes."""
@@ -330,13 +340,13 @@ def _stage(
     group = f"grstats-ingest-{staging.name}"
     context.setJobGroup(group, f"grstats ingest: {len(pending)} segments", interruptOnCancel=True)
     sizes = task_sizes(len(pending), context.defaultParallelism)
+    rollups, use_columns = how
     settings = rollups.to_json()  # plain values: what travels to the executors
     tasks: list[StageTask] = []
     start = 0
     for size in sizes:
-        tasks.append(
-            (settings, [(str(path), str(staging)) for path in pending[start : start + size]])
-        )
+        segments = [(str(path), str(staging)) for path in pending[start : start + size]]
+        tasks.append((settings, use_columns, segments))
         start += size
     done = threading.Event()
     watcher = threading.Thread(target=_watch, args=(spark, group, sizes, done, say), daemon=True)
@@ -471,6 +481,7 @@ def _remove_quarantined(
         entry = known.get(path.name)
         if entry is not None and "copy" in entry:
             try:
+                columns_path(path).unlink(missing_ok=True)
                 path.unlink()
             except OSError as exc:  # a read-only spool: the commit still skips it
                 say(f"could not remove quarantined {path} from the spool: {exc}")

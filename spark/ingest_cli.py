@@ -70,7 +70,9 @@ def register(subparsers: Subparsers) -> None:
         help="load the collector's sealed spool segments into the Parquet table, exactly once",
         description="Load every sealed segment of the collector's spool that the table does "
         "not hold yet into the Parquet table, one row per snapshot and member, partitioned by "
-        "UTC date. Spark's executors decode the segments (a task takes a few consecutive ones).",
+        "UTC date. Spark's executors read the segments (a task takes a few consecutive ones): "
+        "each one's rows from the columns file the collector wrote beside it when it sealed "
+        "it, or, where there is none, by decoding its records.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -105,6 +107,13 @@ def register(subparsers: Subparsers) -> None:
         f"(default {ROLLUP_MAX_GAP_S:g})",
     )
     parser.add_argument(
+        "--ignore-columns",
+        action="store_true",
+        help="decode every segment's records even where the collector left a columns file "
+        "beside it (the same rows, about three times slower; to compare, or to rule the "
+        "columns files out)",
+    )
+    parser.add_argument(
         "--format",
         choices=("text", "json"),
         default="text",
@@ -132,7 +141,14 @@ def run(args: argparse.Namespace) -> int:
     progress("starting Spark" + (f" on {args.master}" if args.master else " in local mode"))
     spark = build_session(args.master, "grstats-ingest", python_work=True, class_archive=True)
     try:
-        result = run_ingest(spark, args.spool, args.table, progress=progress, rollups=rollups)
+        result = run_ingest(
+            spark,
+            args.spool,
+            args.table,
+            progress=progress,
+            rollups=rollups,
+            use_columns=not args.ignore_columns,
+        )
     except SettingsRefused as exc:  # the arguments do not fit this table
         raise CliError(str(exc), code=2) from exc
     except (IngestError, TableError, SpoolError) as exc:
@@ -169,7 +185,8 @@ def summary_text(result: IngestResult) -> str:
             f"({result.seconds:.1f} s)"
         )
     loaded = (
-        f"commit {result.commit}: loaded {result.segments_loaded} segments, "
+        f"commit {result.commit}: loaded {result.segments_loaded} segments "
+        f"({result.from_columns} from their columns files), "
         f"{result.records:,} snapshots, {result.rows:,} member rows in {result.seconds:.1f} s "
         f"({result.rows_per_second:,.0f} rows/s); {result.segments_skipped} segments were "
         "loaded before"

@@ -33,7 +33,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from grstats.collector.errors import SegmentCorrupt, UnknownSchema
-from grstats.spark.decode import ARROW_MEMBER_ROWS, decode_segment
+from grstats.spark.decode import ARROW_MEMBER_ROWS, ColumnsUnusable, decode_segment, read_columns
 from grstats.spark.rollup import (
     ARROW_GROUP_ROLLUPS,
     ARROW_MEMBER_ROLLUPS,
@@ -78,8 +78,9 @@ ROLLUP_KINDS: dict[str, tuple[Callable[[pa.Table, RollupSettings], pa.Table], di
 _US_PER_DAY = pa.scalar(86_400_000_000, pa.int64())
 
 #: What one Spark task stages: the rollup settings (:meth:`RollupSettings.to_json`: plain
-#: values travel to the executors) and its consecutive ``(segment path, staging dir)`` pairs.
-StageTask = tuple[dict[str, Any], list[tuple[str, str]]]
+#: values travel to the executors), whether to read columns files, and its consecutive
+#: ``(segment path, staging dir)`` pairs.
+StageTask = tuple[dict[str, Any], bool, list[tuple[str, str]]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +98,8 @@ class StagedSegment:
             with their row counts.
         offset: the bad frame's byte offset (CORRUPT, UNKNOWN_SCHEMA).
         reason: what is wrong (CORRUPT), or the error's message (UNKNOWN_SCHEMA).
+        from_columns: whether its rows were read from its columns file (else its records
+            were decoded).
     """
 
     name: str
@@ -108,6 +111,7 @@ class StagedSegment:
     offset: int | None = None
     reason: str | None = None
     rollups: list[tuple[str, int]] = field(default_factory=list)
+    from_columns: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """Return a plain dict (what travels back from the executors)."""
@@ -126,18 +130,31 @@ class StagedSegment:
 
 
 def stage_segment(
-    path: Path | str, staging: Path | str, settings: RollupSettings = DEFAULT_SETTINGS
+    path: Path | str,
+    staging: Path | str,
+    settings: RollupSettings = DEFAULT_SETTINGS,
+    *,
+    use_columns: bool = True,
 ) -> StagedSegment:
-    """Decode the segment at ``path`` and write its rows under ``staging``, one file per date.
+    """Read the segment at ``path`` and write its rows under ``staging``, one file per date.
 
-    Its rollups, made with ``settings``, go under ``staging``'s ROLLUPS_DIR. A corrupt
-    segment or one with a record of an unknown schema version writes nothing and is reported,
-    not raised, so that the driver sees every segment's outcome.
+    The rows come from the segment's columns file where it has a good one (and
+    ``use_columns``), else from decoding its records. Its rollups, made with ``settings``,
+    go under ``staging``'s ROLLUPS_DIR. A corrupt segment or one with a record of an unknown
+    schema version writes nothing and is reported, not raised, so that the driver sees every
+    segment's outcome.
     """
     path, staging = Path(path), Path(staging)
     size = path.stat().st_size
+    from_columns = use_columns
     try:
-        decoded = decode_segment(path)
+        try:
+            if not use_columns:
+                raise ColumnsUnusable("not asked to")  # noqa: TRY301 (one fallback for all)
+            decoded = read_columns(path, size)
+        except ColumnsUnusable:  # none, or not this segment's: the records say
+            from_columns = False
+            decoded = decode_segment(path)
     except SegmentCorrupt as exc:
         return StagedSegment(path.name, size, CORRUPT, offset=exc.offset, reason=exc.reason)
     except UnknownSchema as exc:
@@ -176,6 +193,7 @@ def stage_segment(
         rows=rows.num_rows,
         files=files,
         rollups=rollups,
+        from_columns=from_columns,
     )
 
 
@@ -212,14 +230,15 @@ def _write_by_date(
 def stage_partition(tasks: Iterable[StageTask]) -> Iterator[dict[str, Any]]:
     """Spark's mapPartitions function: stage each task's ``(segment path, staging dir)``.
 
-    A partition holds one task: the rollup settings (:meth:`RollupSettings.to_json`) and a
-    list of consecutive segments (see :func:`grstats.spark.ingest`).
+    A partition holds one task: the rollup settings (:meth:`RollupSettings.to_json`),
+    whether to read columns files, and a list of consecutive segments (see
+    :func:`grstats.spark.ingest`).
     """
     _freeze_imported_objects()
-    for settings, segments in tasks:
+    for settings, use_columns, segments in tasks:
         rollups = RollupSettings.from_json(settings)
         for path, staging in segments:
-            yield stage_segment(path, staging, rollups).to_dict()
+            yield stage_segment(path, staging, rollups, use_columns=use_columns).to_dict()
 
 
 @functools.cache

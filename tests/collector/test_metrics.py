@@ -105,9 +105,10 @@ def spool_of(samples: Samples) -> tuple[int, int]:
 
 
 def spool_on_disk(spool: Path) -> tuple[int, int]:
-    """(segments, bytes) of the spool as ls would count them: segment files only."""
+    """(segments, bytes) of the spool as ls would count them: segment and columns files."""
     segments = [p for p in spool.iterdir() if parse_segment_name(p.name) is not None]
-    return len(segments), sum(p.stat().st_size for p in segments)
+    columns = list(spool.glob("segment-*.columns"))
+    return len(segments), sum(p.stat().st_size for p in [*segments, *columns])
 
 
 def dead_node() -> str:

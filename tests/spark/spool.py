@@ -149,7 +149,7 @@ def expected_rows(segments: Iterable[Path]) -> list[dict[str, Any]]:
                     "collected_at": collected,
                     "collected_date": collected.date(),
                     "agent": record["agent"],
-                    "served_at": _timestamp(record["served_at_us"]),
+                    "served_at": _timestamp(record.get("served_at_us")),
                     "member_id": member["MEMBER_ID"],
                     "member_host": member.get("MEMBER_HOST"),
                     "member_port": member.get("MEMBER_PORT"),

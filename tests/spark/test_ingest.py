@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.parquet as pq
 import pytest
 
+from grstats.collector.columns import columns_path
 from grstats.spark.decode import decode_segment
 from grstats.spark.ingest import IngestError, SettingsRefused, run_ingest, task_sizes
 from grstats.spark.rollup import DEFAULT_SETTINGS, RollupSettings, group_rollups, member_rollups
@@ -123,6 +124,23 @@ class TestIngest:
         dates = {(r["collected_at"].date(), r["collected_date"]) for r in table_rows(spark, table)}
         assert all(at == date for at, date in dates)
 
+    def test_columns_files_and_records_load_the_same_table(
+        self, spark: SparkSession, tmp_path: Path
+    ) -> None:
+        """Rows and rollups read from columns files equal those of the decoded records."""
+        spool = tmp_path / "spool"
+        first, _, _ = write_spool(spool, segments_of([range(40), range(40, 90), range(90, 95)]))
+        columns_path(first).unlink()  # sealed by a collector older than columns files
+        fast = run_ingest(spark, spool, tmp_path / "fast")
+        slow = run_ingest(spark, spool, tmp_path / "slow", use_columns=False)
+        assert (fast.from_columns, slow.from_columns) == (2, 0)
+        assert fast.to_json()["segments"]["from_columns"] == 2
+        assert table_rows(spark, tmp_path / "fast") == table_rows(spark, tmp_path / "slow")
+        for read in (read_member_rollups, read_group_rollups):
+            fast_rollups = read(spark, tmp_path / "fast").toArrow().to_pylist()
+            slow_rollups = read(spark, tmp_path / "slow").toArrow().to_pylist()
+            assert sorted(fast_rollups, key=repr) == sorted(slow_rollups, key=repr)
+
     def test_a_corrupt_segment_is_quarantined_and_the_others_load(
         self, spark: SparkSession, tmp_path: Path
     ) -> None:
@@ -141,6 +159,8 @@ class TestIngest:
         assert quarantined.copy == f"{QUARANTINE_DIR}/c{1:020d}-{bad.name}"
         assert (table / quarantined.copy).read_bytes() == bad_bytes
         assert not bad.exists()
+        assert not columns_path(bad).exists()  # its columns file goes with it
+        assert columns_path(good).exists()
         entry = json.loads((table / LOG_DIR / "00000000000000000001.json").read_text())
         assert entry["quarantined"][0]["offset"] == quarantined.offset
         assert table_rows(spark, table) == expected_rows([good, last])

@@ -123,6 +123,7 @@ def test_json_summary_then_other_settings_exit_2_then_unknown_schema_exits_1(
     assert done.returncode == 0, done.stderr
     summary = json.loads(done.stdout)
     assert (summary["commit"], summary["rows"], summary["segments"]["loaded"]) == (1, 12, 1)
+    assert summary["segments"]["from_columns"] == 1  # the collector's writer left one
     assert "staged 1/1 segments, 12 rows" in done.stderr  # progress goes to stderr
     entry = json.loads((table / LOG_DIR / entry_name(1)).read_text())
     assert entry["rollup_settings"] == {
@@ -143,3 +144,19 @@ def test_json_summary_then_other_settings_exit_2_then_unknown_schema_exits_1(
     assert done.returncode == 1
     assert "record schema 3 is not a known version" in done.stderr
     assert newer.name in done.stderr
+
+
+def test_ignore_columns_decodes_the_records(tmp_path: Path) -> None:
+    """--ignore-columns loads the same rows without reading the columns files; says so."""
+    spool = tmp_path / "spool"
+    write_spool(spool, [[make_record(s) for s in range(3)], [make_record(3)]])
+    done = grstats(
+        "spark",
+        "ingest",
+        *("--spool", str(spool), "--table", str(tmp_path / "table")),
+        "--ignore-columns",
+    )
+    assert done.returncode == 0, done.stderr
+    assert "loaded 2 segments (0 from their columns files), 4 snapshots, 12 member rows" in (
+        done.stdout
+    )

@@ -22,7 +22,7 @@ from grstats.spark.stage import stage_partition
 first, second, staging = sys.argv[1:]
 counts = []
 for segment in (first, second):
-    results = list(stage_partition([(DEFAULT_SETTINGS.to_json(), [(segment, staging)])]))
+    results = list(stage_partition([(DEFAULT_SETTINGS.to_json(), True, [(segment, staging)])]))
     counts.append((gc.get_freeze_count(), results[0]["status"]))
 print(json.dumps(counts))
 """
@@ -104,7 +104,7 @@ class TestStageRollups:
         (segment,) = write_spool(tmp_path / "spool", [[make_record(s) for s in range(0, 60, 15)]])
         staging = tmp_path / "staging"
         settings = RollupSettings(flow_control_threshold=1, max_gap_s=10.0)
-        (result,) = stage_partition([(settings.to_json(), [(str(segment), str(staging))])])
+        (result,) = stage_partition([(settings.to_json(), True, [(str(segment), str(staging))])])
         staged = StagedSegment.from_dict(result)
         rows = decode_segment(segment).rows
         for (relative, _), make in zip(

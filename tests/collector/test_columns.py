@@ -1,0 +1,244 @@
+"""collector.columns: the spool writer leaves each sealed segment's member rows as columns."""
+
+from __future__ import annotations
+
+import copy
+from array import array
+from typing import TYPE_CHECKING, Any
+
+import pytest
+from structlog.testing import capture_logs
+
+from grstats.collector import columns as columns_file
+from grstats.collector.columns import SegmentColumns, columns_path, is_temporary
+from grstats.collector.errors import SegmentCorrupt
+from grstats.collector.records import TABLE_NAMES, encode
+from grstats.collector.spool import (
+    MAGIC,
+    SpoolSettings,
+    SpoolWriter,
+    count_frames,
+    encode_frame,
+    sealed_segments,
+    segment_name,
+)
+from tests.spark.spool import MEMBER_IDS, make_record
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+MEMBERS, STATS, LAG, GTIDS = TABLE_NAMES
+
+
+def body(segment: Path) -> dict[str, Any]:
+    """The parsed columns file of ``segment``."""
+    return columns_file.parse(columns_path(segment).read_bytes())
+
+
+def with_cell(table: str, column: str, value: object) -> dict[str, Any]:
+    """A record whose first row of ``table`` holds ``value`` in ``column``."""
+    record = make_record(1)
+    part = record["tables"][table]
+    part["rows"][0][part["columns"].index(column)] = value
+    return record
+
+
+class TestTheWriter:
+    def test_each_sealed_segment_has_its_columns_file(self, tmp_path: Path) -> None:
+        """Sealing writes segment-N.columns: its size, records and rows are the segment's."""
+        with SpoolWriter(tmp_path, SpoolSettings(segment_bytes=8192)) as writer:
+            for second in range(9):
+                writer.append(make_record(second))
+            assert writer.current is not None
+            assert not columns_path(writer.current).exists()  # none while the segment is open
+        segments = sealed_segments(tmp_path)
+        assert len(segments) >= 3
+        for segment in segments:
+            found = body(segment)
+            assert found["segment_size"] == segment.stat().st_size
+            assert found["records"] == count_frames(segment)
+            assert found["rows"] == found["records"] * len(MEMBER_IDS)
+        assert sum(body(segment)["records"] for segment in segments) == 9
+
+    def test_the_columns_hold_the_cells(self, tmp_path: Path) -> None:
+        """Integers are little-endian int64 with a validity bitmap; texts are codes into texts."""
+        with SpoolWriter(tmp_path) as writer:
+            first = writer.append(make_record(1)).offset
+            writer.append(make_record(2))
+        (segment,) = sealed_segments(tmp_path)
+        stored = body(segment)["columns"]
+        kind, data, validity = stored["age_ms"]  # 0, 1, None for each record's three members
+        assert (kind, array("q", data).tolist()) == ("int", [0, 1, 0, 0, 1, 0])
+        assert len(validity) == 1
+        assert validity[0] & 0b111111 == 0b011011  # rows 2 and 5 null (bits past 6: padding)
+        kind, texts, codes = stored["member_host"]
+        assert (kind, texts) == ("text", [None, b"db1", b"db2", b"db3"])
+        assert array("i", codes).tolist() == [1, 2, 3, 1, 2, 3]
+        kind, data, validity = stored["record_offset"]
+        assert array("q", data).tolist()[:3] == [first] * 3
+        assert validity == b""  # no null: no bitmap
+        assert stored["applier_lag_seconds"][0] == "float"
+
+    def test_none_when_turned_off(self, tmp_path: Path) -> None:
+        """SpoolSettings(columns=False) seals segments without columns files."""
+        with SpoolWriter(tmp_path, SpoolSettings(columns=False)) as writer:
+            writer.append(make_record(1))
+        (segment,) = sealed_segments(tmp_path)
+        assert not columns_path(segment).exists()
+
+    @pytest.mark.parametrize(
+        ("record", "reason"),
+        [
+            (make_record(1) | {"schema": 2}, "schema 2"),
+            ({"schema": 1, "n": 1}, "KeyError('tables')"),
+            (with_cell(STATS, "COUNT_TRANSACTIONS_CHECKED", "many"), "column of integers"),
+            (with_cell(STATS, "COUNT_TRANSACTIONS_CHECKED", value=True), "column of integers"),
+            (with_cell(STATS, "COUNT_TRANSACTIONS_CHECKED", 2.0), "column of integers"),
+            (with_cell(STATS, "COUNT_TRANSACTIONS_CHECKED", 2**63), "OverflowError"),
+            (with_cell(MEMBERS, "MEMBER_PORT", 2**31), "32-bit integers"),
+            (with_cell(LAG, "APPLIER_LAG_SECONDS", 2**53 + 1), "column of numbers"),
+            (with_cell(MEMBERS, "MEMBER_STATE", 7), "column of texts"),
+            (with_cell(GTIDS, "MEMBER_ID", 7), "MEMBER_ID 7"),
+        ],
+        ids=[
+            "schema 2",
+            "no tables",
+            "text for a counter",
+            "a boolean",
+            "a float for an integer",
+            "past 64 bits",
+            "a port past 32 bits",
+            "an integer no double holds",
+            "a number for a text",
+            "a numeric MEMBER_ID",
+        ],
+    )
+    def test_a_record_it_cannot_take_leaves_no_file(
+        self, tmp_path: Path, record: dict[str, Any], reason: str
+    ) -> None:
+        """A record the decoder might read otherwise: no columns file for its segment, logged."""
+        with capture_logs() as logs, SpoolWriter(tmp_path) as writer:
+            writer.append(make_record(0))
+            writer.append(record)
+            writer.roll()
+            writer.append(make_record(2))  # the next segment is taken again
+        first, second = sealed_segments(tmp_path)
+        assert not columns_path(first).exists()
+        assert columns_path(second).exists()
+        (skipped,) = [event for event in logs if event["event"] == "columns_skipped"]
+        assert skipped["segment"] == first.name.replace(".sealed", ".open")
+        assert reason in skipped["reason"]
+        assert "offset" in skipped["reason"]
+
+    def test_a_payload_that_is_not_msgpack(self, tmp_path: Path) -> None:
+        """A frame whose payload is not msgpack (the spool takes any bytes): no columns file."""
+        with SpoolWriter(tmp_path) as writer:
+            writer.append_payloads([encode(make_record(1)), b"\xc1"])
+        (segment,) = sealed_segments(tmp_path)
+        assert not columns_path(segment).exists()
+
+    def test_a_failed_write_still_seals(
+        self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A columns file that cannot be written is logged; the segment is sealed all the same."""
+
+        def refuse(*_: object) -> int:
+            raise OSError(28, "No space left on device")
+
+        monkeypatch.setattr(SegmentColumns, "write", refuse)
+        with capture_logs() as logs, SpoolWriter(tmp_path) as writer:
+            writer.append(make_record(1))
+        (segment,) = sealed_segments(tmp_path)
+        assert not columns_path(segment).exists()
+        (warning,) = [event for event in logs if event["event"] == "columns_not_written"]
+        assert "No space left" in warning["error"]
+
+    def test_a_kept_file_is_never_torn(self, tmp_path: Path) -> None:
+        """The file is written under a temporary name and renamed: none is left behind."""
+        with SpoolWriter(tmp_path) as writer:
+            writer.append(make_record(1))
+        assert not [path for path in tmp_path.iterdir() if is_temporary(path.name)]
+
+
+class TestRecovery:
+    def _left_open(self, spool: Path, records: list[dict[str, Any]], tail: bytes = b"") -> Path:
+        """A segment a killed writer left open: its frames, then ``tail``."""
+        spool.mkdir(exist_ok=True)
+        path = spool / segment_name(1, sealed=False)
+        path.write_bytes(
+            MAGIC + b"".join(encode_frame(encode(record)) for record in records) + tail
+        )
+        return path
+
+    def test_a_recovered_segment_gets_its_columns(self, tmp_path: Path) -> None:
+        """The killed writer's columns were in memory: recovery makes them from the frames."""
+        records = [make_record(s) for s in range(4)]
+        self._left_open(tmp_path, records, tail=encode_frame(encode(make_record(9)))[:-5])
+        with SpoolWriter(tmp_path):
+            pass
+        (segment,) = sealed_segments(tmp_path)
+        found = body(segment)
+        assert (found["segment_size"], found["records"]) == (segment.stat().st_size, 4)
+
+        with SpoolWriter(tmp_path / "twin", SpoolSettings()) as writer:
+            writer.append_all(records)
+        (twin,) = sealed_segments(tmp_path / "twin")
+        assert columns_path(segment).read_bytes() == columns_path(twin).read_bytes()
+
+    def test_a_stale_columns_file_is_replaced(self, tmp_path: Path) -> None:
+        """A columns file left beside an open segment (killed before the rename) is made again."""
+        path = self._left_open(tmp_path, [make_record(1)])
+        columns_path(path).write_bytes(b"stale")
+        (tmp_path / f".{columns_path(path).name}.0123.tmp").write_bytes(b"half")
+        with SpoolWriter(tmp_path):
+            pass
+        (segment,) = sealed_segments(tmp_path)
+        assert body(segment)["records"] == 1
+        assert not [p for p in tmp_path.iterdir() if is_temporary(p.name)]
+
+
+class TestCountFrames:
+    def test_counts_and_checks_like_the_reader(self, tmp_path: Path) -> None:
+        """count_frames maps the file, counts its frames and reports a bad one at its offset."""
+        with SpoolWriter(tmp_path) as writer:
+            for second in range(3):
+                writer.append(make_record(second))
+        (segment,) = sealed_segments(tmp_path)
+        assert count_frames(segment) == 3
+        data = bytearray(segment.read_bytes())
+        data[-3] ^= 0xFF
+        segment.write_bytes(bytes(data))
+        with pytest.raises(SegmentCorrupt, match="CRC mismatch"):
+            count_frames(segment)
+        segment.write_bytes(b"")
+        with pytest.raises(SegmentCorrupt, match="magic"):
+            count_frames(segment)
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        lambda record: record,
+        lambda record: {k: v for k, v in record.items() if k != "group_label"},
+    ],
+    ids=["as it is", "without its label"],
+)
+def test_the_builder_counts_every_record(
+    change: Callable[[dict[str, Any]], dict[str, Any]],
+) -> None:
+    """Records with no member add no rows but count; the label defaults as the decoder's."""
+    columns = SegmentColumns()
+    columns.add(change(make_record(1, group=("east", "x"))), 8)
+    columns.add(make_record(2, members=[]), 100)
+    assert (columns.records, columns.rows, columns.usable) == (2, 3, True)
+    texts = columns.columns["group_label"].encode()[1]
+    assert texts[1] in (b"east", b"default")
+
+
+def test_a_record_is_not_changed_by_the_builder() -> None:
+    """The builder only reads the records it is given (the writer encodes them after)."""
+    record = make_record(3)
+    before = copy.deepcopy(record)
+    SegmentColumns().add(record, 8)
+    assert record == before
