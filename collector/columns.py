@@ -25,6 +25,7 @@ File layout: :data:`MAGIC` (8 bytes), the CRC-32 of the body (4 bytes, big-endia
 one msgpack map::
 
     {"segment_size": int,    # the sealed segment's size in bytes
+     "segment_crc32": int,   # zlib.crc32 of the whole sealed segment
      "records": int,         # records (snapshots) in the segment
      "rows": int,            # member rows
      "columns": {name: column}}
@@ -351,8 +352,9 @@ def _check_ids(ids: Sequence[object], table: str) -> None:
 class SegmentColumns:
     """The member rows of one segment's records, kept a column at a time as they are appended.
 
-    The spool writer calls :meth:`add` once per record it appends (from the one thread that
-    appends) and :meth:`write` once, at the seal. A record it cannot take exactly as the
+    The spool writer calls :meth:`extend_crc` with every byte it writes to the segment,
+    :meth:`add` once per record it appends (from the one thread that appends) and
+    :meth:`write` once, at the seal. A record it cannot take exactly as the
     decoder does makes it unusable for the rest of the segment (nothing is written); the
     reason is kept in :attr:`problem`.
     """
@@ -364,6 +366,7 @@ class SegmentColumns:
         self.columns.update({name: _new_column(name) for name in RECORD_COLUMNS})
         self.records = 0
         self.rows = 0
+        self.crc = 0  #: zlib.crc32 of the segment's bytes so far (:meth:`extend_crc`)
         self.problem: str | None = None
         self._layouts: list[Sequence[str]] | None = None
         self._layout: _Layout | None = None
@@ -372,6 +375,10 @@ class SegmentColumns:
     def usable(self) -> bool:
         """Whether every record so far was taken (a columns file can be written)."""
         return self.problem is None
+
+    def extend_crc(self, data: bytes) -> None:
+        """Count ``data``, the segment's next bytes (its magic, then each frame), in :attr:`crc`."""
+        self.crc = zlib.crc32(data, self.crc)
 
     def add_payload(self, payload: bytes, offset: int) -> None:
         """Keep the member rows of the msgpack record ``payload``, the frame at ``offset``."""
@@ -436,6 +443,7 @@ class SegmentColumns:
         body: bytes = msgpack.packb(
             {
                 "segment_size": segment_size,
+                "segment_crc32": self.crc,
                 "records": self.records,
                 "rows": self.rows,
                 "columns": {name: column.encode() for name, column in self.columns.items()},

@@ -35,7 +35,6 @@ from typing import TYPE_CHECKING, Any
 
 import msgpack  # type: ignore[import-untyped]
 
-from grstats.agent.convert import table_from_wire
 from grstats.agent.rows import EXTENDED_COLUMNS, TABLES, Kind
 from grstats.collector.errors import RecordError, UnknownSchema
 
@@ -85,6 +84,10 @@ def record_from_response(
             per column, or a cell is not of its column's kind (the message names the agent,
             the table and the column).
     """
+    # Imported here: the agent's wire conversions bring protobuf and the gossip core, which
+    # ingest's executors, reading records, never need (docs/benchmarks.md, "Spark ingest").
+    from grstats.agent.convert import table_from_wire  # noqa: PLC0415
+
     wire = {table.name: table for table in response.tables}
     tables: dict[str, dict[str, Any]] = {}
     for name in TABLE_NAMES:

@@ -45,8 +45,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
-import structlog
-
 from grstats.agent.checks import check_int, check_number
 from grstats.agent.errors import ConfigError
 from grstats.collector.columns import SUFFIX as COLUMNS_SUFFIX
@@ -181,32 +179,19 @@ def read_records(path: Path | str) -> Iterator[tuple[int, Record]]:
         yield offset, record
 
 
-def count_frames(path: Path | str) -> int:
-    """Return how many frames the segment at ``path`` holds, checked as :func:`iter_frames` does.
+def file_crc32(path: Path | str) -> int:
+    """Return ``zlib.crc32`` of the whole file at ``path``, read through a mapping (no copy).
 
-    The file is mapped, not read: no byte of it is copied (ingest checks a segment whose rows
-    it reads from the columns file this way).
+    Ingest compares it with the one a segment's columns file was made for.
 
     Raises:
-        SegmentCorrupt: as :func:`iter_frames`.
         OSError: the file cannot be opened or mapped.
     """
     with Path(path).open("rb") as file:
         if os.fstat(file.fileno()).st_size == 0:
-            return sum(1 for _ in iter_frames(b"", path))  # raises: no magic
-        problem: SegmentCorrupt | None = None
+            return zlib.crc32(b"")
         with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-            view = memoryview(mapped)
-            try:
-                frames = sum(1 for _ in iter_frames(view, path))
-            except SegmentCorrupt as exc:
-                # Its traceback holds the reader's slices of the mapping, which must all be
-                # released before the mapping closes.
-                problem = exc.with_traceback(None)
-            view.release()
-    if problem is not None:
-        raise problem
-    return frames
+            return zlib.crc32(mapped)
 
 
 def iter_frames(data: _Data, path: Path | str) -> Iterator[tuple[int, _Data]]:
@@ -393,7 +378,12 @@ class SpoolWriter:
         self.directory = Path(directory)
         self.settings = settings or SpoolSettings()
         self._clock = clock
-        self._log: FilteringBoundLogger = logger or structlog.get_logger()
+        if logger is None:
+            # Imported here: ingest's executors read segments and need no logging library.
+            import structlog  # noqa: PLC0415
+
+            logger = structlog.get_logger()
+        self._log: FilteringBoundLogger = logger
         self._fd: int | None = None
         self._sequence = 0
         self._size = 0
@@ -472,6 +462,7 @@ class SpoolWriter:
                     self._open_next()
                 positions.append(Position(self._sequence, self._size))
                 if self._columns is not None:
+                    self._columns.extend_crc(frame)
                     if records is None:
                         self._columns.add_payload(payloads[index], self._size)
                     else:
@@ -559,6 +550,8 @@ class SpoolWriter:
         self._fd, self._sequence = fd, sequence
         self._size, self._records, self._opened_at = 0, 0, self._clock()
         self._columns = SegmentColumns() if self.settings.columns else None
+        if self._columns is not None:
+            self._columns.extend_crc(MAGIC)
         self._write(MAGIC)
         self._size = len(MAGIC)
         self._fsync_directory()
@@ -747,7 +740,9 @@ class SpoolWriter:
         columns = None
         if self.settings.columns:  # what the killed writer held in memory, from its frames
             columns = SegmentColumns()
-            for offset, payload in iter_frames(path.read_bytes(), path):
+            data = path.read_bytes()
+            columns.extend_crc(data)
+            for offset, payload in iter_frames(data, path):
                 columns.add_payload(payload, offset)
         self._seal(sequence, found.records, found.valid_bytes, "recovered", columns)
 

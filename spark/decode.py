@@ -30,7 +30,7 @@ from grstats.collector import columns as columns_file
 from grstats.collector.columns import TAKEN, columns_path, tuple_getter
 from grstats.collector.errors import SegmentCorrupt
 from grstats.collector.records import KNOWN_SCHEMAS, TABLE_NAMES, check_schema
-from grstats.collector.spool import count_frames, iter_frames
+from grstats.collector.spool import file_crc32, iter_frames
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -168,15 +168,14 @@ def read_columns(segment: Path | str, segment_size: int) -> DecodedSegment:
 
     The rows equal :func:`decode_segment`'s (the spool writer kept them from the same records,
     :mod:`grstats.collector.columns`), without unpacking a record: each column's bytes become
-    an Arrow array as they are. The segment stays the source of truth: its frames' CRCs are
-    checked as :func:`decode_segment` checks them, so a segment corrupted after its seal is
-    reported as corrupt, columns file or not.
+    an Arrow array as they are. The segment stays the source of truth: the CRC-32 of its
+    whole file must be the one the columns were made for, so that a segment corrupted after
+    its seal is refused here, and :func:`decode_segment` reports where.
 
     Raises:
         ColumnsUnusable: there is no columns file, or it is torn, corrupt, of another version,
-            made for a segment of another size than ``segment_size``, or not the rows of a
-            segment (the reason says which).
-        SegmentCorrupt: the segment has bad magic, or a torn or CRC-failing frame.
+            made for a segment of another size or content, or not the rows of a segment (the
+            reason says which).
     """
     segment = Path(segment)
     try:
@@ -186,22 +185,28 @@ def read_columns(segment: Path | str, segment_size: int) -> DecodedSegment:
     except OSError as exc:
         raise ColumnsUnusable(f"cannot read the columns file: {exc}") from exc
     try:
-        decoded = _from_columns(data, segment.name, segment_size)
+        return _from_columns(segment, data, segment_size)
     except ColumnsUnusable:
         raise
     except (ValueError, TypeError, KeyError, IndexError, pa.ArrowException) as exc:
         raise ColumnsUnusable(f"not a columns file this code reads: {exc!r}") from exc
-    frames = count_frames(segment)
-    if frames != decoded.records:
-        raise ColumnsUnusable(f"made for {decoded.records} records, the segment has {frames}")
-    return decoded
 
 
-def _from_columns(data: bytes, name: str, segment_size: int) -> DecodedSegment:
+def _from_columns(segment: Path, data: bytes, segment_size: int) -> DecodedSegment:
     body = columns_file.parse(data)
     made_for = body["segment_size"]
     if made_for != segment_size:
         raise ColumnsUnusable(f"made for a segment of {made_for} bytes, not {segment_size}")
+    try:
+        crc = file_crc32(segment)
+    except OSError as exc:
+        raise ColumnsUnusable(f"cannot read the segment: {exc}") from exc
+    if crc != body["segment_crc32"]:
+        raise ColumnsUnusable(
+            f"made for a segment of CRC-32 {body['segment_crc32']:#010x}, this one has "
+            f"{crc:#010x}: it changed after its seal"
+        )
+    name = segment.name
     count, stored = body["rows"], body["columns"]
     if set(stored) != _STORED_COLUMNS:
         raise ColumnsUnusable(f"columns {sorted(stored)} are not the member rows'")

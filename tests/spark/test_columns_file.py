@@ -280,12 +280,12 @@ class TestRefused:
         ("edit", "reason"),
         [
             (lambda body: body["columns"].pop("agent"), "are not the member rows'"),
-            (lambda body: body.update(records=body["records"] + 1), "made for 3 records"),
+            (lambda body: body.update(segment_crc32=body["segment_crc32"] ^ 1), "changed after"),
             (lambda body: body["columns"]["age_ms"].__setitem__(1, b"\0" * 8), "a column of 8"),
             (lambda body: body["columns"]["agent"].__setitem__(0, "blob"), "kind 'blob'"),
             (lambda body: body["columns"]["agent"][1].__setitem__(0, b"x"), "bytes of codes"),
         ],
-        ids=["a column missing", "another record count", "a short column", "a kind", "no null"],
+        ids=["a column missing", "another segment's CRC", "a short column", "a kind", "no null"],
     )
     def test_a_file_of_the_wrong_contents(
         self, tmp_path: Path, edit: Callable[[dict[str, Any]], object], reason: str
@@ -320,8 +320,10 @@ class TestTheSegmentStaysTheTruth:
         second = 8 + 8 + int.from_bytes(data[8:12], "big")
         data[second + 20] ^= 0xFF
         segment.write_bytes(bytes(data))
-        with pytest.raises(SegmentCorrupt, match="CRC mismatch") as caught:
+        with pytest.raises(ColumnsUnusable, match="changed after its seal"):
             read(segment)
+        with pytest.raises(SegmentCorrupt, match="CRC mismatch") as caught:
+            decode_segment(segment)
         assert caught.value.offset == second
         staged = stage_segment(segment, tmp_path / "staging")
         assert (staged.status, staged.offset) == (CORRUPT, second)
