@@ -149,6 +149,13 @@ def register(subparsers: Subparsers) -> None:
         help="record: fsync every snapshot (default); write: hand each to the OS, fsync on "
         "seal (survives a kill, not a power cut); seal: buffer, write and fsync on seal",
     )
+    spool.add_argument(
+        "--no-columns",
+        action="store_true",
+        help="seal segments without their columns files (the member rows a column at a time, "
+        "about a fifth of a segment's size, which grstats spark ingest reads about three "
+        "times faster than the records)",
+    )
     stopping = parser.add_argument_group("stopping and reporting")
     stopping.add_argument("--count", type=int, metavar="N", help="stop after N snapshots")
     stopping.add_argument("--duration", type=float, metavar="SECONDS", help="stop after SECONDS")
@@ -207,6 +214,7 @@ def settings_from(args: argparse.Namespace) -> tuple[Fleet, SpoolSettings, Limit
                 segment_bytes=parse_size(args.segment_size),
                 segment_age_s=args.segment_age,
                 sync=SyncPolicy(args.fsync),
+                columns=not args.no_columns,
             ),
             Limits(
                 count=args.count,

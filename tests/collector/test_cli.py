@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from grstats.agent.cli.demo import free_ports
+from grstats.collector.columns import columns_path
 from grstats.collector.records import table_rows
 from grstats.collector.spool import read_segment, sealed_segments
 from tests.agent.cli.test_agent_processes import members, start_agent, wait_until
@@ -131,6 +132,23 @@ def test_count_and_json_summary(
         str(spool),
     )
     assert len(records(spool)) == 2
+    (segment,) = sealed_segments(spool)
+    assert columns_path(segment).exists()  # the member rows as columns, for ingest
+
+
+def test_no_columns_seals_segments_without_them(
+    tmp_path: Path, agents: tuple[list[int], list[subprocess.Popen[bytes]]]
+) -> None:
+    """--no-columns: the segment is sealed with no columns file beside it."""
+    ports, _ = agents
+    spool = tmp_path / "spool"
+    done = run_collect(
+        *("--node", f"127.0.0.1:{ports[2]}", "--spool", str(spool), "--count", "1"),
+        "--no-columns",
+    )
+    assert done.returncode == 0, done.stderr
+    (segment,) = sealed_segments(spool)
+    assert not columns_path(segment).exists()
 
 
 def test_groups_of_a_config_file_and_flags(
