@@ -133,10 +133,13 @@ class TestTheWriter:
         assert reason in skipped["reason"]
         assert "offset" in skipped["reason"]
 
-    def test_a_payload_that_is_not_msgpack(self, tmp_path: Path) -> None:
-        """A frame whose payload is not msgpack (the spool takes any bytes): no columns file."""
+    @pytest.mark.parametrize(
+        "payload", [b"\xc1", b"\x92\x01\x02", encode({"schema": 1, "tables": []})]
+    )
+    def test_a_payload_that_is_not_a_record(self, tmp_path: Path, payload: bytes) -> None:
+        """A frame that is not msgpack, or not a record's map: appended, but no columns file."""
         with SpoolWriter(tmp_path) as writer:
-            writer.append_payloads([encode(make_record(1)), b"\xc1"])
+            writer.append_payloads([encode(make_record(1)), payload])
         (segment,) = sealed_segments(tmp_path)
         assert not columns_path(segment).exists()
 
