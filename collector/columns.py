@@ -9,9 +9,9 @@ and writes them at the seal, beside the segment::
     segment-00000000000000000007.columns   the same member rows, as columns
 
 Ingest (``grstats.spark.decode.read_columns``) wraps the columns' bytes in Arrow arrays
-without unpacking a record. The sealed segment stays the source of truth: a columns file that
-is missing, torn, of another version or not made from a segment of this size is ignored, and
-the segment's records are decoded as before.
+without unpacking a record. The sealed segment stays the record: a columns file that is
+missing, torn, of another version or not made for this segment (its size and its last
+frame's offset and CRC-32) is ignored, and the segment's records are decoded as before.
 
 The rows are exactly the decoder's (``grstats.spark.decode``): one per member of the record's
 ``replication_group_members`` table, joined on MEMBER_ID with the member's row of each other
@@ -25,7 +25,7 @@ File layout: :data:`MAGIC` (8 bytes), the CRC-32 of the body (4 bytes, big-endia
 one msgpack map::
 
     {"segment_size": int,    # the sealed segment's size in bytes
-     "segment_crc32": int,   # zlib.crc32 of the whole sealed segment
+     "last_frame": [int, int],  # the segment's last frame: its offset and CRC-32
      "records": int,         # records (snapshots) in the segment
      "rows": int,            # member rows
      "columns": {name: column}}
@@ -352,11 +352,10 @@ def _check_ids(ids: Sequence[object], table: str) -> None:
 class SegmentColumns:
     """The member rows of one segment's records, kept a column at a time as they are appended.
 
-    The spool writer calls :meth:`extend_crc` with every byte it writes to the segment,
-    :meth:`add` once per record it appends (from the one thread that appends) and
-    :meth:`write` once, at the seal. A record it cannot take exactly as the
-    decoder does makes it unusable for the rest of the segment (nothing is written); the
-    reason is kept in :attr:`problem`.
+    The spool writer calls :meth:`note_frame` and :meth:`add` once per record it appends
+    (from the one thread that appends) and :meth:`write` once, at the seal. A record it
+    cannot take exactly as the decoder does makes it unusable for the rest of the segment
+    (nothing is written); the reason is kept in :attr:`problem`.
     """
 
     def __init__(self) -> None:
@@ -366,7 +365,7 @@ class SegmentColumns:
         self.columns.update({name: _new_column(name) for name in RECORD_COLUMNS})
         self.records = 0
         self.rows = 0
-        self.crc = 0  #: zlib.crc32 of the segment's bytes so far (:meth:`extend_crc`)
+        self.last_frame: tuple[int, int] | None = None  #: (offset, CRC-32) of the last frame
         self.problem: str | None = None
         self._layouts: list[Sequence[str]] | None = None
         self._layout: _Layout | None = None
@@ -376,9 +375,9 @@ class SegmentColumns:
         """Whether every record so far was taken (a columns file can be written)."""
         return self.problem is None
 
-    def extend_crc(self, data: bytes) -> None:
-        """Count ``data``, the segment's next bytes (its magic, then each frame), in :attr:`crc`."""
-        self.crc = zlib.crc32(data, self.crc)
+    def note_frame(self, offset: int, crc: int) -> None:
+        """Note the segment's latest frame: its ``offset`` and the CRC-32 its header holds."""
+        self.last_frame = (offset, crc)
 
     def add_payload(self, payload: bytes, offset: int) -> None:
         """Keep the member rows of the msgpack record ``payload``, the frame at ``offset``."""
@@ -440,10 +439,12 @@ class SegmentColumns:
         """The columns file's bytes, for a sealed segment of ``segment_size`` bytes."""
         if self.problem is not None:
             raise Unusable(self.problem)
+        if self.last_frame is None:
+            raise Unusable("no frame was noted")
         body: bytes = msgpack.packb(
             {
                 "segment_size": segment_size,
-                "segment_crc32": self.crc,
+                "last_frame": list(self.last_frame),
                 "records": self.records,
                 "rows": self.rows,
                 "columns": {name: column.encode() for name, column in self.columns.items()},

@@ -35,7 +35,6 @@ from __future__ import annotations
 import contextlib
 import enum
 import fcntl
-import mmap
 import os
 import re
 import struct
@@ -179,19 +178,36 @@ def read_records(path: Path | str) -> Iterator[tuple[int, Record]]:
         yield offset, record
 
 
-def file_crc32(path: Path | str) -> int:
-    """Return ``zlib.crc32`` of the whole file at ``path``, read through a mapping (no copy).
+def frame_at(path: Path | str, offset: int) -> tuple[int, bytes]:
+    """Return ``(CRC-32, payload)`` of the one frame at ``offset`` of the segment at ``path``.
 
-    Ingest compares it with the one a segment's columns file was made for.
+    Reads only the magic and that frame (ingest checks that a columns file belongs to its
+    segment this way) and checks them as :func:`iter_frames` does.
 
     Raises:
-        OSError: the file cannot be opened or mapped.
+        SegmentCorrupt: bad magic, or the frame is torn or fails its CRC.
+        OSError: the file cannot be read.
     """
     with Path(path).open("rb") as file:
-        if os.fstat(file.fileno()).st_size == 0:
-            return zlib.crc32(b"")
-        with mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-            return zlib.crc32(mapped)
+        fd = file.fileno()
+        magic = os.pread(fd, len(MAGIC), 0)
+        if magic != MAGIC:
+            raise SegmentCorrupt(path, 0, f"does not start with the magic {MAGIC!r}")
+        header = os.pread(fd, FRAME_HEADER.size, offset)
+        if len(header) < FRAME_HEADER.size:
+            raise SegmentCorrupt(path, offset, "torn frame: header cut short")
+        length, crc = FRAME_HEADER.unpack(header)
+        payload = os.pread(fd, length, offset + FRAME_HEADER.size)
+    if len(payload) < length:
+        raise SegmentCorrupt(path, offset, f"torn frame: its {length}-byte payload is cut short")
+    actual = zlib.crc32(payload)
+    if actual != crc:
+        raise SegmentCorrupt(
+            path,
+            offset,
+            f"CRC mismatch: the frame says {crc:#010x}, the payload has {actual:#010x}",
+        )
+    return crc, payload
 
 
 def iter_frames(data: _Data, path: Path | str) -> Iterator[tuple[int, _Data]]:
@@ -462,7 +478,7 @@ class SpoolWriter:
                     self._open_next()
                 positions.append(Position(self._sequence, self._size))
                 if self._columns is not None:
-                    self._columns.extend_crc(frame)
+                    self._columns.note_frame(self._size, FRAME_HEADER.unpack_from(frame)[1])
                     if records is None:
                         self._columns.add_payload(payloads[index], self._size)
                     else:
@@ -550,8 +566,6 @@ class SpoolWriter:
         self._fd, self._sequence = fd, sequence
         self._size, self._records, self._opened_at = 0, 0, self._clock()
         self._columns = SegmentColumns() if self.settings.columns else None
-        if self._columns is not None:
-            self._columns.extend_crc(MAGIC)
         self._write(MAGIC)
         self._size = len(MAGIC)
         self._fsync_directory()
@@ -741,8 +755,8 @@ class SpoolWriter:
         if self.settings.columns:  # what the killed writer held in memory, from its frames
             columns = SegmentColumns()
             data = path.read_bytes()
-            columns.extend_crc(data)
             for offset, payload in iter_frames(data, path):
+                columns.note_frame(offset, FRAME_HEADER.unpack_from(data, offset)[1])
                 columns.add_payload(payload, offset)
         self._seal(sequence, found.records, found.valid_bytes, "recovered", columns)
 

@@ -30,7 +30,7 @@ from grstats.collector import columns as columns_file
 from grstats.collector.columns import TAKEN, columns_path, tuple_getter
 from grstats.collector.errors import SegmentCorrupt
 from grstats.collector.records import KNOWN_SCHEMAS, TABLE_NAMES, check_schema
-from grstats.collector.spool import file_crc32, iter_frames
+from grstats.collector.spool import FRAME_HEADER, frame_at, iter_frames
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -168,9 +168,11 @@ def read_columns(segment: Path | str, segment_size: int) -> DecodedSegment:
 
     The rows equal :func:`decode_segment`'s (the spool writer kept them from the same records,
     :mod:`grstats.collector.columns`), without unpacking a record: each column's bytes become
-    an Arrow array as they are. The segment stays the source of truth: the CRC-32 of its
-    whole file must be the one the columns were made for, so that a segment corrupted after
-    its seal is refused here, and :func:`decode_segment` reports where.
+    an Arrow array as they are. The file checks itself (its CRC-32); that it belongs to this
+    segment is checked by the segment's size and its last frame (offset and CRC-32), read
+    alone: the rest of the segment is not read, so a segment damaged after its seal still
+    loads the rows the columns file holds, as they were sealed (``--ignore-columns`` decodes,
+    and so verifies, every record).
 
     Raises:
         ColumnsUnusable: there is no columns file, or it is torn, corrupt, of another version,
@@ -197,14 +199,14 @@ def _from_columns(segment: Path, data: bytes, segment_size: int) -> DecodedSegme
     made_for = body["segment_size"]
     if made_for != segment_size:
         raise ColumnsUnusable(f"made for a segment of {made_for} bytes, not {segment_size}")
+    offset, crc = body["last_frame"]
     try:
-        crc = file_crc32(segment)
-    except OSError as exc:
-        raise ColumnsUnusable(f"cannot read the segment: {exc}") from exc
-    if crc != body["segment_crc32"]:
+        found, payload = frame_at(segment, offset)
+    except (SegmentCorrupt, OSError) as exc:
+        raise ColumnsUnusable(f"the segment's last frame does not match: {exc}") from exc
+    if found != crc or offset + FRAME_HEADER.size + len(payload) != segment_size:
         raise ColumnsUnusable(
-            f"made for a segment of CRC-32 {body['segment_crc32']:#010x}, this one has "
-            f"{crc:#010x}: it changed after its seal"
+            f"made for a segment whose last frame, at offset {offset}, has CRC-32 {crc:#010x}"
         )
     name = segment.name
     count, stored = body["rows"], body["columns"]

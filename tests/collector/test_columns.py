@@ -12,13 +12,14 @@ from structlog.testing import capture_logs
 
 from grstats.collector import columns as columns_file
 from grstats.collector.columns import SegmentColumns, columns_path, is_temporary
+from grstats.collector.errors import SegmentCorrupt
 from grstats.collector.records import TABLE_NAMES, encode
 from grstats.collector.spool import (
     MAGIC,
     SpoolSettings,
     SpoolWriter,
     encode_frame,
-    file_crc32,
+    frame_at,
     read_records,
     sealed_segments,
     segment_name,
@@ -58,8 +59,9 @@ class TestTheWriter:
         for segment in segments:
             found = body(segment)
             assert found["segment_size"] == segment.stat().st_size
-            assert found["segment_crc32"] == zlib.crc32(segment.read_bytes())
-            assert found["records"] == len(list(read_records(segment)))
+            offsets = [offset for offset, _ in read_records(segment)]
+            assert found["records"] == len(offsets)
+            assert found["last_frame"] == [offsets[-1], frame_at(segment, offsets[-1])[0]]
             assert found["rows"] == found["records"] * len(MEMBER_IDS)
         assert sum(body(segment)["records"] for segment in segments) == 9
 
@@ -185,7 +187,8 @@ class TestRecovery:
         (segment,) = sealed_segments(tmp_path)
         found = body(segment)
         assert (found["segment_size"], found["records"]) == (segment.stat().st_size, 4)
-        assert found["segment_crc32"] == zlib.crc32(segment.read_bytes())
+        last = [offset for offset, _ in read_records(segment)][-1]
+        assert found["last_frame"] == [last, zlib.crc32(frame_at(segment, last)[1])]
 
         with SpoolWriter(tmp_path / "twin", SpoolSettings()) as writer:
             writer.append_all(records)
@@ -204,12 +207,25 @@ class TestRecovery:
         assert not [p for p in tmp_path.iterdir() if is_temporary(p.name)]
 
 
-def test_file_crc32_maps_the_file(tmp_path: Path) -> None:
-    """file_crc32 is zlib.crc32 of the whole file, an empty one included."""
-    path = tmp_path / "f"
-    for data in (b"", MAGIC, bytes(range(256)) * 5000):
-        path.write_bytes(data)
-        assert file_crc32(path) == zlib.crc32(data)
+def test_frame_at_reads_one_frame_and_checks_it(tmp_path: Path) -> None:
+    """frame_at gives one frame's CRC and payload, and reports a torn or damaged one."""
+    with SpoolWriter(tmp_path) as writer:
+        offsets = [writer.append(make_record(second)).offset for second in range(3)]
+    (segment,) = sealed_segments(tmp_path)
+    crc, payload = frame_at(segment, offsets[1])
+    assert payload == encode(make_record(1))
+    assert crc == zlib.crc32(payload)
+    data = bytearray(segment.read_bytes())
+    data[-3] ^= 0xFF
+    segment.write_bytes(bytes(data))
+    with pytest.raises(SegmentCorrupt, match="CRC mismatch"):
+        frame_at(segment, offsets[2])
+    segment.write_bytes(bytes(data[:-3]))
+    with pytest.raises(SegmentCorrupt, match="cut short"):
+        frame_at(segment, offsets[2])
+    segment.write_bytes(b"PAR1" + bytes(data[4:]))
+    with pytest.raises(SegmentCorrupt, match="magic"):
+        frame_at(segment, offsets[0])
 
 
 @pytest.mark.parametrize(

@@ -280,12 +280,15 @@ class TestRefused:
         ("edit", "reason"),
         [
             (lambda body: body["columns"].pop("agent"), "are not the member rows'"),
-            (lambda body: body.update(segment_crc32=body["segment_crc32"] ^ 1), "changed after"),
+            (
+                lambda body: body["last_frame"].__setitem__(1, body["last_frame"][1] ^ 1),
+                "last frame, at offset",
+            ),
             (lambda body: body["columns"]["age_ms"].__setitem__(1, b"\0" * 8), "a column of 8"),
             (lambda body: body["columns"]["agent"].__setitem__(0, "blob"), "kind 'blob'"),
             (lambda body: body["columns"]["agent"][1].__setitem__(0, b"x"), "bytes of codes"),
         ],
-        ids=["a column missing", "another segment's CRC", "a short column", "a kind", "no null"],
+        ids=["a column missing", "another last frame", "a short column", "a kind", "no null"],
     )
     def test_a_file_of_the_wrong_contents(
         self, tmp_path: Path, edit: Callable[[dict[str, Any]], object], reason: str
@@ -313,23 +316,36 @@ class TestRefused:
 
 
 class TestTheSegmentStaysTheTruth:
-    def test_a_segment_corrupted_after_its_seal_is_corrupt(self, tmp_path: Path) -> None:
-        """A flipped byte in a sealed segment is found though its columns file is sound."""
-        (segment,) = write_spool(tmp_path / "spool", [[make_record(s) for s in range(3)]])
+    def test_a_segment_damaged_after_its_seal_loads_the_rows_it_was_sealed_with(
+        self, tmp_path: Path
+    ) -> None:
+        """A byte flipped inside a sealed segment: the columns file's rows are loaded as sealed."""
+        records = [make_record(s) for s in range(3)]
+        (segment,) = write_spool(tmp_path / "spool", [records])
+        sealed_rows = decode_segment(segment).rows
         data = bytearray(segment.read_bytes())
         second = 8 + 8 + int.from_bytes(data[8:12], "big")
         data[second + 20] ^= 0xFF
         segment.write_bytes(bytes(data))
-        with pytest.raises(ColumnsUnusable, match="changed after its seal"):
-            read(segment)
-        with pytest.raises(SegmentCorrupt, match="CRC mismatch") as caught:
-            decode_segment(segment)
-        assert caught.value.offset == second
+        assert read(segment).rows.equals(sealed_rows)
         staged = stage_segment(segment, tmp_path / "staging")
-        assert (staged.status, staged.offset) == (CORRUPT, second)
-        assert not (tmp_path / "staging").exists() or not any(
-            (tmp_path / "staging").rglob("*.parquet")
-        )
+        assert (staged.status, staged.from_columns, staged.rows) == (LOADED, True, 9)
+        decoded = stage_segment(segment, tmp_path / "decoded", use_columns=False)
+        assert (decoded.status, decoded.offset) == (CORRUPT, second)  # decoding verifies all
+
+    def test_a_damaged_last_frame_makes_it_decode(self, tmp_path: Path) -> None:
+        """The last frame is read with the columns: damaged, the records say where."""
+        (segment,) = write_spool(tmp_path / "spool", [[make_record(s) for s in range(3)]])
+        data = bytearray(segment.read_bytes())
+        data[-5] ^= 0xFF
+        segment.write_bytes(bytes(data))
+        with pytest.raises(ColumnsUnusable, match="CRC mismatch"):
+            read(segment)
+        staged = stage_segment(segment, tmp_path / "staging")
+        assert (staged.status, staged.from_columns) == (CORRUPT, False)
+        with pytest.raises(SegmentCorrupt) as caught:
+            decode_segment(segment)
+        assert staged.offset == caught.value.offset
 
     def test_asked_not_to_use_it(self, tmp_path: Path) -> None:
         """use_columns=False decodes the records although a good columns file is there."""
