@@ -1,11 +1,17 @@
-"""Decode one spool segment into Arrow member rows (the MEMBER_ROWS columns), fast.
+"""Read one spool segment's Arrow member rows (the MEMBER_ROWS columns), fast.
+
+Two ways to the same rows: :func:`read_columns` reads the segment's columns file, which the
+collector's spool writer left beside it (:mod:`grstats.collector.columns`), and wraps its
+bytes in Arrow arrays; :func:`decode_segment` decodes the segment's records, for a segment
+without a good columns file. Both derive the same columns with :func:`_assemble`.
 
 This is the ingest's hot path and runs on Spark's executors, so it imports neither pyspark nor
-anything that starts a JVM: only the spool reader, msgpack, pyarrow and :mod:`grstats.agent.gtid`.
+anything that starts a JVM: only the spool reader and its columns file, msgpack, pyarrow and
+:mod:`grstats.agent.gtid`.
 
 Each record (snapshot) becomes one row per member of its ``replication_group_members`` table,
 joined with the member's rows of the other three tables on MEMBER_ID (a member missing from a
-table gets nulls there). Work is done a column at a time: rows of records whose tables share a
+table gets nulls there). Decoding works a column at a time: rows of records whose tables share a
 column layout are buffered, transposed with ``zip`` and handed to pyarrow as whole columns, so
 no Python code runs per cell. The GTID counts are computed once per distinct text (the texts
 change far less often than the counters, so a segment holds few of them), and cached across
