@@ -213,7 +213,11 @@ def late_ms(values: list[float], name: str) -> dict[str, float]:
 
 
 async def run_collector(
-    ports: list[list[int]], seconds: float, interval_s: float, spool: Path, sync: SyncPolicy
+    ports: list[list[int]],
+    seconds: float,
+    interval_s: float,
+    spool: Path,
+    settings: SpoolSettings,
 ) -> dict[str, Any]:
     """Collect every group for ``seconds``; return the lateness and CPU figures."""
     answered: dict[tuple[str, int], float] = {}
@@ -238,7 +242,7 @@ async def run_collector(
             anchor.append(now)  # the loop's first reading: the grid's first tick
         return now
 
-    writer = TimedWriter(spool, SpoolSettings(sync=sync))
+    writer = TimedWriter(spool, settings)
     writer.durable, writer.batches, writer.threads = {}, 0, set()
     wall_offset_s = time.time() - time.monotonic()  # maps the agents' served_at_us
     cpu_before = time.process_time()
@@ -277,7 +281,8 @@ async def run_collector(
         "members": len(ports[0]),
         "seconds": seconds,
         "interval_s": interval_s,
-        "fsync": sync.value,
+        "fsync": settings.sync.value,
+        "columns": settings.columns,
         "snapshots": progress.snapshots,
         "expected_snapshots": expected,
         "missed_ticks": progress.skipped_ticks,
@@ -316,6 +321,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--interval", type=float, default=1.0)
     parser.add_argument("--fsync", choices=[p.value for p in SyncPolicy], default="record")
     parser.add_argument("--server-processes", type=int, default=2)
+    parser.add_argument(
+        "--no-columns",
+        action="store_true",
+        help="the spool writer keeps no columns files (as grstats collect --no-columns)",
+    )
     parser.add_argument("--json", type=Path, help="also write the figures here")
     parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--serve-groups", default="", help=argparse.SUPPRESS)
@@ -340,7 +350,7 @@ def main(argv: list[str] | None = None) -> int:
                     args.seconds,
                     args.interval,
                     Path(spool) / "s",
-                    SyncPolicy(args.fsync),
+                    SpoolSettings(sync=SyncPolicy(args.fsync), columns=not args.no_columns),
                 )
             )
     finally:
