@@ -53,7 +53,13 @@ from typing import TYPE_CHECKING, Any
 
 import msgpack  # type: ignore[import-untyped]
 
-from grstats.collector.records import DEFAULT_GROUP_LABEL, KNOWN_SCHEMAS, TABLE_NAMES
+from grstats.agent.rows import Kind
+from grstats.collector.records import (
+    COLUMN_KINDS,
+    DEFAULT_GROUP_LABEL,
+    KNOWN_SCHEMAS,
+    TABLE_NAMES,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
@@ -118,27 +124,16 @@ TAKEN: dict[str, tuple[tuple[str, str], ...]] = {
     GTIDS: (("gtid_executed", "GTID_EXECUTED"),),
 }
 
-#: Output columns of TAKEN held as numbers (the rest are texts): integers, TIMESTAMP µs since
-#: the epoch (0 is MySQL's zero timestamp, made null by the reader), and one DECIMAL.
+_KIND_OF = {
+    out: COLUMN_KINDS[table][source] for table, pairs in TAKEN.items() for out, source in pairs
+}
+#: Output columns of TAKEN held as numbers (the rest are texts), by the kinds of the record's
+#: cells: integers and TIMESTAMP µs since the epoch (0 is MySQL's zero timestamp, made null by
+#: the reader), and DECIMAL.
 INT_COLUMNS = frozenset(
-    {
-        "member_port",
-        "last_seen",
-        "age_ms",
-        "count_transactions_in_queue",
-        "count_transactions_checked",
-        "count_conflicts_detected",
-        "count_transactions_rows_validating",
-        "count_transactions_remote_in_applier_queue",
-        "count_transactions_remote_applied",
-        "count_transactions_local_proposed",
-        "count_transactions_local_rollback",
-        "last_applied_original_commit",
-        "last_applied_end_apply",
-        "applying_original_commit",
-    }
+    out for out, kind in _KIND_OF.items() if kind in (Kind.INTEGER, Kind.TIMESTAMP)
 )
-FLOAT_COLUMNS = frozenset({"applier_lag_seconds"})
+FLOAT_COLUMNS = frozenset(out for out, kind in _KIND_OF.items() if kind is Kind.DECIMAL)
 #: Columns of INT_COLUMNS that hold 32-bit integers.
 INT32_COLUMNS = frozenset({"member_port"})
 #: Columns of the record itself, repeated on each of its member rows, and their kinds.

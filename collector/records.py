@@ -62,7 +62,8 @@ Cell = str | int | float | None
 #: A record: the msgpack map described in the module docstring.
 Record = dict[str, Any]
 
-_KINDS: dict[str, dict[str, Kind]] = {
+#: Table -> column -> the kind of its cells in a record (MySQL's columns and grstats' extended).
+COLUMN_KINDS: dict[str, dict[str, Kind]] = {
     name: {column.name: column.kind for column in (*TABLES[name].columns, *EXTENDED_COLUMNS)}
     for name in TABLE_NAMES
 }
@@ -94,7 +95,7 @@ def record_from_response(
         if name not in wire:
             raise RecordError(f"{agent}: the answer has no table {name}")
         columns, rows = table_from_wire(wire[name])
-        kinds = [_KINDS[name].get(column, Kind.TEXT) for column in columns]
+        kinds = [COLUMN_KINDS[name].get(column, Kind.TEXT) for column in columns]
         cells = []
         for index, row in enumerate(rows):
             if len(row) != len(columns):

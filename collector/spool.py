@@ -200,6 +200,12 @@ def frame_at(path: Path | str, offset: int) -> tuple[int, bytes]:
         payload = os.pread(fd, length, offset + FRAME_HEADER.size)
     if len(payload) < length:
         raise SegmentCorrupt(path, offset, f"torn frame: its {length}-byte payload is cut short")
+    _check_crc(payload, crc, path, offset)
+    return crc, payload
+
+
+def _check_crc(payload: bytes | memoryview, crc: int, path: Path | str, offset: int) -> None:
+    """Raise SegmentCorrupt naming the frame at ``offset`` if ``payload``'s CRC is not ``crc``."""
     actual = zlib.crc32(payload)
     if actual != crc:
         raise SegmentCorrupt(
@@ -207,7 +213,6 @@ def frame_at(path: Path | str, offset: int) -> tuple[int, bytes]:
             offset,
             f"CRC mismatch: the frame says {crc:#010x}, the payload has {actual:#010x}",
         )
-    return crc, payload
 
 
 def iter_frames(data: _Data, path: Path | str) -> Iterator[tuple[int, _Data]]:
@@ -242,13 +247,7 @@ def iter_frames(data: _Data, path: Path | str) -> Iterator[tuple[int, _Data]]:
                 f"({end} bytes)",
             )
         payload = data[start : start + length]
-        actual = zlib.crc32(payload)
-        if actual != crc:
-            raise SegmentCorrupt(
-                path,
-                offset,
-                f"CRC mismatch: the frame says {crc:#010x}, the payload has {actual:#010x}",
-            )
+        _check_crc(payload, crc, path, offset)
         yield offset, payload
         offset = start + length
 
