@@ -1,4 +1,4 @@
-"""Fixtures of the MySQL source tests: one MariaDB server per session, fresh schemas per test."""
+"""Fixtures of the tests that read MariaDB (the MySQL source, the doctor): one server a session."""
 
 from __future__ import annotations
 
