@@ -24,16 +24,19 @@ $(VENV)/.installed-bench: $(VENV)/.installed
 
 install: $(VENV)/.installed ## create .venv and install grstats (editable, with Spark) and its test and dev tools
 
-system-deps: ## install the system packages the tests need (MariaDB server and client, tmux, Prometheus, mysqld_exporter), if missing
+system-deps: ## install the system packages the tests need (MariaDB server and client, tmux, Prometheus, mysqld_exporter, iproute2, iptables, libfaketime), if missing
 	@missing=""; \
 	command -v mariadbd >/dev/null || test -x /usr/sbin/mariadbd || missing="$$missing mariadb-server"; \
 	command -v mariadb >/dev/null || missing="$$missing mariadb-client"; \
 	command -v prometheus-mysqld-exporter >/dev/null || missing="$$missing prometheus-mysqld-exporter"; \
 	command -v tmux >/dev/null || missing="$$missing tmux"; \
 	command -v prometheus >/dev/null || missing="$$missing prometheus"; \
+	command -v ip >/dev/null || missing="$$missing iproute2"; \
+	command -v iptables >/dev/null || missing="$$missing iptables"; \
+	ls /usr/lib/*/faketime/libfaketimeMT.so.1 >/dev/null 2>&1 || missing="$$missing libfaketime"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
-	    echo "installing$$missing (the tests start a MariaDB server and a Prometheus of their own, read the agents' SQL endpoint with the mariadb client and mysqld_exporter, and run the watch screen in tmux)"; \
+	    echo "installing$$missing (the tests start a MariaDB server and a Prometheus of their own, read the agents' SQL endpoint with the mariadb client and mysqld_exporter, run the watch screen in tmux, and put agents on test hosts in network namespaces with iptables and libfaketime)"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	  else \
 	    echo "make test needs$$missing: run 'sudo apt-get install$$missing' (or make test as root)" >&2; \

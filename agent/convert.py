@@ -11,7 +11,7 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from grstats.agent.errors import AgentError, ConfigError
-from grstats.agent.gossip import Counts, Key, Stamp, Update
+from grstats.agent.gossip import ClockOffset, Counts, Key, Stamp, Update
 from grstats.agent.gtid import GtidError, GtidSet
 from grstats.agent.limits import DEFAULT_LIMITS
 from grstats.agent.messages import Answer, Gossip, SourceReport
@@ -142,6 +142,13 @@ def update_to_wire(update: Update) -> pb.Update:
                 transactions_local_proposed=row.count_transactions_local_proposed,
                 transactions_local_rollback=row.count_transactions_local_rollback,
                 transactions_behind=value.transactions_behind,
+                offsets=[
+                    pb.ClockOffset(
+                        member=uuid_to_bytes(o.member), offset_us=o.offset_us, delay_us=o.delay_us
+                    )
+                    for o in (value.offsets if value.offsets_present else ())
+                ],
+                offsets_present=value.offsets_present,
             )
         )
     elif update.key is Key.VIEW and isinstance(value, GroupView):
@@ -300,7 +307,25 @@ def _counts(message: pb.Counts, origin: str, where: str, max_gtid_text: int) -> 
         count_transactions_local_rollback=message.transactions_local_rollback,
     )
     behind = message.transactions_behind if message.HasField("transactions_behind") else None
-    return Counts(row, gtids_present=message.gtids_present, transactions_behind=behind)
+    return Counts(
+        row,
+        gtids_present=message.gtids_present,
+        transactions_behind=behind,
+        offsets=_offsets(message, f"{where}.counts.offsets"),
+        offsets_present=message.offsets_present,
+    )
+
+
+def _offsets(message: pb.Counts, where: str) -> tuple[ClockOffset, ...]:
+    """The clock offsets a Counts message carries (none unless ``offsets_present``)."""
+    if not message.offsets_present:
+        return ()
+    if len(message.offsets) > 4 * MAX_MEMBERS:
+        raise WireError(f"{where}: {len(message.offsets)} offsets is more than {4 * MAX_MEMBERS}")
+    return tuple(
+        ClockOffset(uuid_from_bytes(o.member, f"{where}[{i}].member"), o.offset_us, o.delay_us)
+        for i, o in enumerate(message.offsets)
+    )
 
 
 def _view(message: pb.View, where: str) -> GroupView:
@@ -389,7 +414,7 @@ def gossip_to_wire(message: Gossip) -> pb.ExchangeRequest:
     """Return a push or an exchange's request as an ``ExchangeRequest``."""
     return pb.ExchangeRequest(
         sender=message.sender,
-        sender_member=uuid_to_bytes(message.sender_member),
+        sender_member=uuid_to_bytes(message.sender_member) if message.sender_member else b"",
         digest=digest_to_wire(message.digest),
         updates=[update_to_wire(update) for update in message.updates],
         sent_at_us=message.sent_at_us,
@@ -406,7 +431,9 @@ def gossip_from_wire(
     """
     if len(request.sender) > MAX_SENDER_CHARS:
         raise WireError(f"sender: {len(request.sender)} characters is more than {MAX_SENDER_CHARS}")
-    sender_member = uuid_from_bytes(request.sender_member, "sender_member")
+    sender_member = (  # empty: the sender does not know its member yet (never read it)
+        uuid_from_bytes(request.sender_member, "sender_member") if request.sender_member else ""
+    )
     updates = updates_from_wire(
         request.updates, max_updates=limits.max_updates, max_gtid_text=limits.max_gtid_text
     )

@@ -17,6 +17,8 @@ from grstats.agent.model import GroupView, ServerSettings
 from grstats.agent.rows import ApplierStatusRow, MemberRow, MemberStatsRow, lag_seconds
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from grstats.agent.gossip import GossipState
     from grstats.agent.model import MemberSnapshot
 
@@ -31,28 +33,73 @@ def member_ids(state: GossipState, local: MemberSnapshot | None, view: GroupView
     return sorted(m for m in members if m)
 
 
+def reported(
+    state: GossipState, local: MemberSnapshot | None, member: str, offsets: Mapping[str, int]
+) -> int:
+    """When ``member``'s agent last reported it, on this agent's clock (µs; 0: never heard).
+
+    An agent reports its member at every read that succeeds: it sends the counts, and with them
+    that its other values (view, applier fields, variables, gtid_executed) still hold, as each
+    is sent when it changes. So this is how old every row of the member is, in every table
+    (LAST_SEEN and AGE_MS; the verdict's AGE_MS too): the local member's last read, another
+    member's last counts, sent on its clock and moved to this agent's by its ``offsets``. A
+    member whose server cannot be read is not reported, though its agent is heard (CONNECTED).
+    """
+    if local is not None and member == local.member_id:
+        return local.read_at_us
+    heard = state.value(member, Key.COUNTS)
+    if heard is None or not isinstance(heard.update.value, Counts):
+        return 0
+    return max(0, heard.update.sent_at_us - offsets.get(member, 0))
+
+
 def served_view(state: GossipState, local: MemberSnapshot | None) -> tuple[GroupView, str]:
     """Return the membership view to serve and the member whose view it is (``''`` if none).
 
-    The local member's own view when it is in a group, else the freshest view read of another
-    member, else the local member's (not in a group) or an empty one.
+    Of the views with a VIEW_ID (the local member's read, the others' last received), the
+    group's newest: the highest VIEW_ID (:func:`view_order`), so that the view a minority or an
+    expelled member still shows gives way to the one the group installed after it; of views
+    with the same VIEW_ID, the local member's, then the freshest read. Else the local member's
+    view (not in a group) or an empty one.
     """
-    if local is not None and local.view.view_id:
-        return local.view, local.member_id
     candidates = [
-        heard.update
+        (heard.update.value, heard.update.origin, heard.update.sent_at_us)
         for origin in state.origins.values()
         if (heard := origin.values.get(Key.VIEW)) is not None
         and isinstance(heard.update.value, GroupView)
         and heard.update.value.view_id
+        and (local is None or heard.update.origin != local.member_id)
     ]
+    if local is not None and local.view.view_id:
+        candidates.append((local.view, local.member_id, local.read_at_us))
     if candidates:
-        freshest = max(candidates, key=lambda update: (update.sent_at_us, update.origin))
-        assert isinstance(freshest.value, GroupView)
-        return freshest.value, freshest.origin
+        view, origin, _ = max(
+            candidates,
+            key=lambda found: (
+                view_order(found[0].view_id),
+                local is not None and found[1] == local.member_id,
+                found[2],
+                found[1],
+            ),
+        )
+        return view, origin
     if local is not None:
         return local.view, local.member_id
     return GroupView(), ""
+
+
+def view_order(view_id: str) -> tuple[int, int]:
+    """Order VIEW_IDs by age: ``<fixed>:<monotonic>``, compared as two numbers.
+
+    The fixed part is the group's bootstrap time and the monotonic part goes up by one at
+    each view change (``Gcs_xcom_view_identifier::init`` in
+    plugin/group_replication/libmysqlgcs/src/bindings/xcom/gcs_xcom_view_identifier.cc), so
+    the higher pair is the later view. One of another form orders first: ``(-1, -1)``.
+    """
+    fixed, colon, monotonic = view_id.partition(":")
+    if colon and fixed.isdecimal() and monotonic.isdecimal():
+        return int(fixed), int(monotonic)
+    return -1, -1
 
 
 def freshest_view(state: GossipState, local: MemberSnapshot | None) -> GroupView:
@@ -126,12 +173,17 @@ def transactions_behind(
     return counts.transactions_behind if counts is not None else None
 
 
-def executed_of(state: GossipState, local: MemberSnapshot | None, member: str) -> GtidSet:
-    """``member``'s gtid_executed, empty when never received."""
-    if local is not None and member == local.member_id:
-        return local.gtid_executed
-    executed = _heard(state, member, Key.GTID_EXECUTED, GtidSet)
-    return executed if executed is not None else GtidSet()
+def executed_of(state: GossipState, member: str) -> tuple[GtidSet, int]:
+    """``member``'s gtid_executed as last sampled, and when (its clock, µs; 0: never received).
+
+    The local member's too is its last sample, never the fresher read: every member samples on
+    the same marks of the wall clock (:mod:`grstats.agent.local`), so the sets served side by
+    side describe one instant.
+    """
+    heard = state.value(member, Key.GTID_EXECUTED)
+    if heard is None or not isinstance(heard.update.value, GtidSet):
+        return GtidSet(), 0
+    return heard.update.value, heard.update.sent_at_us
 
 
 def server_of(

@@ -4,11 +4,12 @@ The ``[limits]`` section of the agent's config is a :class:`LimitsConfig`; every
 default that a 9-member group never comes near::
 
     [limits]
-    max_message_bytes = 16777216  # largest gRPC message received or sent, 64 KiB-256 MiB
-    max_gtid_text = 4194304       # longest GTID set text in a message, 1 KiB-max_message_bytes
+    max_message_bytes = 4194304   # largest gRPC message received or sent, 64 KiB-256 MiB
+    max_gtid_text = 196608        # longest GTID set text in a message, 1 KiB-max_message_bytes
     max_updates = 108             # most updates one message may carry, 54-100000
     gossip_rate = 200             # Exchange calls plus Push messages per second per peer host
     gossip_burst = 400            # ... and how many may come at once (the bucket's size)
+    gossip_bytes_in_flight = 16777216  # gossip bytes one peer host may have decoded at once
     query_rate = 2000             # Query reads per second per client host (0: no limit)
     query_burst = 2000
     max_clients = 1024            # peer and client hosts whose rates are tracked at once
@@ -16,6 +17,12 @@ default that a 9-member group never comes near::
     sql_connections_per_host = 16 # SQL endpoint connections open at once per client host
     sql_query_timeout_s = 5.0     # one SQL statement's time, 0.1-3600 s (then error 3024)
     sql_max_rows = 100000         # rows one SQL result may have, 1-10000000 (then error 1104)
+    sql_max_join_size = 100000    # row combinations one SQL statement may examine (then 1104)
+    sql_max_result_bytes = 16777216  # bytes one SQL result may take, 64 KiB-1 GiB (then 1104)
+    sql_max_allowed_packet = 16384   # longest SQL statement text, 1 KiB-1 GiB (then 1153)
+    sql_failed_connections_threshold = 3  # failed SQL logins from a host before delays (0: off)
+    sql_min_connection_delay_ms = 1000    # the first delay, then 1 s more per failure ...
+    sql_max_connection_delay_ms = 2147483647  # ... up to this, as MySQL's connection_control
 
 This module is the one home of these defaults and of their bounds: the transports, the
 wire decoder, the server and the gossip state take theirs from :data:`DEFAULT_LIMITS` (or
@@ -59,6 +66,11 @@ MIN_GTID_TEXT = 1024
 #: The fewest updates a message must be allowed: every key of a full group's members.
 MIN_UPDATES = GROUP_MAX_MEMBERS * KEYS_PER_MEMBER
 TOP_UPDATES = 100_000
+#: Gossip messages larger than this are decoded on a worker thread, not on the event loop
+#: (a 9-member group's messages are a few KiB; a GTID text of 192 KiB takes ~20 ms to parse).
+DECODE_ON_LOOP_BYTES = 64 * 1024
+#: The most bytes of gossip one peer host may be allowed to have in flight.
+MAX_BYTES_IN_FLIGHT = 4096 * MIB
 #: The highest rate accepted, per second, and the largest burst.
 MAX_RATE = 1_000_000.0
 MAX_BURST = 1_000_000
@@ -75,6 +87,18 @@ MIN_SQL_QUERY_TIMEOUT_S = 0.1
 MAX_SQL_QUERY_TIMEOUT_S = 3600.0
 #: The most rows a SQL result may be allowed to have.
 MAX_SQL_ROWS = 10_000_000
+#: The most row combinations a SQL statement may be allowed to examine.
+MAX_SQL_JOIN_SIZE = 10**12
+#: The bounds of a SQL result's size, in bytes.
+MIN_SQL_RESULT_BYTES = 64 * 1024
+MAX_SQL_RESULT_BYTES = 1024 * MIB
+#: The bounds of ``max_allowed_packet``, as MySQL's (sql/sys_vars.cc): 1 KiB..1 GiB.
+MIN_SQL_PACKET = 1024
+MAX_SQL_PACKET = 1024 * MIB
+#: connection_control's bounds (plugin/connection_control/connection_delay.cc): the threshold
+#: 0 (off)..INT_MAX32 and the delays 1000..INT_MAX32 ms.
+MAX_CONNECTION_CONTROL = 2**31 - 1
+MIN_CONNECTION_DELAY_MS = 1000
 #: An episode of refusals ends at the first request admitted this long after the last refusal.
 EPISODE_QUIET_S = 1.0
 
@@ -91,6 +115,9 @@ class LimitsConfig:
         gossip_rate: Exchange calls plus Push messages admitted per second from one peer host;
             0 admits all.
         gossip_burst: how many gossip messages a peer host may send at once, 1..1000000.
+        gossip_bytes_in_flight: the bytes of gossip messages from one peer host that the agent
+            decodes and merges at once, max_message_bytes..4 GiB; a message past it gets
+            RESOURCE_EXHAUSTED, so one host's messages cost at most this much memory.
         query_rate: Query reads admitted per second from one client host; 0 admits all.
         query_burst: how many reads a client host may send at once, 1..1000000.
         max_clients: hosts whose rates are tracked at once, 16..1000000.
@@ -102,13 +129,31 @@ class LimitsConfig:
             interrupted with MySQL's error 3024 and the connection stays open.
         sql_max_rows: the most rows one SQL result may have, 1..10000000; a larger one is
             refused with error 1104 (add a WHERE or a LIMIT).
+        sql_max_join_size: MySQL's ``max_join_size``: the most row combinations a statement
+            may examine (the product of the sizes of each SELECT's tables, counted before it
+            runs), 1..10**12; more is refused with error 1104 before it runs.
+        sql_max_result_bytes: the most bytes one SQL result's values may take, 64 KiB..1 GiB;
+            more is refused with error 1104.
+        sql_max_allowed_packet: MySQL's ``max_allowed_packet``: the longest statement text
+            (one client packet), 1 KiB..1 GiB; a longer one is read and dropped, answered with
+            error 1153, and the connection stays open. 16 KiB by default (MySQL's is 64 MiB):
+            sqlglot's parse and plan of a statement take memory and time in proportion to it.
+        sql_failed_connections_threshold: failed SQL logins from one client host before each
+            further login from it is delayed, as MySQL's connection_control plugin does;
+            0..2147483647, 0 turns the delays off.
+        sql_min_connection_delay_ms: the shortest such delay, 1000..max, in milliseconds.
+        sql_max_connection_delay_ms: the longest such delay, min..2147483647 ms.
     """
 
-    max_message_bytes: int = 16 * MIB
-    max_gtid_text: int = 4 * MIB
+    # A 9-member group's largest message, an exchange's answer with every value of every
+    # member, is about 18 GTID texts (gtid_executed and transactions_committed_all_members per
+    # member) and 5 KiB more: 4 MiB (gRPC's own default) holds 18 texts of max_gtid_text.
+    max_message_bytes: int = 4 * MIB
+    max_gtid_text: int = 192 * 1024
     max_updates: int = 2 * MIN_UPDATES  # every key of every member of a full group, twice over
     gossip_rate: float = 200.0
     gossip_burst: int = 400
+    gossip_bytes_in_flight: int = 16 * MIB
     query_rate: float = 2000.0
     query_burst: int = 2000
     max_clients: int = 1024
@@ -116,6 +161,12 @@ class LimitsConfig:
     sql_connections_per_host: int = 16
     sql_query_timeout_s: float = 5.0
     sql_max_rows: int = 100_000
+    sql_max_join_size: int = 100_000
+    sql_max_result_bytes: int = 16 * MIB
+    sql_max_allowed_packet: int = 16 * 1024
+    sql_failed_connections_threshold: int = 3
+    sql_min_connection_delay_ms: int = MIN_CONNECTION_DELAY_MS
+    sql_max_connection_delay_ms: int = MAX_CONNECTION_CONTROL
 
     def __post_init__(self) -> None:
         _check_count(
@@ -125,6 +176,12 @@ class LimitsConfig:
         _check_count("max_updates", self.max_updates, MIN_UPDATES, TOP_UPDATES)
         _check_rate("gossip_rate", self.gossip_rate)
         _check_count("gossip_burst", self.gossip_burst, 1, MAX_BURST)
+        _check_count(
+            "gossip_bytes_in_flight",
+            self.gossip_bytes_in_flight,
+            self.max_message_bytes,
+            MAX_BYTES_IN_FLIGHT,
+        )
         _check_rate("query_rate", self.query_rate)
         _check_count("query_burst", self.query_burst, 1, MAX_BURST)
         _check_count("max_clients", self.max_clients, MIN_CLIENTS, MAX_CLIENTS)
@@ -139,6 +196,34 @@ class LimitsConfig:
             MAX_SQL_QUERY_TIMEOUT_S,
         )
         _check_count("sql_max_rows", self.sql_max_rows, 1, MAX_SQL_ROWS)
+        _check_count("sql_max_join_size", self.sql_max_join_size, 1, MAX_SQL_JOIN_SIZE)
+        _check_count(
+            "sql_max_result_bytes",
+            self.sql_max_result_bytes,
+            MIN_SQL_RESULT_BYTES,
+            MAX_SQL_RESULT_BYTES,
+        )
+        _check_count(
+            "sql_max_allowed_packet", self.sql_max_allowed_packet, MIN_SQL_PACKET, MAX_SQL_PACKET
+        )
+        _check_count(
+            "sql_failed_connections_threshold",
+            self.sql_failed_connections_threshold,
+            0,
+            MAX_CONNECTION_CONTROL,
+        )
+        _check_count(
+            "sql_min_connection_delay_ms",
+            self.sql_min_connection_delay_ms,
+            MIN_CONNECTION_DELAY_MS,
+            MAX_CONNECTION_CONTROL,
+        )
+        _check_count(
+            "sql_max_connection_delay_ms",
+            self.sql_max_connection_delay_ms,
+            self.sql_min_connection_delay_ms,
+            MAX_CONNECTION_CONTROL,
+        )
 
     @classmethod
     def from_table(cls, table: object) -> LimitsConfig:
@@ -189,6 +274,41 @@ def client_host(peer: str) -> str:
     if peer.startswith(("ipv4:", "ipv6:")):
         return peer.rpartition(":")[0]
     return peer
+
+
+class ByteBudget:
+    """Bytes in flight per host, at most ``limit`` each: ``gossip_bytes_in_flight``.
+
+    A message is charged from the moment its handler holds its bytes until it is merged or
+    refused (:meth:`take`, then :meth:`give`). Only hosts with bytes in flight are held, so
+    the table is as large as the messages being handled at once.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._held: dict[str, int] = {}
+
+    def held(self, peer: str) -> int:
+        """The bytes in flight from ``peer``'s host."""
+        return self._held.get(client_host(peer), 0)
+
+    def take(self, peer: str, size: int) -> bool:
+        """Charge ``size`` bytes to ``peer``'s host; False (nothing charged) past the limit."""
+        host = client_host(peer)
+        held = self._held.get(host, 0)
+        if held + size > self.limit:
+            return False
+        self._held[host] = held + size
+        return True
+
+    def give(self, peer: str, size: int) -> None:
+        """Return ``size`` bytes taken for ``peer``'s host."""
+        host = client_host(peer)
+        held = self._held.get(host, 0) - size
+        if held > 0:
+            self._held[host] = held
+        else:
+            self._held.pop(host, None)
 
 
 @dataclass(slots=True)

@@ -9,11 +9,23 @@ Each read records, under the agent's own stamps, what changed since the last one
   (plugin/group_replication/src/pipeline_stats.cc) sends them once and clears it;
 * the view, the applier fields, the source's health and the server's variables (read_only,
   super_read_only, flow control), when they change; ``transactions_behind`` rides on the counts;
-* ``gtid_executed`` every ``executed_interval_s``, as ``dispatcher`` broadcasts it every 60
-  ticks (``Certifier_broadcast_thread::broadcast_gtid_executed``).
+* ``gtid_executed`` on the first read after each ``executed_interval_s`` mark of the wall
+  clock (and on the first read of a run), as ``dispatcher`` broadcasts it every 60 ticks
+  (``Certifier_broadcast_thread::broadcast_gtid_executed``): every agent reads at the same
+  marks, so the sets of all members describe one instant, and the agent serves its own
+  member's sampled set beside the others', never a fresher read;
+* the clock offsets the rounds estimated of the direct peers (:attr:`LocalMember.clock_offsets`)
+  ride on the counts when they moved (:func:`~grstats.agent.gossip.clocks.moved`) and with the
+  GTID columns.
 
-The gossip state is made at the first read that succeeds: it is keyed by the member's
-server_uuid, which only the source knows. A failed read is counted in the agent's metrics
+The gossip state exists from the agent's construction, so that peers' views and rows are taken
+before the member is ever read (an agent whose server is down still serves the live group).
+It is keyed by the member's server_uuid: ``''`` until the agent knows it, from the first read
+that succeeds or from the registry's record of the agent's own member (:meth:`LocalMember.claim`);
+until then a peer's values of any member a view lists are taken, the agent's own included. A
+failed read records the source's health under the member's id, when known, every time: it is
+the agent's heartbeat, so that peers hear an agent whose server is down (``CONNECTED`` is
+whether a member's agent is heard). A failed read is counted in the agent's metrics
 (``grstats_source_up`` goes to 0, ``grstats_source_read_errors_total`` grows), sets
 :attr:`LocalMember.fault` (why, in a DBA's words: :class:`~grstats.agent.sources.fault.SourceFault`)
 and leaves the member's values in the state, served as its last ones; the member's health
@@ -41,6 +53,7 @@ from typing import TYPE_CHECKING
 
 from grstats.agent.errors import SourceError
 from grstats.agent.gossip import Counts, GossipState, Key
+from grstats.agent.gossip.clocks import moved
 from grstats.agent.model import SourceHealth
 from grstats.agent.sources.fault import fault_of
 
@@ -49,6 +62,7 @@ if TYPE_CHECKING:
 
     from grstats.agent.clock import Clock
     from grstats.agent.config import AgentConfig
+    from grstats.agent.gossip import ClockOffset
     from grstats.agent.gossip.updates import Value
     from grstats.agent.metrics import AgentMetrics
     from grstats.agent.model import MemberSnapshot
@@ -64,9 +78,12 @@ class LocalMember:
 
     Attributes:
         incarnation: the agent's start on its clock, µs: orders its values after those of its
-            previous runs.
-        member_id: the member's server_uuid, ``''`` until the first read succeeds.
-        state: the gossip state, None until then.
+            previous runs (the gossip state raises it above a peer's stamp of an earlier run
+            whose clock was ahead: :meth:`~grstats.agent.gossip.GossipState.refute`).
+        clock_offsets: the peers' clock offsets as this agent estimated them (set by the
+            rounds), shared on the counts.
+        member_id: the member's server_uuid, ``''`` until known (:meth:`claim`).
+        state: the gossip state, keyed by ``member_id`` (see the module docstring).
         snapshot: the last read, None when it failed (the member's server is down).
         fault: why the last read failed, None when it succeeded (or before the first read).
         fault_since_us: the agent's clock (µs) when the current fault began (its kind first
@@ -86,7 +103,7 @@ class LocalMember:
         self.config = config
         self.incarnation = clock()
         self.member_id = ""
-        self.state: GossipState | None = None
+        self.state = GossipState("", self.incarnation, max_origins=config.limits.max_members)
         self.snapshot: MemberSnapshot | None = None
         self.fault: SourceFault | None = None
         self.fault_since_us: int | None = None
@@ -94,8 +111,10 @@ class LocalMember:
         self._source = source
         self._clock = clock
         self._metrics = metrics
+        self.clock_offsets: tuple[ClockOffset, ...] = ()
+        self._offsets_sent: tuple[ClockOffset, ...] = ()
         self._gtid_mark = -1
-        self._executed_at = -(2**62)
+        self._executed_mark = -1
         self._fault_reads = 0  # failed reads since the fault began
         self._unlogged_reads = 0  # failed reads since its last log line
         self._fault_logged_us = 0
@@ -110,21 +129,18 @@ class LocalMember:
             self._metrics.source_read(time.perf_counter() - began, ok=False)
             fault = self._failed(exc, now)
             self.snapshot = None
-            if self.state is not None:
-                health = SourceHealth(ok=False, message=fault.message)
-                self._record_if_changed(Key.HEALTH, health, now)
+            if self.member_id:  # every failed read: the agent's heartbeat (module docstring)
+                self.state.record_local(
+                    Key.HEALTH, SourceHealth(ok=False, message=fault.message), now
+                )
             return
         self._metrics.source_read(time.perf_counter() - began, ok=True)
         if snapshot.fault is None:
             self._recovered(now)
         else:  # read, but not serving its group (OFFLINE): reported like a failed read
             self._noted(snapshot.fault, snapshot.fault.message, now)
-        if self.state is None:
-            self.member_id = snapshot.member_id
-            self.state = GossipState(
-                snapshot.member_id, self.incarnation, max_origins=self.config.limits.max_members
-            )
-            self.log = self.log.bind(member_id=snapshot.member_id)
+        if snapshot.member_id != self.member_id:
+            self.claim(snapshot.member_id)
         self.snapshot = snapshot
         self._record_if_changed(Key.VIEW, snapshot.view, now)
         self._record_if_changed(Key.APPLIER, snapshot.applier, now)
@@ -133,11 +149,31 @@ class LocalMember:
         mark = int(now // (self.config.gtid_interval_s * 1_000_000))
         present = mark != self._gtid_mark
         self._gtid_mark = mark
-        counts = Counts(snapshot.stats, present, transactions_behind=snapshot.transactions_behind)
+        ride = present or moved(self._offsets_sent, self.clock_offsets)
+        if ride:
+            self._offsets_sent = self.clock_offsets
+        counts = Counts(
+            snapshot.stats,
+            present,
+            transactions_behind=snapshot.transactions_behind,
+            offsets=self.clock_offsets,
+            offsets_present=ride,
+        )
         self.state.record_local(Key.COUNTS, counts, now)
-        if now - self._executed_at >= self.config.executed_interval_s * 1_000_000:
-            self._executed_at = now
+        executed_mark = int(now // (self.config.executed_interval_s * 1_000_000))
+        if executed_mark != self._executed_mark:
+            self._executed_mark = executed_mark
             self.state.record_local(Key.GTID_EXECUTED, snapshot.gtid_executed, now)
+
+    def claim(self, member_id: str) -> None:
+        """Key the gossip state by ``member_id``: from now on, its values come from the source only.
+
+        Called at the first read that succeeds, or earlier with the registry's record of the
+        agent's own member. Values peers gave of it before stay, as its last ones, below any
+        the source gives.
+        """
+        self.member_id = self.state.local_id = member_id
+        self.log = self.log.bind(member_id=member_id)
 
     async def aclose(self) -> None:
         """Close the source."""
@@ -199,7 +235,6 @@ class LocalMember:
         self.fault_since_us = None
 
     def _record_if_changed(self, key: Key, value: Value, now: int) -> None:
-        assert self.state is not None
         held = self.state.value(self.member_id, key)
         if held is None or held.update.value != value:
             self.state.record_local(key, value, now)

@@ -25,14 +25,17 @@ series:
   ``grstats_certification_rows``: the certification database shrinks at every garbage
   collection, so it is not a counter, though mysqld_exporter exposes it as one);
   ``grstats_applier_lag_seconds``, ``grstats_member_transactions_behind`` (ProxySQL's
-  ``transactions_behind``; both absent while NULL) and ``grstats_member_throttling`` (1 while
-  flow control holds that writer back). A member whose agent is not heard keeps every series,
-  at its last values, with ``grstats_agent_up`` 0, so that an alert on it does not go silent
-  with the member. A member's stats series start once its stats were heard.
+  ``transactions_behind``; both absent while NULL), ``grstats_member_throttling`` (1 while
+  flow control holds that writer back) and ``grstats_member_clock_skew_seconds`` (its clock
+  minus the median of the members' clocks; absent while unknown). A member whose agent is not
+  heard keeps every series, at its last values, with ``grstats_agent_up`` 0, so that an alert
+  on it does not go silent with the member. A member's stats series start once its stats were heard.
 * **The group's verdict** (:mod:`grstats.agent.status`, MySQL Shell's ``cluster.status()``),
   labelled ``group_name``: ``grstats_group_status{status}`` (1 for the current status of
   :data:`~grstats.agent.rows.status.STATUSES`, 0 for the five others),
   ``grstats_group_tolerance`` (how many more members can fail with quorum kept),
+  ``grstats_group_members_not_active`` (Shell's "N members are not active": the known members
+  not ONLINE, a member once in the view until ``grstats members forget``),
   ``grstats_group_throttled`` (1 while flow control holds some writer back) and
   ``grstats_flow_control_applier_threshold`` / ``..._certifier_threshold`` (the thresholds the
   verdict judges the queues with: the writers' settings, MySQL's 25000 when unknown), so that

@@ -228,15 +228,23 @@ def _stats_families(served: Served, group: str) -> list[Metric]:
         "1 when flow control holds this writer back (THROTTLING of "
         "replication_group_member_status), 0 when not.",
     )
+    skew = _gauge(
+        "grstats_member_clock_skew_seconds",
+        "How far the member's clock is from the median of the members' clocks (CLOCK_SKEW_MS "
+        "of replication_group_member_status / 1000); beyond 0.5 s either way the agent warns "
+        "(clock_skewed); no series while its clock is not known.",
+    )
     for member_id, row in _by_member(served, _MEMBER_STATUS).items():
         if row.get("TRANSACTIONS_BEHIND") is not None:
             behind.add_metric([group, member_id], float(row["TRANSACTIONS_BEHIND"]))
         throttling.add_metric([group, member_id], _flag(row["THROTTLING"] == "YES"))
-    return [*families, lag, behind, throttling]
+        if row.get("CLOCK_SKEW_MS") is not None:
+            skew.add_metric([group, member_id], row["CLOCK_SKEW_MS"] / 1000)
+    return [*families, lag, behind, throttling, skew]
 
 
 def group_families(served: Served, group: str, thresholds: tuple[int, int]) -> list[Metric]:
-    """The group's verdict: status, tolerance, throttled, and the flow-control thresholds."""
+    """The group's verdict: status, tolerance, throttled, members not active, the thresholds."""
     status = GaugeMetricFamily(
         "grstats_group_status",
         "1 for the group's current status, 0 for the others: MySQL Shell's cluster.status() "
@@ -255,11 +263,21 @@ def group_families(served: Served, group: str, thresholds: tuple[int, int]) -> l
         "1 when flow control holds some writer back (THROTTLED of replication_group_status).",
         labels=GROUP_LABELS,
     )
+    not_active = GaugeMetricFamily(
+        "grstats_group_members_not_active",
+        "Known members that are not ONLINE: MySQL Shell's cluster.status() 'N members are not "
+        "active' (the rows of replication_group_member_status not ONLINE; a member once in the "
+        "view counts until grstats members forget).",
+        labels=GROUP_LABELS,
+    )
     for row in _named(served, _GROUP_STATUS)[:1]:  # one row
         for name in STATUSES:
             status.add_metric([group, name], _flag(row["STATUS"] == name))
         tolerance.add_metric([group], float(row["TOLERANCE"]))
         throttled.add_metric([group], _flag(row["THROTTLED"] == "YES"))
+        members = _named(served, _MEMBER_STATUS)
+        inactive = sum(1 for member in members if member["MEMBER_STATE"] != "ONLINE")
+        not_active.add_metric([group], float(inactive))
     applier, certifier = thresholds
     applier_threshold = GaugeMetricFamily(
         "grstats_flow_control_applier_threshold",
@@ -275,7 +293,7 @@ def group_families(served: Served, group: str, thresholds: tuple[int, int]) -> l
         labels=GROUP_LABELS,
     )
     certifier_threshold.add_metric([group], float(certifier))
-    return [status, tolerance, throttled, applier_threshold, certifier_threshold]
+    return [status, tolerance, throttled, not_active, applier_threshold, certifier_threshold]
 
 
 def _gauge(name: str, text: str) -> GaugeMetricFamily:

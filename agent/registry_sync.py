@@ -1,11 +1,13 @@
 """``RegistrySync``: keeps the member registry and the gossip state in step.
 
-At start the registry's records are loaded: the agent lists those members at once, as not
-connected (WL#2860 keeps members that are gone listed), and they seed the gossip state once it
-exists. Every ``flush_interval_s``, and at stop, every known member is saved in one
-transaction and members unseen for ``retention_s`` are purged. A member removed from the
-registry by ``grstats members forget`` while the agent runs is dropped from its state too.
-Registry failures are logged; the agent goes on.
+At start the registry's records are loaded: they seed the gossip state, so the agent lists
+those members at once, as not connected (WL#2860 keeps members that are gone listed); the
+record whose agent address is the agent's own names its member before any read
+(:meth:`RegistrySync.own_member`), and the others' agent addresses are peers to ask for the
+group (:meth:`RegistrySync.agents`). Every ``flush_interval_s``, and at stop, every known
+member is saved in one transaction and members unseen for ``retention_s`` are purged. A
+member removed from the registry by ``grstats members forget`` while the agent runs is
+dropped from its state too. Registry failures are logged; the agent goes on.
 """
 
 from __future__ import annotations
@@ -67,6 +69,22 @@ class RegistrySync:
         for record in self.remembered:
             state.seed(record.member_id, remembered_values(record), record.last_seen_us, "registry")
 
+    def own_member(self, address: str) -> str:
+        """The remembered member whose agent is at ``address`` (this agent's), ``''`` if none.
+
+        If several are (a server given a new server_uuid), the one seen last.
+        """
+        own = [record for record in self.remembered if record.agent_address == address]
+        return max(own, key=lambda record: record.last_seen_us).member_id if own else ""
+
+    def agents(self, address: str) -> dict[str, str]:
+        """Remembered member -> its agent's address, for every other agent than ``address``."""
+        return {
+            record.member_id: record.agent_address
+            for record in self.remembered
+            if record.agent_address and record.agent_address != address
+        }
+
     def due(self) -> bool:
         """Whether ``flush_interval_s`` has passed since the last flush."""
         return self._clock() - self._flushed_at >= self.config.flush_interval_s * 1_000_000
@@ -85,7 +103,7 @@ class RegistrySync:
         now = self._clock()
         self._flushed_at = now
         state = self._member.state
-        if self._registry is None or state is None:
+        if self._registry is None:
             return
         try:
             held = {record.member_id for record in await asyncio.to_thread(self._registry.load)}

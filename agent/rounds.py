@@ -8,7 +8,17 @@ Each period, a round:
 2. push-pulls with ``pull_fanout`` reachable peers in turn (anti-entropy): each side gets
    what the other's digest says it lacks, including third members' values, so a broken link
    is bridged through the others. The clock offset of each answering member is estimated from
-   the four timestamps of the exchange (NTP's formula).
+   the four timestamps of the exchange (NTP's formula);
+3. composes every member's clock offset from its own estimates and those the other agents
+   share on their counts (:func:`~grstats.agent.gossip.clocks.compose`), so that a member
+   heard only through relays has its clock known too, and warns of a member whose clock is
+   off the group's median by more than half a second (``clock_skewed``, once; ``clock_skew_ended``
+   at info when it is back).
+
+Both halves refute a peer's digest that holds the local member's values under a stamp above
+the agent's own (:meth:`~grstats.agent.gossip.GossipState.refute`): the agent's clock went back
+since an earlier run, and without it the peers would drop its values as stale
+(``incarnation_refuted``, a warning).
 
 The receiving half is here too (:meth:`PeerRounds.take`, :meth:`PeerRounds.answer`): a
 transport's server half hands it what peers send. Failures of a peer are expected: they are
@@ -22,15 +32,18 @@ from typing import TYPE_CHECKING
 
 from grstats.agent.address import join_address
 from grstats.agent.errors import AgentError, TransportError
-from grstats.agent.gossip import MergeResult, Stamp
+from grstats.agent.gossip import ClockOffset, Counts, Key, MergeResult, Stamp
+from grstats.agent.gossip.clocks import SKEW_WARN_US, compose, skews
+from grstats.agent.known import departed, served_view
 from grstats.agent.messages import Answer, Gossip
+from grstats.agent.model import GroupView
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from grstats.agent.clock import Clock
     from grstats.agent.config import AgentConfig
-    from grstats.agent.gossip import Digest, GossipState, Update
+    from grstats.agent.gossip import Digest, Update
     from grstats.agent.local import LocalMember
     from grstats.agent.metrics import AgentMetrics
     from grstats.agent.transports.base import Transport
@@ -42,7 +55,10 @@ class PeerRounds:
     Attributes:
         config: the agent's config (peers, fanouts, the deadline of each call).
         address: this agent's address as its peers know it (set when the agent starts).
-        offsets: member -> its clock minus ours, µs, as estimated from the exchanges.
+        offsets: member -> its clock minus ours, µs: every member's whose clock is known,
+            directly (this agent's exchanges) or through the estimates other agents share.
+        offset_errors: member -> the most its offset can be wrong by, µs.
+        direct: member -> this agent's own last estimate of its clock.
         unreachable: peers whose last push or exchange failed (skipped for exchanges).
     """
 
@@ -58,12 +74,18 @@ class PeerRounds:
         self.config = config
         self.address = config.advertised
         self.offsets: dict[str, int] = {}
+        self.offset_errors: dict[str, int] = {}
+        self.direct: dict[str, ClockOffset] = {}
+        self._direct_runs: dict[str, int] = {}  # member -> its incarnation when estimated
+        self._skewed: dict[str, int] = {}  # members warned of: their skew, µs
         self.unreachable: set[str] = set()
         self._member = member
         self._transport = transport
         self._clock = clock
         self._metrics = metrics
         self._agents: dict[str, str] = {}  # member -> its agent's address, as heard directly
+        #: member -> its agent's address as the registry remembers it (set at the agent's start)
+        self.remembered: Mapping[str, str] = {}
         self._peer_digests: dict[str, Digest] = {}
         self._turn = 0
         self._pull_turn = 0
@@ -75,28 +97,34 @@ class PeerRounds:
         return self._agents
 
     def peers(self) -> list[str]:
-        """The peers: ``peers``, plus the members' hosts at ``agent_port`` when discovering.
+        """The peers: ``peers``, plus, when discovering, the agents of the served view's members.
 
-        Discovery is on when no peers are given, unless ``discover_peers`` says otherwise.
-        Never this agent.
+        Discovery is on when no peers are given, unless ``discover_peers`` says otherwise. It
+        dials each member of the view the agent serves (its member's own, else the freshest a
+        peer reported: :func:`~grstats.agent.known.served_view`) at its host and
+        ``agent_port``, and the agents the registry remembers (:attr:`remembered`) of those
+        members, or of every member while no view is known: so an agent whose member is down,
+        out of the group or never read still finds the group. Never this agent.
         """
         peers = list(self.config.peers)
-        snapshot = self._member.snapshot
-        if self.config.discovery_enabled and snapshot is not None:
-            for row in snapshot.view.members:
-                found = join_address(row.member_host, self.config.agent_port)
-                if (
-                    row.member_id != self._member.member_id
-                    and row.member_host
-                    and found not in peers
-                ):
-                    peers.append(found)
+        if self.config.discovery_enabled:
+            view, _ = served_view(self._member.state, self._member.snapshot)
+            listed = {row.member_id for row in view.members}
+            found = [
+                join_address(row.member_host, self.config.agent_port)
+                for row in view.members
+                if row.member_id != self._member.member_id and row.member_host
+            ]
+            found += [
+                address
+                for member_id, address in self.remembered.items()
+                if not view.view_id or member_id in listed
+            ]
+            peers += [address for address in dict.fromkeys(found) if address not in peers]
         return [peer for peer in peers if peer != self.address]
 
     async def run(self) -> None:
         """One round: push to the peers and push-pull with some, concurrently."""
-        if self._member.state is None:
-            return
         peers = self.peers()
         fanout = self.config.fanout
         await asyncio.gather(
@@ -104,26 +132,118 @@ class PeerRounds:
             *(self._exchange(peer) for peer in self._pull_peers(peers)),
         )
         self._turn += fanout
+        self.update_clocks()
 
-    def merge(self, updates: list[Update], via: str) -> MergeResult:
-        """Merge what a peer (``via``) delivered, pushed or answered, into the gossip state."""
+    def update_clocks(self) -> None:
+        """Compose every member's clock offset; warn of a member whose clock is off (once)."""
         state = self._member.state
-        if state is None:
-            return MergeResult()
+        shared = {}
+        for member_id, origin in state.origins.items():
+            heard = origin.values.get(Key.COUNTS)
+            if heard is not None and isinstance(heard.update.value, Counts):
+                shared[member_id] = heard.update.value.offsets
+        for member_id, run in list(self._direct_runs.items()):
+            estimated = state.origins.get(member_id)
+            if estimated is not None and estimated.stamp.incarnation != run:
+                # Its agent restarted (or refuted) since: its clock may have been stepped.
+                del self._direct_runs[member_id], self.direct[member_id]
+                self._member.clock_offsets = self._shared_offsets()
+        found = compose(state.local_id, self.direct.values(), shared)
+        # In place: the served tables hold these very maps.
+        for table in (self.offsets, self.offset_errors):
+            for member_id in [m for m in table if m not in found]:
+                del table[member_id]
+        for member_id, estimate in found.items():
+            self.offsets[member_id] = estimate.offset_us
+            self.offset_errors[member_id] = estimate.error_us
+        self._warn_skews(skews(self.offsets, state.local_id, len(state.known_members())))
+
+    def _warn_skews(self, skew: Mapping[str, int]) -> None:
+        """Log ``clock_skewed`` when a member goes past the limit, ``clock_skew_ended`` back."""
+        for member_id, off in skew.items():
+            if abs(off) > SKEW_WARN_US and member_id not in self._skewed:
+                row = departed(self._member.state, member_id)  # its host and port, if listed
+                host, port = row.member_host, row.member_port
+                self._member.log.warning(
+                    "clock_skewed",
+                    member=member_id,
+                    address=join_address(host, port) if host and port else host,
+                    skew_s=round(off / 1_000_000, 3),
+                    error_s=round(self.offset_errors.get(member_id, 0) / 1_000_000, 3),
+                )
+                self._skewed[member_id] = off
+        for member_id in [m for m in self._skewed if abs(skew.get(m, 0)) <= SKEW_WARN_US]:
+            del self._skewed[member_id]
+            self._member.log.info(
+                "clock_skew_ended", member=member_id, skew_s=round(skew.get(member_id, 0) / 1e6, 3)
+            )
+
+    def merge(self, updates: list[Update], via: str, sender_member: str = "") -> MergeResult:
+        """Merge what a peer (``via``) delivered, pushed or answered, into the gossip state.
+
+        ``sender_member`` is the member the peer's agent says it reads: see :meth:`_admit`.
+        """
+        state = self._member.state
+        self._admit(sender_member, updates, via)
         result = state.merge(updates, self._clock(), via)
         if result.unknown:
             self._member.log.warning(
                 "unknown_members_refused", via=via, members=list(result.unknown)
             )
+        self._refuted(result.refuted, via)
+        if result.accepted:
+            self.update_clocks()  # the shared offsets, and the runs of the direct peers, moved
         return result
+
+    def _admit(self, member: str, updates: list[Update], via: str) -> None:
+        """Let a peer's own member be known, by the view it reports, to an agent without a view.
+
+        A message about a member no view lists is refused; but an agent that has no view of its
+        own (its member is down, not in a group, or never read) and none remembered would
+        refuse everything. So, for such an agent only, a peer of its own (``via``) that sends
+        its member's view, listing that member, makes the member known, within ``max_members``:
+        the view counts as the agent's own view would, and its members' values are taken.
+        """
+        state, snapshot = self._member.state, self._member.snapshot
+        if (
+            not member
+            or member in state.origins
+            or (snapshot is not None and snapshot.view.view_id)
+            or len(state.origins) >= state.max_origins
+            or via not in self.peers()
+        ):
+            return
+        for update in updates:
+            view = update.value
+            if (
+                update.origin == member
+                and update.key is Key.VIEW
+                and isinstance(view, GroupView)
+                and view.view_id
+                and any(row.member_id == member for row in view.members)
+            ):
+                state.seed(member, {}, self._clock(), via)
+                return
+
+    def _refuted(self, stamp: Stamp | None, via: str) -> None:
+        """Log a refutation of ``stamp`` (see :meth:`~grstats.agent.gossip.GossipState.refute`)."""
+        state = self._member.state
+        if stamp is None:
+            return
+        self._member.log.warning(
+            "incarnation_refuted",
+            via=via,
+            held_incarnation=stamp.incarnation,
+            incarnation=state.incarnation,
+            ahead_s=round((stamp.incarnation - self._member.incarnation) / 1_000_000, 3),
+        )
 
     def forget_unknown(self) -> None:
         """Keep the per-member and per-peer maps to known members and current peers only."""
         state = self._member.state
-        if state is None:
-            return
         known = state.known_members()
-        for table in (self._agents, self.offsets):
+        tables = (self._agents, self.offsets, self.offset_errors, self.direct, self._direct_runs)
+        for table in (*tables, self._skewed):
             for member_id in [member_id for member_id in table if member_id not in known]:
                 del table[member_id]
         peers = set(self.peers())
@@ -142,7 +262,6 @@ class PeerRounds:
     async def _push_all(self, peers: list[str]) -> None:
         """Push the agent's own news to ``peers``: one message for all (a stream's first: all)."""
         state = self._member.state
-        assert state is not None
         own = state.origins.get(self._member.member_id)
         if own is None or not peers:
             return
@@ -187,7 +306,6 @@ class PeerRounds:
 
     async def _exchange(self, peer: str) -> None:
         state = self._member.state
-        assert state is not None
         sent = self._clock()
         # Send only the agent's own news: the values of third members travel on the pull side,
         # which is exact (judged by the digest this request carries), so a full mesh does not
@@ -199,6 +317,8 @@ class PeerRounds:
             answer = await self._transport.exchange(peer, request, self.config.rpc_timeout_s)
         except TransportError as exc:
             self._metrics.failed(peer, "exchange")
+            # Info: a peer's failures are the transport's; its member's silence is the warning
+            # (grstats.agent.liveness).
             self._member.log.info("peer_exchange_failed", peer=peer, error=str(exc))
             self.unreachable.add(peer)
             return
@@ -209,7 +329,8 @@ class PeerRounds:
         self._metrics.sent(peer, "exchange", answer.request_bytes)
         self._metrics.round_trip(peer, max(0, arrived - sent) / 1_000_000)
         self.unreachable.discard(peer)
-        self.merge(list(answer.updates), peer)
+        self.merge(list(answer.updates), peer, answer.member)
+        self._refuted(state.refute(answer.digest, arrived), peer)
         self._peer_digests[peer] = answer.digest
         responder = answer.member
         if responder not in state.known_members():
@@ -218,7 +339,16 @@ class PeerRounds:
             self._agents[responder] = peer
         if responder and answer.received_at_us and answer.sent_at_us:
             offset = ((answer.received_at_us - sent) + (answer.sent_at_us - arrived)) // 2
+            delay = max(0, (arrived - sent) - (answer.sent_at_us - answer.received_at_us))
+            self.direct[responder] = ClockOffset(responder, offset, delay)
+            origin = state.origins.get(responder)
+            self._direct_runs[responder] = origin.stamp.incarnation if origin is not None else 0
             self.offsets[responder] = offset
+            self._member.clock_offsets = self._shared_offsets()
+
+    def _shared_offsets(self) -> tuple[ClockOffset, ...]:
+        """This agent's own estimates, as its counts share them."""
+        return tuple(self.direct[m] for m in sorted(self.direct))
 
     # -- the receiving half ----------------------------------------------------------------
 
@@ -231,10 +361,9 @@ class PeerRounds:
         """Merge what a peer sent with its exchange, and answer what it lacks by its digest."""
         received = self._clock() if received_at_us is None else received_at_us
         self._accept(request)
+        self._refuted(self._member.state.refute(request.digest, received), request.sender)
         self._metrics.received(self._label(request.sender_member), "exchange", size_bytes)
         state = self._member.state
-        if state is None:
-            return Answer(received_at_us=received, sent_at_us=self._clock())
         return Answer(
             updates=tuple(state.updates_for(request.digest)),
             digest=state.digest(),
@@ -245,19 +374,16 @@ class PeerRounds:
 
     def _accept(self, message: Gossip) -> None:
         state = self._member.state
-        if state is None:
-            return
         # The sender's address is believed only for a known member and one of this agent's
         # peers: anything may claim to be anyone, and this map must not grow from what it says.
         sender, member = message.sender, message.sender_member
         if sender and member in state.known_members() and sender in self.peers():
             self._agents[member] = sender
-        self.merge(list(message.updates), sender)
+        self.merge(list(message.updates), sender, member)
 
     def _label(self, member: str) -> str:
         """The ``member_id`` label of a sender: its UUID if known, so that labels stay bounded."""
-        state: GossipState | None = self._member.state
-        return member if state is not None and member in state.origins else "unknown"
+        return member if member in self._member.state.origins else "unknown"
 
 
 def _in_turn(peers: list[str], count: int, turn: int) -> list[str]:

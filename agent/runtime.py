@@ -8,6 +8,12 @@ period loop. Each period (``period_s``, 1 s by default like
 2. runs a round with its peers: pushes its news, push-pulls with some (:mod:`grstats.agent.rounds`);
 3. every ``flush_interval_s``, saves the members it knows (:mod:`grstats.agent.registry_sync`).
 
+A read that takes more than :data:`READ_WAIT_PERIODS` of a period (a server that does not
+answer, a simulated group catching up after a restart) goes on in the background: the round
+runs without it, and the next period waits for it rather than starting another. So an agent
+takes its peers' views and rows from its first period, whatever its member does: one whose
+member cannot be read serves the live group from its peers (see :mod:`grstats.agent.local`).
+
 Peers reach it through its gRPC server (:mod:`grstats.agent.server`: Gossip, Query, health,
 reflection), or through an in-memory network
 (:class:`~grstats.agent.transports.memory.MemoryNetwork`), which needs no server. Failures of
@@ -30,6 +36,7 @@ from grstats.agent.address import join_address, split_address
 from grstats.agent.clock import now_us
 from grstats.agent.errors import ConfigError
 from grstats.agent.limits import RateLimiter
+from grstats.agent.liveness import Liveness
 from grstats.agent.local import LocalMember
 from grstats.agent.messages import SourceReport
 from grstats.agent.metrics import AgentMetrics, SeriesInput
@@ -62,6 +69,8 @@ if TYPE_CHECKING:
 #: How many periods a /metrics exposition rendered mid-period is served: until the next one,
 #: with half a period to spare for a late loop.
 PREPARED_PERIODS = 1.5
+#: How long, in periods, a period waits for its member's read before its round runs without it.
+READ_WAIT_PERIODS = 0.5
 
 
 class Agent:
@@ -75,6 +84,7 @@ class Agent:
         member: the local member, its reads and the gossip state.
         rounds: the gossip with the peers, both halves.
         registry_sync: the member registry, loaded at start and saved every flush.
+        liveness: logs each member turning CONNECTED NO (warning) and back (info).
         metrics: the agent's own figures and the registry ``/metrics`` serves.
         metrics_address: where ``/metrics`` is served once started, else None.
         sql_address: where the MySQL-protocol endpoint (``sql_listen``) is served once
@@ -109,11 +119,11 @@ class Agent:
             config, self.member, self._transport, clock=clock, metrics=self.metrics
         )
         self.registry_sync = RegistrySync(registry, self.member, config, clock=clock)
+        self.liveness = Liveness(self.member)  # logs members turning CONNECTED NO, and back
         self._tables = ServedTables(
             config,
             self.member,
             self.rounds.offsets,
-            self.registry_sync.seed,
             clock=clock,
             address=lambda: self.address,
         )
@@ -121,6 +131,7 @@ class Agent:
         self._server: grpc.aio.Server | None = None
         self._serving = False
         self._task: asyncio.Task[None] | None = None
+        self._reading: asyncio.Task[None] | None = None  # a read that outlasted its period
         self._metrics_server: WSGIServer | None = None
         self.sql_address: str | None = None
         self._sql: SqlEndpoint | None = None
@@ -132,10 +143,17 @@ class Agent:
     async def start(self) -> None:
         """Load the registry, start serving (gRPC: SERVING), then start the period loop."""
         await self.registry_sync.load()
+        self.registry_sync.seed(self.member.state)
         if isinstance(self._transport, ServingTransport):
             self.rounds.address = self._transport.serve(self.rounds)
         else:
             await self._start_server()
+        # Before the first read: which member is ours (its values are the source's alone, and
+        # its agent is heard) and where the remembered agents are (peers to ask for the group).
+        own = self.registry_sync.own_member(self.address)
+        if own and not self.member.member_id:
+            self.member.claim(own)
+        self.rounds.remembered = self.registry_sync.agents(self.address)
         self._serving = True
         self.metrics.watch(self._series_input, self._version, asyncio.get_running_loop())
         if self._config.metrics_listen:
@@ -160,10 +178,12 @@ class Agent:
     async def stop(self, grace_s: float = 1.0) -> None:
         """Health NOT_SERVING, stop the loop and the servers, flush, close the seams."""
         await self._health.enter_graceful_shutdown()
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        for task in (self._task, self._reading):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._reading = None
         if self._sql is not None:
             await self._sql.aclose()
             self._sql = None
@@ -243,29 +263,40 @@ class Agent:
     # -- one period ----------------------------------------------------------------------
 
     async def run_period(self) -> None:
-        """Read the source, record what changed, run a round with the peers; flush if due."""
+        """Read the source, record what changed, run a round with the peers; flush if due.
+
+        The round waits for the read at most :data:`READ_WAIT_PERIODS` (module docstring).
+        """
         self.periods += 1
         await self._read_source()
         await self.rounds.run()
+        self.liveness.check(self._clock(), self._config.silence_us, self.rounds.agents)
         if self.registry_sync.due():
             await self.flush()
 
     async def _read_source(self) -> None:
-        """Read the member; once its gossip state exists, it holds the remembered members."""
-        first = self.member.state is None
-        await self.member.read()
-        if first and self.member.state is not None:
-            self.registry_sync.seed(self.member.state)
+        """Read the member, or go on waiting for the read still running; wait a bounded time."""
+        reading = self._reading
+        if reading is None:
+            reading = asyncio.create_task(self.member.read(), name=f"read-{self.address}")
+        done, _ = await asyncio.wait((reading,), timeout=READ_WAIT_PERIODS * self._config.period_s)
+        if done:
+            self._reading = None
+            reading.result()  # an unexpected error ends the agent, as it did on the loop
+        elif self._reading is None:
+            self._reading = reading
+            self.member.log.debug(
+                "source_read_pending", waited_s=READ_WAIT_PERIODS * self._config.period_s
+            )
 
     async def flush(self) -> None:
         """Save the members known to the registry; then drop what no known member needs."""
-        await self.registry_sync.flush(
-            lambda: self.tables(extended=False), self.rounds.agents, self.address
-        )
+        agents = {**self.rounds.remembered, **self.rounds.agents}
+        await self.registry_sync.flush(lambda: self.tables(extended=False), agents, self.address)
         self.rounds.forget_unknown()
 
     def tables(self, extended: bool) -> Served:
-        """The served tables now (Query.Read); before the first read, what the registry holds."""
+        """The served tables now (Query.Read), from the peers, the registry and the reads."""
         return self._tables.get(extended, self.periods)
 
     def _series_input(self) -> SeriesInput:
@@ -310,7 +341,7 @@ class Agent:
 
     @property
     def member_id(self) -> str:
-        """The member's server_uuid, ``''`` before the first read."""
+        """The member's server_uuid, ``''`` until known (first read, or the registry's record)."""
         return self.member.member_id
 
     def source_report(self) -> SourceReport:
@@ -343,8 +374,8 @@ class Agent:
         )
 
     @property
-    def state(self) -> GossipState | None:
-        """The gossip state, once the local member is known."""
+    def state(self) -> GossipState:
+        """The gossip state (it exists from the agent's construction)."""
         return self.member.state
 
     @property

@@ -3,9 +3,10 @@
 Pure: the caller passes the time, the local snapshot (or None when its server is down) and the
 clock offsets it estimated. Rules (MySQL's where MySQL defines them):
 
-* membership comes from the freshest membership view: the local member's own view when it is
-  in a group (so grstats never contradicts MySQL there), else the most recently read view of
-  another member; MEMBER_STATE and MEMBER_ROLE are Group Replication's own;
+* membership comes from the group's newest view (:func:`~grstats.agent.known.served_view`):
+  the highest VIEW_ID read or heard, the local member's own view among equals (so grstats
+  never contradicts MySQL there while its member is in the group's current view), else the
+  most recently read; MEMBER_STATE and MEMBER_ROLE are Group Replication's own;
 * every member known but absent from that view stays listed (WL#2860) as OFFLINE, with its
   last rows; rows are sorted by MEMBER_ID;
 * the local stats row is read now; other rows are the last values received; VIEW_ID is the
@@ -17,7 +18,11 @@ clock offsets it estimated. Rules (MySQL's where MySQL defines them):
   commit, as the member's server reported both;
 * TRANSACTIONS_BEHIND: the count the member's agent sent with its counts (the local one read
   now);
-* with ``extended``, every row also gets CONNECTED, IN_VIEW, LAST_SEEN, AGE_MS and SOURCE;
+* GTID_EXECUTED: every member's last sample, the local one's too (never a fresher read), all
+  sampled on the same wall-clock mark; SAMPLED_AT when, on this agent's clock;
+* with ``extended``, every row also gets CONNECTED (the member's agent is heard, whatever its
+  server), IN_VIEW, LAST_SEEN and AGE_MS (when the member's agent last reported it: the same in
+  every table, see :func:`~grstats.agent.known.reported`) and SOURCE;
 * ``replication_group_status`` and ``replication_group_member_status`` hold the group's verdict
   (:mod:`grstats.agent.status`), built from the same inputs.
 """
@@ -34,6 +39,7 @@ from grstats.agent.known import (
     executed_of,
     freshest_view,
     member_ids,
+    reported,
     stats_of,
 )
 from grstats.agent.rows import (
@@ -169,10 +175,7 @@ def served_tables(  # noqa: PLR0913  (every input of the tables is explicit)
             ),
             REPLICATION_GROUP_MEMBER_GTID_EXECUTED.name: table(
                 REPLICATION_GROUP_MEMBER_GTID_EXECUTED.columns,
-                lambda: [
-                    (GtidExecutedRow.of(m, executed_of(state, local, m)), m, Key.GTID_EXECUTED)
-                    for m in members
-                ],
+                lambda: [(_gtid_row(state, m, offsets), m, Key.GTID_EXECUTED) for m in members],
             ),
             REPLICATION_GROUP_STATUS.name: lambda: (
                 REPLICATION_GROUP_STATUS.columns,
@@ -187,6 +190,14 @@ def served_tables(  # noqa: PLR0913  (every input of the tables is explicit)
     )
 
 
+def _gtid_row(state: GossipState, member: str, offsets: Mapping[str, int]) -> GtidExecutedRow:
+    """``member``'s last sampled gtid_executed, SAMPLED_AT on this agent's clock."""
+    executed, sampled = executed_of(state, member)
+    if sampled:
+        sampled = max(0, sampled - offsets.get(member, 0))
+    return GtidExecutedRow.of(member, executed, sampled)
+
+
 def _extended(  # noqa: PLR0913  (the five columns need all of these)
     state: GossipState,
     local: MemberSnapshot | None,
@@ -198,14 +209,17 @@ def _extended(  # noqa: PLR0913  (the five columns need all of these)
     silence_us: int,
     offsets: Mapping[str, int],
 ) -> tuple[Value, ...]:
-    """CONNECTED, IN_VIEW, LAST_SEEN, AGE_MS and SOURCE of ``member``'s row for ``key``."""
+    """CONNECTED, IN_VIEW, LAST_SEEN, AGE_MS and SOURCE of ``member``'s row for ``key``.
+
+    LAST_SEEN and AGE_MS are the member's last report (:func:`~grstats.agent.known.reported`),
+    the same in every table; SOURCE is the agent its row for ``key`` came through.
+    """
     heard: Heard | None = state.value(member, key) if key is not None else None
     if local is not None and member == local.member_id:
-        seen, source = local.read_at_us, LOCAL
-    elif heard is not None:
-        seen, source = heard.update.sent_at_us - offsets.get(member, 0), heard.via
+        source = LOCAL
     else:
-        seen, source = 0, ""
+        source = heard.via if heard is not None else ""
+    seen = reported(state, local, member, offsets)
     connected = state.connected(member, now_us, silence_us)
     age = max(0, (now_us - seen) // 1000) if seen else None
-    return ("YES" if connected else "NO", "YES" if in_view else "NO", max(seen, 0), age, source)
+    return ("YES" if connected else "NO", "YES" if in_view else "NO", seen, age, source)

@@ -5,10 +5,24 @@ and hands it to the agent's :class:`~grstats.agent.transports.base.Receiver` (th
 rounds). Servicers check every request through :mod:`grstats.agent.convert` and answer
 INVALID_ARGUMENT naming the bad field; nothing from a rejected request is stored, and the
 agent keeps running. Times come from the clock the agent injects.
+
+What a peer's messages may cost is bounded before they are decoded: gRPC refuses a message
+over ``max_message_bytes``; a host's messages held at once (from the handler's first look at
+their bytes until they are merged or refused) may not pass ``gossip_bytes_in_flight``
+(RESOURCE_EXHAUSTED, one warning per 10 s); a message over
+:data:`~grstats.agent.limits.DECODE_ON_LOOP_BYTES` is decoded and checked on the server's one
+decoding thread, so that a large GTID text does not hold the event loop (and the agent's
+period). Gossip refusals set the call's status rather than raise, and the memory that
+messages took is handed back to the system afterwards (:class:`MemoryRelease`).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import functools
+import gc
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 import grpc
@@ -27,14 +41,21 @@ from grstats.agent.convert import (
     uuid_to_bytes,
 )
 from grstats.agent.identity import certified_members, refusal
-from grstats.agent.limits import DEFAULT_LIMITS, LimitsConfig, RateLimiter
+from grstats.agent.limits import (
+    DECODE_ON_LOOP_BYTES,
+    DEFAULT_LIMITS,
+    ByteBudget,
+    LimitsConfig,
+    RateLimiter,
+    client_host,
+)
 from grstats.agent.log import ThrottledWarning
 from grstats.agent.served import Served, Table
 from grstats.proto import grstats_pb2 as pb
 from grstats.proto import grstats_pb2_grpc as pb_grpc
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Callable, Mapping
+    from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 
     from grstats.agent.clock import Clock
     from grstats.agent.messages import Gossip, SourceReport
@@ -42,6 +63,15 @@ if TYPE_CHECKING:
     from grstats.agent.transports.base import Receiver
 
 _M = TypeVar("_M", bound=Message)
+
+#: A message at least this large makes the server hand memory back to the system afterwards.
+RELEASE_AFTER_BYTES = 1024 * 1024
+#: How long after a large message the memory is handed back (once for a burst of them).
+RELEASE_DELAY_S = 0.5
+#: How long after any call glibc's free memory is handed back (once for all calls meanwhile).
+TRIM_EVERY_S = 5.0
+
+_RESOURCE_EXHAUSTED = grpc.StatusCode.RESOURCE_EXHAUSTED
 
 SERVICE_NAMES = (
     pb.DESCRIPTOR.services_by_name["Gossip"].full_name,
@@ -92,82 +122,226 @@ async def _admit(
         )
 
 
-class GossipServicer(pb_grpc.GossipServicer):  # type: ignore[misc]
-    """Decodes and checks a peer's exchanges and push stream; the ``receiver`` merges them."""
+class MemoryRelease:
+    """Hands the memory that messages took back to the system once the agent is done with them.
 
-    def __init__(
+    Python frees a message's buffers when it is done with them, but glibc's malloc keeps
+    what is freed in its arenas, so without this the agent's RSS stays at the peak of a
+    flood (also of messages gRPC itself refused as too large: their bytes were read all the
+    same). After a large message, :meth:`soon` schedules a collection and glibc's
+    ``malloc_trim(0)`` within ``delay_s``; after any call, :meth:`noticed` schedules the trim
+    alone within ``every_s`` (0.3 ms when there is nothing to hand back). They default to
+    :data:`RELEASE_DELAY_S` and :data:`TRIM_EVERY_S`. The trim runs on a worker thread, and
+    not at all on a C library without it.
+    """
+
+    def __init__(self, delay_s: float | None = None, every_s: float | None = None) -> None:
+        self._delay_s = RELEASE_DELAY_S if delay_s is None else delay_s
+        self._every_s = TRIM_EVERY_S if every_s is None else every_s
+        self._full: asyncio.TimerHandle | None = None
+        self._trim: asyncio.TimerHandle | None = None
+        self._busy = False  # a call was noticed since the trim was scheduled
+
+    def soon(self) -> None:
+        """Collect and trim ``delay_s`` from now, unless that is already scheduled."""
+        if self._full is None:
+            loop = asyncio.get_running_loop()
+            self._full = loop.call_later(self._delay_s, self._collect, loop)
+
+    def noticed(self) -> None:
+        """Trim within ``every_s``, unless that is already scheduled (then once more after it).
+
+        The trim after the last call of a burst comes ``every_s`` or more after that call
+        began, once what it held is freed.
+        """
+        if self._trim is None:
+            loop = asyncio.get_running_loop()
+            self._trim = loop.call_later(self._every_s, self._trim_only, loop)
+        else:
+            self._busy = True
+
+    def _collect(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._full = None
+        gc.collect()
+        self._hand_back(loop)
+
+    def _trim_only(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._trim = None
+        self._hand_back(loop)
+        if self._busy:  # calls came since this trim was scheduled: one more after them
+            self._busy = False
+            self._trim = loop.call_later(self._every_s, self._trim_only, loop)
+
+    def _hand_back(self, loop: asyncio.AbstractEventLoop) -> None:
+        trim = _malloc_trim()
+        if trim is not None:
+            loop.run_in_executor(None, trim, 0)
+
+
+class _Noticing(grpc.aio.ServerInterceptor):
+    """Tells the :class:`MemoryRelease` of every call, before gRPC reads its message."""
+
+    def __init__(self, release: MemoryRelease) -> None:
+        self._release = release
+
+    async def intercept_service(
+        self,
+        continuation: Callable[
+            [grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Any, Any] | None]
+        ],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler[Any, Any] | None:
+        """Note the call, then handle it as usual."""
+        self._release.noticed()
+        return await continuation(handler_call_details)
+
+
+@functools.cache
+def _decoder() -> ThreadPoolExecutor:
+    """The one thread that decodes large messages, in turn.
+
+    One, not a pool: a decode holds the GIL while it parses, and the event loop waits for it
+    no longer than one switch interval (5 ms) at a time only while a single thread competes.
+    """
+    return ThreadPoolExecutor(max_workers=1, thread_name_prefix="grstats-decode")
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    """The C library's ``malloc_trim`` (glibc has it), or None."""
+    import ctypes  # noqa: PLC0415  (loaded at the first large message only)
+
+    trim: Callable[[int], int] | None = getattr(ctypes.CDLL(None), "malloc_trim", None)
+    return trim
+
+
+class GossipServicer(pb_grpc.GossipServicer):  # type: ignore[misc]
+    """Decodes and checks a peer's exchanges and push stream; the ``receiver`` merges them.
+
+    Requests arrive as bytes (see :func:`_handlers`): their size is charged to the sending
+    host's :class:`~grstats.agent.limits.ByteBudget` before they are decoded.
+    """
+
+    def __init__(  # noqa: PLR0913  (optional parts, by keyword)
         self,
         receiver: Receiver,
         limits: LimitsConfig | None = None,
         limiter: RateLimiter | None = None,
         log: structlog.typing.FilteringBoundLogger | None = None,
         clock: Clock = now_us,
+        *,
+        release: MemoryRelease | None = None,
     ) -> None:
         self._receiver = receiver
         self._log = log or structlog.get_logger()
         # Keyed by the certificate's members (a bounded set: our CA signed them), never by
         # what the peer wrote, so a flood of refusals costs a line per 10 s per certificate.
         self._identity_refused = ThrottledWarning(self._log, "peer_identity_refused")
+        self._over_budget = ThrottledWarning(self._log, "peer_bytes_in_flight_exceeded")
         self._limits = limits or DEFAULT_LIMITS
+        self.budget = ByteBudget(self._limits.gossip_bytes_in_flight)
+        self.release = release or MemoryRelease()
         self._limiter = limiter
         self._clock = clock
 
     async def Exchange(  # noqa: N802  (the RPC's name)
         self,
-        request: pb.ExchangeRequest | None,
-        context: grpc.aio.ServicerContext[pb.ExchangeRequest, pb.ExchangeResponse],
+        request: bytes,
+        context: grpc.aio.ServicerContext[bytes, pb.ExchangeResponse],
     ) -> pb.ExchangeResponse:
         """Merge what the peer sent, then send what it lacks by its digest."""
         received = self._clock()
-        await _admit(self._limiter, "gossip", context)
-        message = await self._checked(request, context, pushed=False)
-        assert request is not None
-        answer = self._receiver.answer(message, request.ByteSize(), received)
+        with self._charged(request, context) as admitted:
+            message = await self._accepted(request, context, admitted=admitted, pushed=False)
+            if message is None:
+                return pb.ExchangeResponse()  # not sent: the call ends with the status set
+            answer = self._receiver.answer(message, len(request), received)
         return answer_to_wire(answer)
 
     async def Push(  # noqa: N802  (the RPC's name)
         self,
-        requests: AsyncIterator[pb.ExchangeRequest | None],
-        context: grpc.aio.ServicerContext[pb.ExchangeRequest, pb.PushReply],
+        requests: AsyncIterator[bytes],
+        context: grpc.aio.ServicerContext[bytes, pb.PushReply],
     ) -> pb.PushReply:
-        """Merge each message of a peer's push stream; a malformed one ends the stream."""
+        """Merge each message of a peer's push stream; a refused one ends the stream."""
         accepted = 0
         async for request in requests:
-            await _admit(self._limiter, "gossip", context)
-            message = await self._checked(request, context, pushed=True)
-            assert request is not None
-            self._receiver.take(message, request.ByteSize())
+            with self._charged(request, context) as admitted:
+                message = await self._accepted(request, context, admitted=admitted, pushed=True)
+                if message is None:
+                    break
+                self._receiver.take(message, len(request))
             accepted += 1
         return pb.PushReply(accepted=accepted)
 
-    async def _checked(
+    @contextlib.contextmanager
+    def _charged(
+        self, request: bytes, context: grpc.aio.ServicerContext[Any, Any]
+    ) -> Iterator[bool]:
+        """Charge ``request``'s bytes to its host while the block runs; whether they fitted."""
+        peer, size = context.peer(), len(request)
+        admitted = self.budget.take(peer, size)
+        try:
+            yield admitted
+        finally:
+            if admitted:
+                self.budget.give(peer, size)
+            if size >= RELEASE_AFTER_BYTES:
+                self.release.soon()
+
+    async def _accepted(
         self,
-        request: pb.ExchangeRequest | None,
+        request: bytes,
         context: grpc.aio.ServicerContext[Any, Any],
         *,
+        admitted: bool,
         pushed: bool,
-    ) -> Gossip:
-        """The message of ``request``, or abort INVALID_ARGUMENT (or PERMISSION_DENIED)."""
-        if request is None:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, "request: not an ExchangeRequest")
-        try:
-            message = gossip_from_wire(request, self._limits, pushed=pushed)
-        except WireError as exc:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(exc))
-        await self._authorized(message, context)
-        return message
+    ) -> Gossip | None:
+        """The checked message of ``request``, or None with the call's status saying why not.
 
-    async def _authorized(
-        self, message: Gossip, context: grpc.aio.ServicerContext[Any, Any]
-    ) -> None:
-        """Abort PERMISSION_DENIED when the peer's certificate is not of the member it speaks for.
+        Refusals set the status rather than raise (``context.abort``): an exception would
+        keep the frames holding the message alive as long as gRPC keeps the call's state.
+        """
+        peer = context.peer()
+        if self._limiter is not None and not self._limiter.admit("gossip", peer):
+            _refused(context, _RESOURCE_EXHAUSTED, "gossip: over this client's rate limit")
+            return None
+        if not admitted:
+            host, held = client_host(peer), self.budget.held(peer)
+            self._over_budget("gossip", client=host, held=held, size=len(request))
+            _refused(
+                context,
+                _RESOURCE_EXHAUSTED,
+                f"gossip: {held + len(request)} bytes in flight from this host is more than "
+                f"limits.gossip_bytes_in_flight ({self.budget.limit})",
+            )
+            return None
+        decoded = await self._decoded(request, pushed=pushed)
+        if isinstance(decoded, str):
+            _refused(context, grpc.StatusCode.INVALID_ARGUMENT, decoded)
+            return None
+        reason = self._unauthorized(decoded, context)
+        if reason:
+            _refused(context, grpc.StatusCode.PERMISSION_DENIED, reason)
+            return None
+        return decoded
+
+    async def _decoded(self, request: bytes, *, pushed: bool) -> Gossip | str:
+        """The message of ``request``, or what is wrong with it (on a thread when large)."""
+        if len(request) <= DECODE_ON_LOOP_BYTES:
+            return _decoded(request, self._limits, pushed=pushed)
+        decode = functools.partial(_decoded, request, self._limits, pushed=pushed)
+        return await asyncio.get_running_loop().run_in_executor(_decoder(), decode)
+
+    def _unauthorized(self, message: Gossip, context: grpc.aio.ServicerContext[Any, Any]) -> str:
+        """Why the peer's certificate is not of the member it speaks for; '' when it is.
 
         Only peers that presented a certificate are checked (all of them with mutual TLS); see
         :mod:`grstats.agent.identity` for the mapping.
         """
         certified = certified_members(context.auth_context())
         if certified is None:
-            return
+            return ""
         reason = refusal(certified, message.sender_member, message.updates)
         if reason:
             self._identity_refused(
@@ -177,7 +351,30 @@ class GossipServicer(pb_grpc.GossipServicer):  # type: ignore[misc]
                 sender_member=message.sender_member,
                 reason=reason,
             )
-            await context.abort(grpc.StatusCode.PERMISSION_DENIED, reason)
+        return reason
+
+
+def _refused(
+    context: grpc.aio.ServicerContext[Any, Any], code: grpc.StatusCode, details: str
+) -> None:
+    """End the call with ``code`` and ``details`` once the handler returns."""
+    context.set_code(code)
+    context.set_details(details)
+
+
+def _decoded(request: bytes, limits: LimitsConfig, *, pushed: bool) -> Gossip | str:
+    """The checked message of an ExchangeRequest's bytes, or the refusal naming the field.
+
+    The refusal is returned, not raised: see :meth:`GossipServicer._accepted`.
+    """
+    try:
+        parsed = pb.ExchangeRequest.FromString(request)
+    except DecodeError:
+        return "request: not an ExchangeRequest"
+    try:
+        return gossip_from_wire(parsed, limits, pushed=pushed)
+    except WireError as exc:
+        return str(exc)
 
 
 class QueryServicer(pb_grpc.QueryServicer):  # type: ignore[misc]
@@ -270,14 +467,13 @@ def _handlers(gossip: GossipServicer, query: QueryServicer) -> list[grpc.Generic
         grpc.method_handlers_generic_handler(
             SERVICE_NAMES[0],
             {
+                # No deserializer: the servicer charges the bytes, then decodes them.
                 "Exchange": grpc.unary_unary_rpc_method_handler(
                     gossip.Exchange,
-                    request_deserializer=_lenient(pb.ExchangeRequest),
                     response_serializer=pb.ExchangeResponse.SerializeToString,
                 ),
                 "Push": grpc.stream_unary_rpc_method_handler(
                     gossip.Push,
-                    request_deserializer=_lenient(pb.ExchangeRequest),
                     response_serializer=pb.PushReply.SerializeToString,
                 ),
             },
@@ -316,9 +512,13 @@ def build_server(  # noqa: PLR0913  (optional parts, by keyword)
     """
     limits = limits or DEFAULT_LIMITS
     log = log or structlog.get_logger()
-    interceptors = security.interceptors(SERVICE_NAMES, log) if security else []
+    release = MemoryRelease()
+    interceptors = [
+        _Noticing(release),
+        *(security.interceptors(SERVICE_NAMES, log) if security else []),
+    ]
     server = grpc.aio.server(options=limits.channel_options, interceptors=interceptors)
-    gossip = GossipServicer(receiver, limits, limiter, log, clock)
+    gossip = GossipServicer(receiver, limits, limiter, log, clock, release=release)
     query = QueryServicer(node, limiter, clock)
     server.add_generic_rpc_handlers(_handlers(gossip, query))
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)

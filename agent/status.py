@@ -2,10 +2,19 @@
 
 Pure: the caller passes the gossip state, the local read (None when the local server is down),
 the time and the clock offsets, as for the served tables. The verdict is MySQL Shell's
-(:mod:`grstats.agent.verdict`) over the view the agent serves (``served_view``): quorum comes
-from that view, a member UNREACHABLE in it counts as in the view and not reachable, and a
-known member outside it (departed, expelled, stopped) makes the status partial. A member whose
-agent is not heard keeps the state the view gives it and its last rows; the sentence says so.
+(:mod:`grstats.agent.verdict`) over the view the agent serves (``served_view``: the group's
+newest, so every agent that hears the group serves the same one): quorum comes from that
+view, a member UNREACHABLE in it counts as in the view and not reachable, and a known member
+outside it makes the status partial and is "not active" in the sentence.
+
+The known members are Shell's metadata: the view's and every member the agent remembers, each
+with a row here. A member is remembered once it was in the group's view: the gossip state
+takes a member's values only while some member's view lists it, and keeps them after it
+leaves the view (departed, stopped, expelled, its server down, its agent silent); the registry
+keeps them across the agent's restarts. Every agent that heard the group while the member was
+in it remembers it, until ``grstats members forget`` (or ``retention_s`` passes without news
+of it). A member whose agent is not heard keeps the state the view gives it and its last rows;
+the sentence says so.
 
 Flow control is judged as GR's own step does it (``Flow_control_module::handle_stats_data`` and
 ``flow_control_step`` in plugin/group_replication/src/flow_control.cc): a writer (an ONLINE
@@ -20,9 +29,11 @@ A member whose variables were never heard is judged with MySQL's defaults.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from grstats.agent.gossip import Counts, Key
+from grstats.agent.gossip.clocks import skews
 from grstats.agent.known import (
     applier_held,
     departed,
@@ -91,10 +102,15 @@ def group_status(  # noqa: PLR0913  (every input of the verdict is explicit)
         )
         for m in members
     ]
+    skew = skews(offsets, state.local_id, len(members))  # CLOCK_SKEW_MS (gossip.clocks)
+    rows = [replace(row, clock_skew_ms=_ms(skew.get(row.member_id))) for row in rows]
+    # Shell's get_members leaves out the other members' ERROR rows (a GR bug lists them): they
+    # count as outside the view, as Shell counts them missing from the group.
+    counted = {m: row for m, row in in_view.items() if row.member_state != "ERROR" or m == origin}
     found = verdict(
-        [row.member_state for row in in_view.values()],
-        not_in_view=len(members) - len(in_view),
-        not_heard=sum(1 for m in in_view if not connected.get(m, False)),
+        [row.member_state for row in counted.values()],
+        not_in_view=len(members) - len(counted),
+        not_heard=sum(1 for m in counted if not connected.get(m, False)),
         visible_from=_address(shown.get(origin) or MemberRow(member_id=origin)),
     )
     if found.status == "UNKNOWN" and cannot_read is not None:
@@ -226,6 +242,11 @@ def _member_row(  # noqa: PLR0913  (one row from several sources)
         super_read_only=_on_off(server.super_read_only) if server else None,
         throttling="YES" if throttling else "NO",
     )
+
+
+def _ms(us: int | None) -> int | None:
+    """µs as ms, within an INTEGER column's range (24 days either way), None as None."""
+    return None if us is None else max(-(2**31), min(2**31 - 1, round(us / 1000)))
 
 
 def _on_off(flag: bool) -> str:

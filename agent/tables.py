@@ -3,14 +3,13 @@
 The plain tables change only when the gossip state or the local read does, and once a period
 (the local applier's lag): they are built once per change and shared by every query until
 then. The extended columns hold the time, so those tables are built per query. Before the
-first read, the tables show what the registry remembers.
+first read, the tables show what the registry remembers and the peers gave.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from grstats.agent.gossip import GossipState
 from grstats.agent.served import served_tables
 
 if TYPE_CHECKING:
@@ -25,18 +24,16 @@ if TYPE_CHECKING:
 class ServedTables:
     """What Query serves: :func:`~grstats.agent.served.served_tables` of the agent, cached.
 
-    ``offsets`` are the members' clock offsets (kept up to date by the rounds); ``seed`` puts
-    the remembered members in a gossip state, for the tables served before the first read;
-    ``address`` gives the agent's address once it serves (named by an UNKNOWN verdict of an
-    agent that cannot read its member).
+    ``offsets`` are the members' clock offsets (kept up to date by the rounds); ``address``
+    gives the agent's address once it serves (named by an UNKNOWN verdict of an agent that
+    cannot read its member).
     """
 
-    def __init__(  # noqa: PLR0913  (the agent's parts the tables are built from)
+    def __init__(
         self,
         config: AgentConfig,
         member: LocalMember,
         offsets: Mapping[str, int],
-        seed: Callable[[GossipState], None],
         *,
         clock: Clock,
         address: Callable[[], str],
@@ -45,7 +42,6 @@ class ServedTables:
         self._address = address
         self._member = member
         self._offsets = offsets
-        self._seed = seed
         self._clock = clock
         self._cached: tuple[tuple[int, int | None, int], Served] | None = None
 
@@ -56,14 +52,14 @@ class ServedTables:
         """
         state, snapshot = self._member.state, self._member.snapshot
         return (
-            state.changes if state is not None else -1,
+            state.changes,
             snapshot.read_at_us if snapshot is not None else None,
             periods,
         )
 
     def get(self, extended: bool, periods: int) -> Served:
         """The served tables now; ``periods`` counts the agent's periods (a cache key)."""
-        if not extended and self._member.state is not None:
+        if not extended:
             key = self.version(periods)
             if self._cached is None or self._cached[0] != key:
                 self._cached = (key, self._build(extended=False))
@@ -72,9 +68,6 @@ class ServedTables:
 
     def _build(self, extended: bool) -> Served:
         state = self._member.state
-        if state is None:
-            state = GossipState(self._member.member_id, self._member.incarnation)
-            self._seed(state)
         silence = int(self.config.silence_periods * self.config.period_s * 1_000_000)
         return served_tables(
             state,

@@ -1,20 +1,37 @@
 """The group's verdict in MySQL Shell's terms: status, sentence and how many failures it tolerates.
 
 Pure: it takes the MEMBER_STATE of each member of the view and a few counts. The rules are
-Shell's ``Status::check_group_status`` (modules/adminapi/cluster/status.cc) and its quorum test
-(``has_quorum`` in mysqlshdk/libs/mysql/group_replication.cc):
+Shell's ``Status::check_group_status`` (modules/adminapi/cluster/status.cc), over the members
+and the quorum that Shell's ``get_members`` reads (mysqlshdk/libs/mysql/group_replication.cc):
 
-* the group has quorum while fewer than half of its view is UNREACHABLE;
-* ONLINE and RECOVERING members make the quorum; Shell tolerates ``(ONLINE + RECOVERING - 1) / 2``
-  failures; a view with no quorum is NO_QUORUM;
-* a status is *partial* when a known member is not in the view (Shell: in the metadata but not
-  in the group) or a member of the view is neither ONLINE nor RECOVERING (a RECOVERING member
-  is in Shell's quorum, so it alone does not make the status partial, though the sentence
-  counts it as not active);
-* the sentence is Shell's with "Group" for "Cluster", plus "N members are not active."
+* the view is the one member's ``replication_group_members``, without the other members' ERROR
+  rows (``WHERE m.member_id = @@server_uuid OR m.member_state <> 'ERROR'``): the caller drops
+  those, and they count as outside the view;
+* the view has quorum while its ONLINE and RECOVERING members are more than half of it, half
+  rounded down (``online_members > members.size() / 2``);
+* Shell tolerates ``(ONLINE + RECOVERING - 1) / 2`` failures;
+* no ONLINE member: Shell's ERROR, with "There are no ONLINE members in the cluster." or, with
+  no quorum, "... has no quorum as visible from 'X' and no ONLINE members that can be used to
+  restore it."; else no quorum: NO_QUORUM, "... has no quorum as visible from 'X' and cannot
+  process write transactions."; else tolerance 0: OK_NO_TOLERANCE, "... is NOT tolerant to any
+  failures."; else OK, "... is ONLINE and can tolerate up to ONE failure." (the number in
+  digits from 2 up);
+* OK and OK_NO_TOLERANCE are *partial* (``..._PARTIAL``) when a known member is not in the
+  view (Shell: in the metadata, ``missing_from_group``) or a member of the view is neither
+  ONLINE nor RECOVERING (``total_in_group != quorum_size``);
+* whatever the status, the sentence ends with " 1 member is not active." or " N members are
+  not active." when the known members outnumber the ONLINE ones (Shell:
+  ``cluster_instance_count > online_count``, its metadata's members): a RECOVERING member is
+  not active, though it makes the quorum and alone does not make the status partial.
+
+Shell's metadata is the members added to the cluster until ``removeInstance``. grstats's known
+members are those of the view and those it remembers (:mod:`grstats.agent.status`): every
+member once in the group's view, until ``grstats members forget`` (or ``retention_s`` without
+news of it), whether its agent runs or not.
 
 Where grstats departs from Shell, on purpose:
 
+* **"Group" for "Cluster"** in every sentence: grstats knows no InnoDB Cluster.
 * **tolerance while members are UNREACHABLE.** Shell counts an UNREACHABLE member as gone
   already. Until it is expelled it is still in the view, and GR keeps quorum only while a
   majority of the *whole view* is reachable: 5 members with 2 UNREACHABLE lose quorum at one
@@ -22,6 +39,8 @@ Where grstats departs from Shell, on purpose:
   OK_NO_TOLERANCE_PARTIAL (tolerance 0) until the 2 are expelled, then OK_PARTIAL (tolerance 1).
 * **no ONLINE member.** Shell says ERROR; grstats says NO_QUORUM with Shell's sentence, so that
   the status stays one of the six values scripts know: no member can take writes either way.
+* **FENCED_WRITES and INVALIDATED** are never given: they come from InnoDB Cluster's metadata
+  (``fenceWrites()``, a ClusterSet), which grstats does not read.
 * **no view at all** (no member of a group was read or heard): UNKNOWN. When the agent asked
   knows nothing because it cannot read its own member, the sentence says so and why
   (:func:`source_unknown`).
@@ -39,6 +58,8 @@ if TYPE_CHECKING:
 
 #: Numbers Shell spells out in "can tolerate up to ONE failure".
 _WORDS = {1: "ONE"}
+#: The states Shell counts in a quorum (``get_members``, ``check_group_status``).
+_QUORUM_STATES = ("ONLINE", "RECOVERING")
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,16 +72,20 @@ class Verdict:
 
 
 def has_quorum(states: Sequence[str]) -> bool:
-    """Whether a view whose members are in ``states`` has quorum (fewer than half UNREACHABLE)."""
-    unreachable = sum(1 for state in states if state == "UNREACHABLE")
-    return 2 * unreachable < len(states)
+    """Whether a view whose members are in ``states`` has quorum, as Shell's ``get_members``.
+
+    Its ONLINE and RECOVERING members are more than half of it, half rounded down: in a view of
+    ONLINE, RECOVERING and UNREACHABLE members, fewer than half are UNREACHABLE.
+    """
+    quorum_size = sum(1 for state in states if state in _QUORUM_STATES)
+    return quorum_size > len(states) // 2
 
 
 def tolerance(states: Sequence[str]) -> int:
     """How many more members of the view can fail with quorum kept (see the module docstring)."""
     if not has_quorum(states):
         return 0
-    quorum_size = sum(1 for state in states if state in ("ONLINE", "RECOVERING"))
+    quorum_size = sum(1 for state in states if state in _QUORUM_STATES)
     shell = (quorum_size - 1) // 2 if quorum_size > 0 else 0
     unreachable = sum(1 for state in states if state == "UNREACHABLE")
     margin = (len(states) - 1) // 2 - unreachable
@@ -81,7 +106,7 @@ def verdict(
             "UNKNOWN", "The group is not known: no member of a group was read or heard.", 0
         )
     online = sum(1 for state in states if state == "ONLINE")
-    quorum_size = sum(1 for state in states if state in ("ONLINE", "RECOVERING"))
+    quorum_size = sum(1 for state in states if state in _QUORUM_STATES)
     tolerated = tolerance(states)
     partial = not_in_view > 0 or len(states) != quorum_size
     if not has_quorum(states):

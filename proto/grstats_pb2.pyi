@@ -25,7 +25,7 @@ KEY_HEALTH: Key
 KEY_SERVER: Key
 
 class Counts(_message.Message):
-    __slots__ = ("transactions_in_queue", "transactions_checked", "conflicts_detected", "transactions_rows_validating", "gtids_present", "transactions_committed_all_members", "last_conflict_free_transaction", "transactions_remote_in_applier_queue", "transactions_remote_applied", "transactions_local_proposed", "transactions_local_rollback", "transactions_behind")
+    __slots__ = ("transactions_in_queue", "transactions_checked", "conflicts_detected", "transactions_rows_validating", "gtids_present", "transactions_committed_all_members", "last_conflict_free_transaction", "transactions_remote_in_applier_queue", "transactions_remote_applied", "transactions_local_proposed", "transactions_local_rollback", "transactions_behind", "offsets", "offsets_present")
     TRANSACTIONS_IN_QUEUE_FIELD_NUMBER: _ClassVar[int]
     TRANSACTIONS_CHECKED_FIELD_NUMBER: _ClassVar[int]
     CONFLICTS_DETECTED_FIELD_NUMBER: _ClassVar[int]
@@ -38,6 +38,8 @@ class Counts(_message.Message):
     TRANSACTIONS_LOCAL_PROPOSED_FIELD_NUMBER: _ClassVar[int]
     TRANSACTIONS_LOCAL_ROLLBACK_FIELD_NUMBER: _ClassVar[int]
     TRANSACTIONS_BEHIND_FIELD_NUMBER: _ClassVar[int]
+    OFFSETS_FIELD_NUMBER: _ClassVar[int]
+    OFFSETS_PRESENT_FIELD_NUMBER: _ClassVar[int]
     transactions_in_queue: int
     transactions_checked: int
     conflicts_detected: int
@@ -50,7 +52,19 @@ class Counts(_message.Message):
     transactions_local_proposed: int
     transactions_local_rollback: int
     transactions_behind: int
-    def __init__(self, transactions_in_queue: _Optional[int] = ..., transactions_checked: _Optional[int] = ..., conflicts_detected: _Optional[int] = ..., transactions_rows_validating: _Optional[int] = ..., gtids_present: _Optional[bool] = ..., transactions_committed_all_members: _Optional[str] = ..., last_conflict_free_transaction: _Optional[str] = ..., transactions_remote_in_applier_queue: _Optional[int] = ..., transactions_remote_applied: _Optional[int] = ..., transactions_local_proposed: _Optional[int] = ..., transactions_local_rollback: _Optional[int] = ..., transactions_behind: _Optional[int] = ...) -> None: ...
+    offsets: _containers.RepeatedCompositeFieldContainer[ClockOffset]
+    offsets_present: bool
+    def __init__(self, transactions_in_queue: _Optional[int] = ..., transactions_checked: _Optional[int] = ..., conflicts_detected: _Optional[int] = ..., transactions_rows_validating: _Optional[int] = ..., gtids_present: _Optional[bool] = ..., transactions_committed_all_members: _Optional[str] = ..., last_conflict_free_transaction: _Optional[str] = ..., transactions_remote_in_applier_queue: _Optional[int] = ..., transactions_remote_applied: _Optional[int] = ..., transactions_local_proposed: _Optional[int] = ..., transactions_local_rollback: _Optional[int] = ..., transactions_behind: _Optional[int] = ..., offsets: _Optional[_Iterable[_Union[ClockOffset, _Mapping]]] = ..., offsets_present: _Optional[bool] = ...) -> None: ...
+
+class ClockOffset(_message.Message):
+    __slots__ = ("member", "offset_us", "delay_us")
+    MEMBER_FIELD_NUMBER: _ClassVar[int]
+    OFFSET_US_FIELD_NUMBER: _ClassVar[int]
+    DELAY_US_FIELD_NUMBER: _ClassVar[int]
+    member: bytes
+    offset_us: int
+    delay_us: int
+    def __init__(self, member: _Optional[bytes] = ..., offset_us: _Optional[int] = ..., delay_us: _Optional[int] = ...) -> None: ...
 
 class Member(_message.Message):
     __slots__ = ("member_id", "host", "port", "state", "role", "version", "communication_stack")

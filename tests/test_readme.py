@@ -52,10 +52,11 @@ def test_readme_limits_are_the_defaults() -> None:
     mib = 1024 * 1024
     claim = (
         f"messages of {limits.max_message_bytes // mib} MiB, GTID texts of "
-        f"{limits.max_gtid_text // mib} MiB, {limits.max_updates} updates a message, "
+        f"{limits.max_gtid_text // 1024} KiB, {limits.max_updates} updates a message, "
         f"{limits.max_members} members held, and per sending host {limits.gossip_rate:,.0f} "
         f"gossip messages and {limits.query_rate:,.0f} queries a second (bursts of "
-        f"{limits.gossip_burst:,} and {limits.query_burst:,})"
+        f"{limits.gossip_burst:,} and {limits.query_burst:,}) and "
+        f"{limits.gossip_bytes_in_flight // mib} MiB of gossip in flight"
     )
     assert claim in readme_text()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import fcntl
 import gc
 import os
@@ -43,13 +44,38 @@ Without --state-dir (or state_dir), the registry lives in $STATE_DIRECTORY/PORT 
 /var/lib/grstats/PORT as root, else ~/.local/state/grstats/PORT (PORT: the listen port). Two
 agents never share one: the second is refused.
 
-SIGTERM or Ctrl-C: health turns NOT_SERVING, the registry is flushed, the agent stops.
+SIGTERM or Ctrl-C: health turns NOT_SERVING, the registry is flushed, the agent stops within
+1 s (calls still running get 0.2 s). SIGHUP: the config file and flags are read again; peers,
+discover_peers, agent_port, fanout, pull_fanout, rpc_timeout_s, silence_periods,
+gtid_interval_s, executed_interval_s, retention_s and flush_interval_s take effect from the
+next period; a change to any other key is logged as needing a restart, and an invalid config
+is logged and ignored.
 exit status: 0 after a clean stop, 1 when it could not run, 2 for an invalid configuration
 (also an advertised address the peers cannot dial).
 """
 
 #: The file in the state directory that the running agent holds locked (and writes its pid to).
 LOCK_FILENAME = "agent.lock"
+
+#: How long calls still running at SIGTERM may go on (an exchange or a query takes ms; the
+#: peers' push streams never end by themselves, so a longer grace is only a slower stop).
+STOP_GRACE_S = 0.2
+
+#: The config keys SIGHUP applies to the running agent: the ones read every period. The others
+#: (addresses, the source, TLS, limits, logging, period_s) are read once, at start.
+RELOADABLE = (
+    "peers",
+    "discover_peers",
+    "agent_port",
+    "fanout",
+    "pull_fanout",
+    "rpc_timeout_s",
+    "silence_periods",
+    "gtid_interval_s",
+    "executed_interval_s",
+    "retention_s",
+    "flush_interval_s",
+)
 
 #: Flag -> config key (see agent.config.load_config).
 OVERRIDES = {
@@ -235,7 +261,7 @@ def run_agent(args: argparse.Namespace) -> int:
         state_dir.mkdir(parents=True, exist_ok=True)
         with lock_state_dir(state_dir):
             get_logger().info("state_dir_locked", state_dir=str(state_dir))
-            asyncio.run(_serve(config, state_dir))
+            asyncio.run(_serve(config, state_dir, args))
     except (AgentError, OSError) as exc:
         raise CliError(str(exc)) from exc
     return 0
@@ -269,7 +295,39 @@ def lock_state_dir(state_dir: Path) -> IO[str]:
     return file
 
 
-async def _serve(config: AgentConfig, state_dir: Path) -> None:
+def reload_config(agent: Agent, args: argparse.Namespace) -> None:
+    """SIGHUP: read the config file and ``args`` again; apply the :data:`RELOADABLE` keys.
+
+    Logs ``config_reloaded`` with the keys changed, a warning ``config_reload_needs_restart``
+    naming the other keys that changed (they keep their values), or an error
+    ``config_reload_failed`` when the new config is invalid (the agent goes on as it was).
+    """
+    log = get_logger()
+    current = agent.config
+    try:
+        fresh = config_from(args)
+        changed = {
+            key: getattr(fresh, key)
+            for key in RELOADABLE
+            if getattr(fresh, key) != getattr(current, key)
+        }
+        updated = dataclasses.replace(current, **changed)
+    except (CliError, ConfigError) as exc:
+        log.error("config_reload_failed", error=str(exc))  # noqa: TRY400  (a bad file: no traceback)
+        return
+    agent.config = updated
+    log.info("config_reloaded", changed=sorted(changed))
+    ignored = [
+        field.name
+        for field in dataclasses.fields(fresh)
+        if field.name not in RELOADABLE
+        and getattr(fresh, field.name) != getattr(current, field.name)
+    ]
+    if ignored:
+        log.warning("config_reload_needs_restart", keys=ignored)
+
+
+async def _serve(config: AgentConfig, state_dir: Path, args: argparse.Namespace) -> None:
     agent = Agent(
         config,
         build_source(config),
@@ -281,6 +339,7 @@ async def _serve(config: AgentConfig, state_dir: Path) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    loop.add_signal_handler(signal.SIGHUP, reload_config, agent, args)
     await agent.start()
     # What start-up allocated lives as long as the process: take it out of the collector's
     # sight, so that the full collections of a long-running agent scan only what it makes
@@ -291,7 +350,7 @@ async def _serve(config: AgentConfig, state_dir: Path) -> None:
         await stop.wait()
     finally:
         with contextlib.suppress(asyncio.CancelledError):
-            await agent.stop(grace_s=1.0)
+            await agent.stop(grace_s=STOP_GRACE_S)
 
 
 def run_forget(args: argparse.Namespace) -> int:

@@ -72,10 +72,12 @@ what:
   members  replication_group_members: MEMBER_STATE and MEMBER_ROLE as Group Replication has them
   stats    replication_group_member_stats: every member's counters, even of members that are down
   lag      the WL#7374 applier fields of every member and APPLIER_LAG_SECONDS
-  gtids    every member's gtid_executed
+  gtids    every member's gtid_executed, all sampled on the same mark of the wall clock
+           (every 60 s), and SAMPLED_AT, when
   status   the group's verdict as MySQL Shell's cluster.status() gives it (OK, OK_PARTIAL,
            OK_NO_TOLERANCE, NO_QUORUM, ...), how many failures it tolerates, the mode, the
-           primary, flow control, and each member's state, role, lag, queues and freshness
+           primary, flow control, and each member's state, role, lag, queues, freshness
+           and clock skew (CLOCK_SKEW_MS; a "clock skew" line names a member 0.5 s+ off)
 
 --extended adds CONNECTED (is the member's agent heard), IN_VIEW (is the member in the group's
 view), LAST_SEEN and AGE_MS (how fresh the row is) and SOURCE (the agent it came through).

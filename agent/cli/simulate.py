@@ -174,7 +174,10 @@ def ground_truth(
         ),
         REPLICATION_GROUP_MEMBER_GTID_EXECUTED.name: (
             REPLICATION_GROUP_MEMBER_GTID_EXECUTED.columns,
-            [GtidExecutedRow.of(s.member_id, s.gtid_executed).values() for s in snapshots],
+            [
+                GtidExecutedRow.of(s.member_id, s.gtid_executed, s.read_at_us).values()
+                for s in snapshots
+            ],
         ),
         SIMULATION_SUMMARY.name: (SIMULATION_SUMMARY.columns, summary_rows(group)),
     }

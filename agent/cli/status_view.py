@@ -11,8 +11,9 @@ The JSON document (``--format json``) is one object: ``status``, ``status_text``
 ``throttled_by`` (MEMBER_IDs), ``agent`` (the agent asked) and ``members``, each with
 ``member_id``, ``host``, ``port``, ``state``, ``role``, ``version``, ``connected`` (bool),
 ``age_ms``, ``applier_lag_seconds``, ``applier_queue``, ``certifier_queue``,
-``transactions_behind``, ``read_only`` and ``super_read_only`` (bool, or null when unknown)
-and ``throttling`` (bool), and ``agent_source``: whether the agent asked can read its own
+``transactions_behind``, ``read_only`` and ``super_read_only`` (bool, or null when unknown),
+``throttling`` (bool) and ``clock_skew_ms`` (its clock minus the median of the members', null
+when unknown), and ``agent_source``: whether the agent asked can read its own
 member (:func:`source_document`). When it cannot and knows no member at all, the agent's
 verdict is UNKNOWN and its sentence says why (:func:`~grstats.agent.verdict.source_unknown`).
 
@@ -34,6 +35,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from grstats.agent.gossip.clocks import SKEW_WARN_US
 from grstats.agent.messages import SourceReport
 from grstats.agent.rows import (
     REPLICATION_GROUP_MEMBER_STATUS,
@@ -77,6 +79,7 @@ MEMBER_KEYS = {
     "read_only": "READ_ONLY",
     "super_read_only": "SUPER_READ_ONLY",
     "throttling": "THROTTLING",
+    "clock_skew_ms": "CLOCK_SKEW_MS",
 }
 
 
@@ -318,6 +321,7 @@ def summary(status: GroupStatus, zone: TimeZone = UTC_ZONE) -> list[tuple[str, s
     throttled = status.text("THROTTLED")
     if throttled == "YES" and status.throttled_by:
         throttled += " by " + _with_addresses(status, status.throttled_by)
+    skewed = clock_skewed(status)
     return [
         ("status", status.text("STATUS")),
         ("status text", status.text("STATUS_TEXT")),
@@ -329,7 +333,21 @@ def summary(status: GroupStatus, zone: TimeZone = UTC_ZONE) -> list[tuple[str, s
         ("as of", status.as_of(zone)),
         ("agent", status.agent),
         ("throttled", throttled),
+        *([("clock skew", skewed)] if skewed else []),
     ]
+
+
+def clock_skewed(status: GroupStatus) -> str:
+    """The members whose clock is off the median by more than 0.5 s, with by how much ('' if none).
+
+    ``db3:3306 +5.000 s``: the limit is the one the agent warns at
+    (:data:`~grstats.agent.gossip.clocks.SKEW_WARN_US`).
+    """
+    return ", ".join(
+        f"{address(member) or member.get('MEMBER_ID')} {skew / 1000:+.3f} s"
+        for member in status.members
+        if isinstance(skew := member.get("CLOCK_SKEW_MS"), int) and abs(skew) * 1000 > SKEW_WARN_US
+    )
 
 
 def render_status(

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from grstats.agent.gossip.state import LOCAL, Digest, GossipState, Heard, MergeResult, Origin
-from grstats.agent.gossip.updates import Counts, Key, Stamp, Update
+from grstats.agent.gossip.updates import ClockOffset, Counts, Key, Stamp, Update
 
 __all__ = [
     "LOCAL",
+    "ClockOffset",
     "Counts",
     "Digest",
     "GossipState",

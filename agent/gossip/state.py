@@ -6,11 +6,16 @@ transport delivered; tests drive it directly. Rules:
 * per origin and key, the value with the highest :class:`Stamp` wins; an older or equal one is
   counted as stale and dropped, so replays and relays are harmless;
 * a COUNTS value without fresh GTID columns keeps the previous ones, as GR's
-  ``Pipeline_member_stats::update_member_stats`` does;
+  ``Pipeline_member_stats::update_member_stats`` does, and one without clock offsets the
+  previous offsets;
 * only members that some member's Group Replication membership lists (or that the agent
   already knows) get values: a message about an unknown member never creates one. VIEW values
   of known members are merged first, so a batch may introduce a member and carry its values;
 * values about the local member come from its own source only: a peer cannot overwrite them;
+  but a peer holding one stamped above the agent's own (an earlier run of the agent, on a
+  clock since stepped back) makes the agent refute it: it takes an incarnation above that
+  stamp and records its values again, which then order after everything peers hold
+  (SWIM's refutation; :meth:`GossipState.refute`);
 * an origin is *fresh* when its stamp advanced recently, whichever peer relayed it: an agent
   silent for ``silence_us`` is not connected (WL#2860's CONNECTED), and its values stay.
 """
@@ -32,6 +37,10 @@ if TYPE_CHECKING:
 
 #: What ``via`` says for values the agent read from its own source.
 LOCAL = "local"
+
+#: Above any incarnation an agent's clock gives (µs since the epoch, year 2262): a stamp at or
+#: past it is not refuted, so a hostile peer cannot push the incarnation past the wire's uint64.
+MAX_INCARNATION = 2**63
 
 #: Per origin, per key, the stamp of the value held.
 Digest: TypeAlias = "Mapping[str, Mapping[Key, Stamp]]"
@@ -59,18 +68,24 @@ class Origin:
 
 @dataclass(frozen=True, slots=True)
 class MergeResult:
-    """What a merge did: values taken, stale ones dropped, origins refused as unknown."""
+    """What a merge did: values taken, stale ones dropped, origins refused as unknown.
+
+    ``refuted`` is the stamp of a value about the local member that outranked the agent's own
+    (see :meth:`GossipState.refute`), None when there was none.
+    """
 
     accepted: int = 0
     stale: int = 0
     unknown: tuple[str, ...] = ()
+    refuted: Stamp | None = None
 
 
 class GossipState:
     """The agent's knowledge of all members, versioned per origin (scuttlebutt).
 
     ``local_id`` is the local member's server_uuid and ``incarnation`` the agent's start time
-    in µs, which orders its values after those of its previous runs. At most ``max_origins``
+    in µs, which orders its values after those of its previous runs (raised by
+    :meth:`refute` when a clock stepped back makes it lower than theirs). At most ``max_origins``
     members get values from peers: past that, news of a member not yet held is refused as
     unknown, so no stream of views listing new members makes the state grow without bound.
     """
@@ -88,11 +103,53 @@ class GossipState:
     # -- local values --------------------------------------------------------------------
 
     def record_local(self, key: Key, value: Value, now_us: int) -> Update:
-        """Record a value read from the local source under the next stamp, and return it."""
+        """Record a value read from the local source under the next stamp, and return it.
+
+        The stamp is above every one held of the local member: values peers gave of it (an
+        earlier run of the agent, whose clock may have been ahead) rank below it.
+        """
+        origin = self.origins.get(self.local_id)
+        if origin is not None:
+            self._outrank(origin.stamp)
         self._version += 1
         update = Update(self.local_id, Stamp(self.incarnation, self._version), key, value, now_us)
         self._store(self._origin(self.local_id, update.stamp, now_us), update, now_us, LOCAL)
         return update
+
+    def refute(self, digest: Digest, now_us: int) -> Stamp | None:
+        """Outrank a peer's stamp for the local member that is above the agent's own.
+
+        A peer's ``digest`` holding a value of the local member stamped above the agent's
+        latest stamp can only come from an earlier run of this agent whose clock was ahead of
+        today's (its incarnation is its start time): peers would keep that value and drop
+        every new one as stale. As SWIM refutes a suspicion with a higher incarnation, the
+        agent takes the incarnation just above that stamp's and records the values its source
+        gave again (same values, same ``sent_at_us``, new stamps). Returns the outranked stamp,
+        else None.
+        """
+        held = digest.get(self.local_id)
+        return self._refute(max(held.values()), now_us) if held else None
+
+    def _outrank(self, stamp: Stamp) -> bool:
+        """Take an incarnation above ``stamp`` if it is above the agent's own stamp."""
+        if stamp <= Stamp(self.incarnation, self._version) or stamp.incarnation >= MAX_INCARNATION:
+            return False  # nothing to outrank, or a stamp no agent's clock makes (a hostile peer)
+        self.incarnation = stamp.incarnation + 1
+        self._version = 0
+        return True
+
+    def _refute(self, stamp: Stamp, now_us: int) -> Stamp | None:
+        if not self._outrank(stamp):
+            return None
+        origin = self.origins.get(self.local_id)
+        if origin is not None:
+            for heard in [h for h in origin.values.values() if h.via == LOCAL]:
+                self._version += 1
+                again = dataclasses.replace(
+                    heard.update, stamp=Stamp(self.incarnation, self._version)
+                )
+                self._store(origin, again, now_us, LOCAL)
+        return stamp
 
     # -- exchange ----------------------------------------------------------------------
 
@@ -133,6 +190,8 @@ class GossipState:
                 stale += not took
                 progress = True
         unknown: list[str] = []
+        own = [u.stamp for u in pending if u.origin == self.local_id]
+        refuted = self._refute(max(own), now_us) if own else None
         for update in pending:
             if not self._is_known(update.origin):
                 if update.origin not in unknown:
@@ -141,7 +200,7 @@ class GossipState:
             took = self._take(update, now_us, via)
             accepted += took
             stale += not took
-        return MergeResult(accepted, stale, tuple(unknown))
+        return MergeResult(accepted, stale, tuple(unknown), refuted)
 
     # -- questions ---------------------------------------------------------------------
 
@@ -226,6 +285,15 @@ class GossipState:
                 last_conflict_free_transaction=kept.last_conflict_free_transaction,
             )
             value = dataclasses.replace(update.value, row=row)
+            update = dataclasses.replace(update, value=value)
+        if (
+            update.key is Key.COUNTS
+            and held is not None
+            and isinstance(update.value, Counts)
+            and not update.value.offsets_present
+            and isinstance(held.update.value, Counts)
+        ):
+            value = dataclasses.replace(update.value, offsets=held.update.value.offsets)
             update = dataclasses.replace(update, value=value)
         origin.values[update.key] = Heard(update, now_us, via)
         self.changes += 1

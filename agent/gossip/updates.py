@@ -2,7 +2,11 @@
 
 Versioning follows scuttlebutt: every agent numbers the values it produces about its own member
 with one counter, ``(incarnation, version)``. ``incarnation`` is the agent's start time, so a
-restarted agent's fresh counter still orders after everything it sent before. A receiver keeps,
+restarted agent's fresh counter still orders after everything it sent before; and where the
+wall clock went back since that earlier run, a peer's digest shows a stamp above the agent's
+own, and the agent takes an incarnation above it (SWIM's refutation, see
+:meth:`~grstats.agent.gossip.state.GossipState.refute`): no ordering depends on the clock being
+monotonic across restarts. A receiver keeps,
 per origin and key, the value with the highest stamp, and its digest (origin -> highest stamp)
 tells a peer exactly which values it lacks, whoever produced them: that is how the row of a
 member whose link to us is broken still arrives through the others (relay).
@@ -30,7 +34,9 @@ class Key(enum.StrEnum):
     COUNTS = "counts"  #: its replication_group_member_stats row, every period
     VIEW = "view"  #: its view of the membership, when it changes
     APPLIER = "applier"  #: its WL#7374 applier fields, every period they change
-    GTID_EXECUTED = "gtid_executed"  #: its gtid_executed, every 30-60 s
+    #: its gtid_executed, sampled on each ``executed_interval_s`` mark of the wall clock (the
+    #: same instants on every member), ``sent_at_us`` the sample's time
+    GTID_EXECUTED = "gtid_executed"
     HEALTH = "health"  #: its source's health, when it changes
     SERVER = (
         "server"  #: its read_only, super_read_only and flow-control variables, when they change
@@ -46,6 +52,20 @@ class Stamp:
 
 
 @dataclass(frozen=True, slots=True)
+class ClockOffset:
+    """How far one member's clock is from the estimating agent's, as one exchange measured it.
+
+    ``offset_us`` is the member's clock minus the estimating agent's (NTP's offset from the
+    four times of an exchange, RFC 5905 section 8), ``delay_us`` the exchange's round trip
+    without the answerer's own time: the estimate is right within half of it.
+    """
+
+    member: str
+    offset_us: int
+    delay_us: int
+
+
+@dataclass(frozen=True, slots=True)
 class Counts:
     """The COUNTS value: the member's stats row and whether its GTID columns are fresh.
 
@@ -55,11 +75,19 @@ class Counts:
     messages; a receiver keeps the previous GTID columns when ``gtids_present`` is false.
     ``transactions_behind`` rides with them every period (None when the origin does not know
     it): see :class:`~grstats.agent.model.MemberSnapshot`.
+
+    ``offsets`` are the clock offsets the origin's agent estimated of the members it exchanges
+    with directly, so that every agent knows the clock of a member it hears only through
+    relays (:mod:`grstats.agent.gossip.clocks`). Like the GTID columns they ride only on some
+    messages, those with ``offsets_present`` (with the GTID columns, and when they moved); a
+    receiver keeps the previous ones when it is false.
     """
 
     row: MemberStatsRow
     gtids_present: bool
     transactions_behind: int | None = None
+    offsets: tuple[ClockOffset, ...] = ()
+    offsets_present: bool = False
 
 
 Value: TypeAlias = "Counts | GroupView | ApplierStatusRow | GtidSet | SourceHealth | ServerSettings"

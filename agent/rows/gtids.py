@@ -13,12 +13,13 @@ from grstats.agent.rows.schema import REPLICATION_GROUP_MEMBER_GTID_EXECUTED, Ta
 
 @dataclass(frozen=True, slots=True)
 class GtidExecutedRow(Row):
-    """A member and its ``gtid_executed``, stored in MySQL's canonical text."""
+    """A member, its ``gtid_executed`` in MySQL's canonical text, and when it was sampled (µs)."""
 
     TABLE: ClassVar[Table] = REPLICATION_GROUP_MEMBER_GTID_EXECUTED
 
     member_id: str = ""
     gtid_executed: str = ""
+    sampled_at: int = 0
 
     def __post_init__(self) -> None:
         super(GtidExecutedRow, self).__post_init__()
@@ -28,6 +29,6 @@ class GtidExecutedRow(Row):
         object.__setattr__(self, "gtid_executed", text)
 
     @classmethod
-    def of(cls, member_id: str, executed: GtidSet) -> GtidExecutedRow:
-        """Return the row of ``member_id`` with ``executed``."""
-        return cls(member_id=member_id, gtid_executed=str(executed))
+    def of(cls, member_id: str, executed: GtidSet, sampled_at: int = 0) -> GtidExecutedRow:
+        """Return the row of ``member_id`` with ``executed``, sampled at ``sampled_at`` (µs)."""
+        return cls(member_id=member_id, gtid_executed=str(executed), sampled_at=sampled_at)

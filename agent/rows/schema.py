@@ -158,12 +158,15 @@ REPLICATION_GROUP_MEMBER_LAG = Table(
     ),
 )
 
-#: grstats's table of each member's ``@@GLOBAL.gtid_executed`` (``Gtid_set::to_string`` text).
+#: grstats's table of each member's ``@@GLOBAL.gtid_executed`` (``Gtid_set::to_string`` text),
+#: as sampled on the same wall-clock mark by every member, and when (SAMPLED_AT, on the serving
+#: agent's clock; unset while none was received).
 REPLICATION_GROUP_MEMBER_GTID_EXECUTED = Table(
     "replication_group_member_gtid_executed",
     (
         _text("MEMBER_ID", "CHAR(36)"),
         _text("GTID_EXECUTED", "LONGTEXT"),
+        _timestamp("SAMPLED_AT"),
     ),
 )
 
@@ -219,15 +222,24 @@ REPLICATION_GROUP_MEMBER_STATUS = Table(
         _on_off("READ_ONLY"),
         _on_off("SUPER_READ_ONLY"),
         _yes_no("THROTTLING"),
+        # grstats: the member's clock minus the median of the members' clocks, ms (see
+        # agent.gossip.clocks), at most 24 days either way; NULL while its clock is not known
+        Column("CLOCK_SKEW_MS", "INTEGER", nullable=True, kind=Kind.INTEGER),
     ),
 )
 
 #: grstats's columns appended to every table with ``extended`` (WL#2860's CONNECTED and more).
+#: They mean the same in every table, and CONNECTED and AGE_MS the same in
+#: ``replication_group_member_status`` (see :mod:`grstats.agent.served`).
 EXTENDED_COLUMNS: tuple[Column, ...] = (
+    # the member's agent is heard (directly or relayed) within the silence, whatever its server
     Column("CONNECTED", "ENUM('YES','NO')", nullable=False, kind=Kind.TEXT),
     Column("IN_VIEW", "ENUM('YES','NO')", nullable=False, kind=Kind.TEXT),
+    # when the member's agent last reported it (its last read), on the serving agent's clock
     Column("LAST_SEEN", "TIMESTAMP(6)", nullable=False, kind=Kind.TIMESTAMP),
+    # ms since LAST_SEEN; NULL when the member was never reported
     Column("AGE_MS", "BIGINT UNSIGNED", nullable=True, kind=Kind.INTEGER),
+    # the agent the row came through: 'local', a peer's address, or 'registry'
     Column("SOURCE", "CHAR(255)", nullable=False, kind=Kind.TEXT),
 )
 

@@ -91,6 +91,7 @@ class MemberStatusRow(Row):
     read_only: str | None = None
     super_read_only: str | None = None
     throttling: str = "NO"
+    clock_skew_ms: int | None = None
 
     def __post_init__(self) -> None:
         super(MemberStatusRow, self).__post_init__()

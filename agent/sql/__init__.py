@@ -8,8 +8,8 @@ the whole group from any agent. Writes are refused as on a ``super_read_only`` s
 
 This package loads mysql-mimic and sqlglot: the agent imports it only when ``sql_listen`` is
 set. :mod:`~grstats.agent.sql.catalog` holds the schemas, :mod:`~grstats.agent.sql.session`
-the statements, :mod:`~grstats.agent.sql.auth` the logins and
-:mod:`~grstats.agent.sql.endpoint` the server.
+the statements, :mod:`~grstats.agent.sql.bounds` what one may cost,
+:mod:`~grstats.agent.sql.auth` the logins and :mod:`~grstats.agent.sql.endpoint` the server.
 """
 
 from __future__ import annotations

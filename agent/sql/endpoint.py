@@ -5,7 +5,14 @@ One endpoint per agent, on the agent's event loop: it binds ``sql_listen``, logs
 is configured (re-read when its files change, like the gRPC server's), and gives each
 connection a :class:`~grstats.agent.sql.session.GrstatsSession` that answers from the agent's
 tables. Statements run on one worker thread the endpoint owns, so a heavy query never holds
-the loop (the gossip periods and the gRPC services go on), and at most one runs at a time.
+the loop (the gossip periods and the gRPC services go on), and at most one runs at a time;
+what each may cost is bounded by the ``sql_*`` keys of ``[limits]`` (:mod:`.session`).
+
+A command longer than ``limits.sql_max_allowed_packet`` is read and dropped as it comes (it is
+never held whole) and answered with MySQL's error 1153 ``Got a packet bigger than
+'max_allowed_packet' bytes``; the connection stays open (MySQL closes it). Failed logins from
+one client host slow its next logins down as MySQL's connection_control plugin does
+(:class:`~grstats.agent.sql.auth.ConnectionControl`).
 
 A client host may hold ``limits.sql_connections_per_host`` connections at once; one more is
 refused at connect with MySQL's error 1040 ``Too many connections``. A connection whose
@@ -24,25 +31,24 @@ import contextlib
 import logging
 import ssl
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import structlog
 from mysql_mimic.connection import Connection
 from mysql_mimic.control import LocalControl, TooManyConnections
-from mysql_mimic.errors import ErrorCode, MysqlError
+from mysql_mimic.errors import SQLSTATES, ErrorCode, MysqlError
 from mysql_mimic.server import MysqlServer
 from mysql_mimic.stream import ConnectionClosed, MysqlStream
 
 from grstats.agent.address import join_address, split_address
 from grstats.agent.errors import ConfigError
 from grstats.agent.log import ThrottledWarning
-from grstats.agent.sql.auth import OpenIdentity, PasswordFileIdentity
+from grstats.agent.sql.auth import ConnectionControl, OpenIdentity, PasswordFileIdentity
 from grstats.agent.tls import FileWatch
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from mysql_mimic.auth import IdentityProvider
     from mysql_mimic.session import BaseSession
     from structlog.typing import FilteringBoundLogger
 
@@ -56,6 +62,16 @@ __all__ = ["PerHostControl", "SqlEndpoint"]
 LOG_EVERY_S = 10.0
 #: The longest text of a client's failure put in a log line.
 MAX_ERROR_CHARS = 200
+
+#: MySQL's ER_NET_PACKET_TOO_LARGE (include/mysqld_error.h), its message and SQLSTATE (which
+#: mysql-mimic sends from its table, where MySQL's codes are added as in the session).
+ER_NET_PACKET_TOO_LARGE = 1153
+PACKET_TOO_LARGE = "Got a packet bigger than 'max_allowed_packet' bytes"
+SQLSTATES.setdefault(cast("ErrorCode", ER_NET_PACKET_TOO_LARGE), b"08S01")
+#: The largest payload of one MySQL packet; a longer command comes in several.
+_MAX_PAYLOAD = 0xFFFFFF
+#: How much of a too-large command is read at a time to be dropped.
+_DISCARD_CHUNK = 64 * 1024
 
 #: What a client that went away (or never spoke MySQL) makes a connection fail with.
 _DISCONNECTS = (ConnectionClosed, ConnectionError, asyncio.IncompleteReadError, EOFError)
@@ -102,10 +118,16 @@ class SqlEndpoint:
         def new_session() -> GrstatsSession:
             return GrstatsSession(self._source, limits, executor)
 
-        identity: IdentityProvider = (
-            OpenIdentity(self._log)
+        control = ConnectionControl(
+            limits.sql_failed_connections_threshold,
+            limits.sql_min_connection_delay_ms,
+            limits.sql_max_connection_delay_ms,
+            limits.max_clients,
+        )
+        identity = (
+            OpenIdentity(self._log, control)
             if self._config.sql_password_file is None
-            else PasswordFileIdentity(self._config.sql_password_file, self._log)
+            else PasswordFileIdentity(self._config.sql_password_file, self._log, control)
         )
         server = _Server(
             new_session,
@@ -113,6 +135,7 @@ class SqlEndpoint:
             PerHostControl(limits.sql_connections_per_host, self._log),
             self._config.tls,
             self._log,
+            max_packet=limits.sql_max_allowed_packet,
         )
         host, port = split_address(listen, "sql_listen", lowest_port=0)
         try:
@@ -178,22 +201,75 @@ class PerHostControl(LocalControl):
 
 
 class _Stream:
-    """mysql-mimic's packet stream, whose switch to TLS keeps the bytes already received.
+    """mysql-mimic's packet stream, bounded by ``max_packet``, whose TLS keeps the bytes read.
 
     A client sends its TLS ClientHello right behind its SSLRequest packet, without waiting,
     so the ClientHello is often in the stream reader's buffer when the server switches to TLS:
     mysql-mimic's switch loses it, and the handshake hangs. This one hands those bytes to the
-    TLS protocol first. Everything else is the wrapped ``MysqlStream``'s (a compiled class,
-    which cannot be subclassed).
+    TLS protocol first. A command of more than ``max_packet`` bytes is dropped as it is read
+    and answered with 1153 (``refuse`` makes the error packet, the connection's). Everything
+    else is the wrapped ``MysqlStream``'s (a compiled class, which cannot be subclassed).
     """
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, max_packet: int
+    ) -> None:
         self._stream = MysqlStream(reader, writer)
         self._reader = reader
         self._writer = writer
+        self._max_packet = max_packet
+        self.refuse: Callable[..., bytes] | None = None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
+
+    async def read(self) -> bytes:
+        """The next command (a packet, or several of 16 MiB), as ``MysqlStream.read``.
+
+        One longer than ``max_packet`` is answered with 1153, and the next one is read.
+        """
+        while True:
+            data = await self._read_command()
+            if data is not None:
+                return data
+            assert self.refuse is not None
+            await self._stream.write(
+                self.refuse(msg=PACKET_TOO_LARGE, code=ER_NET_PACKET_TOO_LARGE)
+            )
+            self._stream.reset_seq()
+
+    async def _read_command(self) -> bytes | None:
+        """One command's payload; None when it was longer than ``max_packet`` (dropped)."""
+        data = bytearray()
+        dropped = False
+        while True:
+            try:
+                header = await self._reader.readexactly(4)
+            except asyncio.IncompleteReadError as exc:
+                raise ConnectionClosed from exc
+            word = int.from_bytes(header, "little")
+            length, sequence = word & _MAX_PAYLOAD, word >> 24
+            expected = next(self._stream.seq)
+            if sequence != expected:
+                raise MysqlError(
+                    f"Expected seq({expected}) got seq({sequence})", ErrorCode.MALFORMED_PACKET
+                )
+            if dropped or len(data) + length > self._max_packet:
+                dropped = True
+                data = bytearray()
+                await self._drop(length)
+            elif length:
+                data += await self._reader.readexactly(length)
+            if length < _MAX_PAYLOAD:
+                return None if dropped else bytes(data)
+
+    async def _drop(self, length: int) -> None:
+        """Read ``length`` bytes and keep none of them."""
+        while length:
+            chunk = await self._reader.read(min(length, _DISCARD_CHUNK))
+            if not chunk:
+                raise ConnectionClosed
+            length -= len(chunk)
 
     async def start_tls(self, context: ssl.SSLContext) -> None:
         """Switch the connection to TLS, server side."""
@@ -258,13 +334,15 @@ class _Server(MysqlServer):
     closed (mysql-mimic leaves it open after a 1040) and a client's failure logged by us.
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913  (mysql-mimic's server and the endpoint's own settings)
         self,
         session_factory: Callable[[], BaseSession],
-        identity: IdentityProvider,
+        identity: OpenIdentity | PasswordFileIdentity,
         control: PerHostControl,
         tls: TlsConfig | None,
         log: FilteringBoundLogger,
+        *,
+        max_packet: int,
     ) -> None:
         self._tls = tls if tls is not None and tls.cert_file is not None else None
         self._watch = FileWatch(self._tls) if self._tls is not None else None
@@ -275,6 +353,8 @@ class _Server(MysqlServer):
             ssl=_server_context(self._tls) if self._tls is not None else None,
         )
         self._new_session = session_factory
+        self._identity = identity
+        self._max_packet = max_packet
         self._log = log
         self._warn = ThrottledWarning(log, "sql_connection_failed", LOG_EVERY_S)
         self.tasks: set[asyncio.Task[Any]] = set()
@@ -289,15 +369,17 @@ class _Server(MysqlServer):
         connection_id: int | None = None
         try:
             self._renew_tls()
-            stream = _Stream(reader, writer)
+            stream = _Stream(reader, writer, self._max_packet)
             connection = _Connection(
                 stream=stream,  # type: ignore[arg-type]  # a MysqlStream by delegation
                 session=self._new_session(),
                 control=self.control,
                 server_capabilities=self.capabilities,
-                identity_provider=self.identity_provider,
+                # the client's own: its failed logins are counted for its host
+                identity_provider=self._identity.for_client(_host_of(writer)),
                 ssl=self.ssl,
             )
+            stream.refuse = connection.error
             try:
                 connection_id = await self.control.add(connection)
             except TooManyConnections:
@@ -343,7 +425,11 @@ def _server_context(tls: TlsConfig) -> ssl.SSLContext:
 
 
 def _client_host(connection: Connection) -> str:
-    peer = connection.stream.writer.get_extra_info("peername")
+    return _host_of(connection.stream.writer)
+
+
+def _host_of(writer: asyncio.StreamWriter) -> str:
+    peer = writer.get_extra_info("peername")
     return str(peer[0]) if isinstance(peer, tuple) and peer else str(peer)
 
 

@@ -10,10 +10,17 @@ information_schema and ``SELECT @@var`` itself) with grstats's rules:
   parse too, by their first word); EXPLAIN is 1235;
 * a table is looked up in the schema it names or the session's (``USE``): unknown is 1146, no
   schema at all is 1046; names are case-insensitive;
+* nothing a client can make long runs on the event loop: a statement's text longer than
+  :data:`PARSE_ON_LOOP_CHARS` is parsed on the endpoint's worker thread; mysql-mimic's
+  information_schema queries (SHOW, DESCRIBE too) and its static queries (a SELECT without
+  FROM) run there as the queries over the served tables do. Every one of them has
+  ``limits.sql_query_timeout_s`` (past it the thread is interrupted and the client gets 3024),
+  ``limits.sql_max_join_size`` (a SELECT whose tables' sizes multiply to more row
+  combinations is refused with 1104 before it runs, as MySQL's ``max_join_size``),
+  ``limits.sql_max_rows`` and ``limits.sql_max_result_bytes`` (a larger result is 1104);
+  the text itself is bounded by ``limits.sql_max_allowed_packet`` (1153, in the endpoint);
 * a query's tables are read from the :class:`SqlSource` on the event loop (only the tables it
-  names), then sqlglot's executor runs it on the endpoint's worker thread, on plain lists. It
-  has ``limits.sql_query_timeout_s``: past it the thread is interrupted and the client gets
-  3024; a result of more than ``limits.sql_max_rows`` rows is 1104;
+  names), then sqlglot's executor runs it on the worker thread, on plain lists;
 * ``SELECT`` of ``*`` or of columns from one table with no other clause skips the executor
   (the exporters' and dashboards' query: 0.6 ms instead of 5 ms for 9 members);
 * a result column that is a table column (or MIN/MAX of one) has that column's MySQL type
@@ -37,19 +44,22 @@ import re
 import sys
 import time
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, cast
 
 import sqlglot
+from mysql_mimic.constants import INFO_SCHEMA
 from mysql_mimic.errors import SQLSTATES, ErrorCode, MysqlError
 from mysql_mimic.results import ResultColumn, infer_type
-from mysql_mimic.schema import show_statement_to_info_schema_query
-from mysql_mimic.session import Session
+from mysql_mimic.schema import InfoSchema, show_statement_to_info_schema_query
+from mysql_mimic.session import Query, Session
 from mysql_mimic.types import ColumnType
 from mysql_mimic.utils import find_tables
 from mysql_mimic.variables import SYSTEM_VARIABLES, GlobalVariables, SessionVariables
 from sqlglot import exp
 from sqlglot.errors import OptimizeError, ParseError, SqlglotError, TokenError
+from sqlglot.executor import execute as sqlglot_execute
 from sqlglot.executor.python import PythonExecutor
 from sqlglot.executor.table import Table as EngineTable
 from sqlglot.executor.table import ensure_tables
@@ -60,6 +70,12 @@ from sqlglot.schema import ensure_schema
 from grstats.agent.rows import Kind
 from grstats.agent.rows.zone import TimeZone, TimeZoneError, parse_time_zone
 from grstats.agent.sql import catalog
+from grstats.agent.sql.bounds import (
+    ER_TOO_BIG_SELECT,
+    check_join_size,
+    check_result,
+    check_rows,
+)
 
 if TYPE_CHECKING:
     import concurrent.futures
@@ -73,6 +89,7 @@ if TYPE_CHECKING:
 
     from grstats.agent.rows import Column, Value
     from grstats.agent.served import Table
+    from grstats.agent.sql.bounds import SqlLimits
 
 T = TypeVar("T")
 #: The events of a ``sys.settrace`` hook.
@@ -83,7 +100,6 @@ ER_NO_DB_ERROR = 1046
 ER_BAD_DB_ERROR = 1049
 ER_BAD_FIELD_ERROR = 1054
 ER_PARSE_ERROR = 1064
-ER_TOO_BIG_SELECT = 1104
 ER_NO_SUCH_TABLE = 1146
 ER_NOT_SUPPORTED_YET = 1235
 ER_OPTION_PREVENTS_STATEMENT = 1290
@@ -152,22 +168,11 @@ _WRITES = frozenset(
         "XA",
     }
 )
+#: A statement text up to this long is parsed on the event loop (about 6 ms at worst, for a
+#: ``SELECT 1+1+...``); a longer one on the worker thread, where it has the query's time.
+PARSE_ON_LOOP_CHARS = 1024
 _FIRST_WORD = re.compile(r"\s*\(*\s*([A-Za-z]+)")
 _UNRESOLVED = re.compile(r"Column '([^']*)' could not be resolved")
-
-
-class SqlLimits(Protocol):
-    """The ``[limits]`` a session obeys (:class:`grstats.agent.limits.LimitsConfig` has them)."""
-
-    @property
-    def sql_query_timeout_s(self) -> float:
-        """How long one statement may run, in seconds (then 3024)."""
-        ...
-
-    @property
-    def sql_max_rows(self) -> int:
-        """The most rows one result may have (then 1104)."""
-        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -279,6 +284,7 @@ class GrstatsSession(Session):
         self._source = source
         self._limits = limits
         self._executor = executor
+        self._deadline: float | None = None  # the loop's time the statement must end by
         self._identify()
 
     def _identify(self) -> None:
@@ -291,9 +297,41 @@ class GrstatsSession(Session):
         variables.set("port", identity.port, force=True)
 
     async def handle_query(self, sql: str, attrs: dict[str, str]) -> AllowedResult:
-        """Answer ``sql`` (one or more statements), the identity's variables read afresh."""
+        """Answer ``sql`` (one or more statements), the identity's variables read afresh.
+
+        mysql-mimic's own, but for where the text is parsed (a long one off the loop) and for
+        its time: ``limits.sql_query_timeout_s`` from now, its parse and its statements.
+        """
         self._identify()
-        return await super().handle_query(sql, attrs)
+        self.timestamp = datetime.now(tz=self.timezone())
+        loop = asyncio.get_running_loop()
+        self._deadline = loop.time() + self._limits.sql_query_timeout_s
+        try:
+            if len(sql) <= PARSE_ON_LOOP_CHARS:
+                expressions = self._parse(sql)
+            else:
+                expressions = await self._off_loop(
+                    lambda interruptible: self._parse_in(sql, interruptible)
+                )
+            result: AllowedResult = None
+            for expression in expressions:
+                query = Query(
+                    expression=expression,
+                    sql=sql,
+                    attrs=attrs,
+                    _middlewares=self.middlewares,
+                    _query=self.query,
+                )
+                result = await query.start()
+            return result
+        finally:
+            self._deadline = None
+
+    def _parse_in(
+        self, sql: str, interruptible: Callable[[], AbstractContextManager[None]]
+    ) -> list[exp.Expression]:
+        with interruptible():
+            return self._parse(sql)
 
     @property
     def time_zone(self) -> TimeZone:
@@ -322,6 +360,34 @@ class GrstatsSession(Session):
     async def schema(self) -> Any:
         """The served tables for information_schema, SHOW and DESCRIBE."""
         return catalog.info_schema()
+
+    async def _query_info_schema(self, expression: exp.Expression) -> AllowedResult:
+        """mysql-mimic's information_schema query (``InfoSchema.query``), on the worker thread.
+
+        The tables' sizes bound it before it runs (``sql_max_join_size``), then it has the
+        time, rows and bytes of any query.
+        """
+        info = catalog.info_schema()
+        database = (self.database or catalog.INFORMATION_SCHEMA).lower()
+
+        def size_of(table: exp.Table) -> int:
+            schema = info.tables.get((table.db or database).lower(), {})
+            found = schema.get(table.name.lower())
+            return len(found.rows) if found is not None else 1
+
+        return await self._off_loop(
+            functools.partial(_run_info_schema, expression, info, size_of, self._limits)
+        )
+
+    async def _static_query_middleware(self, q: Query) -> AllowedResult:
+        """mysql-mimic's static query (a SELECT without FROM), on the worker thread, bounded."""
+        expression = q.expression
+        if isinstance(expression, exp.Select) and not any(
+            expression.args.get(a)
+            for a in set(exp.Select.arg_types) - {"expressions", "limit", "hint"}
+        ):
+            return await self._off_loop(functools.partial(_run_static, expression, self._limits))
+        return await q.next()
 
     async def _show(self, expression: exp.Show) -> AllowedResult:
         """SHOW TABLES/COLUMNS (DESCRIBE) check their schema and table as MySQL does."""
@@ -371,7 +437,6 @@ class GrstatsSession(Session):
             return self._plain_result(plain, columns, rows, zone)
         projections = _projections(expression, sources)
         names, rows = await self._execute(expression, snapshot, zone)
-        self._check_rows(len(rows))
         if projections is None or len(projections) != len(names):
             projections = [(name, None) for name in names]
         return rows, [
@@ -391,12 +456,22 @@ class GrstatsSession(Session):
 
         TIMESTAMP(6) values are MySQL's text in ``zone`` there.
         """
-        job = _Job(functools.partial(_run, expression, snapshot, zone))
+        return await self._off_loop(
+            functools.partial(_run, expression, snapshot, zone, self._limits)
+        )
+
+    async def _off_loop(self, work: Callable[[Callable[[], AbstractContextManager[None]]], T]) -> T:
+        """Run ``work`` on the worker thread within the time limit (3024 past it).
+
+        sqlglot's errors become MySQL's; a MySQL error ``work`` raises reaches the client.
+        """
+        job = _Job(work)
         loop = asyncio.get_running_loop()
+        timeout = self._limits.sql_query_timeout_s
+        if self._deadline is not None:
+            timeout = max(self._deadline - loop.time(), 0.0)
         try:
-            names, rows = await asyncio.wait_for(
-                loop.run_in_executor(self._executor, job), self._limits.sql_query_timeout_s
-            )
+            return await asyncio.wait_for(loop.run_in_executor(self._executor, job), timeout)
         except asyncio.CancelledError:  # KILL QUERY, or the connection closing
             job.stop()
             raise
@@ -406,6 +481,8 @@ class GrstatsSession(Session):
                 ER_QUERY_TIMEOUT,
                 "Query execution was interrupted, maximum statement execution time exceeded",
             ) from None
+        except MysqlError:
+            raise
         except OptimizeError as error:
             unresolved = _UNRESOLVED.search(str(error))
             if unresolved is None:
@@ -417,9 +494,8 @@ class GrstatsSession(Session):
             raise sql_error(ErrorCode.UNKNOWN_ERROR, str(error)) from None
         except Exception as error:  # noqa: BLE001  (sqlglot's executor fails in its own ways)
             raise sql_error(
-                ErrorCode.UNKNOWN_ERROR, f"grstats cannot run this query: {error!r}"
+                ErrorCode.UNKNOWN_ERROR, f"grstats cannot run this query: {error!r}"[:512]
             ) from None
-        return names, rows
 
     def _resolve(self, expression: exp.Expression) -> dict[tuple[str, str], tuple[Column, ...]]:
         """The served tables ``expression`` reads, by (schema, table); names made canonical."""
@@ -477,17 +553,12 @@ class GrstatsSession(Session):
                 result.append(catalog.result_column(columns[index], output, zone))
         if picked != list(range(len(columns))):
             rows = [tuple(row[index] for index in picked) for row in rows]
+        check_result(rows, self._limits)
         return rows, result
 
     def _check_rows(self, count: int) -> None:
         """1104 when a result has more rows than ``limits.sql_max_rows``."""
-        limit = self._limits.sql_max_rows
-        if count > limit:
-            raise sql_error(
-                ER_TOO_BIG_SELECT,
-                f"The SELECT would return {count} rows, more than limits.sql_max_rows = "
-                f"{limit}; narrow it with WHERE or LIMIT",
-            )
+        check_rows(count, self._limits)
 
 
 def _inferred(name: str, index: int, rows: Sequence[Sequence[Any]]) -> ResultColumn:
@@ -618,16 +689,63 @@ def _projections(
 # -- the executor's thread ----------------------------------------------------------------
 
 
+# -- the worker thread's work ------------------------------------------------------------
+
+
+def _run_static(
+    expression: exp.Expression,
+    limits: SqlLimits,
+    interruptible: Callable[[], AbstractContextManager[None]],
+) -> AllowedResult:
+    """mysql-mimic's static query (``SELECT 1``, ``SELECT DATABASE()``): rows and names."""
+    check_join_size(expression, lambda _: 1, limits)
+    with interruptible():
+        result = sqlglot_execute(expression)
+    check_result(result.rows, limits)
+    return result.rows, result.columns
+
+
+def _run_info_schema(
+    expression: exp.Expression,
+    info: InfoSchema,
+    size_of: Callable[[exp.Table], int],
+    limits: SqlLimits,
+    interruptible: Callable[[], AbstractContextManager[None]],
+) -> AllowedResult:
+    """mysql-mimic's ``InfoSchema.query``, bounded: the rows and the names."""
+    check_join_size(expression, size_of, limits)
+    with interruptible():
+        # InfoSchema.query: COLLATE removed (sqlglot's executor has none), then execute().
+        expression = expression.transform(_remove_collate)
+        result = sqlglot_execute(expression, schema=INFO_SCHEMA, tables=info.tables)
+    check_result(result.rows, limits)
+    return result.rows, result.columns
+
+
+def _remove_collate(node: exp.Expression) -> exp.Expression:
+    """``x COLLATE c`` as ``x``: sqlglot's executor has no collations (mysql-mimic's rule)."""
+    if isinstance(node, exp.Collate):
+        left: exp.Expression = node.this
+        return left
+    return node
+
+
 def _run(
     expression: exp.Expression,
     snapshot: Mapping[tuple[str, str], tuple[tuple[Column, ...], list[tuple[Value, ...]]]],
     zone: TimeZone,
+    limits: SqlLimits,
     interruptible: Callable[[], AbstractContextManager[None]],
 ) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
     """Run ``expression`` over ``snapshot`` with sqlglot's executor: the names and the rows.
 
-    TIMESTAMP(6) values are MySQL's text in ``zone``, as the session compares them.
+    TIMESTAMP(6) values are MySQL's text in ``zone``, as the session compares them. The
+    statement is bounded by ``limits`` before it runs (its join size) and after (its rows and
+    bytes).
     """
+    check_join_size(
+        expression, lambda table: len(snapshot.get((table.db, table.name), ((), []))[1]), limits
+    )
     schema: dict[str, Any] = {}  # {db: {table: {column: type}}}
     tables: dict[str, dict[str, EngineTable]] = {}
     for (db, name), (columns, values) in snapshot.items():
@@ -653,7 +771,9 @@ def _run(
     plan = Plan(optimized)
     with interruptible():
         result = PythonExecutor(tables=engine_tables).execute(plan)  # type: ignore[no-untyped-call]
-    return tuple(result.columns), list(result.rows)
+    rows = list(result.rows)
+    check_result(rows, limits)
+    return tuple(result.columns), rows
 
 
 class _Interrupted(BaseException):

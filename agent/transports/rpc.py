@@ -1,7 +1,9 @@
 """``GrpcTransport``: pushes and exchanges over gRPC, one channel per peer.
 
 Messages are encoded here (:mod:`grstats.agent.convert`), and gRPC's errors are translated
-here, once, into :mod:`grstats.agent.errors`.
+here, once, into :mod:`grstats.agent.errors`. An answer larger than
+:data:`~grstats.agent.limits.DECODE_ON_LOOP_BYTES` is decoded on a worker thread, so that a
+peer's large GTID texts do not hold the event loop.
 """
 
 from __future__ import annotations
@@ -10,19 +12,21 @@ import asyncio
 from typing import TYPE_CHECKING
 
 import grpc
+from google.protobuf.message import DecodeError
 
-from grstats.agent.convert import answer_from_wire, gossip_to_wire
+from grstats.agent.convert import WireError, answer_from_wire, gossip_to_wire
 from grstats.agent.errors import PeerTimeout, PeerUnreachable, TransportError
-from grstats.agent.limits import DEFAULT_LIMITS, LimitsConfig
+from grstats.agent.limits import DECODE_ON_LOOP_BYTES, DEFAULT_LIMITS, LimitsConfig
 from grstats.agent.security import Security
 from grstats.proto import grstats_pb2 as pb
-from grstats.proto import grstats_pb2_grpc as pb_grpc
 
 if TYPE_CHECKING:
     from grstats.agent.messages import Answer, Gossip
 
 #: The Push method's path: called with payloads serialized once for every peer.
 PUSH_METHOD = "/grstats.v1.Gossip/Push"
+#: The Exchange method's path: its answer is taken as bytes and decoded here.
+EXCHANGE_METHOD = "/grstats.v1.Gossip/Exchange"
 
 #: Keepalive pings, so that a push stream to a host that vanished without closing its
 #: connections fails within about a minute.
@@ -51,7 +55,7 @@ class GrpcTransport:
         self._security = security or Security()
         self._options = [*limits.channel_options, *KEEPALIVE_OPTIONS]
         self._encoded: dict[int, tuple[Gossip, bytes]] = {}  # id(news) -> (news, its bytes)
-        self._stubs: dict[str, pb_grpc.GossipStub] = {}
+        self._stubs: dict[str, grpc.aio.UnaryUnaryMultiCallable[pb.ExchangeRequest, bytes]] = {}
         self._channels: dict[str, grpc.aio.Channel] = {}
         self._streams: dict[str, _PushCall] = {}
         self._generation = 0  # bumped when the TLS files change: channels are made anew
@@ -81,10 +85,12 @@ class GrpcTransport:
         del self._made[peer]
         await self._channels.pop(peer).close()
 
-    def _stub(self, peer: str) -> pb_grpc.GossipStub:
+    def _stub(self, peer: str) -> grpc.aio.UnaryUnaryMultiCallable[pb.ExchangeRequest, bytes]:
         stub = self._stubs.get(peer)
         if stub is None:
-            stub = self._stubs[peer] = pb_grpc.GossipStub(self._channel(peer))
+            stub = self._stubs[peer] = self._channel(peer).unary_unary(
+                EXCHANGE_METHOD, request_serializer=pb.ExchangeRequest.SerializeToString
+            )
         return stub
 
     async def exchange(self, peer: str, request: Gossip, timeout_s: float) -> Answer:
@@ -96,12 +102,14 @@ class GrpcTransport:
         await self._renew(peer)
         message = gossip_to_wire(request)
         try:
-            response: pb.ExchangeResponse = await self._stub(peer).Exchange(
+            response: bytes = await self._stub(peer)(
                 message, timeout=timeout_s, metadata=self._security.metadata
             )
         except grpc.aio.AioRpcError as exc:
             raise _translated(peer, exc, timeout_s) from exc
-        return answer_from_wire(response, self._limits, message.ByteSize())
+        if len(response) <= DECODE_ON_LOOP_BYTES:
+            return _answer(response, self._limits, message.ByteSize())
+        return await asyncio.to_thread(_answer, response, self._limits, message.ByteSize())
 
     def streaming(self, peer: str) -> bool:
         """Whether a push stream to ``peer`` is open (and not about to be renewed)."""
@@ -170,6 +178,15 @@ class GrpcTransport:
         self._stubs.clear()
         self._made.clear()
         self._encoded.clear()
+
+
+def _answer(response: bytes, limits: LimitsConfig, request_bytes: int) -> Answer:
+    """The answer in an ExchangeResponse's bytes; raise WireError naming the bad field."""
+    try:
+        parsed = pb.ExchangeResponse.FromString(response)
+    except DecodeError as exc:
+        raise WireError("answer: not an ExchangeResponse") from exc
+    return answer_from_wire(parsed, limits, request_bytes)
 
 
 async def _ended(peer: str, call: _PushCall) -> None:

@@ -19,7 +19,7 @@ from grstats.agent.convert import (
     update_to_wire,
     updates_from_wire,
 )
-from grstats.agent.gossip import Counts, Key, Stamp, Update
+from grstats.agent.gossip import ClockOffset, Counts, Key, Stamp, Update
 from grstats.agent.gtid import GtidSet
 from grstats.agent.limits import DEFAULT_LIMITS
 from grstats.agent.messages import Answer, Gossip
@@ -126,6 +126,25 @@ def test_counts_without_gtids_do_not_carry_them() -> None:
     wire = update_to_wire(update(Key.COUNTS, Counts(stats_row(), gtids_present=False)))
     assert wire.counts.transactions_committed_all_members == ""
     assert not wire.counts.gtids_present
+
+
+def test_clock_offsets_ride_on_counts_only_when_present() -> None:
+    """Offsets round-trip on counts that carry them; others (an older agent's too) carry none."""
+    offsets = (ClockOffset(B, -5_000_000, 840), ClockOffset(GROUP, 12, 0))
+    riding = Counts(stats_row(), gtids_present=True, offsets=offsets, offsets_present=True)
+    empty = Counts(stats_row(), gtids_present=True, offsets=(), offsets_present=True)
+    for value in (riding, empty):
+        sent = update(Key.COUNTS, value)
+        wire = pb.Update.FromString(update_to_wire(sent).SerializeToString())
+        assert update_from_wire(wire) == sent
+    kept = Counts(stats_row(), gtids_present=True, offsets=offsets)  # held, not riding
+    held = update_to_wire(update(Key.COUNTS, kept))
+    assert (len(held.counts.offsets), held.counts.offsets_present) == (0, False)
+    assert update_from_wire(held).value == Counts(stats_row(), gtids_present=True)
+    held.counts.offsets.add(member=b"\x01" * 15, offset_us=1)
+    held.counts.offsets_present = True
+    with pytest.raises(WireError, match=r"counts\.offsets\[0\]\.member"):
+        update_from_wire(held)
 
 
 def test_counts_message_is_under_a_third_of_mysqls() -> None:

@@ -85,7 +85,7 @@ async def test_fuzzing_the_gossip_service() -> None:
         valid = pb.ExchangeRequest(
             sender="fuzz:1",
             sender_member=uuid_to_bytes(group.agents[0].member_id),
-            updates=[update_to_wire(u) for u in group.agents[0].state.updates_for({})],  # type: ignore[union-attr]
+            updates=[update_to_wire(u) for u in group.agents[0].state.updates_for({})],
         ).SerializeToString()
         rng = random.Random(7)  # noqa: S311  (fuzzing, not secrets)
         async with grpc.aio.insecure_channel(target.address) as channel:
@@ -128,7 +128,7 @@ async def test_fuzzing_the_push_stream() -> None:
         valid = pb.ExchangeRequest(
             sender="fuzz:1",
             sender_member=uuid_to_bytes(group.agents[0].member_id),
-            updates=[update_to_wire(u) for u in group.agents[0].state.updates_for({})],  # type: ignore[union-attr]
+            updates=[update_to_wire(u) for u in group.agents[0].state.updates_for({})],
         ).SerializeToString()
         rng = random.Random(11)  # noqa: S311  (fuzzing, not secrets)
         codes: dict[str, int] = {}

@@ -57,7 +57,7 @@ class Hostile:
         self.texts = [pieces[:size] for size in (0, 1, 255, 256)] + [
             pieces * (size // 300) for size in (1_200, 70_200)
         ]
-        self.huge = "9" * (4 * 1024 * 1024 + 1)  # over max_gtid_text (4 MiB)
+        self.huge = "9" * (FUZZ_LIMITS.max_gtid_text + 1)  # over max_gtid_text (192 KiB)
 
     def uuid(self) -> bytes:
         """A member nobody knows."""

@@ -50,13 +50,15 @@ class Clock:
 
 class TestLimitsConfig:
     def test_defaults_fit_a_whole_group(self) -> None:
-        """The defaults keep today's 16 MiB messages and the convert module's bounds."""
+        """4 MiB messages (gRPC's default) hold the 18 GTID texts of a full group's answer."""
         limits = LimitsConfig()
         assert limits == DEFAULT_LIMITS
-        assert limits.max_message_bytes == 16 * 1024 * 1024
-        assert limits.max_gtid_text == 4 * 1024 * 1024
+        assert limits.max_message_bytes == 4 * 1024 * 1024
+        assert limits.max_gtid_text == 192 * 1024
+        assert 2 * GROUP_MAX_MEMBERS * limits.max_gtid_text < limits.max_message_bytes - 64 * 1024
+        assert limits.gossip_bytes_in_flight == 4 * limits.max_message_bytes
         assert limits.max_updates == 108
-        assert ("grpc.max_receive_message_length", 16 * 1024 * 1024) in limits.channel_options
+        assert ("grpc.max_receive_message_length", 4 * 1024 * 1024) in limits.channel_options
         assert (limits.sql_connections_per_host, limits.sql_max_rows) == (16, 100_000)
         assert limits.sql_query_timeout_s == 5.0
 
@@ -71,7 +73,7 @@ class TestLimitsConfig:
         ("key", "value", "message"),
         [
             ("max_message_bytes", 1000, "limits.max_message_bytes: 1000 is not in 65536.."),
-            ("max_gtid_text", 2**30, "limits.max_gtid_text: 1073741824 is not in 1024..16777216"),
+            ("max_gtid_text", 2**30, "limits.max_gtid_text: 1073741824 is not in 1024..4194304"),
             ("max_updates", 53, "limits.max_updates: 53 is not in 54..100000"),
             ("gossip_rate", -1, "limits.gossip_rate: -1 is not 0 (no limit)"),
             ("query_rate", float("inf"), "limits.query_rate: inf is not 0 (no limit)"),
@@ -237,7 +239,7 @@ async def test_gtid_text_and_update_count_limits() -> None:
         target = group.agents[1].address
         method = "/grstats.v1.Gossip/Exchange"
         assert await _call(target, method, _request(group, [long_text])) == "INVALID_ARGUMENT"
-        held = [update_to_wire(u) for u in group.agents[0].state.updates_for({})]  # type: ignore[union-attr]
+        held = [update_to_wire(u) for u in group.agents[0].state.updates_for({})]
         many = (held * 55)[:55]
         assert await _call(target, method, _request(group, many)) == "INVALID_ARGUMENT"
         assert await _call(target, method, _request(group, many[:54])) == "OK"

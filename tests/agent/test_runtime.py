@@ -366,7 +366,11 @@ async def test_restarted_agent_lists_every_member_at_once(tmp_path: Path) -> Non
     try:
         rows = stats(restarted)  # before any read or exchange
         assert set(rows) == members
-        assert all(row["CONNECTED"] == "NO" for row in rows.values())
+        # its own member's agent is this one (known from the registry): the others unheard
+        assert {m: row["CONNECTED"] for m, row in rows.items()} == {
+            m: "YES" if m == asked.member_id else "NO" for m in members
+        }
+        assert restarted.member_id == asked.member_id
         assert all(row["COUNT_TRANSACTIONS_CHECKED"] > 0 for row in rows.values())
     finally:
         await restarted.stop(grace_s=0)

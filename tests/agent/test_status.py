@@ -14,6 +14,7 @@ from tests.agent.test_served import (
     NOW,
     SECOND,
     SILENCE,
+    VIEW_ID,
     A,
     B,
     C,
@@ -267,3 +268,67 @@ class TestFlowControl:
         learn(state, peer(C, view, applier_queue=25001), NOW)
         group, members = status_of(state, local(B, view))
         assert (group["THROTTLED"], members[A]["THROTTLING"]) == ("YES", "YES")
+
+
+# -- the view served and the members counted: Shell's get_members and check_group_status ------
+
+D = "dddddddd-dddd-dddd-dddd-dddddddddddd"
+
+
+def test_an_expelled_member_keeping_its_view_id_serves_the_groups_newer_view() -> None:
+    """A is ERROR with the VIEW_ID it was expelled from: its agent serves B's newer view (OK_NO_TOLERANCE_PARTIAL).
+
+    Shell asks the group's primary, whose view is the newer one; VIEW_IDs order by their
+    monotonic part (Gcs_xcom_view_identifier::init).
+    """
+    old = three()
+    expelled = group_view(member(A, state="ERROR", role=""))  # the old VIEW_ID, :9
+    newer = group_view(member(B, role="PRIMARY"), member(C), view_id="16036502905383892:10")
+    state = local_state(A, old)
+    learn(state, peer(B, newer), NOW)
+    learn(state, peer(C, newer), NOW)
+    group, members = status_of(state, local(A, expelled))
+    assert (group["STATUS"], group["VIEW_ID"]) == ("OK_NO_TOLERANCE_PARTIAL", newer.view_id)
+    assert group["STATUS_TEXT"] == "Group is NOT tolerant to any failures. 1 member is not active."
+    assert members[A]["MEMBER_STATE"] == "OFFLINE"  # as the group sees it: not in its view
+
+
+def test_a_minoritys_view_gives_way_to_the_view_the_majority_installed_after_it() -> None:
+    """A shows B and C UNREACHABLE: its own view while C's has the same VIEW_ID, C's newer one after."""
+    stale = group_view(
+        member(A, role="PRIMARY"), member(B, state="UNREACHABLE"), member(C, state="UNREACHABLE")
+    )
+    same = group_view(member(A, state="UNREACHABLE"), member(B, role="PRIMARY"), member(C))
+    newer = group_view(member(B, role="PRIMARY"), member(C), view_id="16036502905383892:10")
+    state = local_state(A, three())
+    other = peer(C, same, at=NOW + SECOND)  # read after A's: the freshest, yet not newer
+    learn(state, other, NOW + SECOND)
+    group, _ = status_of(state, local(A, stale))
+    assert (group["STATUS"], group["VIEW_ID"]) == ("NO_QUORUM", VIEW_ID)
+    other.record_local(Key.VIEW, newer, NOW + 2 * SECOND)
+    learn(state, other, NOW + 2 * SECOND)
+    group, _ = status_of(state, local(A, stale))
+    assert (group["STATUS"], group["VIEW_ID"]) == ("OK_NO_TOLERANCE_PARTIAL", newer.view_id)
+
+
+def test_other_members_error_rows_leave_the_view_as_in_shells_get_members() -> None:
+    """B and C listed ERROR in A's view (a GR bug): out of the view, so A and D UNREACHABLE have no quorum.
+
+    Shell's get_members reads ``WHERE m.member_id = @@server_uuid OR m.member_state <>
+    'ERROR'`` (mysqlshdk/libs/mysql/group_replication.cc): 1 ONLINE of 2 is no quorum.
+    """
+    view = group_view(
+        member(A, role="PRIMARY"),
+        member(B, state="ERROR", role=""),
+        member(C, state="ERROR", role=""),
+        member(D, state="UNREACHABLE"),
+    )
+    state = local_state(A, view)
+    learn(state, peer(D, view), NOW)
+    group, members = status_of(state, local(A, view))
+    assert group["STATUS"] == "NO_QUORUM"
+    assert group["STATUS_TEXT"] == (
+        "Group has no quorum as visible from 'db-a:3306' and cannot process write transactions."
+        " 3 members are not active."
+    )
+    assert members[B]["MEMBER_STATE"] == "ERROR"  # the row still shows what the view says

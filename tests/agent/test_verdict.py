@@ -21,10 +21,17 @@ ON, REC, UNR = "ONLINE", "RECOVERING", "UNREACHABLE"
         ([ON, ON, ON, UNR, UNR], True),
         ([REC, ON, UNR], True),
         ([], False),
+        (["ERROR"], False),  # an expelled member's own view: no ONLINE or RECOVERING member
+        ([ON, REC, "OFFLINE"], True),
+        ([ON, "ERROR"], False),
     ],
 )
-def test_quorum_is_fewer_than_half_unreachable(states: list[str], expected: bool) -> None:
-    """A view keeps quorum while fewer than half of its members are UNREACHABLE (has_quorum)."""
+def test_quorum_is_shells(states: list[str], expected: bool) -> None:
+    """Quorum is Shell's: ONLINE and RECOVERING are more than half the view (fewer than half UNREACHABLE).
+
+    ``*out_has_quorum = online_members > members.size() / 2`` in ``get_members``
+    (mysqlshdk/libs/mysql/group_replication.cc), ``online_members`` counting both states.
+    """
     assert has_quorum(states) is expected
 
 
@@ -134,3 +141,120 @@ def test_every_verdict_is_one_of_shells_values(size: int, down: int) -> None:
     assert found.status in STATUSES
     assert found.tolerance <= (size - 1) // 2
     assert (found.status == "NO_QUORUM") is (2 * down >= size)
+
+
+#: Every branch of Shell's ``Status::check_group_status`` (modules/adminapi/cluster/status.cc),
+#: with ``has_quorum`` from ``get_members`` (mysqlshdk/libs/mysql/group_replication.cc):
+#: (states of the view, known members outside it, STATUS, STATUS_TEXT, TOLERANCE). Shell's
+#: sentences say "Cluster" where grstats says "Group".
+SHELL_CASES = [
+    pytest.param(
+        [ON, ON, ON],
+        0,
+        "OK",
+        "Group is ONLINE and can tolerate up to ONE failure.",
+        1,
+        id="check_group_status: tolerated 1 -> OK, 'ONE failure'",
+    ),
+    pytest.param(
+        [ON] * 5,
+        0,
+        "OK",
+        "Group is ONLINE and can tolerate up to 2 failures.",
+        2,
+        id="check_group_status: tolerated 2 -> the number in digits",
+    ),
+    pytest.param(
+        [ON, ON, ON],
+        2,
+        "OK_PARTIAL",
+        "Group is ONLINE and can tolerate up to ONE failure. 2 members are not active.",
+        1,
+        id="check_group_status: missing_from_group 2 -> OK_PARTIAL, 2 not active (issue 28)",
+    ),
+    pytest.param(
+        [ON, ON, REC],
+        0,
+        "OK",
+        "Group is ONLINE and can tolerate up to ONE failure. 1 member is not active.",
+        1,
+        id="check_group_status: RECOVERING in quorum_size -> not partial, yet not active",
+    ),
+    pytest.param(
+        [ON, REC],
+        0,
+        "OK_NO_TOLERANCE",
+        "Group is NOT tolerant to any failures. 1 member is not active.",
+        0,
+        id="check_group_status: tolerated 0, total_in_group == quorum_size -> OK_NO_TOLERANCE",
+    ),
+    pytest.param(
+        [ON, ON],
+        1,
+        "OK_NO_TOLERANCE_PARTIAL",
+        "Group is NOT tolerant to any failures. 1 member is not active.",
+        0,
+        id="check_group_status: tolerated 0, missing_from_group -> OK_NO_TOLERANCE_PARTIAL",
+    ),
+    pytest.param(
+        [ON, ON, UNR],
+        0,
+        "OK_NO_TOLERANCE_PARTIAL",
+        "Group is NOT tolerant to any failures. 1 member is not active.",
+        0,
+        id="check_group_status: tolerated 0, total_in_group != quorum_size -> _PARTIAL",
+    ),
+    pytest.param(
+        [ON, UNR],
+        0,
+        "NO_QUORUM",
+        "Group has no quorum as visible from 'db1:3306' and cannot process write"
+        " transactions. 1 member is not active.",
+        0,
+        id="check_group_status: !has_quorum -> NO_QUORUM",
+    ),
+    pytest.param(
+        [ON, ON, UNR, UNR],
+        0,
+        "NO_QUORUM",
+        "Group has no quorum as visible from 'db1:3306' and cannot process write"
+        " transactions. 2 members are not active.",
+        0,
+        id="get_members: 2 of 4 is not more than half -> NO_QUORUM",
+    ),
+    pytest.param(
+        [REC, REC, REC],
+        0,
+        "NO_QUORUM",
+        "There are no ONLINE members in the group. 3 members are not active.",
+        0,
+        id="check_group_status: online_count 0 with quorum -> ERROR (grstats: NO_QUORUM)",
+    ),
+    pytest.param(
+        ["ERROR"],
+        4,
+        "NO_QUORUM",
+        "Group has no quorum as visible from 'db1:3306' and no ONLINE members that can be used"
+        " to restore it. 5 members are not active.",
+        0,
+        id="check_group_status: online_count 0, no quorum -> ERROR (grstats: NO_QUORUM)",
+    ),
+    pytest.param(
+        [ON, ON, ON, UNR, UNR],
+        0,
+        "OK_NO_TOLERANCE_PARTIAL",
+        "Group is NOT tolerant to any failures. 2 members are not active.",
+        0,
+        id="deviation: Shell OK_PARTIAL tolerating 1; 2 UNREACHABLE still in the view",
+    ),
+]
+
+
+@pytest.mark.parametrize(("states", "missing", "status", "text", "tolerated"), SHELL_CASES)
+def test_every_branch_of_shells_check_group_status(
+    states: list[str], missing: int, status: str, text: str, tolerated: int
+) -> None:
+    """Each case gives Shell's status, sentence and tolerance, or the documented deviation."""
+    assert verdict(states, not_in_view=missing, visible_from="db1:3306") == Verdict(
+        status, text, tolerated
+    )

@@ -132,8 +132,8 @@ class TimedAgent(Agent):
         self.held: dict[tuple[str, int, int], int] = {}  # origin, stamp -> first held at, µs
         merge = self.rounds.merge  # where every update from a peer enters the state
 
-        def timed_merge(updates: list[Update], via: str) -> MergeResult:
-            result = merge(updates, via)
+        def timed_merge(updates: list[Update], via: str, sender_member: str = "") -> MergeResult:
+            result = merge(updates, via, sender_member)
             self._note_held(updates)
             return result
 
@@ -141,14 +141,12 @@ class TimedAgent(Agent):
 
     async def _read_source(self) -> None:
         await super()._read_source()
-        heard = self.state.value(self.member_id, Key.COUNTS) if self.state else None
+        heard = self.state.value(self.member_id, Key.COUNTS)
         if heard is not None:
             stamp = heard.update.stamp
             self.produced.setdefault((stamp.incarnation, stamp.version), heard.update.sent_at_us)
 
     def _note_held(self, updates: list[Update]) -> None:
-        if self.state is None:
-            return
         for update in updates:
             if update.key is not Key.COUNTS or update.origin == self.member_id:
                 continue

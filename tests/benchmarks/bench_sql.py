@@ -19,6 +19,12 @@ SQL (``--sql-listen``). Once every agent lists all 9 members as connected:
    ``SELECT MAX(AGE_MS) FROM grstats.replication_group_member_stats`` (the freshest update of
    each member, as agent 0 holds it): the exchange is held up if that reaches 2 periods.
 
+3. **Heavy statements** (issue 28): for ``--heavy-seconds`` each, one connection sends one
+   of :data:`HEAVY` over and over (the heaviest statements the default ``[limits]`` refuse,
+   and the heaviest they allow), while agent 1, a peer, is read over gRPC five times a second
+   for the AGE_MS of agent 0's own member (the period's delay as the group sees it), and
+   agent 0's RSS is sampled: before (idle), its peak, and 5 s after the statements stop.
+
 ``--own-core`` adds a load pass with agent 0 alone on the first core and the client with the
 8 other agents (under ``SCHED_IDLE``) on the second, as ``bench_status --own-core`` does.
 
@@ -42,14 +48,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pymysql  # type: ignore[import-untyped]
 
 from grstats.agent.cli.demo import free_ports
+from grstats.agent.convert import uuid_from_bytes
 from grstats.agent.rows import REPLICATION_GROUP_MEMBER_STATS
+from grstats.proto import grstats_pb2 as pb
+from grstats.proto import grstats_pb2_grpc as pb_grpc
 from tests.benchmarks.bench_agent import (
     CLOCK_TICKS,
     AgentProcess,
     check_running,
+    column,
     cpu_ticks,
     percentile,
     stop_group,
@@ -65,6 +76,30 @@ SECONDS = 30.0
 IDLE_SECONDS = 20.0
 TARGET_P99_MS = 10.0
 TARGET_AGE_MS = 2 * PERIOD_S * 1000
+HEAVY_SECONDS = 15.0
+#: A peer must see the member fresher than this while any statement runs (issue 28).
+TARGET_PEER_AGE_MS = 1500
+#: ... and agent 0's RSS must come back within this of its idle figure.
+TARGET_RSS_MB = 50
+FIVE_STATS = "SELECT COUNT(*) FROM " + ", ".join(  # noqa: S608  (the benchmark's own names)
+    f"performance_schema.replication_group_member_stats s{index}" for index in range(5)
+)
+#: The heaviest statements the default [limits] refuse, and the heaviest they allow.
+HEAVY = {
+    "refused: information_schema 3-way join (1104 before it runs)": (
+        "SELECT COUNT(*) FROM information_schema.columns a, information_schema.columns b, "
+        "information_schema.tables c"
+    ),
+    "refused: 40 KB SELECT 1+1+...+1 past max_allowed_packet (1153, dropped unread)": "SELECT "
+    + "+".join(["1"] * 20_000),
+    "allowed: 16 KB SELECT 1+1+...+1 (parsed and run off the loop)": "SELECT "
+    + "+".join(["1"] * 8_000),
+    "allowed: information_schema 3-way join (51,960 combinations)": (
+        "SELECT COUNT(*) FROM information_schema.columns a, information_schema.tables b, "
+        "information_schema.schemata c"
+    ),
+    "allowed: 5-way join of the 9 members' stats (59,049 combinations)": FIVE_STATS,
+}
 
 
 @dataclass
@@ -161,6 +196,101 @@ def run_load(address: str, agent_pid: int, rate: int, seconds: float) -> Load:
     return load
 
 
+@dataclass
+class Heavy:
+    """What one heavy statement's pass saw."""
+
+    outcomes: dict[str, int] = field(default_factory=dict)  # "ok" or the error code
+    seconds: list[float] = field(default_factory=list)  # each statement's time
+    peer_ages_ms: list[int] = field(default_factory=list)  # agent 0's member at agent 1
+    rss_idle_mb: float = 0.0
+    rss_peak_mb: float = 0.0
+    rss_after_mb: float = 0.0
+
+
+def rss_mb(pid: int) -> float:
+    """The resident memory of process ``pid``, in MB."""
+    for line in Path(f"/proc/{pid}/status").read_text(encoding="ascii").splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def send_heavy(address: str, sql: str, seconds: float, into: Heavy) -> None:
+    """Send ``sql`` over and over on one connection for ``seconds``."""
+    host, port = address.rsplit(":", 1)
+    connection = pymysql.connect(
+        host=host, port=int(port), user="bench", password="", read_timeout=60
+    )
+    try:
+        ends = time.monotonic() + seconds
+        while time.monotonic() < ends:
+            started = time.monotonic()
+            try:
+                with connection.cursor() as cursor:
+                    cursor.execute(sql)
+                    cursor.fetchall()
+                outcome = "ok"
+            except pymysql.MySQLError as exc:
+                outcome = str(exc.args[0])
+            into.seconds.append(time.monotonic() - started)
+            into.outcomes[outcome] = into.outcomes.get(outcome, 0) + 1
+    finally:
+        connection.close()
+
+
+async def run_heavy(group: list[AgentProcess], address: str, sql: str, seconds: float) -> Heavy:
+    """One heavy pass: the statement sent for ``seconds``; a peer's AGE_MS and RSS watched."""
+    heavy = Heavy()
+    pid = group[0].process.pid
+    heavy.rss_idle_mb = heavy.rss_peak_mb = rss_mb(pid)
+    request = pb.QueryRequest(tables=["replication_group_member_stats"], extended=True)
+    async with (
+        grpc.aio.insecure_channel(group[0].address) as own,
+        grpc.aio.insecure_channel(group[1].address) as peer,
+    ):
+        first = await pb_grpc.QueryStub(own).Read(request, timeout=2)
+        member = uuid_from_bytes(first.member, "member")
+        stub = pb_grpc.QueryStub(peer)
+        sender = asyncio.create_task(asyncio.to_thread(send_heavy, address, sql, seconds, heavy))
+        while not sender.done():
+            await asyncio.sleep(0.2)
+            heavy.rss_peak_mb = max(heavy.rss_peak_mb, rss_mb(pid))
+            try:
+                answer = await stub.Read(request, timeout=1)
+            except grpc.aio.AioRpcError:
+                continue
+            table = answer.tables[0]
+            ages = zip(column(table, "AGE_MS"), column(table, "MEMBER_ID"), strict=True)
+            heavy.peer_ages_ms += [age for age, who in ages if who == member and age is not None]
+        await sender
+    await asyncio.sleep(5)
+    heavy.rss_after_mb = rss_mb(pid)
+    return heavy
+
+
+def print_heavy(passes: dict[str, Heavy]) -> bool:
+    """The heavy statements' table; whether every pass kept the targets."""
+    print("### Heavy statements\n")
+    print(
+        "| statement | outcomes | median time | max AGE_MS at a peer | RSS idle | peak | 5 s after |"
+    )
+    print("|---|---|--:|--:|--:|--:|--:|")
+    kept = True
+    for title, heavy in passes.items():
+        outcomes = ", ".join(f"{n} x {what}" for what, n in heavy.outcomes.items())
+        age = max(heavy.peer_ages_ms, default=None)
+        median = statistics.median(heavy.seconds) if heavy.seconds else float("nan")
+        print(
+            f"| {title} | {outcomes} | {median:.2f} s | {age} ms | {heavy.rss_idle_mb:.0f} MB "
+            f"| {heavy.rss_peak_mb:.0f} MB | {heavy.rss_after_mb:.0f} MB |"
+        )
+        kept = kept and age is not None and age < TARGET_PEER_AGE_MS
+        kept = kept and heavy.rss_after_mb - heavy.rss_idle_mb < TARGET_RSS_MB
+    print()
+    return kept
+
+
 def idle_cpu(group: list[AgentProcess], seconds: float) -> dict[str, float]:
     """CPU seconds per second of agent 0 (endpoint on, idle) and of the others' median."""
     before = [cpu_ticks(member.process.pid) for member in group]
@@ -216,6 +346,13 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="also run with agent 0 alone on a core (as on a host of its own)",
     )
+    parser.add_argument(
+        "--heavy-seconds",
+        type=float,
+        default=HEAVY_SECONDS,
+        help=f"seconds of each heavy statement, 0 for none (default {HEAVY_SECONDS:g})",
+    )
+    parser.add_argument("--only-heavy", action="store_true", help="skip the idle and load passes")
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the results here")
     args = parser.parse_args(argv)
     print(f"# SQL endpoint ({MEMBERS} members)\n")
@@ -230,14 +367,21 @@ def main(argv: list[str] | None = None) -> int:
     address = f"127.0.0.1:{sql_port}"
     group: list[AgentProcess] = []
     passes: dict[str, Load] = {}
+    heavies: dict[str, Heavy] = {}
+    idle = {"endpoint_on": float("nan"), "endpoint_off_median": float("nan")}
     with tempfile.TemporaryDirectory(prefix="grstats-bench-sql-") as workdir:
         try:
             start_group(Path(workdir), group, first_extra=("--sql-listen", address))
             connect_s = asyncio.run(wait_connected(group))
             time.sleep(2 * PERIOD_S)
-            idle = idle_cpu(group, args.idle_seconds)
-            passes[SHARED] = run_load(address, group[0].process.pid, args.rate, args.seconds)
-            check_running(group)
+            if not args.only_heavy:
+                idle = idle_cpu(group, args.idle_seconds)
+                passes[SHARED] = run_load(address, group[0].process.pid, args.rate, args.seconds)
+                check_running(group)
+            if args.heavy_seconds > 0:
+                for title, sql in HEAVY.items():
+                    heavies[title] = asyncio.run(run_heavy(group, address, sql, args.heavy_seconds))
+                    check_running(group)
             if args.own_core and len(os.sched_getaffinity(0)) >= 2:
                 with placed(group, own_core=True):
                     passes[OWN] = run_load(address, group[0].process.pid, args.rate, args.seconds)
@@ -251,12 +395,18 @@ def main(argv: list[str] | None = None) -> int:
         f"median {idle['endpoint_off_median'] * 1000:.1f} ms a second.\n"
     )
     results = [(title, *print_pass(title, load)) for title, load in passes.items()]
+    heavy_kept = print_heavy(heavies) if heavies else None
     for title, fast, fresh in results:
         print(
             f"- p99 <= {TARGET_P99_MS:g} ms at {args.rate}/s, {title}: {'PASS' if fast else '**FAIL**'}"
         )
         print(
             f"- AGE_MS < {TARGET_AGE_MS:g} ms under the load, {title}: {'PASS' if fresh else '**FAIL**'}"
+        )
+    if heavy_kept is not None:
+        print(
+            f"- a peer's AGE_MS of agent 0 < {TARGET_PEER_AGE_MS} ms and RSS back within "
+            f"{TARGET_RSS_MB} MB while heavy statements run: {'PASS' if heavy_kept else '**FAIL**'}"
         )
     if args.json is not None:
         raw = {
@@ -274,6 +424,7 @@ def main(argv: list[str] | None = None) -> int:
                 }
                 for title, load in passes.items()
             },
+            "heavy": {title: vars(heavy) for title, heavy in heavies.items()},
         }
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(raw, indent=2) + "\n", encoding="utf-8")

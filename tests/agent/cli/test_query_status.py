@@ -1,16 +1,15 @@
 """grstats query status against real agents: the JSON document, the text layouts, exit statuses.
 
 The agents are a simulated group over gRPC on 127.0.0.1 (tests.agent.test_runtime), driven one
-period per second of a fake clock; the command runs as ``python -m grstats`` in a subprocess.
+period per second of a fake clock; the command runs in-process (``grstats.cli.main`` in a thread; the query command's process smoke
+test is in test_query.py).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import socket
-import subprocess
 import sys
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -22,6 +21,7 @@ from grstats.agent.cli.status_view import GroupStatus, document, render_status
 from grstats.agent.rows.zone import parse_time_zone
 from grstats.agent.server import build_server
 from tests.agent.test_runtime import Group, start_group, stop_all
+from tests.inprocess import grstats_in_thread
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Mapping
@@ -29,7 +29,9 @@ if TYPE_CHECKING:
 
     from grstats.agent.runtime import Agent
     from grstats.agent.served import Table
+    from tests.inprocess import Grstats
 
+#: ``python -m grstats``, for the tests that start it as a process (test_status_watch).
 PYTHON = (sys.executable, "-m", "grstats")
 TOLERATES_ONE = "Group is ONLINE and can tolerate up to ONE failure."
 #: The documented keys of the JSON document and of each of its members (docs/cli.md).
@@ -64,19 +66,16 @@ MEMBER_KEYS = {
     "read_only",
     "super_read_only",
     "throttling",
+    "clock_skew_ms",
 }
 #: A time in the JSON: ISO 8601 in UTC with Z, to the microsecond.
 ISO_UTC = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
 
 
-async def grstats(*args: str) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m grstats`` without blocking the agents' event loop."""
-    process = await asyncio.create_subprocess_exec(
-        *PYTHON, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
-    )
-    out, err = await asyncio.wait_for(process.communicate(), timeout=60)
-    assert process.returncode is not None
-    return subprocess.CompletedProcess(args, process.returncode, out.decode(), err.decode())
+@pytest.fixture(name="grstats")
+def _grstats(capsys: pytest.CaptureFixture[str]) -> Grstats:
+    """``grstats`` run in-process, in a thread, while the agents serve on the test's loop."""
+    return grstats_in_thread(capsys)
 
 
 def free_port() -> int:
@@ -95,7 +94,7 @@ async def _group() -> AsyncIterator[Group]:
     await stop_all(group)
 
 
-async def test_json_is_the_documented_document(group: Group) -> None:
+async def test_json_is_the_documented_document(group: Group, grstats: Grstats) -> None:
     """--format json prints one object with exactly the documented keys: OK, tolerance 1, 3 members."""
     asked = group.agents[1]
     done = await grstats("query", "status", "--node", asked.address, "--format", "json")
@@ -138,7 +137,9 @@ async def test_json_is_the_documented_document(group: Group) -> None:
         assert member["super_read_only"] in (True, False, None)
 
 
-async def test_table_has_the_summary_and_a_boxed_row_per_member(group: Group) -> None:
+async def test_table_has_the_summary_and_a_boxed_row_per_member(
+    group: Group, grstats: Grstats
+) -> None:
     """The default layout: the status lines, then every member as the mysql client's table."""
     done = await grstats("query", "status", "--node", group.agents[0].address)
     assert done.returncode == 0, done.stderr
@@ -155,7 +156,9 @@ async def test_table_has_the_summary_and_a_boxed_row_per_member(group: Group) ->
     assert lines[-1].startswith("3 rows in set (")
 
 
-async def test_vertical_has_the_summary_and_a_record_per_member(group: Group) -> None:
+async def test_vertical_has_the_summary_and_a_record_per_member(
+    group: Group, grstats: Grstats
+) -> None:
     """--format vertical: the status lines, then every member as \\G prints it."""
     done = await grstats(
         "query", "status", "--node", group.agents[2].address, "--format", "vertical"
@@ -169,7 +172,7 @@ async def test_vertical_has_the_summary_and_a_record_per_member(group: Group) ->
     assert stripped[-1].startswith("3 rows in set (")
 
 
-async def test_no_quorum_is_an_answer_exit_0(tmp_path: Path) -> None:
+async def test_no_quorum_is_an_answer_exit_0(tmp_path: Path, grstats: Grstats) -> None:
     """Two of three members crashed: the verdict NO_QUORUM is data, printed with exit status 0."""
     scenario = tmp_path / "two-crash.toml"
     scenario.write_text(
@@ -193,7 +196,7 @@ async def test_no_quorum_is_an_answer_exit_0(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("value", ["0", "-1", "abc", "nan", "inf"])
-async def test_a_bad_watch_value_exits_2_naming_it(value: str) -> None:
+async def test_a_bad_watch_value_exits_2_naming_it(value: str, grstats: Grstats) -> None:
     """--watch takes a positive number of seconds; anything else is exit 2 naming --watch and the value."""
     done = await grstats("query", "status", "--node", "127.0.0.1:1", "--watch", value)
     assert done.returncode == 2
@@ -209,14 +212,14 @@ async def test_a_bad_watch_value_exits_2_naming_it(value: str) -> None:
         pytest.param(["lag", "--watch"], "--watch", id="lag-watch"),
     ],
 )
-async def test_flags_that_do_not_apply_exit_2(args: list[str], flag: str) -> None:
+async def test_flags_that_do_not_apply_exit_2(args: list[str], flag: str, grstats: Grstats) -> None:
     """--extended with status, and --watch with another table, are usage errors naming the flag."""
     done = await grstats("query", *args, "--node", "127.0.0.1:1")
     assert done.returncode == 2
     assert done.stderr.startswith(f"grstats: error: {flag}:")
 
 
-async def test_an_agent_that_does_not_answer_exits_1_with_one_line() -> None:
+async def test_an_agent_that_does_not_answer_exits_1_with_one_line(grstats: Grstats) -> None:
     """A node where no agent listens: exit status 1 and one line on standard error."""
     port = free_port()
     done = await grstats("query", "status", "--node", f"127.0.0.1:{port}", "--timeout", "2")
@@ -246,7 +249,9 @@ class OlderAgent:
         return {name: rows for name, rows in tables.items() if "status" not in name}
 
 
-async def test_an_older_agent_without_the_tables_exits_1_with_one_line(group: Group) -> None:
+async def test_an_older_agent_without_the_tables_exits_1_with_one_line(
+    group: Group, grstats: Grstats
+) -> None:
     """The real Query service over an older agent's tables: one line naming the missing table, exit 1."""
     agent = group.agents[0]
     server = build_server(OlderAgent(agent), agent.rounds, health.aio.HealthServicer())

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grstats.agent.gossip import LOCAL, Counts, GossipState, Key, Stamp, Update
+from grstats.agent.gossip import LOCAL, ClockOffset, Counts, GossipState, Key, Stamp, Update
 from grstats.agent.gtid import GtidSet
 from grstats.agent.model import ServerSettings
 from grstats.agent.rows import ApplierStatusRow, MemberRow, MemberStatsRow
@@ -84,6 +86,39 @@ class TestLocalValues:
         exchange(new, peer, SECOND)
         assert checked(peer, A) == 0
 
+    def test_a_restart_on_a_clock_stepped_back_refutes_its_past(self) -> None:
+        """A run whose clock went back 600 s outranks the stamp a peer holds and is taken."""
+        ahead, peer = GossipState(A, incarnation=1_000 * SECOND), agent(B, A)
+        for n in range(50):
+            ahead.record_local(Key.COUNTS, counts(A, n), 0)
+        exchange(ahead, peer, 0)
+        behind = GossipState(A, incarnation=400 * SECOND)
+        behind.record_local(Key.COUNTS, counts(A, 7), SECOND)
+        assert behind.refute(peer.digest(), SECOND) == Stamp(1_000 * SECOND, 50)
+        assert behind.incarnation == 1_000 * SECOND + 1
+        exchange(behind, peer, 2 * SECOND)
+        assert checked(peer, A) == 7
+        assert behind.refute(peer.digest(), 2 * SECOND) is None  # nothing left to refute
+
+    def test_the_past_relayed_back_is_refuted_too(self) -> None:
+        """An agent's own old value arriving in a merge also makes it outrank that value."""
+        ahead, peer = GossipState(A, incarnation=1_000 * SECOND), agent(B, A)
+        ahead.record_local(Key.COUNTS, counts(A, 1), 0)
+        exchange(ahead, peer, 0)
+        behind = GossipState(A, incarnation=400 * SECOND)
+        behind.record_local(Key.COUNTS, counts(A, 7), SECOND)
+        exchange(behind, peer, SECOND)  # the peer drops 7 as stale, then sends A's old value
+        assert checked(peer, A) == 1
+        assert behind.incarnation == 1_000 * SECOND + 1
+        exchange(behind, peer, 2 * SECOND)
+        assert checked(peer, A) == 7
+
+    def test_a_forged_stamp_past_any_clock_is_not_refuted(self) -> None:
+        """A stamp at 2**63 or more (no clock gives it) leaves the incarnation alone."""
+        a = agent(A, B)
+        assert a.refute({A: {Key.COUNTS: Stamp(2**63, 1)}}, 0) is None
+        assert a.incarnation == 1
+
 
 class TestMerge:
     def test_newer_value_wins_and_replay_is_stale(self) -> None:
@@ -145,6 +180,18 @@ class TestMerge:
         newest = held_row(b, A)
         assert newest is not None
         assert newest.transactions_committed_all_members == f"{GROUP}:1-9"
+
+    def test_counts_without_offsets_keep_the_previous_offsets(self) -> None:
+        """Clock offsets ride on some counts only: a receiver keeps the last ones it got."""
+        a, b = agent(A, B), agent(B, A)
+        offsets = (ClockOffset(B, 5 * SECOND, 300),)
+        with_offsets = dataclasses.replace(counts(A, 1), offsets=offsets, offsets_present=True)
+        b.merge([a.record_local(Key.COUNTS, with_offsets, 0)], 0, via=A)
+        b.merge([a.record_local(Key.COUNTS, counts(A, 2), SECOND)], SECOND, via=A)
+        heard = b.value(A, Key.COUNTS)
+        assert heard is not None
+        assert isinstance(heard.update.value, Counts)
+        assert heard.update.value.offsets == offsets
 
     def test_every_key_travels(self) -> None:
         """All six keys (counts, view, applier, gtid_executed, health, server) reach a peer."""

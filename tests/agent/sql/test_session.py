@@ -76,10 +76,12 @@ def wire(column: Column) -> int:
 
 @dataclass(frozen=True)
 class Limits:
-    """The two limits a session reads (a stand-in for LimitsConfig's)."""
+    """The limits a session reads (a stand-in for LimitsConfig's, with its defaults)."""
 
     sql_query_timeout_s: float = 5.0
     sql_max_rows: int = 100_000
+    sql_max_join_size: int = 100_000
+    sql_max_result_bytes: int = 16 * 1024 * 1024
 
 
 class AgentSource:
@@ -509,7 +511,7 @@ CROSS_JOIN = "SELECT COUNT(*) FROM " + ", ".join(
 
 async def test_timeout_interrupts_the_query_and_frees_the_thread() -> None:
     """A query past sql_query_timeout_s gets 3024 in time and the next query runs at once."""
-    async with serving(Limits(sql_query_timeout_s=0.2)) as endpoint:
+    async with serving(Limits(sql_query_timeout_s=0.2, sql_max_join_size=10**7)) as endpoint:
         client = await endpoint.connect()
         try:
             started = time.monotonic()

@@ -1,0 +1,1 @@
+"""Agents on separate test hosts in network namespaces: partitions, cut links, stalls, skewed clocks."""
