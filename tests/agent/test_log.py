@@ -7,7 +7,6 @@ import json
 import logging
 import os
 import re
-import subprocess
 import sys
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, TextIO
@@ -19,6 +18,7 @@ from structlog.testing import capture_logs
 from grstats.agent.cli.demo import free_ports
 from grstats.agent.errors import ConfigError
 from grstats.agent.log import ThrottledWarning, configure_logging, get_logger, is_journal
+from grstats.cli import main
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -219,6 +219,14 @@ def journal_of(stream: TextIO) -> dict[str, str]:
     return {"JOURNAL_STREAM": f"{found.st_dev}:{found.st_ino}"}
 
 
+def keep_grpc_verbosity(patch: pytest.MonkeyPatch) -> None:
+    """Have ``patch`` restore GRPC_VERBOSITY, which main() sets when grpc is not imported yet."""
+    if "GRPC_VERBOSITY" in os.environ:
+        patch.setenv("GRPC_VERBOSITY", os.environ["GRPC_VERBOSITY"])
+    else:
+        patch.delenv("GRPC_VERBOSITY", raising=False)
+
+
 def log_every_level() -> None:
     """Log one event per level, an exception, and two standard-library records."""
     log = get_logger(member_id="m1")
@@ -321,22 +329,18 @@ class TestJournal:
         get_logger().warning("peer_exchange_failed")
         assert self.read(journal)[0].startswith("<4>{")
 
-    def test_a_command_under_systemd(self, tmp_path: Path) -> None:
-        """A grstats collect process writing to the journal's stream prefixes <6> and <4>."""
+    def test_a_command_under_systemd(self, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Grstats collect (in-process) writing to the journal's stream prefixes <6> and <4>."""
         journal = tmp_path / "journal"
         dead = f"127.0.0.1:{free_ports(1)[0]}"
-        command = [sys.executable, "-m", "grstats", "collect", "--node", dead]
-        command += ["--spool", str(tmp_path / "spool"), "--duration", "1.5", "--timeout", "0.5"]
+        command = ["collect", "--node", dead, "--spool", str(tmp_path / "spool")]
+        command += ["--duration", "1.5", "--timeout", "0.5", "--log-format", "json"]
         with journal.open("w", encoding="utf-8") as stream:
-            done = subprocess.run(
-                [*command, "--log-format", "json"],
-                stdout=subprocess.DEVNULL,
-                stderr=stream,
-                env=os.environ | journal_of(stream),
-                check=False,
-                timeout=60,
-            )
-        assert done.returncode == 0
+            monkeypatch.setenv("JOURNAL_STREAM", journal_of(stream)["JOURNAL_STREAM"])
+            monkeypatch.setattr(sys, "stderr", stream)
+            monkeypatch.setattr(sys, "stdout", io.StringIO())
+            keep_grpc_verbosity(monkeypatch)
+            assert main(command) == 0
         found = journal.read_text(encoding="utf-8").splitlines()
         events = {json.loads(line[3:])["event"]: line[:3] for line in found}
         assert events["collector_started"] == "<6>"
@@ -348,19 +352,18 @@ class TestJournal:
         """The one-line error of a refused config reaches the journal as <3>, off it unprefixed."""
         config = tmp_path / "agent.toml"
         config.write_text('source = "nowhere"\n', encoding="utf-8")
-        command = [sys.executable, "-m", "grstats", "agent", "--config", str(config)]
         lines = []
         for under_systemd in (True, False):
-            with (tmp_path / "stderr").open("w", encoding="utf-8") as stream:
-                done = subprocess.run(
-                    command,
-                    stdout=subprocess.DEVNULL,
-                    stderr=stream,
-                    env=os.environ | (journal_of(stream) if under_systemd else {}),
-                    check=False,
-                    timeout=60,
-                )
-            assert done.returncode == 2
+            with (
+                (tmp_path / "stderr").open("w", encoding="utf-8") as stream,
+                pytest.MonkeyPatch.context() as patch,
+            ):
+                patch.delenv("JOURNAL_STREAM", raising=False)
+                if under_systemd:
+                    patch.setenv("JOURNAL_STREAM", journal_of(stream)["JOURNAL_STREAM"])
+                patch.setattr(sys, "stderr", stream)
+                keep_grpc_verbosity(patch)
+                assert main(["agent", "--config", str(config)]) == 2
             lines.append((tmp_path / "stderr").read_text(encoding="utf-8"))
         assert lines[0].startswith("<3>grstats: error: ")
         assert "nowhere" in lines[0]

@@ -1,21 +1,30 @@
-"""grstats collect as a process against agent processes: failover, SIGTERM seals, bad arguments."""
+"""grstats collect as a process against agent processes: failover, SIGTERM seals; its arguments.
+
+Arguments, --help and the runs that stop by themselves (--count) call ``grstats.cli.main``
+in-process; the runs stopped by SIGTERM and Ctrl-C start the collector as a process.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import subprocess
 import sys
 import time
+import urllib.request
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from grstats.agent.cli.demo import free_ports
 from grstats.collector.columns import columns_path
+from grstats.collector.errors import SegmentCorrupt
 from grstats.collector.records import table_rows
 from grstats.collector.spool import read_segment, sealed_segments
-from tests.agent.cli.test_agent_processes import members, start_agent, wait_until
+from tests.agent.cli.test_agent_processes import members, start_agent
+from tests.inprocess import run_main
+from tests.waiting import wait_until
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -24,25 +33,20 @@ if TYPE_CHECKING:
 PYTHON = [sys.executable, "-m", "grstats"]
 
 
-def collect(*args: str) -> subprocess.Popen[str]:
-    """Start grstats collect with JSON logs."""
-    return subprocess.Popen(
-        [*PYTHON, "collect", *args, "--log-format", "json"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+def collect(log: Path, *args: str) -> subprocess.Popen[str]:
+    """Start grstats collect with JSON logs written to ``log``, to be read while it runs."""
+    with log.open("w") as stderr:
+        return subprocess.Popen(
+            [*PYTHON, "collect", *args, "--log-format", "json"],
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+        )
 
 
-def run_collect(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    """Run grstats collect to the end and capture its output."""
-    return subprocess.run(
-        [*PYTHON, "collect", *args, "--log-format", "json"],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+def run_collect(capsys: pytest.CaptureFixture[str], *args: str) -> subprocess.CompletedProcess[str]:
+    """Run grstats collect in-process to the end, with JSON logs, and capture its output."""
+    return run_main(["collect", *args, "--log-format", "json"], capsys)
 
 
 def log_events(stderr: str) -> list[dict[str, Any]]:
@@ -55,14 +59,39 @@ def records(spool: Path) -> list[dict[str, Any]]:
     return [r for path in sealed_segments(spool) for r in read_segment(path)]
 
 
-@pytest.fixture(name="agents")
-def _agents(tmp_path: Path) -> Iterator[tuple[list[int], list[subprocess.Popen[bytes]]]]:
+def poll_errors(address: str) -> float:
+    """The collector's count of polls no agent answered, scraped from its /metrics."""
+    with urllib.request.urlopen(f"http://{address}/metrics", timeout=5) as answer:
+        text = answer.read().decode()
+    prefix = "grstats_collector_poll_errors_total"
+    (line,) = [line for line in text.splitlines() if line.startswith(prefix)]
+    return float(line.rpartition(" ")[2])
+
+
+def agents_of_open_segment(spool: Path) -> list[str]:
+    """The agent of each whole record written so far to the open segment (a torn end is left)."""
+    asked: list[str] = []
+    for path in spool.glob("segment-*.open"):
+        with contextlib.suppress(SegmentCorrupt):  # the collector is writing the next frame
+            asked += [record["agent"] for record in read_segment(path)]
+    return asked
+
+
+Agents = tuple[list[int], list[subprocess.Popen[bytes]]]
+
+
+@contextlib.contextmanager
+def three_agents(directory: Path) -> Iterator[Agents]:
     """Three agent processes of a simulated group that all hear each other."""
     ports = free_ports(3)
     start = int(time.time())
-    processes = [start_agent(i, ports, start, tmp_path / "agents") for i in range(3)]
+    processes = [start_agent(i, ports, start, directory) for i in range(3)]
     try:
-        wait_until(lambda: all(len(members(port)) == 3 for port in ports), 60)
+        wait_until(
+            lambda: all(len(members(port)) == 3 for port in ports),
+            60,
+            "three agents that hear each other",
+        )
         yield ports, processes
     finally:
         for process in processes:
@@ -72,28 +101,49 @@ def _agents(tmp_path: Path) -> Iterator[tuple[list[int], list[subprocess.Popen[b
             process.wait(timeout=15)
 
 
+@pytest.fixture(name="agents", scope="module")
+def _agents(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Agents]:
+    """Three agents shared by the tests that only read from them."""
+    with three_agents(tmp_path_factory.mktemp("agents")) as agents:
+        yield agents
+
+
+@pytest.fixture(name="own_agents")
+def _own_agents(tmp_path: Path) -> Iterator[Agents]:
+    """Three agents for a test that stops one of them."""
+    with three_agents(tmp_path / "agents") as agents:
+        yield agents
+
+
 @pytest.mark.slow
-def test_failover_and_sigterm_seal(
-    tmp_path: Path, agents: tuple[list[int], list[subprocess.Popen[bytes]]]
-) -> None:
+def test_failover_and_sigterm_seal(tmp_path: Path, own_agents: Agents) -> None:
     """Past a dead first node, then over a stopped agent; SIGTERM seals every snapshot, exit 0."""
-    ports, processes = agents
+    ports, processes = own_agents
     dead = f"127.0.0.1:{free_ports(1)[0]}"
     first, second = (f"127.0.0.1:{port}" for port in ports[:2])
     spool = tmp_path / "spool"
+    log = tmp_path / "collect.log"
     collector = collect(
+        log,
         *("--node", dead, "--node", first, "--node", second),
         *("--spool", str(spool), "--interval", "1", "--summary-every", "2"),
     )
     try:
-        wait_until(lambda: len(list(spool.glob("segment-*.open"))) == 1, 30)
-        time.sleep(2.5)
+        wait_until(
+            lambda: agents_of_open_segment(spool).count(first) >= 2, 60, "two snapshots of first"
+        )
         processes[0].send_signal(signal.SIGTERM)  # the agent being polled stops
         processes[0].wait(timeout=15)
-        time.sleep(3.5)
+        wait_until(
+            lambda: (asked := agents_of_open_segment(spool)).count(second) >= 2 and len(asked) >= 5,
+            60,
+            "five snapshots, two of them of second",
+        )
+        wait_until(lambda: "collector_summary" in log.read_text(), 30, "a collector_summary")
     finally:
         collector.send_signal(signal.SIGTERM)
-        out, err = collector.communicate(timeout=30)
+        out, _ = collector.communicate(timeout=30)
+    err = log.read_text()
     assert collector.returncode == 0, err
     events = log_events(err)
     failovers = [(e["node"], e["next"]) for e in events if e["event"] == "agent_failover"]
@@ -115,12 +165,13 @@ def test_failover_and_sigterm_seal(
 
 
 def test_count_and_json_summary(
-    tmp_path: Path, agents: tuple[list[int], list[subprocess.Popen[bytes]]]
+    tmp_path: Path, agents: Agents, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """--count 2 --format json stops by itself after two snapshots, sealed, with a JSON summary."""
     ports, _ = agents
     spool = tmp_path / "spool"
     done = run_collect(
+        capsys,
         *("--node", f"127.0.0.1:{ports[2]}", "--spool", str(spool), "--count", "2"),
         *("--format", "json", "--interval", "1"),
     )
@@ -137,12 +188,13 @@ def test_count_and_json_summary(
 
 
 def test_no_columns_seals_segments_without_them(
-    tmp_path: Path, agents: tuple[list[int], list[subprocess.Popen[bytes]]]
+    tmp_path: Path, agents: Agents, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """--no-columns: the segment is sealed with no columns file beside it."""
     ports, _ = agents
     spool = tmp_path / "spool"
     done = run_collect(
+        capsys,
         *("--node", f"127.0.0.1:{ports[2]}", "--spool", str(spool), "--count", "1"),
         "--no-columns",
     )
@@ -152,7 +204,7 @@ def test_no_columns_seals_segments_without_them(
 
 
 def test_groups_of_a_config_file_and_flags(
-    tmp_path: Path, agents: tuple[list[int], list[subprocess.Popen[bytes]]]
+    tmp_path: Path, agents: Agents, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Groups from --config and --group share one spool; each record and the summary name theirs."""
     ports, _ = agents
@@ -161,6 +213,7 @@ def test_groups_of_a_config_file_and_flags(
     config.write_text(f'[[groups]]\nlabel = "down"\nnodes = ["{dead}"]\n')
     spool = tmp_path / "spool"
     done = run_collect(
+        capsys,
         *("--config", str(config), "--group", f"up=127.0.0.1:{ports[0]},127.0.0.1:{ports[1]}"),
         *("--spool", str(spool), "--count", "2", "--format", "json", "--timeout", "0.5"),
     )
@@ -178,20 +231,35 @@ def test_groups_of_a_config_file_and_flags(
     assert [e["group_label"] for e in unanswered] == ["down"]
 
 
-def test_sigint_with_no_agent_and_a_busy_spool(tmp_path: Path) -> None:
+def test_sigint_with_no_agent_and_a_busy_spool(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """With no agent up it keeps trying; a second collector on its spool exits 1; Ctrl-C exits 0."""
     spool = tmp_path / "spool"
     dead = f"127.0.0.1:{free_ports(1)[0]}"
-    first = collect("--node", dead, "--spool", str(spool), "--timeout", "0.5")
+    log = tmp_path / "collect.log"
+    first = collect(
+        log,
+        *("--node", dead, "--spool", str(spool), "--timeout", "0.5"),
+        *("--metrics-listen", "127.0.0.1:0"),
+    )
     try:
-        wait_until(lambda: (spool / ".lock").exists() and (spool / ".lock").read_text(), 30)
-        second = run_collect("--node", dead, "--spool", str(spool))
+        wait_until(
+            lambda: (spool / ".lock").exists() and (spool / ".lock").read_text(), 30, "the lock"
+        )
+        second = run_collect(capsys, "--node", dead, "--spool", str(spool))
         assert second.returncode == 1
         assert f"{spool} is in use by another writer" in second.stderr
-        time.sleep(2)
+        served = wait_until(
+            lambda: [e for e in log_events(log.read_text()) if e["event"] == "metrics_served"],
+            30,
+            "the metrics address",
+        )
+        wait_until(lambda: poll_errors(served[0]["address"]) >= 3, 30, "three unanswered polls")
     finally:
         first.send_signal(signal.SIGINT)
-        out, err = first.communicate(timeout=30)
+        out, _ = first.communicate(timeout=30)
+    err = log.read_text()
     assert first.returncode == 0, err
     events = [e["event"] for e in log_events(err)]
     assert events.count("no_agent_answered") == 1  # said once, not every second
@@ -228,23 +296,21 @@ def test_sigint_with_no_agent_and_a_busy_spool(tmp_path: Path) -> None:
     ],
 )
 def test_bad_arguments_exit_2_naming_the_value(
-    tmp_path: Path, args: list[str], message: str
+    tmp_path: Path, args: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """An invalid flag exits 2 with a message naming the flag and its value; nothing is created."""
     base = ["--spool", str(tmp_path / "spool")]
     if args and not {"--node", "--group", "--config"} & set(args):
         base += ["--node", "127.0.0.1:7400"]
-    done = run_collect(*base, *args)
+    done = run_main(["collect", *base, *args], capsys)
     assert done.returncode == 2
     assert message in done.stderr
     assert not (tmp_path / "spool").exists()
 
 
-def test_help_explains() -> None:
+def test_help_explains(capsys: pytest.CaptureFixture[str]) -> None:
     """--help describes the spool, failover and the exit statuses."""
-    done = subprocess.run(
-        [*PYTHON, "collect", "--help"], capture_output=True, text=True, check=False, timeout=30
-    )
+    done = run_main(["collect", "--help"], capsys)
     assert done.returncode == 0
     for words in (
         "--node HOST:PORT",

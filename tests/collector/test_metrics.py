@@ -39,7 +39,9 @@ from grstats.collector.spool import (
     usage,
 )
 from tests.agent.test_runtime import Group, start_group
+from tests.inprocess import run_main
 from tests.programs import require
+from tests.waiting import wait_until_async
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
@@ -143,14 +145,15 @@ class Collecting:
         )
 
     async def until(self, condition: Callable[[Samples], bool], timeout_s: float = 30) -> Samples:
-        """Scrape every 50 ms until ``condition`` holds for a scrape; return that scrape."""
-        deadline = time.monotonic() + timeout_s
-        while True:
+        """Scrape until ``condition`` holds for a scrape; return that scrape."""
+
+        async def holds() -> Samples | None:
             samples = await scrape(self.server.port)
-            if condition(samples):
-                return samples
-            assert time.monotonic() < deadline, f"not within {timeout_s} s: {samples}"
-            await asyncio.sleep(0.05)
+            return samples if condition(samples) else None
+
+        found = await wait_until_async(holds, timeout_s, "a scrape where the condition holds")
+        assert found is not None
+        return found
 
     async def finish(self) -> Progress:
         """Wait for the loop to stop by its limits; the writer stays open and the server up."""
@@ -288,10 +291,11 @@ async def test_the_command_serves_metrics(group: Group, tmp_path: Path) -> None:
             served = event if event["event"] == "metrics_served" else {}
         host, _, port = served["address"].rpartition(":")
         assert host == "127.0.0.1"
-        deadline = time.monotonic() + 30
-        while of(samples := await scrape(int(port)), "grstats_collector_snapshots_total") < 2:
-            assert time.monotonic() < deadline, samples
-            await asyncio.sleep(0.1)
+
+        async def two_snapshots() -> bool:
+            return of(await scrape(int(port)), "grstats_collector_snapshots_total") >= 2
+
+        await wait_until_async(two_snapshots, 30, "two snapshots counted on /metrics")
         before = spool_on_disk(spool)  # a snapshot may land between the scrape and ls: either
         samples = await scrape(int(port))
         assert spool_of(samples) in {before, spool_on_disk(spool)}
@@ -305,21 +309,20 @@ async def test_the_command_serves_metrics(group: Group, tmp_path: Path) -> None:
         await asyncio.to_thread(scrape_text, int(port))
 
 
-def test_an_address_in_use_exits_1_naming_the_flag(tmp_path: Path) -> None:
+def test_an_address_in_use_exits_1_naming_the_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A --metrics-listen that cannot be bound (in use) exits 1, naming the flag and the value."""
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))
         taken.listen(1)
         listen = f"127.0.0.1:{taken.getsockname()[1]}"
-        done = subprocess.run(
+        done = run_main(
             [
-                *(sys.executable, "-m", "grstats", "collect", "--node", dead_node()),
+                *("collect", "--node", dead_node()),
                 *("--spool", str(tmp_path / "spool"), "--metrics-listen", listen),
             ],
-            capture_output=True,
-            text=True,
-            check=False,
-            timeout=60,
+            capsys,
         )
     assert done.returncode == 1
     assert f"grstats: error: --metrics-listen: cannot serve on {listen!r}: " in done.stderr

@@ -1,4 +1,8 @@
-"""``grstats spark ingest``: arguments, exit statuses and the JSON summary scripts read."""
+"""``grstats spark ingest``: arguments, exit statuses and the JSON summary scripts read.
+
+One run starts ``python -m grstats`` as a process (the command's smoke test, with its own JVM);
+the others call ``grstats.cli.main`` in-process on the test run's shared Spark session.
+"""
 
 from __future__ import annotations
 
@@ -11,10 +15,13 @@ import pytest
 
 from grstats.cli import main
 from grstats.spark.table import LOG_DIR, entry_name
+from tests.inprocess import run_main
 from tests.spark.spool import make_record, write_spool
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+    from pyspark.sql import SparkSession
 
 
 def grstats(*args: str) -> subprocess.CompletedProcess[str]:
@@ -49,6 +56,14 @@ def test_a_missing_spool_is_an_invalid_argument(
     status = main(["spark", "ingest", "--spool", str(missing), "--table", str(tmp_path / "t")])
     assert status == 2
     assert f"--spool: {str(missing)!r} is not a directory" in capsys.readouterr().err
+
+
+@pytest.fixture(name="shared_session")
+def _shared_session(spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> SparkSession:
+    """The ingest command's session is the run's shared one, and its stop() leaves it running."""
+    monkeypatch.setattr("grstats.spark.session.build_session", lambda *_a, **_k: spark)
+    monkeypatch.setattr(spark, "stop", lambda: None)
+    return spark
 
 
 class _Started(Exception):
@@ -112,9 +127,9 @@ def test_bad_rollup_settings_exit_2_naming_the_flag(
 @pytest.mark.spark
 @pytest.mark.slow
 def test_json_summary_then_other_settings_exit_2_then_unknown_schema_exits_1(
-    tmp_path: Path,
+    tmp_path: Path, shared_session: SparkSession, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A run prints its JSON summary; other rollup settings exit 2; a newer record schema exits 1."""
+    """A run (a process) prints its JSON summary; other rollup settings exit 2; a newer schema 1."""
     spool, table = tmp_path / "spool", tmp_path / "table"
     write_spool(spool, [[make_record(s) for s in range(4)]])
     chosen = ["--flow-control-threshold", "10000", "--max-gap", "10"]
@@ -132,7 +147,7 @@ def test_json_summary_then_other_settings_exit_2_then_unknown_schema_exits_1(
         "max_gap_s": 10.0,
     }
     (newer,) = write_spool(spool, [[make_record(9) | {"schema": 3}]])[1:]
-    done = grstats(*ingest)
+    done = run_main(ingest, capsys)
     assert done.returncode == 2
     assert done.stderr.splitlines()[-1] == (
         "grstats: error: --flow-control-threshold: 25000 differs from the 10000 this table's "
@@ -140,21 +155,27 @@ def test_json_summary_then_other_settings_exit_2_then_unknown_schema_exits_1(
         "made with; a table keeps one setting: load into a new table"
     )
     assert newer.exists()
-    done = grstats(*ingest, *chosen)
+    done = run_main([*ingest, *chosen], capsys)
     assert done.returncode == 1
     assert "record schema 3 is not a known version" in done.stderr
     assert newer.name in done.stderr
 
 
-def test_ignore_columns_decodes_the_records(tmp_path: Path) -> None:
+@pytest.mark.spark
+def test_ignore_columns_decodes_the_records(
+    tmp_path: Path, shared_session: SparkSession, capsys: pytest.CaptureFixture[str]
+) -> None:
     """--ignore-columns loads the same rows without reading the columns files; says so."""
     spool = tmp_path / "spool"
     write_spool(spool, [[make_record(s) for s in range(3)], [make_record(3)]])
-    done = grstats(
-        "spark",
-        "ingest",
-        *("--spool", str(spool), "--table", str(tmp_path / "table")),
-        "--ignore-columns",
+    done = run_main(
+        [
+            "spark",
+            "ingest",
+            *("--spool", str(spool), "--table", str(tmp_path / "table")),
+            "--ignore-columns",
+        ],
+        capsys,
     )
     assert done.returncode == 0, done.stderr
     assert "loaded 2 segments (0 from their columns files), 4 snapshots, 12 member rows" in (

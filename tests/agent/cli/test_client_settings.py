@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -24,15 +23,18 @@ from grstats.agent.security import Security
 from grstats.cli import build_parser
 from tests.agent.test_tls import TOKEN, UUIDS, start_secure_group, stop_all, tls
 from tests.certs import make_certs
+from tests.inprocess import grstats_in_thread
 
 if TYPE_CHECKING:
     import argparse
+    import subprocess
     from collections.abc import AsyncIterator, Callable
 
     from tests.agent.test_runtime import Group
+    from tests.inprocess import Grstats
 
 PYTHON = [sys.executable, "-m", "grstats"]
-#: Every variable the settings read: cleared for the processes the tests start.
+#: Every variable the settings read: cleared for the runs of grstats the tests make.
 VARIABLES = (
     "GRSTATS_NODE",
     "GRSTATS_TLS_CA",
@@ -298,22 +300,32 @@ async def _secure(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[tup
     await stop_all(group)
 
 
-async def grstats(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    """Run grstats in a subprocess with exactly ``env`` (plus PATH), without blocking the loop."""
-    process = await asyncio.create_subprocess_exec(
-        *PYTHON, *args, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        env={"PATH": os.environ.get("PATH", ""), **env}, cwd=cwd,
-    )  # fmt: skip
-    out, err = await asyncio.wait_for(process.communicate(), timeout=60)
-    assert process.returncode is not None
-    return subprocess.CompletedProcess(args, process.returncode, out.decode(), err.decode())
+@pytest.fixture(name="grstats")
+def _grstats(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Grstats:
+    """``await grstats(*args, env=..., cwd=...)``: in-process, with only ``env``'s variables set.
+
+    Of the variables the settings read (VARIABLES and HOME), only those of ``env`` are set.
+    """
+    run = grstats_in_thread(capsys)
+
+    async def grstats(
+        *args: str, env: dict[str, str], cwd: Path
+    ) -> subprocess.CompletedProcess[str]:
+        for name in (*VARIABLES, "HOME"):
+            monkeypatch.delenv(name, raising=False)
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        monkeypatch.chdir(cwd)
+        return await run(*args)
+
+    return grstats
 
 
 class TestQueryWithoutFlags:
     """``grstats query status`` with no flag, against real agents with mutual TLS and a token."""
 
     async def test_node_tls_and_token_from_the_environment(
-        self, secure: tuple[Group, Path], home: Path
+        self, secure: tuple[Group, Path], home: Path, grstats: Grstats
     ) -> None:
         """GRSTATS_NODE, GRSTATS_TLS_* and GRSTATS_TOKEN_FILE are enough; without the token, refused."""
         group, files = secure
@@ -336,7 +348,7 @@ class TestQueryWithoutFlags:
         assert "UNAUTHENTICATED" in refused.stderr
 
     async def test_everything_from_the_default_client_config(
-        self, secure: tuple[Group, Path], home: Path
+        self, secure: tuple[Group, Path], home: Path, grstats: Grstats
     ) -> None:
         """~/.config/grstats/client.toml with paths relative to it serves query status and a table."""
         group, files = secure
@@ -360,7 +372,7 @@ class TestQueryWithoutFlags:
     async def test_watch_takes_the_node_from_the_environment(
         self, secure: tuple[Group, Path], home: Path
     ) -> None:
-        """``query status --watch`` piped: JSON Lines from the agent GRSTATS_NODE names."""
+        """``query status --watch`` as a process, piped: JSON Lines from the agent GRSTATS_NODE names."""
         group, files = secure
         env = {
             "PATH": os.environ.get("PATH", ""),
@@ -384,7 +396,7 @@ class TestQueryWithoutFlags:
         for line in lines:
             assert json.loads(line)["agent"] == group.agents[1].address
 
-    async def test_no_node_anywhere_exits_2(self, home: Path) -> None:
+    async def test_no_node_anywhere_exits_2(self, home: Path, grstats: Grstats) -> None:
         """Nothing names a node: exit 2 with the one line that says the three ways."""
         done = await grstats("query", "status", env={"HOME": str(home)}, cwd=home)
         assert done.returncode == 2

@@ -16,7 +16,9 @@ import pytest
 
 from grstats.agent.cli.demo import free_ports
 from grstats.cli import main
-from tests.agent.cli.test_agent_processes import PYTHON, grstats, wait_until
+from tests.agent.cli.test_agent_processes import PYTHON, grstats
+from tests.inprocess import run_main
+from tests.waiting import wait_until
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -54,7 +56,7 @@ def _agent_config(tmp_path: Path) -> Iterator[Path]:
         stderr=subprocess.DEVNULL,
     )
     try:
-        wait_until(lambda: answers(listen) and answers(metrics), 30)
+        wait_until(lambda: answers(listen) and answers(metrics), 30, "the agent's two ports")
         yield path
     finally:
         process.terminate()
@@ -62,7 +64,7 @@ def _agent_config(tmp_path: Path) -> Iterator[Path]:
 
 
 def test_a_running_agent_passes(agent_config: Path) -> None:
-    """The agent's own config, while it runs: exit 0, its ports held by this agent."""
+    """The agent's own config, while it runs: exit 0, its ports held by this agent (a process)."""
     done = grstats("doctor", "--config", str(agent_config), timeout=30)
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
@@ -177,9 +179,9 @@ def test_bad_arguments_exit_2(
     assert capsys.readouterr().err == f"grstats: error: {error}\n"
 
 
-def test_help_lists_the_checks() -> None:
+def test_help_lists_the_checks(capsys: pytest.CaptureFixture[str]) -> None:
     """--help says what is checked, in order, and what the exit statuses mean."""
-    done = grstats("doctor", "--help", timeout=30)
+    done = run_main(["doctor", "--help"], capsys)
     assert done.returncode == 0
     for word in (
         "--config FILE",

@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import calendar
-import os
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from grstats.agent.rows.domains import timestamp_iso, timestamp_text
 from grstats.agent.rows.zone import UTC_ZONE, TimeZoneError, parse_time_zone
+from tests.inprocess import machine_zone
 
 #: 2026-01-15 12:00:00.250000 UTC (winter in Paris: CET, +01:00).
 WINTER_US = calendar.timegm((2026, 1, 15, 12, 0, 0)) * 1_000_000 + 250_000
@@ -108,17 +106,6 @@ class TestText:
     )
     def test_system_is_the_machines_zone(self, tz: str, text: str, label: str) -> None:
         """SYSTEM follows the TZ variable of the process, as MySQL's SYSTEM follows the host's."""
-        code = (
-            "from grstats.agent.rows.domains import timestamp_text\n"
-            "from grstats.agent.rows.zone import parse_time_zone\n"
-            "zone = parse_time_zone('SYSTEM')\n"
-            f"print(timestamp_text({WINTER_US}, zone), zone.label({WINTER_US}))\n"
-        )
-        done = subprocess.run(
-            [sys.executable, "-c", code],
-            env={**os.environ, "TZ": tz},
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        assert done.stdout == f"{text} {label}\n"
+        with machine_zone(tz):
+            zone = parse_time_zone("SYSTEM")
+            assert (timestamp_text(WINTER_US, zone), zone.label(WINTER_US)) == (text, label)
