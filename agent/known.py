@@ -44,13 +44,17 @@ def reported(
     (LAST_SEEN and AGE_MS; the verdict's AGE_MS too): the local member's last read, another
     member's last counts, sent on its clock and moved to this agent's by its ``offsets``. A
     member whose server cannot be read is not reported, though its agent is heard (CONNECTED).
+    A report is never later than this agent received it: a member whose clock is not known yet
+    (no offset estimated or relayed to this agent), or is known wrongly, never shows a
+    LAST_SEEN in the future or an AGE_MS stuck at 0.
     """
     if local is not None and member == local.member_id:
         return local.read_at_us
     heard = state.value(member, Key.COUNTS)
     if heard is None or not isinstance(heard.update.value, Counts):
         return 0
-    return max(0, heard.update.sent_at_us - offsets.get(member, 0))
+    sent = heard.update.sent_at_us - offsets.get(member, 0)
+    return max(0, min(sent, heard.received_at_us))
 
 
 def served_view(state: GossipState, local: MemberSnapshot | None) -> tuple[GroupView, str]:

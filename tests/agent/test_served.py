@@ -188,6 +188,18 @@ def test_extended_columns() -> None:
     assert remote["LAST_SEEN"] == NOW - 2 * SECOND
 
 
+def test_a_clock_ahead_and_not_yet_known_never_puts_last_seen_in_the_future() -> None:
+    """A member 5 s ahead whose offset is unknown is reported when received, never in the future."""
+    view = group_view(member(A), member(B))
+    state = local_state(A, view)
+    learn(state, peer(B, view, 9, at=NOW + 5 * SECOND), NOW, via="db-b:7400")
+    later = NOW + 2 * SECOND
+    tables = served_tables(state, snapshot(A, view), later, SILENCE, extended=True)
+    for name in ("replication_group_members", "replication_group_member_stats"):
+        remote = next(row for row in rows(tables, name) if row["MEMBER_ID"] == B)
+        assert (remote["LAST_SEEN"], remote["AGE_MS"]) == (NOW, 2_000), name
+
+
 def test_remembered_members_are_listed_at_once_not_connected() -> None:
     """After a restart, members from the registry are listed before anyone is heard."""
     state = GossipState(A, incarnation=2)
