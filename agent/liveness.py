@@ -19,8 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 from grstats.agent.address import join_address
-from grstats.agent.gossip import Key
-from grstats.agent.model import GroupView
+from grstats.agent.known import departed
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -34,8 +33,8 @@ class Watcher(Protocol):
     """What :class:`Liveness` reads of the agent's local member (``LocalMember`` has it)."""
 
     @property
-    def state(self) -> GossipState | None:
-        """The gossip state, once the local member is known."""
+    def state(self) -> GossipState:
+        """The gossip state."""
         ...
 
     @property
@@ -63,8 +62,6 @@ class Liveness:
         ``agents`` maps members to their agents' addresses, as heard directly.
         """
         state, log = self._local.state, self._local.log
-        if state is None:
-            return
         if self._started_us is None:
             self._started_us = now_us
         for member_id, origin in state.origins.items():
@@ -101,17 +98,9 @@ class Liveness:
 
 
 def _address(state: GossipState, member_id: str) -> str | None:
-    """``member_id``'s MEMBER_HOST:MEMBER_PORT in the views held (its own first), else None."""
-    origins = sorted(state.origins.values(), key=lambda origin: origin.member_id != member_id)
-    for origin in origins:
-        heard = origin.values.get(Key.VIEW)
-        view = heard.update.value if heard is not None else None
-        if not isinstance(view, GroupView):
-            continue
-        for row in view.members:
-            if row.member_id == member_id and row.member_host:
-                return join_address(row.member_host, row.member_port or 0)  # 0: not reported
-    return None
+    """``member_id``'s MEMBER_HOST:MEMBER_PORT as a view held lists it, else None."""
+    row = departed(state, member_id)
+    return join_address(row.member_host, row.member_port or 0) if row.member_host else None
 
 
 def _seconds(us: int) -> float:
