@@ -9,12 +9,13 @@ outside it makes the status partial and is "not active" in the sentence.
 
 The known members are Shell's metadata: the view's and every member the agent remembers, each
 with a row here. A member is remembered once it was in the group's view: the gossip state
-takes a member's values only while some member's view lists it, and keeps them after it
-leaves the view (departed, stopped, expelled, its server down, its agent silent); the registry
-keeps them across the agent's restarts. Every agent that heard the group while the member was
-in it remembers it, until ``grstats members forget`` (or ``retention_s`` passes without news
-of it). A member whose agent is not heard keeps the state the view gives it and its last rows;
-the sentence says so.
+takes a member's values only while some member's view lists it (the member's own last view
+of the group too), and keeps them after it leaves the view (departed, stopped, expelled, its
+server down, its agent silent); the registry keeps them across the agent's restarts. Every
+agent that heard the group while the member was in it remembers it, and every agent started
+since learns it while its agent runs, until ``grstats members forget`` (or ``retention_s``
+passes without news of it). A member whose agent is not heard keeps the state the view gives
+it and its last rows; the sentence says so.
 
 Flow control is judged as GR's own step does it (``Flow_control_module::handle_stats_data`` and
 ``flow_control_step`` in plugin/group_replication/src/flow_control.cc): a writer (an ONLINE

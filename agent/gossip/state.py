@@ -9,8 +9,10 @@ transport delivered; tests drive it directly. Rules:
   ``Pipeline_member_stats::update_member_stats`` does, and one without clock offsets the
   previous offsets;
 * only members that some member's Group Replication membership lists (or that the agent
-  already knows) get values: a message about an unknown member never creates one. VIEW values
-  of known members are merged first, so a batch may introduce a member and carry its values;
+  already knows) get values: a message about an unknown member never creates one, unless it
+  carries that member's own view listing it in a group a held view names (a member that left
+  the group, whose agent runs), and it was not forgotten. VIEW values of known members are
+  merged first, so a batch may introduce a member and carry its values;
 * values about the local member come from its own source only: a peer cannot overwrite them;
   but a peer holding one stamped above the agent's own (an earlier run of the agent, on a
   clock since stepped back) makes the agent refute it: it takes an incarnation above that
@@ -99,6 +101,8 @@ class GossipState:
         self._version = 0
         self.origins: dict[str, Origin] = {}
         self.changes = 0  #: grows whenever a value is stored or dropped (for caches)
+        #: members dropped by :meth:`forget`: their own views no longer make them known
+        self.forgotten: set[str] = set()
 
     # -- local values --------------------------------------------------------------------
 
@@ -183,7 +187,7 @@ class GossipState:
         progress = True
         while progress:
             progress = False
-            for update in [u for u in pending if u.key is Key.VIEW and self._is_known(u.origin)]:
+            for update in [u for u in pending if u.key is Key.VIEW and self._admits_view(u)]:
                 pending.remove(update)
                 took = self._take(update, now_us, via)
                 accepted += took
@@ -240,11 +244,47 @@ class GossipState:
         self.origins[member_id] = origin
 
     def forget(self, member_id: str) -> bool:
-        """Drop everything known of ``member_id`` (``grstats members forget``)."""
+        """Drop everything known of ``member_id`` (``grstats members forget``).
+
+        Its own view no longer makes it known (:meth:`_admits_view`); another member's view
+        that lists it still does.
+        """
         self.changes += 1
+        self.forgotten.add(member_id)
         return self.origins.pop(member_id, None) is not None
 
     # -- internals ---------------------------------------------------------------------
+
+    def _admits_view(self, update: Update) -> bool:
+        """Whether a VIEW value may be merged: of a known member, or one that claims the group.
+
+        A member's own view listing itself in a group whose name a view held here gives (an
+        expelled member whose agent runs, its last view) makes it known, within
+        ``max_origins``: so an agent that starts after a member left the group still counts it
+        as not active, as the agents that saw it in the view do. Not once it was forgotten.
+        """
+        if self._is_known(update.origin):
+            return True
+        view = update.value
+        if (
+            update.origin in self.forgotten
+            or len(self.origins) >= self.max_origins
+            or not isinstance(view, GroupView)
+            or not view.group_name
+            or not any(row.member_id == update.origin for row in view.members)
+        ):
+            return False
+        return view.group_name in self._group_names()
+
+    def _group_names(self) -> set[str]:
+        """The group names of the views held."""
+        names = set()
+        for origin in self.origins.values():
+            heard = origin.values.get(Key.VIEW)
+            if heard is not None and isinstance(heard.update.value, GroupView):
+                names.add(heard.update.value.group_name)
+        names.discard("")
+        return names
 
     def _is_known(self, member_id: str) -> bool:
         if member_id in self.origins:

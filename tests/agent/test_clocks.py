@@ -126,6 +126,23 @@ async def test_a_member_heard_only_through_a_relay_has_its_clock_known() -> None
         await stop_all(group)
 
 
+async def test_an_agent_started_late_knows_a_relayed_clock_within_two_periods() -> None:
+    """A, restarted between GTID marks and cut off from C (5 s ahead), knows C's clock in 2 periods."""
+    group = await start_skewed([0, 0, 5 * SECOND])
+    assert group.network is not None
+    a, _, c = group.agents
+    group.network.cut(a.address, c.address)
+    try:
+        await group.rounds(6)  # B has estimated C and shared it
+        await a.stop(grace_s=0)
+        a = group.agents[0] = skewed_agent(3, 0, group.clock, 0, group.network.transport(a.address))
+        await start_without_loop(a)
+        await group.rounds(2)
+        assert abs(a.offsets[c.member_id] - 5 * SECOND) < SECOND // 10
+    finally:
+        await stop_all(group)
+
+
 async def test_a_skewed_clock_is_named_in_a_warning_in_query_status_and_in_a_metric() -> None:
     """A member 5 s off the others is warned of once, shown by query status, and exported."""
     group = await start_skewed([0, 0, 5 * SECOND])

@@ -85,7 +85,7 @@ async def run_to(agents: list[Agent], clock: Clock, at_s: float) -> None:
 async def test_two_expelled_members_are_not_active_on_every_agent_until_forgotten(
     tmp_path: Path,
 ) -> None:
-    """Every agent says OK_PARTIAL, '2 members are not active', also after a restart, until members forget."""
+    """Every agent says OK_PARTIAL, '2 members are not active', after a restart or a fresh start too, until members forget."""
     clock, network = Clock(), MemoryNetwork()
     paths = [tmp_path / f"registry-{index}.sqlite" for index in range(SCENARIO.members)]
     agents = [agent_of(index, clock, network, paths[index]) for index in range(SCENARIO.members)]
@@ -105,8 +105,14 @@ async def test_two_expelled_members_are_not_active_on_every_agent_until_forgotte
         await agents[0].stop(grace_s=0)  # flushes its registry
         agents[0] = agent_of(0, clock, network, paths[0])
         await _start_without_loop(agents[0])
+        await agents[1].stop(grace_s=0)  # and one that starts afresh: an empty registry
+        paths[1] = tmp_path / "registry-1-new.sqlite"
+        agents[1] = agent_of(1, clock, network, paths[1])
+        await _start_without_loop(agents[1])
         await run_to(agents, clock, 42)
-        assert verdict(agents[0]) == ("OK_PARTIAL", TWO_NOT_ACTIVE, 2)
+        for agent in agents[:2]:  # the agents of the expelled members tell them of their view
+            assert verdict(agent) == ("OK_PARTIAL", TWO_NOT_ACTIVE, 2), agent.address
+        await agents[1].flush()
         for index in (0, 1, 2):  # grstats members forget, beside the majority's agents
             with SqliteRegistry(paths[index]) as registry:
                 assert all(registry.forget(member) for member in expelled)

@@ -139,6 +139,21 @@ class TestMerge:
         assert result.unknown == (D,)
         assert D not in b.origins
 
+    def test_a_member_that_left_is_known_by_its_own_view_of_the_group_until_forgotten(
+        self,
+    ) -> None:
+        """A member's own view listing it in this group makes it known; not another group's, nor once forgotten."""
+        b = agent(B, A)
+        left = agent(D, A, B)  # its last view, from before it left the group
+        stranger = GossipState(C, incarnation=1)
+        stranger.record_local(Key.VIEW, dataclasses.replace(view(C), group_name=GROUP[::-1]), 0)
+        assert b.merge(stranger.updates_for({}), 0, via=A).unknown == (C,)
+        assert b.merge(left.updates_for({}), 0, via=A).unknown == ()
+        assert D in b.origins
+        b.forget(D)
+        assert b.merge(left.updates_for({}), SECOND, via=A).unknown == (D,)
+        assert D not in b.origins
+
     def test_a_view_in_the_batch_introduces_a_member(self) -> None:
         """A known member's new view that lists a newcomer lets the newcomer's values in."""
         a, b = agent(A, B), agent(B, A)

@@ -31,11 +31,11 @@ from grstats.agent.tls import TlsConfig
 from grstats.agent.transports import MemoryNetwork
 from grstats.proto import grstats_pb2 as pb
 from grstats.proto import grstats_pb2_grpc as pb_grpc
-from tests.agent.test_runtime import settings, start_group, stop_all
+from tests.agent.test_runtime import settings
 from tests.certs import make_certs
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Iterator
+    from collections.abc import Iterator
     from pathlib import Path
 
     from tests.agent.test_runtime import Group
@@ -79,15 +79,6 @@ def write_users(path: Path, text: str) -> Path:
     path.write_text(text, encoding="utf-8")
     path.chmod(0o600)
     return path
-
-
-@pytest.fixture(name="group")
-async def _group() -> AsyncIterator[Group]:
-    """Three agents on an in-memory network, their tables filled by two rounds."""
-    group = await start_group(3, memory=True)
-    await group.rounds(2)
-    yield group
-    await stop_all(group)
 
 
 @dataclasses.dataclass

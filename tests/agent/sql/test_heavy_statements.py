@@ -26,7 +26,6 @@ from grstats.agent.limits import LimitsConfig
 from grstats.agent.sql import SqlEndpoint, catalog
 from grstats.agent.sql.auth import ConnectionControl
 from grstats.agent.sql.bounds import examined_rows
-from tests.agent.test_runtime import start_group, stop_all
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -90,15 +89,6 @@ class Served:
         return pymysql.connect(
             host=self.host, port=self.port, connect_timeout=5, read_timeout=15, **options
         )
-
-
-@pytest.fixture(name="group")
-async def _group() -> AsyncIterator[Group]:
-    """Three agents on an in-memory network, their tables filled by two rounds."""
-    group = await start_group(3, memory=True)
-    await group.rounds(2)
-    yield group
-    await stop_all(group)
 
 
 @contextlib.asynccontextmanager
