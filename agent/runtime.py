@@ -124,6 +124,7 @@ class Agent:
             config,
             self.member,
             self.rounds.offsets,
+            self.rounds.offset_errors,
             clock=clock,
             address=lambda: self.address,
         )

@@ -104,6 +104,7 @@ def served_tables(  # noqa: PLR0913  (every input of the tables is explicit)
     silence_us: int,
     *,
     offsets_us: Mapping[str, int] | None = None,
+    offset_errors_us: Mapping[str, int] | None = None,
     extended: bool = False,
     cannot_read: tuple[str, str] | None = None,
 ) -> Served:
@@ -148,7 +149,13 @@ def served_tables(  # noqa: PLR0913  (every input of the tables is explicit)
         if not verdict:
             verdict.append(
                 group_status(
-                    state, local, now_us, silence_us, offsets_us=offsets, cannot_read=cannot_read
+                    state,
+                    local,
+                    now_us,
+                    silence_us,
+                    offsets_us=offsets,
+                    offset_errors_us=offset_errors_us,
+                    cannot_read=cannot_read,
                 )
             )
         return verdict[0]

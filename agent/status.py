@@ -34,7 +34,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from grstats.agent.gossip import Counts, Key
-from grstats.agent.gossip.clocks import skews
+from grstats.agent.gossip.clocks import RELIABLE_US, skews
 from grstats.agent.known import (
     applier_held,
     departed,
@@ -75,6 +75,7 @@ def group_status(  # noqa: PLR0913  (every input of the verdict is explicit)
     silence_us: int,
     *,
     offsets_us: Mapping[str, int] | None = None,
+    offset_errors_us: Mapping[str, int] | None = None,
     cannot_read: tuple[str, str] | None = None,
 ) -> tuple[GroupStatusRow, list[MemberStatusRow]]:
     """Return the group's verdict and one row per known member, in MEMBER_ID order.
@@ -104,6 +105,12 @@ def group_status(  # noqa: PLR0913  (every input of the verdict is explicit)
         for m in members
     ]
     skew = skews(offsets, state.local_id, len(members))  # CLOCK_SKEW_MS (gossip.clocks)
+    if offset_errors_us is not None:  # NULL where the offset is not known within RELIABLE_US
+        skew = {
+            m: off
+            for m, off in skew.items()
+            if m == state.local_id or offset_errors_us.get(m, RELIABLE_US + 1) <= RELIABLE_US
+        }
     rows = [replace(row, clock_skew_ms=_ms(skew.get(row.member_id))) for row in rows]
     # Shell's get_members leaves out the other members' ERROR rows (a GR bug lists them): they
     # count as outside the view, as Shell counts them missing from the group.

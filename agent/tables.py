@@ -24,16 +24,18 @@ if TYPE_CHECKING:
 class ServedTables:
     """What Query serves: :func:`~grstats.agent.served.served_tables` of the agent, cached.
 
-    ``offsets`` are the members' clock offsets (kept up to date by the rounds); ``address``
+    ``offsets`` are the members' clock offsets and ``offset_errors`` how far each may be wrong
+    (both kept up to date by the rounds); ``address``
     gives the agent's address once it serves (named by an UNKNOWN verdict of an agent that
     cannot read its member).
     """
 
-    def __init__(
+    def __init__(  # noqa: PLR0913  (the agent's parts the tables are built from)
         self,
         config: AgentConfig,
         member: LocalMember,
         offsets: Mapping[str, int],
+        offset_errors: Mapping[str, int],
         *,
         clock: Clock,
         address: Callable[[], str],
@@ -42,6 +44,7 @@ class ServedTables:
         self._address = address
         self._member = member
         self._offsets = offsets
+        self._offset_errors = offset_errors
         self._clock = clock
         self._cached: tuple[tuple[int, int | None, int], Served] | None = None
 
@@ -75,6 +78,7 @@ class ServedTables:
             self._clock(),
             silence,
             offsets_us=self._offsets,
+            offset_errors_us=self._offset_errors,
             extended=extended,
             cannot_read=(
                 None

@@ -27,6 +27,10 @@ if TYPE_CHECKING:
 
 #: A member whose clock is off the group's median by more than this (µs) is warned about.
 SKEW_WARN_US = 500_000
+#: An offset known to within this (µs) is reliable: the times moved by it (LAST_SEEN, AGE_MS,
+#: lag) are right to within it. A member whose offset is not (not estimated yet, or only
+#: through slow links) has no CLOCK_SKEW_MS: the flag that its times here are unreliable.
+RELIABLE_US = 100_000
 #: An agent shares its estimates again when one moved by more than this (µs), or a peer came
 #: or went; else only with the GTID columns (every ``gtid_interval_s``).
 RESEND_US = 10_000

@@ -332,3 +332,23 @@ def test_other_members_error_rows_leave_the_view_as_in_shells_get_members() -> N
         " 3 members are not active."
     )
     assert members[B]["MEMBER_STATE"] == "ERROR"  # the row still shows what the view says
+
+
+def test_a_clock_not_known_within_a_tenth_of_a_second_has_no_skew() -> None:
+    """CLOCK_SKEW_MS is NULL, the flag that its times are unreliable, where the offset's error exceeds 0.1 s."""
+    view = three()
+    state = local_state(A, view)
+    for other in (B, C):
+        learn(state, peer(other, view), NOW)
+    offsets = {B: 5 * SECOND, C: 0}
+    for error_us, shown in ((50_000, 5_000), (200_000, None)):
+        _, members = group_status(
+            state,
+            local(A, view),
+            NOW,
+            SILENCE,
+            offsets_us=offsets,
+            offset_errors_us={B: error_us, C: 1_000},
+        )
+        skew = {m.member_id: m.clock_skew_ms for m in members}
+        assert skew == {A: 0, B: shown, C: 0}, error_us
