@@ -311,32 +311,25 @@ class GossipState:
 
     def _store(self, origin: Origin, update: Update, now_us: int, via: str) -> None:
         held = origin.values.get(update.key)
-        if (
-            update.key is Key.COUNTS
-            and held is not None
-            and isinstance(update.value, Counts)
-            and not update.value.gtids_present
-            and isinstance(held.update.value, Counts)
-        ):
-            kept = held.update.value.row
-            row = dataclasses.replace(
-                update.value.row,
-                transactions_committed_all_members=kept.transactions_committed_all_members,
-                last_conflict_free_transaction=kept.last_conflict_free_transaction,
-            )
-            value = dataclasses.replace(update.value, row=row)
-            update = dataclasses.replace(update, value=value)
-        if (
-            update.key is Key.COUNTS
-            and held is not None
-            and isinstance(update.value, Counts)
-            and not update.value.offsets_present
-            and isinstance(held.update.value, Counts)
-        ):
-            value = dataclasses.replace(update.value, offsets=held.update.value.offsets)
-            update = dataclasses.replace(update, value=value)
+        value, kept = update.value, held.update.value if held is not None else None
+        if isinstance(value, Counts) and isinstance(kept, Counts):
+            update = dataclasses.replace(update, value=_keep_absent(value, kept))
         origin.values[update.key] = Heard(update, now_us, via)
         self.changes += 1
         if update.stamp > origin.stamp or len(origin.values) == 1:
             origin.stamp = max(origin.stamp, update.stamp)
             origin.fresh_at_us = now_us
+
+
+def _keep_absent(counts: Counts, held: Counts) -> Counts:
+    """``counts`` with the GTID columns and clock offsets it does not carry kept from ``held``."""
+    if not counts.gtids_present:
+        row = dataclasses.replace(
+            counts.row,
+            transactions_committed_all_members=held.row.transactions_committed_all_members,
+            last_conflict_free_transaction=held.row.last_conflict_free_transaction,
+        )
+        counts = dataclasses.replace(counts, row=row)
+    if not counts.offsets_present:
+        counts = dataclasses.replace(counts, offsets=held.offsets)
+    return counts
