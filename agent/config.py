@@ -13,7 +13,8 @@ A config file looks like this; every key but ``source`` and its section has a de
     period_s = 1                      # read and push every 1-60 s
     gtid_interval_s = 30              # GTID fields ride every 30-60 s
     executed_interval_s = 60          # gtid_executed travels every 30-60 s
-    silence_periods = 10              # an agent silent this long (1-1000 periods) is not connected
+    silence_periods = 10              # a member unheard or unread this long (1-1000 periods)
+                                      # is not connected (CONNECTED NO)
     retention_s = 86400               # purge rows unseen this long; 0 never purges
     fanout = 0                        # peers pushed to each period: 0 all, else 1-8
     pull_fanout = 1                   # peers push-pulled with each period (relay), 1-8
@@ -145,8 +146,8 @@ class AgentConfig:
             ``group_replication_flow_control_period``).
         gtid_interval_s: GTID fields ride on the first message after each such mark, 30..60 s.
         executed_interval_s: each member's ``gtid_executed`` travels this often, 30..60 s.
-        silence_periods: an agent not heard from for this many periods is not connected,
-            1..1000.
+        silence_periods: a member whose agent is not heard from, or has not read its server,
+            for this many periods is not connected, 1..1000.
         retention_s: rows of members unseen this long are purged; 0 never purges, else
             60..31622400 s and longer than the silence.
         fanout: peers the agent pushes its own news to each period, on a stream per peer;

@@ -57,6 +57,30 @@ def reported(
     return max(0, min(sent, heard.received_at_us))
 
 
+def connected(  # noqa: PLR0913  (the inputs of reported(), plus the time and the silence)
+    state: GossipState,
+    local: MemberSnapshot | None,
+    member: str,
+    *,
+    now_us: int,
+    silence_us: int,
+    offsets: Mapping[str, int],
+) -> bool:
+    """CONNECTED: whether this agent has live values of ``member`` (WL#2860's "not connected").
+
+    Live means its agent was heard within ``silence_us`` (directly or relayed,
+    :meth:`~grstats.agent.gossip.GossipState.connected`) and reported the member within it: a
+    read of its server that succeeded (:func:`reported`, the LAST_SEEN every table shows). So a
+    member whose agent is silent and a member whose agent runs but cannot read its server (a
+    crashed mysqld) both turn ``CONNECTED NO`` once AGE_MS passes the silence: grstats no longer
+    knows how that member is, whatever the reason. The local member follows the same rule.
+    """
+    if not state.connected(member, now_us, silence_us):
+        return False
+    seen = reported(state, local, member, offsets)
+    return seen > 0 and now_us - seen <= silence_us
+
+
 def served_view(state: GossipState, local: MemberSnapshot | None) -> tuple[GroupView, str]:
     """Return the membership view to serve and the member whose view it is (``''`` if none).
 

@@ -1,12 +1,13 @@
-"""``Liveness``: tells the operator when a member's agent turns silent, and when it is heard again.
+"""``Liveness``: tells the operator when a member turns not connected, and when it is live again.
 
 Called once per period by the agent, after its round with the peers. A member turning
-``CONNECTED NO`` (its agent not heard, directly or relayed, for ``silence_periods`` periods:
-:meth:`grstats.agent.gossip.GossipState.connected`, the rule the tables use) is one warning,
-``member_not_connected``, naming the member, its ``host:port`` as the group's view lists it
-(MEMBER_HOST and MEMBER_PORT), its agent's address when known, and for how long it has been
-silent; its return is one info line, ``member_connected``, with how long it was silent. Nothing
-is logged in between, however long the silence lasts.
+``CONNECTED NO`` (nothing live heard of it for ``silence_periods`` periods: its agent silent,
+directly and relayed, or heard but not reading its server; :func:`grstats.agent.known.connected`,
+the rule the tables use) is one warning, ``member_not_connected``, naming the member, its
+``host:port`` as the group's view lists it (MEMBER_HOST and MEMBER_PORT), its agent's address
+when known, for how long nothing live was heard of it, and the ``reason``: ``agent_silent`` or
+``server_not_read``. Its return is one info line, ``member_connected``, with how long it was
+not connected. Nothing is logged in between, however long the silence lasts.
 
 A member the agent only remembers (its registry, after a restart) and has not heard yet is
 given one full ``silence_us`` from the agent's first period before it is called silent (its
@@ -19,7 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 from grstats.agent.address import join_address
-from grstats.agent.known import departed
+from grstats.agent.known import connected, departed, reported
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     import structlog
 
     from grstats.agent.gossip import GossipState
+    from grstats.agent.model import MemberSnapshot
 
 
 class Watcher(Protocol):
@@ -42,6 +44,11 @@ class Watcher(Protocol):
         """The agent's logger (bound to its member once known)."""
         ...
 
+    @property
+    def snapshot(self) -> MemberSnapshot | None:
+        """The last read of the member (None when it failed)."""
+        ...
+
 
 class Liveness:
     """The members found silent so far, and the two log lines of each change: see the module."""
@@ -49,26 +56,36 @@ class Liveness:
     def __init__(self, local: Watcher) -> None:
         self._local = local
         self._started_us: int | None = None
-        self._silent: dict[str, int] = {}  # member -> when it was last heard, µs
+        self._silent: dict[str, int] = {}  # member -> when it was last live, µs
 
     @property
     def silent(self) -> Mapping[str, int]:
-        """Member -> when it was last heard (µs), for the members now logged as silent."""
+        """Member -> when it was last live (µs), for the members now logged as not connected."""
         return self._silent
 
-    def check(self, now_us: int, silence_us: int, agents: Mapping[str, str]) -> None:
-        """Log the members whose agent turned silent, or was heard again, since the last call.
+    def check(
+        self,
+        now_us: int,
+        silence_us: int,
+        agents: Mapping[str, str],
+        offsets: Mapping[str, int] | None = None,
+    ) -> None:
+        """Log the members that turned not connected, or connected again, since the last call.
 
-        ``agents`` maps members to their agents' addresses, as heard directly.
+        ``agents`` maps members to their agents' addresses, as heard directly; ``offsets`` are
+        the members' clock offsets (µs), which place their last reports on this agent's clock.
         """
-        state, log = self._local.state, self._local.log
+        state, log, local = self._local.state, self._local.log, self._local.snapshot
+        offsets = offsets or {}
         if self._started_us is None:
             self._started_us = now_us
         for member_id, origin in state.origins.items():
             if member_id == state.local_id:
                 continue
             heard_us = origin.fresh_at_us if origin.fresh_at_us > 0 else None
-            if state.connected(member_id, now_us, silence_us):
+            if connected(
+                state, local, member_id, now_us=now_us, silence_us=silence_us, offsets=offsets
+            ):
                 since = self._silent.pop(member_id, None)
                 if since is not None:
                     log.info(
@@ -83,15 +100,18 @@ class Liveness:
                 continue
             if heard_us is None and now_us - self._started_us <= silence_us:
                 continue  # only remembered: its agent may not have pushed yet
-            # Never heard in this run: last seen as the registry remembers it.
-            last_us = heard_us if heard_us is not None else origin.first_seen_us
+            # The last live report; never reported in this run: as the registry remembers it.
+            seen = reported(state, local, member_id, offsets)
+            last_us = seen or heard_us or origin.first_seen_us
             self._silent[member_id] = last_us
+            agent_heard = state.connected(member_id, now_us, silence_us)
             log.warning(
                 "member_not_connected",
                 member_id=member_id,
                 member=_address(state, member_id),
                 agent=agents.get(member_id),
                 silent_s=_seconds(now_us - last_us),
+                reason="server_not_read" if agent_heard else "agent_silent",
             )
         for member_id in [m for m in self._silent if m not in state.origins]:
             del self._silent[member_id]  # purged or forgotten: nothing more to say

@@ -15,7 +15,7 @@ series:
       grstats_applier_lag_seconds
         * on (group_name, member_id) group_left (member_host) grstats_member_info
 
-  ``grstats_agent_up`` (1 while the member's agent is heard, WL#2860's CONNECTED),
+  ``grstats_agent_up`` (1 while the member is connected, WL#2860's CONNECTED),
   ``grstats_member_in_view``, ``grstats_member_state{state}`` (1 for the current MEMBER_STATE,
   0 for the four others), ``grstats_member_primary``, ``grstats_row_age_seconds``; MySQL's
   counters as counters (``grstats_transactions_checked_total``, ``..._conflicts_detected_total``,

@@ -131,10 +131,10 @@ def group_name(served: Served) -> str:
 
 
 def peers_heard(served: Served, member_id: str) -> Metric:
-    """grstats_peers_heard: the other members whose agent is heard (CONNECTED) now."""
+    """grstats_peers_heard: the other members connected (CONNECTED YES) now."""
     heard = GaugeMetricFamily(
         "grstats_peers_heard",
-        "Other members whose agent this agent hears now (CONNECTED YES, directly or relayed).",
+        "Other members this agent has live values of now (CONNECTED YES, directly or relayed).",
     )
     rows = _named(served, _MEMBERS)
     heard.add_metric(
@@ -154,7 +154,8 @@ def member_families(served: Served, group: str) -> list[Metric]:
     )
     up = _gauge(
         "grstats_agent_up",
-        "1 while the member's agent is heard (CONNECTED), 0 when it is not; kept while listed.",
+        "1 while the member is connected (CONNECTED: its agent heard and its server read within "
+        "the silence), 0 when it is not; kept while listed.",
     )
     in_view = _gauge(
         "grstats_member_in_view",

@@ -271,7 +271,9 @@ class Agent:
         self.periods += 1
         await self._read_source()
         await self.rounds.run()
-        self.liveness.check(self._clock(), self._config.silence_us, self.rounds.agents)
+        self.liveness.check(
+            self._clock(), self._config.silence_us, self.rounds.agents, self.rounds.offsets
+        )
         if self.registry_sync.due():
             await self.flush()
 

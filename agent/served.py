@@ -20,9 +20,10 @@ clock offsets it estimated. Rules (MySQL's where MySQL defines them):
   now);
 * GTID_EXECUTED: every member's last sample, the local one's too (never a fresher read), all
   sampled on the same wall-clock mark; SAMPLED_AT when, on this agent's clock;
-* with ``extended``, every row also gets CONNECTED (the member's agent is heard, whatever its
-  server), IN_VIEW, LAST_SEEN and AGE_MS (when the member's agent last reported it: the same in
-  every table, see :func:`~grstats.agent.known.reported`) and SOURCE;
+* with ``extended``, every row also gets CONNECTED (its agent is heard and read its server
+  within the silence: :func:`~grstats.agent.known.connected`), IN_VIEW, LAST_SEEN and AGE_MS
+  (when the member's agent last reported it: the same in every table, see
+  :func:`~grstats.agent.known.reported`) and SOURCE;
 * ``replication_group_status`` and ``replication_group_member_status`` hold the group's verdict
   (:mod:`grstats.agent.status`), built from the same inputs.
 """
@@ -35,6 +36,7 @@ from typing import TYPE_CHECKING
 from grstats.agent.gossip import LOCAL, Key
 from grstats.agent.known import (
     applier_of,
+    connected,
     departed,
     executed_of,
     freshest_view,
@@ -227,6 +229,6 @@ def _extended(  # noqa: PLR0913  (the five columns need all of these)
     else:
         source = heard.via if heard is not None else ""
     seen = reported(state, local, member, offsets)
-    connected = state.connected(member, now_us, silence_us)
+    live = connected(state, local, member, now_us=now_us, silence_us=silence_us, offsets=offsets)
     age = max(0, (now_us - seen) // 1000) if seen else None
-    return ("YES" if connected else "NO", "YES" if in_view else "NO", seen, age, source)
+    return ("YES" if live else "NO", "YES" if in_view else "NO", seen, age, source)

@@ -14,8 +14,8 @@ of the group too), and keeps them after it leaves the view (departed, stopped, e
 server down, its agent silent); the registry keeps them across the agent's restarts. Every
 agent that heard the group while the member was in it remembers it, and every agent started
 since learns it while its agent runs, until ``grstats members forget`` (or ``retention_s``
-passes without news of it). A member whose agent is not heard keeps the state the view gives
-it and its last rows; the sentence says so.
+passes without news of it). A member not connected (its agent silent, or its server not read)
+keeps the state the view gives it and its last rows; the sentence says so.
 
 Flow control is judged as GR's own step does it (``Flow_control_module::handle_stats_data`` and
 ``flow_control_step`` in plugin/group_replication/src/flow_control.cc): a writer (an ONLINE
@@ -37,6 +37,7 @@ from grstats.agent.gossip import Counts, Key
 from grstats.agent.gossip.clocks import RELIABLE_US, skews
 from grstats.agent.known import (
     applier_held,
+    connected,
     departed,
     member_ids,
     served_view,
@@ -90,14 +91,17 @@ def group_status(  # noqa: PLR0913  (every input of the verdict is explicit)
     shown = {m: in_view.get(m) or departed(state, m) for m in members}
     counts = {m: _counts(state, local, m, now_us, offsets) for m in members}
     servers = {m: server_of(state, local, m) for m in members}
-    connected = {m: state.connected(m, now_us, silence_us) for m in members}
+    live = {
+        m: connected(state, local, m, now_us=now_us, silence_us=silence_us, offsets=offsets)
+        for m in members
+    }
     held, by = _flow_control(in_view, counts, servers)
     rows = [
         _member_row(
             shown[m],
             counts[m],
             servers[m],
-            connected=connected[m],
+            connected=live[m],
             lag=_lag(state, local, m, now_us + offsets.get(m, 0)),
             behind=transactions_behind(state, local, m),
             throttling=m in held,
@@ -118,7 +122,7 @@ def group_status(  # noqa: PLR0913  (every input of the verdict is explicit)
     found = verdict(
         [row.member_state for row in counted.values()],
         not_in_view=len(members) - len(counted),
-        not_heard=sum(1 for m in counted if not connected.get(m, False)),
+        not_heard=sum(1 for m in counted if not live.get(m, False)),
         visible_from=_address(shown.get(origin) or MemberRow(member_id=origin)),
     )
     if found.status == "UNKNOWN" and cannot_read is not None:

@@ -44,7 +44,8 @@ Where grstats departs from Shell, on purpose:
 * **no view at all** (no member of a group was read or heard): UNKNOWN. When the agent asked
   knows nothing because it cannot read its own member, the sentence says so and why
   (:func:`source_unknown`).
-* **agents not heard.** The sentence also says how many members' agents are not heard: their
+* **members not connected.** The sentence also says how many members are not connected (their
+  agent silent, or not reading their server: :func:`grstats.agent.known.connected`): their
   state is the view's, their rows are the last received.
 """
 
@@ -98,7 +99,7 @@ def verdict(
     """Return the verdict of a view whose members are in ``states``.
 
     ``not_in_view`` counts known members outside the view (departed, expelled, stopped);
-    ``not_heard`` the members whose agents are not heard; ``visible_from`` names the member
+    ``not_heard`` the members not connected; ``visible_from`` names the member
     whose view this is, for the NO_QUORUM sentence.
     """
     if not states:
@@ -131,9 +132,9 @@ def verdict(
             " 1 member is not active." if inactive == 1 else f" {inactive} members are not active."
         )
     if not_heard == 1:
-        text += " 1 member's agent is not heard: its rows are the last received."
+        text += " 1 member is not connected: its rows are the last received."
     elif not_heard:
-        text += f" {not_heard} members' agents are not heard: their rows are the last received."
+        text += f" {not_heard} members are not connected: their rows are the last received."
     return Verdict(status, text, tolerated)
 
 

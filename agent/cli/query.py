@@ -79,7 +79,7 @@ what:
            primary, flow control, and each member's state, role, lag, queues, freshness
            and clock skew (CLOCK_SKEW_MS; a "clock skew" line names a member 0.5 s+ off)
 
---extended adds CONNECTED (is the member's agent heard), IN_VIEW (is the member in the group's
+--extended adds CONNECTED (its agent heard, its server read), IN_VIEW (is the member in the group's
 view), LAST_SEEN and AGE_MS (how fresh the row is) and SOURCE (the agent it came through).
 
 status --watch [SECONDS] asks again every SECONDS (default 1, the agent's period). On a terminal

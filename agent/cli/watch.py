@@ -8,7 +8,7 @@ its sentence; the mode, primary, group, view, AS_OF and flow control; then one l
 terminal is narrow), state (ONLINE green, RECOVERING yellow, UNREACHABLE and ERROR red,
 OFFLINE dim), role (``*`` when flow control holds its writes back), applier lag in seconds,
 applier and certifier queues, transactions behind, read-only flags and the age of its row
-(``!`` when its agent is not heard). A value that changed since the last refresh is shown in
+(``!`` when it is not connected). A value that changed since the last refresh is shown in
 reverse. When the agent stops answering, the last answer stays on the screen, marked STALE
 with the time it began and the error, and the agent is asked again every period. While the
 agent answers but cannot read its own member, a yellow line under the title says so
@@ -304,7 +304,7 @@ VERDICT_LINES: tuple[tuple[tuple[str, Field], ...], ...] = (
 
 
 def _agent_age(member: Mapping[str, Value]) -> str:
-    """The age of the member's row, with ``!`` when its agent is not heard."""
+    """The age of the member's row, with ``!`` when it is not connected (CONNECTED NO)."""
     return _age(member.get("AGE_MS")) + ("" if member.get("CONNECTED") == "YES" else "!")
 
 

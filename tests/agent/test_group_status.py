@@ -43,7 +43,7 @@ Samples = list[tuple[float, tuple[Verdict, ...]]]
 
 TOLERATES_ONE = "Group is ONLINE and can tolerate up to ONE failure."
 NOT_TOLERANT = "Group is NOT tolerant to any failures."
-NOT_HEARD = " 1 member's agent is not heard: its rows are the last received."
+NOT_HEARD = " 1 member is not connected: its rows are the last received."
 #: The member whose applier is slow in the flow-control scenarios, and their applier threshold.
 SLOW, THRESHOLD = 2, 500
 

@@ -54,4 +54,5 @@ async def test_a_stopped_agent_is_one_warning_and_its_return_one_info() -> None:
         assert event["agent"] == stopped.address
     # Silent after more than the 10 s of silence; back after the 25 s of the cut, and more.
     assert all(10 < e["silent_s"] <= 12 for e in warnings), warnings
+    assert {e["reason"] for e in warnings} == {"agent_silent"}
     assert all(25 <= e["silent_s"] <= 28 for e in returns), returns

@@ -13,6 +13,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 import pytest
+from structlog.testing import capture_logs
 
 from grstats.agent.registry import SqliteRegistry
 from grstats.agent.rows import ROW_TABLES
@@ -179,13 +180,13 @@ async def test_idle_connected_members_are_fresh_in_every_table() -> None:
         await stop_all(group)
 
 
-async def test_a_down_server_whose_agent_runs_is_connected_everywhere() -> None:
-    """Every agent shows a crashed member's running agent as CONNECTED, its row as old."""
+async def test_a_down_server_whose_agent_runs_is_not_connected_everywhere() -> None:
+    """Every agent shows a crashed member whose agent runs as CONNECTED NO, at one LAST_SEEN."""
     group = await start_group(3, "crash-rejoin", memory=True)
     try:
-        await group.rounds(2)  # 12 s
-        group.clock.seconds += 20  # 32 s: member 2 crashed at 30 s
-        await group.rounds(14)  # 46 s: more than the silence (10 s) after the crash
+        await group.rounds(20)  # 30 s: member 2 crashes
+        with capture_logs() as logs:
+            await group.rounds(16)  # 46 s: more than the silence (10 s) after the crash
         down = group.agents[2].member_id
         seen = {
             (r["CONNECTED"], r["LAST_SEEN"])
@@ -195,8 +196,14 @@ async def test_a_down_server_whose_agent_runs_is_connected_everywhere() -> None:
         }
         assert len(seen) == 1
         ((connected, last_seen),) = seen
-        assert connected == "YES"
-        assert group.clock.us() - last_seen >= 30_000_000  # its last read, at 12 s
+        assert connected == "NO"  # its server unread for more than the silence
+        assert group.clock.us() - last_seen >= 15_000_000  # its last read, at about 30 s
+        silence = group.agents[0].config.silence_us
+        assert all(a.state.connected(down, group.clock.us(), silence) for a in group.agents[:2])
+        warned = [
+            (e["member_id"], e["reason"]) for e in logs if e["event"] == "member_not_connected"
+        ]
+        assert warned == [(down, "server_not_read")] * 2  # once by each peer
     finally:
         await stop_all(group)
 

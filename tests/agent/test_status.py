@@ -145,7 +145,7 @@ def test_an_agent_not_heard_keeps_its_state_and_the_sentence_says_so() -> None:
     assert (members[B]["MEMBER_STATE"], members[B]["CONNECTED"]) == ("ONLINE", "NO")
     assert group["STATUS"] == "OK"
     assert group["STATUS_TEXT"].endswith(
-        " 1 member's agent is not heard: its rows are the last received."
+        " 1 member is not connected: its rows are the last received."
     )
 
 

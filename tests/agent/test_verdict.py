@@ -120,10 +120,10 @@ def test_agents_not_heard_are_said() -> None:
     """Members whose agents are not heard are counted in the sentence, singular and plural."""
     assert verdict([ON, ON, ON], not_heard=1).text == (
         "Group is ONLINE and can tolerate up to ONE failure."
-        " 1 member's agent is not heard: its rows are the last received."
+        " 1 member is not connected: its rows are the last received."
     )
     assert verdict([ON, ON, ON], not_heard=2).text.endswith(
-        " 2 members' agents are not heard: their rows are the last received."
+        " 2 members are not connected: their rows are the last received."
     )
 
 

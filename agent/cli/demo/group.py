@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, TypeVar
 
 from grstats.agent.cli.demo.children import grstats_command
 from grstats.agent.cli.demo.ports import free_ports
 from grstats.agent.cli.demo.tables import AgentDown, Table, read, read_many
 from grstats.agent.cli.errors import CliError
+from grstats.agent.config import AgentConfig
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -41,6 +42,9 @@ CONNECT_TIMEOUT_S = 60.0
 STATS_AFTER_S = 5.0
 #: Seconds between two looks at an agent while waiting.
 POLL_S = 0.5
+#: Seconds after a member's last read at which it turns CONNECTED NO (the agents' defaults).
+_DEFAULTS = {f.name: f.default for f in fields(AgentConfig)}
+SILENCE_S = float(_DEFAULTS["silence_periods"] * _DEFAULTS["period_s"])  # type: ignore[operator]
 
 
 @dataclass(frozen=True, slots=True)
@@ -208,19 +212,31 @@ class Group:
         )
         unreachable_at = self.start_s + self.roles.crash_at_s + timing.suspicion_s
         self._show_member_state(observer, member, "UNREACHABLE", unreachable_at)
+        # Expelled, and unread for the silence (10 periods) since its last read: its agent runs
+        # but nothing live is known of the member (CONNECTED NO, grstats.agent.known.connected).
+        unread_at = self.start_s + self.roles.crash_at_s + SILENCE_S
         self._show_member_state(
-            observer, member, "OFFLINE", unreachable_at + timing.expel_timeout_s
+            observer,
+            member,
+            "OFFLINE",
+            max(unreachable_at + timing.expel_timeout_s, unread_at),
+            connected="NO",
         )
         self._progress.say(
-            f"member {crashed} left the group's view (IN_VIEW NO) and is still listed as "
-            "OFFLINE with its last rows; MySQL would no longer list it"
+            f"member {crashed} left the group's view (IN_VIEW NO) and its server has not been "
+            f"read for {SILENCE_S:g} s (CONNECTED NO, though its agent runs); it is still listed "
+            "as OFFLINE with its last rows; MySQL would no longer list it"
         )
 
-    def _show_member_state(self, node: str, member: str, state: str, due_s: float) -> None:
+    def _show_member_state(
+        self, node: str, member: str, state: str, due_s: float, connected: str | None = None
+    ) -> None:
         def seen() -> Table | None:
             table = read(node, "members")
             row = table.member(member)
-            return table if row is not None and row["MEMBER_STATE"] == state else None
+            if row is None or row["MEMBER_STATE"] != state:
+                return None
+            return table if connected is None or row["CONNECTED"] == connected else None
 
         table = self._wait(
             f"{member} to be {state} at {node}", seen, max(0.0, due_s - time.time()) + MARGIN_S
