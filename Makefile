@@ -4,9 +4,13 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check
+# Test processes (pytest-xdist workers). Most tests wait on timers and sockets, so 2 workers
+# halve the suite on 2 cores; the Spark tests share one worker and its one JVM (tests/conftest.py).
+TEST_WORKERS ?= 2
+PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
 
 .DEFAULT_GOAL := help
-.PHONY: help install system-deps demo test lint format bench proto clean
+.PHONY: help install system-deps demo test check lint format bench proto clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -47,8 +51,11 @@ system-deps: ## install the system packages the tests need (MariaDB server and c
 demo: $(VENV)/.installed ## the main job: a simulated 3-member group, a crash, a killed agent, collector, Spark report
 	$(BIN)/grstats demo
 
-test: $(VENV)/.installed system-deps ## run the test suite
-	$(BIN)/pytest
+test: $(VENV)/.installed system-deps ## run the whole test suite (about 10 minutes on 2 cores)
+	$(BIN)/pytest $(PYTEST_PARALLEL)
+
+check: lint ## lint, then the tests that need no Spark, no subprocess and no server (under 2 minutes): the loop while editing
+	$(BIN)/pytest $(PYTEST_PARALLEL) -q --check
 
 lint: $(VENV)/.installed ## ruff (lint and format check) and mypy --strict
 	$(BIN)/ruff check .

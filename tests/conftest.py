@@ -5,7 +5,9 @@ from __future__ import annotations
 import importlib.abc
 import os
 import sys
+from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 # 200 examples a property, in CI too. The strategies draw from small domains on purpose (a
@@ -46,3 +48,78 @@ class _BareFolderImports(importlib.abc.MetaPathFinder):
 
 
 sys.meta_path.insert(0, _BareFolderImports())
+
+
+#: Session fixtures too costly to build once per xdist worker: a test that uses one runs on the
+#: worker that holds it (``make test`` runs ``pytest -n 2 --dist loadgroup``).
+_SHARED_FIXTURES = frozenset({"spark", "spark_cluster"})
+
+#: What ``make check`` (``pytest --check``) leaves out besides the spark, mysql and slow marks:
+#: the folders and files whose tests start processes (grstats, Spark, systemd, Prometheus,
+#: clients) or servers (MariaDB, test hosts), as paths under tests/.
+_PROCESS_OR_SERVER = (
+    "netns/",
+    "deploy/",
+    "spark/",
+    "agent/sources/",
+    "agent/doctor/",
+    "agent/cli/test_agent_processes.py",
+    "agent/cli/test_agent_signals.py",
+    "agent/cli/test_client_settings.py",
+    "agent/cli/test_doctor.py",
+    "agent/cli/test_main.py",
+    "agent/cli/test_query.py",
+    "agent/cli/test_simulate.py",
+    "agent/cli/test_state_dir.py",
+    "agent/cli/test_status_watch.py",
+    "agent/registry/test_sqlite.py",
+    "agent/sql/test_real_clients.py",
+    "agent/sql/test_heavy_statements.py",
+    "agent/test_advertise.py",
+    "agent/test_checks.py",
+    "agent/test_config.py",
+    "agent/test_grpc_log.py",
+    "agent/test_local_faults.py",
+    "agent/test_message_memory.py",
+    "agent/test_metrics_promtool.py",
+    "agent/test_source_visibility.py",
+    "agent/test_tls.py",
+    "collector/test_cli.py",
+    "collector/test_metrics.py",
+    "collector/test_spool_kill.py",
+    "test_demo.py",
+    "test_docs.py",
+    "test_import_weight.py",
+    "test_packaging.py",
+    "test_proto.py",
+    "test_readme_fleet.py",
+)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    """``--check``: the edit loop's selection (``make check``)."""
+    parser.addoption(
+        "--check",
+        action="store_true",
+        help="run only the tests that need no Spark, no subprocess and no server (make check)",
+    )
+
+
+def _needs_process_or_server(item: pytest.Item, tests: Path) -> bool:
+    if any(item.get_closest_marker(mark) for mark in ("spark", "mysql", "slow")):
+        return True
+    path = item.path.relative_to(tests).as_posix()
+    return path.startswith(_PROCESS_OR_SERVER)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Group the Spark tests on one xdist worker; with ``--check``, keep the quick tests only."""
+    for item in items:
+        if _SHARED_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.xdist_group("spark"))
+    if config.getoption("check"):
+        tests = Path(__file__).parent
+        left = [item for item in items if _needs_process_or_server(item, tests)]
+        if left:
+            config.hook.pytest_deselected(items=left)
+            items[:] = [item for item in items if not _needs_process_or_server(item, tests)]

@@ -32,7 +32,7 @@ WITH_SIGINT = [
 #: A group whose member 2 crashes sooner than in the demo's scenario, for a shorter test.
 QUICK_SCENARIO = """\
 name = "quick-crash"
-description = "Member 2 crashes at 6 s, UNREACHABLE at 8 s, OFFLINE at 10 s."
+description = "Member 2 crashes at 2 s, UNREACHABLE at 4 s, OFFLINE at 6 s, unread 10 s at 12 s."
 members = 3
 
 [group]
@@ -40,7 +40,7 @@ suspicion_s = 2
 expel_timeout_s = 2
 
 [[events]]
-at = 6
+at = 2
 action = "crash"
 member = 2
 """

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import shlex
@@ -13,8 +14,9 @@ import pytest
 
 from grstats.agent.cli.demo import free_ports
 from grstats.agent.sim.group import stable_uuid
-from tests.agent.cli.test_agent_processes import PYTHON, members, wait_until
+from tests.agent.cli.test_agent_processes import PYTHON, members
 from tests.test_readme import README
+from tests.waiting import wait_until
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -82,6 +84,11 @@ def start_agent(
     )
 
 
+def _lists(port: int, size: int) -> bool:
+    """Whether the agent on ``port`` lists ``size`` members."""
+    return len(members(port)) == size
+
+
 @pytest.fixture(name="ports")
 def _groups(tmp_path: Path) -> Iterator[dict[str, list[int]]]:
     """Both groups' agents as processes, every agent listing its group's members; their ports."""
@@ -95,7 +102,11 @@ def _groups(tmp_path: Path) -> Iterator[dict[str, list[int]]]:
     try:
         for label, (_, size, _) in GROUPS.items():
             for port in ports[label]:
-                wait_until(lambda port=port, size=size: len(members(port)) == size, 30)
+                wait_until(
+                    functools.partial(_lists, port, size),
+                    30,
+                    f"the agent on port {port} lists {size} members",
+                )
         yield ports
     finally:
         for agent in agents:

@@ -20,12 +20,18 @@ T = TypeVar("T")
 POLL_S = 0.05
 
 
-def wait_until(condition: Callable[[], T], timeout_s: float, what: str) -> T:
+def wait_until(
+    condition: Callable[[], T],
+    timeout_s: float,
+    what: str,
+    *,
+    detail: Callable[[], str] | None = None,
+) -> T:
     """Poll ``condition`` until it returns a true value, and return that value.
 
     Raises:
         AssertionError: ``condition`` was not true within ``timeout_s``; the message names
-            ``what`` and the last value it returned.
+            ``what`` and the last value it returned, then ``detail()`` (logs, say) if given.
     """
     deadline = time.monotonic() + timeout_s
     while True:
@@ -33,21 +39,37 @@ def wait_until(condition: Callable[[], T], timeout_s: float, what: str) -> T:
         if value:
             return value
         if time.monotonic() >= deadline:
-            raise AssertionError(f"{what}: not true within {timeout_s:g} s (last: {value!r})")
+            raise AssertionError(_timed_out(what, timeout_s, value, detail))
         time.sleep(POLL_S)
 
 
 @overload
 async def wait_until_async(
-    condition: Callable[[], Awaitable[T]], timeout_s: float, what: str
+    condition: Callable[[], Awaitable[T]],
+    timeout_s: float,
+    what: str,
+    *,
+    detail: Callable[[], str] | None = None,
 ) -> T: ...
 
 
 @overload
-async def wait_until_async(condition: Callable[[], T], timeout_s: float, what: str) -> T: ...
+async def wait_until_async(
+    condition: Callable[[], T],
+    timeout_s: float,
+    what: str,
+    *,
+    detail: Callable[[], str] | None = None,
+) -> T: ...
 
 
-async def wait_until_async(condition: Callable[[], Any], timeout_s: float, what: str) -> Any:
+async def wait_until_async(
+    condition: Callable[[], Any],
+    timeout_s: float,
+    what: str,
+    *,
+    detail: Callable[[], str] | None = None,
+) -> Any:
     """Like :func:`wait_until`, sleeping on the event loop so its tasks run between polls.
 
     ``condition`` may be a coroutine function (a scrape, a call over the wire): it is awaited.
@@ -60,5 +82,11 @@ async def wait_until_async(condition: Callable[[], Any], timeout_s: float, what:
         if value:
             return value
         if time.monotonic() >= deadline:
-            raise AssertionError(f"{what}: not true within {timeout_s:g} s (last: {value!r})")
+            raise AssertionError(_timed_out(what, timeout_s, value, detail))
         await asyncio.sleep(POLL_S)
+
+
+def _timed_out(what: str, timeout_s: float, value: object, detail: Callable[[], str] | None) -> str:
+    """The failure message of a wait that timed out."""
+    message = f"{what}: not true within {timeout_s:g} s (last: {value!r})"
+    return message if detail is None else f"{message}\n{detail()}"

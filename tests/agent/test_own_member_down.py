@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import time
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -23,9 +22,9 @@ from grstats.agent.sources.memory import MemorySource
 from grstats.agent.sources.simulated import SimulatedSource
 from grstats.agent.transports import FaultyTransport, GrpcTransport
 from tests.agent.test_runtime import START_S, Group, start_group, stop_all
+from tests.waiting import wait_until_async
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
     from pathlib import Path
 
     from grstats.agent.model import MemberSnapshot
@@ -42,14 +41,6 @@ def verdict(agent: Agent) -> str:
     """The agent's STATUS of replication_group_status."""
     columns, values = agent.tables(extended=False)["replication_group_status"]
     return str(values[0][[c.name for c in columns].index("STATUS")])
-
-
-async def wait_until(condition: Callable[[], bool], timeout_s: float = 3.0) -> None:
-    """Poll ``condition`` until it holds; fail after ``timeout_s`` of real time."""
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "condition not met in time"
-        await asyncio.sleep(0.005)
 
 
 async def periods(group: Group, count: int) -> None:
@@ -157,7 +148,9 @@ async def test_healthy_restart_answers_its_verdict_while_its_first_read_runs(
         assert [r["MEMBER_STATE"] for r in served.values()] == ["ONLINE"] * 3
         slow.done.set()  # the read ends: the agent's own member is its read again
         await periods(group, 1)
-        await wait_until(lambda: restarted.local is not None)
+        await wait_until_async(
+            lambda: restarted.local is not None, 3, "the restarted agent has its own member"
+        )
         own = rows(restarted, "replication_group_member_stats")[restarted.member_id]
         assert (own["SOURCE"], own["CONNECTED"]) == ("local", "YES")
     finally:

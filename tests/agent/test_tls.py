@@ -37,9 +37,10 @@ from grstats.agent.transports import FaultyTransport, GrpcTransport
 from grstats.cli import build_parser, main
 from grstats.proto import grstats_pb2 as pb
 from grstats.proto import grstats_pb2_grpc as pb_grpc
-from tests.agent.cli.test_agent_processes import PYTHON, grstats, wait_until
+from tests.agent.cli.test_agent_processes import PYTHON, grstats
 from tests.agent.test_runtime import START_S, Clock, Group, settings, stats
 from tests.certs import make_certs
+from tests.waiting import wait_until
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -606,7 +607,7 @@ class TestAgentProcesses:
             )
 
         try:
-            wait_until(all_connected, 30)
+            wait_until(all_connected, 30, "every agent connected to every other over mTLS")
             without_token = query(ports[0], *client)
             assert without_token.returncode == 1
             assert "UNAUTHENTICATED" in without_token.stderr

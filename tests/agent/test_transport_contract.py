@@ -6,9 +6,7 @@ Each transport carries values to a :class:`Receiver`: gRPC through the agent's o
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
-import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -22,6 +20,7 @@ from grstats.agent.messages import Answer, Gossip
 from grstats.agent.model import SourceHealth
 from grstats.agent.server import build_server
 from grstats.agent.transports import GrpcTransport, MemoryNetwork
+from tests.waiting import wait_until_async
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Mapping
@@ -102,14 +101,6 @@ async def _wiring(request: pytest.FixtureRequest) -> AsyncIterator[Wiring]:
     await server.stop(None)
 
 
-async def wait_for(condition: object, timeout_s: float = 5.0) -> None:
-    """Poll ``condition()`` until it is true (pushes over gRPC arrive on their own)."""
-    deadline = time.monotonic() + timeout_s
-    while not condition():  # type: ignore[operator]
-        assert time.monotonic() < deadline, "timed out"
-        await asyncio.sleep(0.005)
-
-
 class TestContract:
     async def test_exchange_carries_the_request_and_returns_the_answer(
         self, wiring: Wiring
@@ -126,7 +117,9 @@ class TestContract:
         for news in sent:
             await wiring.transport.push(wiring.peer, news, timeout_s=5)
         assert wiring.transport.streaming(wiring.peer)
-        await wait_for(lambda: len(wiring.recorder.taken) == 3)
+        await wait_until_async(  # pushes over gRPC arrive on their own
+            lambda: len(wiring.recorder.taken) == 3, 5, "the receiver takes the 3 pushes"
+        )
         assert wiring.recorder.taken == sent
 
     async def test_a_peer_nobody_serves_is_unreachable(self, wiring: Wiring) -> None:

@@ -33,9 +33,10 @@ import yaml
 from grstats.agent.cli.demo import free_ports
 from tests.deploy.files import DEPLOY
 from tests.programs import require
+from tests.waiting import wait_until
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Iterator
 
 pytestmark = pytest.mark.slow
 
@@ -153,16 +154,6 @@ def stop(processes: list[subprocess.Popen[bytes]]) -> None:
             process.wait()
 
 
-def wait_for(what: str, check: Callable[[], bool], timeout_s: float, stack: Stack) -> float:
-    """Poll ``check`` until it holds; the seconds it took. Fails with the logs on the timeout."""
-    started = time.monotonic()
-    while not check():
-        if time.monotonic() - started > timeout_s:
-            pytest.fail(f"{what}: not after {timeout_s:.0f} s\n{stack.logs()}")
-        time.sleep(0.25)
-    return time.monotonic() - started
-
-
 @pytest.fixture(name="stack", scope="module")
 def _stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     """Three agents of one simulated group, a collector, and Prometheus scraping them."""
@@ -218,14 +209,17 @@ def _stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             )
         )
         stack = Stack(f"http://{web}", tuple(processes[:MEMBERS]), tuple(metrics), workdir)
-        wait_for(
-            "every process runs, Prometheus is ready", lambda: ready(stack, processes), 20, stack
+        wait_until(
+            lambda: ready(stack, processes),
+            20,
+            "every process runs, Prometheus is ready",
+            detail=stack.logs,
         )
-        wait_for(
-            "every target is up, every member's rates recorded",
+        wait_until(
             lambda: scraped(stack),
             START_TIMEOUT_S,
-            stack,
+            "every target is up, every member's rates recorded",
+            detail=stack.logs,
         )
         yield stack
     finally:
@@ -316,29 +310,31 @@ def test_killed_agent_fires_member_nobody_hears(stack: Stack) -> None:
     own = stack.query(f'grstats_member_info{{instance="{victim}", source="local"}}')
     assert len(own) == 1, own
     member = own[0]["metric"]["member_id"]
-    wait_for(
-        "no member is unheard before the kill",
+    wait_until(
         lambda: not firing(stack, "GrstatsMemberUnheard"),
         10,
-        stack,
+        "no member is unheard before the kill",
+        detail=stack.logs,
     )
     stack.agents[-1].kill()
     stack.agents[-1].wait()
-    took = wait_for(
-        f"GrstatsMemberUnheard fires for {member}",
+    killed = time.monotonic()
+    wait_until(
         lambda: any(
             alert.get("member_id") == member for alert in firing(stack, "GrstatsMemberUnheard")
         ),
         FIRE_TIMEOUT_S,
-        stack,
+        f"GrstatsMemberUnheard fires for {member}",
+        detail=stack.logs,
     )
+    took = time.monotonic() - killed
     unheard = firing(stack, "GrstatsMemberUnheard")
     assert [alert["member_id"] for alert in unheard] == [member], unheard
     assert unheard[0]["severity"] == "warning"
     print(f"GrstatsMemberUnheard fired {took:.1f} s after the kill")  # for the record (pytest -s)
-    wait_for(
-        "GrstatsAgentDown fires for the killed agent's target",
+    wait_until(
         lambda: [alert["instance"] for alert in firing(stack, "GrstatsAgentDown")] == [victim],
         FIRE_TIMEOUT_S,
-        stack,
+        "GrstatsAgentDown fires for the killed agent's target",
+        detail=stack.logs,
     )

@@ -33,6 +33,7 @@ from tests.deploy.files import (
     under,
 )
 from tests.programs import require
+from tests.waiting import wait_until
 
 SYSTEMD = DEPLOY / "systemd"
 UNITS = sorted(SYSTEMD.glob("*.service"))
@@ -315,15 +316,6 @@ def stop_with(unit: Unit, process: subprocess.Popen[bytes]) -> float:
     return time.monotonic() - started
 
 
-def wait_for(condition: object, timeout_s: float, what: str) -> None:
-    """Poll ``condition`` every 0.1 s until it is true; fail after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while not condition():  # type: ignore[operator]
-        if time.monotonic() > deadline:
-            pytest.fail(f"{what}: not within {timeout_s} s")
-        time.sleep(0.1)
-
-
 def metrics_answer(port: int) -> bool:
     """Whether /metrics on ``port`` answers with the agent's figures."""
     try:
@@ -361,14 +353,14 @@ def test_agent_and_collector_stop_cleanly_within_the_units_timeouts(tmp_path: Pa
     )
     collector: subprocess.Popen[bytes] | None = None
     try:
-        wait_for(lambda: metrics_answer(metrics), 30, "the agent's /metrics")
+        wait_until(lambda: metrics_answer(metrics), 30, "the agent's /metrics")
         spool = tmp_path / "spool"
         collector = subprocess.Popen(
             [str(GRSTATS), "collect", "--node", f"127.0.0.1:{port}", "--spool", str(spool)],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
-        wait_for(
+        wait_until(
             lambda: any(p.stat().st_size > 0 for p in spool.glob("segment-*.open")),
             30,
             "a snapshot in the spool",

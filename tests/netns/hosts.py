@@ -48,7 +48,7 @@ from tests.mariadb import missing
 from tests.programs import require
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Iterator
 
 #: The checkout: probes import ``tests.netns.probe`` from here.
 REPO = Path(__file__).resolve().parents[2]
@@ -465,16 +465,3 @@ def network(size: int, workdir: Path, faketime: str) -> Iterator[Network]:
         yield net
     finally:
         net.teardown()
-
-
-def wait_until(
-    condition: Callable[[], object], timeout_s: float, what: str = "", every_s: float = 0.2
-) -> float:
-    """Poll ``condition`` until true and return the seconds it took; fail after ``timeout_s``."""
-    started = time.monotonic()
-    while True:
-        if condition():
-            return time.monotonic() - started
-        if time.monotonic() - started > timeout_s:
-            raise AssertionError(f"not true within {timeout_s:g} s: {what}")
-        time.sleep(every_s)

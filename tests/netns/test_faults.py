@@ -16,7 +16,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from tests.netns.hosts import Group, Host, Network, wait_until
+from tests.netns.hosts import Group, Host, Network
+from tests.waiting import wait_until
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -104,16 +105,26 @@ def state(net: Network, viewer: Host, member: str, column: str) -> object:
     return None if row is None else row[column]
 
 
-def poll(sample: Callable[[], T], *, until: Callable[[T], bool], deadline_s: float) -> T:
-    """Sample until ``until`` holds or the wall clock reaches ``deadline_s``; the last sample.
+def last_sample(
+    sample: Callable[[], T], until: Callable[[T], bool], deadline_s: float, what: str
+) -> T:
+    """Wait until ``until(sample())`` or the wall clock reaches ``deadline_s``; the last sample.
 
-    For what the test asserts at its end, so that one failing point does not hide the others.
+    A wait_until that does not fail: for what the test asserts at its end, so that one failing
+    point does not hide the others.
     """
-    while True:
-        last = sample()
-        if until(last) or time.time() >= deadline_s:
-            return last
-        time.sleep(0.2)
+    last: list[T] = []
+
+    def holds() -> bool:
+        last[:] = [sample()]
+        return until(last[0])
+
+    try:
+        wait_until(holds, deadline_s - time.time(), what)
+    except AssertionError:
+        if not last:  # not the timeout: the first sample failed
+            raise
+    return last[0]
 
 
 def hold(
@@ -130,7 +141,7 @@ def hold(
         last = sample()
         taken.append(show(last))
         assert ok(last), f"{what}: {taken}"
-        time.sleep(0.2)
+        time.sleep(0.2)  # the pace of the samples: what holds for ``seconds`` is under test
 
 
 def brief(row: dict[str, Any] | None) -> tuple[object, ...] | None:
@@ -181,30 +192,33 @@ def test_partition_cut_link_one_way_and_stall(net3: Network) -> None:
             "the peers show member 2 CONNECTED NO",
         )
         # Then UNREACHABLE (the simulator suspects it 2 s in), until the group expels it.
-        states = poll(
+        states = last_sample(
             lambda: tuple(state(net3, h, m2, "MEMBER_STATE") for h in (h0, h1)),
-            until=lambda seen_states: seen_states == ("UNREACHABLE", "UNREACHABLE"),
-            deadline_s=start + partition_at + 5,
+            lambda seen_states: seen_states == ("UNREACHABLE", "UNREACHABLE"),
+            start + partition_at + 5,
+            "member 2 is UNREACHABLE at agents 0 and 1",
         )
         # Point 2: once expelled (out of the view) while its agent runs, member 2 is "not
         # active" in the verdict of every peer.
-        expelled = poll(
+        expelled = last_sample(
             lambda: tuple(
                 (state(net3, h, m2, "IN_VIEW"), net3.status(h).get("status_text", ""))
                 for h in (h0, h1)
             ),
-            until=lambda answers: all(
+            lambda answers: all(
                 in_view == "NO" and "1 member is not active" in text for in_view, text in answers
             ),
-            deadline_s=start + partition_at + 6,
+            start + partition_at + 6,
+            "member 2 is expelled and not active at agents 0 and 1",
         )
         # ... also at an agent restarted since, which knows it from its registry only.
         net3.agents[0].stop()
         net3.start_agent(h0, group, config=CONFIG)
-        remembered = poll(
+        remembered = last_sample(
             lambda: net3.status(h0).get("status_text", ""),
-            until=lambda text: "1 member is not active" in text,
-            deadline_s=start + heal_at - 0.3,
+            lambda text: "1 member is not active" in text,
+            start + heal_at - 0.3,
+            "restarted agent 0 says 1 member is not active",
         )
         sleep_until(start + heal_at)
     healed = time.monotonic()
@@ -297,7 +311,7 @@ def age_problems(net: Network, ids: list[str], samples: int = 12) -> list[str]:
                 ahead = 0.0 if row["LAST_SEEN"] is None else epoch(row["LAST_SEEN"]) - asked
                 if viewer.index == 0 and ahead > 0.1:  # host 0's clock is true
                     problems.append(f"0 sees {index}: LAST_SEEN {ahead:.1f} s ahead")
-        time.sleep(0.15)
+        time.sleep(0.15)  # the pace of the samples: the ages over ~2 periods are under test
     problems += [
         f"agent {index} did not answer {count} of {samples} queries"
         for index, count in unanswered.items()
@@ -345,12 +359,14 @@ def test_clocks_ahead_and_behind(net3: Network) -> None:
         for host in net3.hosts:
             net3.start_agent(host, group, config=CONFIG, clock_offset_s=offsets[host.index])
         ids = own_ids(net3)
-        poll(
+        last_sample(
             lambda: [members(net3, h).get(m, {}).get("AGE_MS") for h in net3.hosts for m in ids],
-            until=lambda ages: None not in ages,
-            deadline_s=time.time() + 5,
+            lambda ages: None not in ages,
+            time.time() + 5,
+            "every agent has an AGE_MS of every member",
         )
         # The offsets are estimated on the first exchanges and relayed on the next: 2 periods.
+        # A fixed sleep on purpose: that they are right after these 2 periods is under test.
         time.sleep(2 * PERIOD_MS / 1000)
         # Asserted at the end, so that one point does not hide another.
         problems = age_problems(net3, ids) + skew_problems(net3, ids, offsets)
@@ -369,10 +385,11 @@ def test_clocks_ahead_and_behind(net3: Network) -> None:
             fresh(seen(net3, h0, m1)) and stats.get("COUNT_TRANSACTIONS_CHECKED", before) < before
         )
 
-    took = poll(
+    took = last_sample(
         lambda: time.monotonic() - up if heard() else None,
-        until=lambda elapsed: elapsed is not None,
-        deadline_s=time.time() + 4,
+        lambda elapsed: elapsed is not None,
+        time.time() + 4,
+        "host 0 hears the restarted agent 1 with new rows",
     )
     if took is None or took > 2 * PERIOD_MS / 1000 + 0.5:
         now = net3.table(h0, "stats").get(m1, {}).get("COUNT_TRANSACTIONS_CHECKED")
@@ -479,7 +496,7 @@ def test_heavy_sql_does_not_stall_the_period(net3: Network) -> None:
             ages.append(None if row is None else row["AGE_MS"])
             if row is None or row["AGE_MS"] is None or row["AGE_MS"] >= FRESH_MS:
                 break
-            time.sleep(0.2)
+            time.sleep(0.2)  # the pace of the samples while the statements run (under test)
         assert ages
         assert all(a is not None and a < FRESH_MS for a in ages), (
             f"agent 2's AGE_MS of member 1 while the statements ran: {ages}"

@@ -11,11 +11,11 @@ tests one cluster to share; ``driver_env(cluster)`` is the environment a ``grsta
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from grstats.agent.cli.demo import free_ports
+from tests.waiting import wait_until
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -97,16 +98,18 @@ def _start(name: str, args: list[str], base: Path) -> tuple[subprocess.Popen[byt
     return process, log
 
 
-def _wait_for(log: Path, text: str, process: subprocess.Popen[bytes], what: str) -> None:
-    deadline = time.monotonic() + START_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if text in log.read_text(errors="replace"):
-            return
-        if process.poll() is not None:
-            break
-        time.sleep(0.2)
-    tail = "\n".join(log.read_text(errors="replace").splitlines()[-20:])
-    raise RuntimeError(f"the Spark {what} did not start (see {log}):\n{tail}")
+def _tail(log: Path) -> str:
+    """The end of a JVM's log, for a failure's message."""
+    return "\n".join(log.read_text(errors="replace").splitlines()[-20:])
+
+
+def _logged(log: Path, text: str, process: subprocess.Popen[bytes], what: str) -> bool:
+    """Whether ``log`` has ``text``, a condition for wait_until; fails at once if ``process`` ended."""
+    if text in log.read_text(errors="replace"):
+        return True
+    if process.poll() is not None:
+        raise RuntimeError(f"the Spark {what} did not start (see {log}):\n{_tail(log)}")
+    return False
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
@@ -144,7 +147,12 @@ def standalone_cluster(base: Path) -> Iterator[StandaloneCluster]:
             base,
         )
         started.append(master)
-        _wait_for(master_log, "I have been elected leader", master, "master")
+        wait_until(
+            functools.partial(_logged, master_log, "I have been elected leader", master, "master"),
+            START_TIMEOUT_S,
+            f"the Spark master is elected leader (see {master_log})",
+            detail=functools.partial(_tail, master_log),
+        )
         worker, _ = _start(
             "worker",
             [
@@ -164,7 +172,14 @@ def standalone_cluster(base: Path) -> Iterator[StandaloneCluster]:
             base,
         )
         started.append(worker)
-        _wait_for(master_log, "Registering worker 127.0.0.1", worker, "worker")
+        wait_until(
+            functools.partial(
+                _logged, master_log, "Registering worker 127.0.0.1", worker, "worker"
+            ),
+            START_TIMEOUT_S,
+            f"the Spark worker registers with the master (see {master_log})",
+            detail=functools.partial(_tail, master_log),
+        )
         yield StandaloneCluster(master_url, base / "logs")
     finally:
         for process in reversed(started):

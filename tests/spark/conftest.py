@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from grstats.spark.session import build_session
+from grstats.spark.session import build_session, session_conf
 from tests.spark.cluster import _spark_cluster  # noqa: F401 (the spark_cluster fixture)
 
 if TYPE_CHECKING:
@@ -23,6 +23,15 @@ if TYPE_CHECKING:
 
 @pytest.fixture(name="spark", scope="session")
 def _spark() -> Iterator[SparkSession]:
-    session = build_session("local[2]", "grstats-tests", conf={"spark.sql.shuffle.partitions": "2"})
+    # The JVM compiles with C1 alone: the tests' queries are many and small, so C2's compiler
+    # threads spent more CPU than they saved (test_figures.py: the JVM's CPU 79 -> 54 s, the
+    # same wall time), CPU that the other test worker needs (make test runs two).
+    conf = session_conf("local[2]", "grstats-tests")
+    options = conf["spark.driver.extraJavaOptions"] + " -XX:TieredStopAtLevel=1"
+    session = build_session(
+        "local[2]",
+        "grstats-tests",
+        conf={"spark.sql.shuffle.partitions": "2", "spark.driver.extraJavaOptions": options},
+    )
     yield session
     session.stop()

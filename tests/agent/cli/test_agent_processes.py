@@ -16,6 +16,7 @@ import pytest
 
 from grstats.agent.cli.demo import free_ports
 from grstats.agent.registry import MemberRecord, SqliteRegistry
+from tests import waiting
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -96,16 +97,6 @@ def stats(port: int) -> dict[str, dict[str, Any]]:
     )
 
 
-def wait_until(condition: object, timeout_s: float) -> float:
-    """Poll ``condition`` until true; return the seconds it took (fail after ``timeout_s``)."""
-    started = time.monotonic()
-    while time.monotonic() - started < timeout_s:
-        if condition():  # type: ignore[operator]
-            return time.monotonic() - started
-        time.sleep(0.2)
-    raise AssertionError(f"not true within {timeout_s} s")
-
-
 @pytest.mark.parametrize(
     ("args", "field"),
     [
@@ -154,12 +145,13 @@ def test_kill_9_then_restart(tmp_path: Path) -> None:
     start = int(time.time())
     agents = [start_agent(i, ports, start, tmp_path) for i in range(3)]
     try:
-        wait_until(
+        waiting.wait_until(
             lambda: (
                 len(members(ports[0])) == 3
                 and all(r["CONNECTED"] == "YES" for r in members(ports[0]).values())
             ),
             30,
+            "agent 0 lists 3 members, all connected",
         )
         victim_rows = members(ports[2])
         victim = next(m for m, row in victim_rows.items() if row["SOURCE"] == "local")
@@ -167,7 +159,11 @@ def test_kill_9_then_restart(tmp_path: Path) -> None:
         agents[2].wait()
         killed_at = time.monotonic()
         last = stats(ports[0])[victim]["COUNT_TRANSACTIONS_CHECKED"]
-        wait_until(lambda: members(ports[0])[victim]["CONNECTED"] == "NO", 15)
+        waiting.wait_until(
+            lambda: members(ports[0])[victim]["CONNECTED"] == "NO",
+            15,
+            "agent 0 shows the killed member CONNECTED NO",
+        )
         silent = time.monotonic() - killed_at
         assert silent <= 12  # 10 periods of 1 s, plus polling
         kept = stats(ports[0])[victim]
@@ -176,7 +172,13 @@ def test_kill_9_then_restart(tmp_path: Path) -> None:
             members(ports[0])[victim]["MEMBER_STATE"] == "ONLINE"
         )  # GR's own view: it is still up
         agents[2] = start_agent(2, ports, start, tmp_path)
-        back = wait_until(lambda: members(ports[0]).get(victim, {}).get("CONNECTED") == "YES", 15)
+        restarted_at = time.monotonic()
+        waiting.wait_until(
+            lambda: members(ports[0]).get(victim, {}).get("CONNECTED") == "YES",
+            15,
+            "agent 0 shows the restarted member CONNECTED YES",
+        )
+        back = time.monotonic() - restarted_at
         assert back <= 2 + 3  # 2 periods, plus process start-up
         assert stats(ports[0])[victim]["COUNT_TRANSACTIONS_CHECKED"] > last
     finally:
@@ -222,7 +224,9 @@ def test_metrics_listen_serves_prometheus_text(tmp_path: Path) -> None:
             return ""
 
     try:
-        wait_until(lambda: 'source="local"' in scraped(), 30)
+        waiting.wait_until(
+            lambda: 'source="local"' in scraped(), 30, "/metrics has the agent's own member"
+        )
         text = scraped()
         assert "# TYPE grstats_transactions_checked_total counter" in text
         assert "# TYPE grstats_certification_rows gauge" in text

@@ -18,7 +18,8 @@ from grstats.agent.cli.agent import OVERRIDES, build_source, config_from, reload
 from grstats.agent.cli.demo import free_ports
 from grstats.agent.registry import RegistryError, SqliteRegistry
 from grstats.agent.runtime import Agent
-from tests.agent.cli.test_agent_processes import PYTHON, start_agent, wait_until
+from tests.agent.cli.test_agent_processes import PYTHON, start_agent
+from tests.waiting import wait_until
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -72,10 +73,14 @@ def test_sighup_reloads_then_sigterm_stops_within_a_second(tmp_path: Path) -> No
     peer = start_agent(1, ports, start, tmp_path)
     try:
         # Both agents known and flushed: the peer's push stream into the agent is open.
-        wait_until(lambda: _remembered(state) == 2, 30)
+        wait_until(lambda: _remembered(state) == 2, 30, "the registry remembers 2 members")
         config.write_text(_config(ports, state, start, fanout=1, period_s=2))
         agent.send_signal(signal.SIGHUP)
-        wait_until(lambda: any(e["event"] == "config_reloaded" for e in _events(log)), 10)
+        wait_until(
+            lambda: any(e["event"] == "config_reloaded" for e in _events(log)),
+            10,
+            "the agent logs config_reloaded",
+        )
         assert agent.poll() is None
         events = {e["event"]: e for e in _events(log)}
         assert events["config_reloaded"]["changed"] == ["fanout"]

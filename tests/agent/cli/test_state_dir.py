@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
 import subprocess
@@ -12,8 +13,10 @@ from typing import TYPE_CHECKING
 from grstats.agent.cli.agent import LOCK_FILENAME
 from grstats.agent.cli.demo import free_ports
 from grstats.agent.registry.sqlite import REGISTRY_FILENAME
+from tests.waiting import wait_until
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from pathlib import Path
 
 PYTHON = [sys.executable, "-m", "grstats"]
@@ -35,26 +38,23 @@ def start(
         )  # fmt: skip
 
 
-def wait_for(path: Path, process: subprocess.Popen[bytes], timeout_s: float = 30) -> None:
-    """Wait until ``path`` exists while ``process`` runs; fail otherwise."""
-    deadline = time.monotonic() + timeout_s
-    while not path.exists():
-        assert process.poll() is None, f"the agent stopped with {process.returncode}"
-        assert time.monotonic() < deadline, f"{path} never appeared"
-        time.sleep(0.1)
+def running_until(check: Callable[[], bool], process: subprocess.Popen[bytes], log: Path) -> bool:
+    """``check()``, a condition for wait_until; fails at once, with ``log``, if ``process`` ended."""
+    if check():
+        return True
+    assert process.poll() is None, (
+        f"the agent stopped ({process.returncode}): {log.read_text(encoding='utf-8')}"
+    )
+    return False
 
 
-def wait_started(log: Path, process: subprocess.Popen[bytes], timeout_s: float = 30) -> None:
-    """Wait until the agent logs agent_started: from then on it handles SIGTERM.
+def started(log: Path, process: subprocess.Popen[bytes]) -> bool:
+    """Whether the agent has logged agent_started: from then on it handles SIGTERM.
 
     It locks its directory and makes its registry before; stopped then, it dies of the signal
     (as it once did here, under load).
     """
-    deadline = time.monotonic() + timeout_s
-    while '"agent_started"' not in log.read_text(encoding="utf-8"):
-        assert process.poll() is None, log.read_text(encoding="utf-8")
-        assert time.monotonic() < deadline, f"{log} never said agent_started"
-        time.sleep(0.1)
+    return running_until(lambda: '"agent_started"' in log.read_text(encoding="utf-8"), process, log)
 
 
 def stop(process: subprocess.Popen[bytes]) -> int:
@@ -73,10 +73,14 @@ def test_the_default_is_by_port_under_state_directory_not_the_cwd(tmp_path: Path
     first = start(tmp_path / "first.log", port, env=env, cwd=cwd)
     second = start(tmp_path / "second.log", other, env=env, cwd=cwd)
     try:
-        wait_for(tmp_path / "base" / str(port) / REGISTRY_FILENAME, first)
-        wait_for(tmp_path / "base" / str(other) / REGISTRY_FILENAME, second)
-        wait_started(tmp_path / "first.log", first)
-        wait_started(tmp_path / "second.log", second)
+        for agent, listen, name in ((first, port, "first.log"), (second, other, "second.log")):
+            registry, log = tmp_path / "base" / str(listen) / REGISTRY_FILENAME, tmp_path / name
+            wait_until(
+                functools.partial(running_until, registry.exists, agent, log),
+                30,
+                f"{registry} appears",
+            )
+            wait_until(functools.partial(started, log, agent), 30, f"{name} says agent_started")
     finally:
         assert (stop(first), stop(second)) == (0, 0)
     assert list(cwd.iterdir()) == []
@@ -88,7 +92,13 @@ def test_a_second_agent_on_one_state_dir_is_refused(tmp_path: Path) -> None:
     state = tmp_path / "state"
     first = start(tmp_path / "first.log", port, "--state-dir", str(state))
     try:
-        wait_for(state / REGISTRY_FILENAME, first)
+        wait_until(
+            lambda: running_until(
+                (state / REGISTRY_FILENAME).exists, first, tmp_path / "first.log"
+            ),
+            30,
+            "the first agent's registry appears",
+        )
         second = start(tmp_path / "second.log", other, "--state-dir", str(state))
         assert second.wait(timeout=60) == 1
         error = (tmp_path / "second.log").read_text(encoding="utf-8")
@@ -100,12 +110,18 @@ def test_a_second_agent_on_one_state_dir_is_refused(tmp_path: Path) -> None:
         first.wait(timeout=30)
         third = start(tmp_path / "third.log", other, "--state-dir", str(state))
         try:
-            deadline = time.monotonic() + 30
-            while str(third.pid) not in (state / LOCK_FILENAME).read_text(encoding="utf-8"):
-                assert third.poll() is None, (tmp_path / "third.log").read_text(encoding="utf-8")
-                assert time.monotonic() < deadline
-                time.sleep(0.1)
-            wait_started(tmp_path / "third.log", third)
+            wait_until(
+                lambda: running_until(
+                    lambda: str(third.pid) in (state / LOCK_FILENAME).read_text(encoding="utf-8"),
+                    third,
+                    tmp_path / "third.log",
+                ),
+                30,
+                "the third agent holds the lock",
+            )
+            wait_until(
+                lambda: started(tmp_path / "third.log", third), 30, "third.log says agent_started"
+            )
         finally:
             assert stop(third) == 0
     finally:

@@ -28,9 +28,10 @@ from grstats.agent.cli.demo import free_ports
 from grstats.agent.cli.status_view import GroupStatus
 from grstats.agent.cli.watch import WatchScreen
 from grstats.agent.rows.zone import parse_time_zone
-from tests.agent.cli.test_agent_processes import start_agent, wait_until
+from tests.agent.cli.test_agent_processes import start_agent
 from tests.agent.cli.test_query_status import DOCUMENT_KEYS, PYTHON, wire
 from tests.agent.test_runtime import Group, start_group, stop_all
+from tests.waiting import wait_until
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable
@@ -185,14 +186,15 @@ def tmux_or_skip() -> str:
 
 def poll(read: Callable[[], str], condition: Callable[[str], bool], timeout_s: float) -> str:
     """Call ``read`` until ``condition`` holds for what it returns; return that."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        text = read()
-        if condition(text):
-            return text
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not true within {timeout_s} s:\n{text}")
-        time.sleep(0.2)
+    last = [""]
+
+    def holds() -> str | None:
+        last[0] = read()
+        return last[0] if condition(last[0]) else None
+
+    found = wait_until(holds, timeout_s, "the screen shows it", detail=lambda: last[0])
+    assert found is not None
+    return found
 
 
 def agents_ready(port: int) -> bool:
@@ -282,7 +284,7 @@ def test_watch_in_tmux_redraws_goes_stale_and_quits_clean(tmp_path: Path) -> Non
     agents = [start_agent(index, ports, start, tmp_path) for index in range(3)]
     address, exit_file = f"127.0.0.1:{ports[0]}", tmp_path / "exit-status"
     try:
-        wait_until(lambda: agents_ready(ports[0]), timeout_s=60)
+        wait_until(lambda: agents_ready(ports[0]), 60, "the first agent hears every agent")
         member_ids = [m["member_id"] for m in json.loads(grstats_json(address))["members"]]
         command = shlex.join([*PYTHON, "query", "status", "--node", address, "--watch", "0.5"])
         tmux.start(

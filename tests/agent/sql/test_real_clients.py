@@ -26,9 +26,10 @@ import pytest
 
 from grstats.agent.cli.demo import free_ports
 from tests.programs import require
+from tests.waiting import wait_until
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Iterator
     from pathlib import Path
 
 pytestmark = pytest.mark.slow
@@ -93,16 +94,6 @@ def serves_the_group(port: int, options: dict[str, str]) -> bool:
     return len(members) == MEMBERS and rows_of(port, "SELECT @@server_uuid", **options) != [("",)]
 
 
-def wait_until(condition: Callable[[], object], timeout_s: float) -> None:
-    """Poll ``condition`` until true; fail after ``timeout_s``."""
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"not true within {timeout_s} s")
-
-
 @pytest.fixture(name="group", scope="module")
 def _group(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Group]:
     """Three agent processes serving SQL, every member's rows at every agent."""
@@ -132,7 +123,11 @@ def _group(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Group]:
         login = {"user": USER, "password": PASSWORD}
         for index, port in enumerate(sql_ports):
             options: dict[str, str] = login if index == MEMBERS - 1 else {}
-            wait_until(functools.partial(serves_the_group, port, options), 30)
+            wait_until(
+                functools.partial(serves_the_group, port, options),
+                30,
+                f"the agent on SQL port {port} serves every member and knows its own",
+            )
         member_ids = [
             str(rows_of(port, "SELECT @@server_uuid", **(login if i == MEMBERS - 1 else {}))[0][0])
             for i, port in enumerate(sql_ports)
@@ -311,13 +306,19 @@ def test_mysqld_exporter_reads_the_agent(group: Group, tmp_path: Path) -> None:
             stderr=log,
         )
     try:
-        text = ""
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and "\nmysql_up " not in text:
-            time.sleep(0.3)
+
+        def exporter_log() -> str:
+            return (tmp_path / "exporter.log").read_text(encoding="utf-8", errors="replace")
+
+        def answered() -> str:
+            """The exporter's /metrics once it reports mysql_up; fails at once if it exited."""
+            assert exporter.poll() is None, exporter_log()
             text = scrape(web)
+            return text if "\nmysql_up " in text else ""
+
+        text = wait_until(answered, 20, "mysqld_exporter reports mysql_up", detail=exporter_log)
         series = [line for line in text.splitlines() if not line.startswith("#")]
-        failed = (tmp_path / "exporter.log").read_text(encoding="utf-8", errors="replace")
+        failed = exporter_log()
         assert "mysql_up 1" in series, failed
         assert "mysql_exporter_last_scrape_error 0" in series, failed
         info = [
