@@ -100,8 +100,10 @@ class Liveness:
                 continue
             if heard_us is None and now_us - self._started_us <= silence_us:
                 continue  # only remembered: its agent may not have pushed yet
-            # The last live report; never reported in this run: as the registry remembers it.
             seen = reported(state, local, member_id, offsets)
+            if not seen and now_us - origin.first_seen_us <= silence_us:
+                continue  # heard, but its first report may still be on its way
+            # The last live report; never reported in this run: as the registry remembers it.
             last_us = seen or heard_us or origin.first_seen_us
             self._silent[member_id] = last_us
             agent_heard = state.connected(member_id, now_us, silence_us)
