@@ -28,6 +28,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "grstats.agent.cli.doctor",
     "grstats.agent.cli.query",
     "grstats.collector.cli",
+    "grstats.collector.spool_cli",
     "grstats.agent.cli.simulate",
     "grstats.agent.cli.version",
     "grstats.spark.cli",

@@ -8,9 +8,12 @@ report"). The JDK can write the classes one run loaded into an archive when that
 later JVMs (``-XX:SharedArchiveFile``), which then skip parsing and verifying them.
 
 The first command that finds no archive for its JDK and pyspark writes one: its JVM dumps
-the classes to a temporary file as it exits, and :func:`finish`, run as the command exits,
-waits for that and renames the file into place, so no command maps a half-written archive.
-Later commands map it. The JVM checks an archive against its own build and class path and
+the classes to a temporary file as it exits. :func:`finish`, run as the command exits, ends
+the JVM and leaves a detached process (:func:`keep`) that waits for the dump and renames the
+file into place, so the command returns at once rather than after the dump (about 30 s on
+2 cores: docs/benchmarks.md, "The class archive in the background"), and no command maps a
+half-written archive. Later commands map it.
+The JVM checks an archive against its own build and class path and
 runs without it when they differ; the archive's name holds the JDK's and pyspark's identity,
 so an upgrade writes a new one. An archive is about 150 MB.
 
@@ -26,6 +29,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -35,8 +39,16 @@ if TYPE_CHECKING:
 
 #: The environment variable that turns the archive off ("off") or names its directory.
 ENV = "GRSTATS_SPARK_CLASS_ARCHIVE"
-#: How long :func:`finish` waits for the JVM to write the archive and exit.
+#: How long :func:`keep` waits for the JVM to write the archive and exit; a temporary archive
+#: unchanged this long whose command is gone is abandoned.
 DUMP_TIMEOUT_S = 300.0
+#: The first four bytes of a finished dynamic archive (JDK 17's CDS_DYNAMIC_ARCHIVE_MAGIC,
+#: in the machine's byte order). The JDK writes the header last, after the regions
+#: (ArchiveBuilder::write_archive, src/hotspot/share/cds/archiveBuilder.cpp), so a dump cut
+#: short has no magic.
+DYNAMIC_MAGIC = 0xF00BABA8.to_bytes(4, sys.byteorder)
+#: How often :func:`keep` looks whether the JVM has exited.
+POLL_S = 0.2
 #: The JVM's own warnings go to stderr (by default they go to stdout, which holds a command's
 #: JSON), and class-data sharing's notes about the classes it cannot archive are not shown.
 LOG_OPTIONS = "-Xlog:all=off:stdout -Xlog:all=warning,cds*=off:stderr"
@@ -81,11 +93,12 @@ def plan(environ: Mapping[str, str] | None = None) -> ArchivePlan:
 
 
 def finish(archive_plan: ArchivePlan) -> None:
-    """At the exit of a process whose JVM writes an archive: end the JVM, wait, keep the archive.
+    """At the exit of a process whose JVM writes an archive: end the JVM, leave :func:`keep`.
 
     Does nothing for a plan that writes none. The JVM ends when its standard input closes
-    (pyspark's gateway watches it); one that does not end within DUMP_TIMEOUT_S leaves no
-    archive.
+    (pyspark's gateway watches it) and dumps as it ends; a detached ``python -m
+    grstats.spark.class_archive`` keeps the archive once the JVM is gone, so this process
+    exits without waiting for the dump.
     """
     if archive_plan.pending is None or archive_plan.archive is None:
         return
@@ -93,15 +106,10 @@ def finish(archive_plan: ArchivePlan) -> None:
 
     gateway = SparkContext._gateway  # noqa: SLF001 (pyspark keeps the JVM's gateway there)
     process: subprocess.Popen[bytes] | None = getattr(gateway, "proc", None)
+    handed = False
     try:
         if gateway is None or process is None:
             return
-        print(
-            f"grstats: writing Spark's class archive for later commands, once "
-            f"({archive_plan.archive}; {ENV}=off turns this off)",
-            file=sys.stderr,
-            flush=True,
-        )
         with contextlib.suppress(Exception):
             gateway.shutdown()
         SparkContext._gateway = None  # noqa: SLF001
@@ -109,14 +117,65 @@ def finish(archive_plan: ArchivePlan) -> None:
         if process.stdin is not None:
             with contextlib.suppress(OSError):
                 process.stdin.close()
-        try:
-            process.wait(timeout=DUMP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            return
-        if archive_plan.pending.is_file() and archive_plan.pending.stat().st_size > 0:
-            archive_plan.pending.replace(archive_plan.archive)
+        subprocess.Popen(  # noqa: S603 (this interpreter, this module, our own paths)
+            [
+                sys.executable,
+                "-m",
+                __name__,
+                str(archive_plan.pending),
+                str(archive_plan.archive),
+                str(process.pid),
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # outlives this process and its terminal's signals
+        )
+        print(
+            f"grstats: writing Spark's class archive for later commands, once, in the "
+            f"background ({archive_plan.archive}; {ENV}=off turns this off)",
+            file=sys.stderr,
+            flush=True,
+        )
+        handed = True  # keep() owns the temporary archive now
     finally:
-        archive_plan.pending.unlink(missing_ok=True)
+        if not handed:
+            archive_plan.pending.unlink(missing_ok=True)
+
+
+def keep(pending: Path, archive: Path, pid: int) -> bool:
+    """Wait until process ``pid`` (the dumping JVM) is gone; move a finished dump to ``archive``.
+
+    A dump that is missing, cut short (no DYNAMIC_MAGIC) or not done within DUMP_TIMEOUT_S is
+    deleted. Returns whether ``archive`` was written.
+    """
+    deadline = time.monotonic() + DUMP_TIMEOUT_S
+    while _running(pid):
+        if time.monotonic() > deadline:
+            pending.unlink(missing_ok=True)
+            return False
+        time.sleep(POLL_S)
+    try:
+        with pending.open("rb") as file:
+            finished = file.read(len(DYNAMIC_MAGIC)) == DYNAMIC_MAGIC
+        if finished:
+            pending.replace(archive)
+            return True
+        pending.unlink()
+    except OSError:
+        pending.unlink(missing_ok=True)
+    return False
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` runs (a zombie, exited but not yet reaped, does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text(encoding="ascii", errors="replace")
+    except FileNotFoundError:
+        return False
+    except OSError:  # no /proc: ask the kernel
+        return _alive(pid)
+    return stat.rpartition(")")[2].split()[:1] != ["Z"]
 
 
 def _identity(environ: Mapping[str, str]) -> str | None:
@@ -146,11 +205,16 @@ def _cache_home(environ: Mapping[str, str]) -> Path:
 
 
 def _remove_abandoned(directory: Path) -> None:
-    """Remove temporary archives whose writing process is gone (killed while it dumped)."""
+    """Remove temporary archives abandoned by a dump that was killed.
+
+    Abandoned: the command that made it is gone, and it has not changed for DUMP_TIMEOUT_S
+    (a JVM dumping after its command returned writes it, and :func:`keep` moves it).
+    """
     for path in directory.glob(".spark-classes-*.tmp"):
         pid = path.name.rsplit(".", 2)[-2]
-        if pid.isdigit() and not _alive(int(pid)):
-            with contextlib.suppress(OSError):
+        with contextlib.suppress(OSError):
+            idle = time.time() - path.stat().st_mtime
+            if pid.isdigit() and not _alive(int(pid)) and idle > DUMP_TIMEOUT_S:
                 path.unlink()
 
 
@@ -162,3 +226,7 @@ def _alive(pid: int) -> bool:
     except OSError:  # another user's process
         return True
     return True
+
+
+if __name__ == "__main__":  # the detached process finish() leaves: PENDING ARCHIVE PID
+    keep(Path(sys.argv[1]), Path(sys.argv[2]), int(sys.argv[3]))

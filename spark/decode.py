@@ -1,13 +1,16 @@
 """Read one spool segment's Arrow member rows (the MEMBER_ROWS columns), fast.
 
-Two ways to the same rows: :func:`read_columns` reads the segment's columns file, which the
+Two ways to the same rows: :func:`read_columns` takes the segment's columns file, which the
 collector's spool writer left beside it (:mod:`grstats.collector.columns`), and wraps its
 bytes in Arrow arrays; :func:`decode_segment` decodes the segment's records, for a segment
-without a good columns file. Both derive the same columns with :func:`_assemble`.
+without a good columns file. Both derive the same columns with :func:`_assemble`. The files
+themselves are read and checked by the collector, which owns their format
+(:mod:`grstats.collector.segment_reader`: the frames and their CRC-32s, and whether a columns
+file belongs to its segment); this module only turns what it gives into Arrow.
 
 This is the ingest's hot path and runs on Spark's executors, so it imports neither pyspark nor
-anything that starts a JVM: only the spool reader and its columns file, msgpack, pyarrow and
-:mod:`grstats.agent.gtid`.
+anything that starts a JVM: only the collector's segment reader and record constants, msgpack,
+pyarrow and :mod:`grstats.agent.gtid`.
 
 Each record (snapshot) becomes one row per member of its ``replication_group_members`` table,
 joined with the member's rows of the other three tables on MEMBER_ID (a member missing from a
@@ -24,7 +27,6 @@ import functools
 import gc
 import operator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import msgpack  # type: ignore[import-untyped]
@@ -32,14 +34,27 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from grstats.agent.gtid import GtidError, GtidSet
-from grstats.collector import columns as columns_file
-from grstats.collector.columns import TAKEN, columns_path, tuple_getter
+from grstats.collector import segment_reader
+from grstats.collector.columns import TAKEN, tuple_getter
 from grstats.collector.errors import SegmentCorrupt
 from grstats.collector.records import KNOWN_SCHEMAS, TABLE_NAMES, check_schema
-from grstats.collector.spool import FRAME_HEADER, frame_at, iter_frames
+from grstats.collector.segment_reader import ColumnsUnusable, StoredColumns
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence
+    from pathlib import Path
+
+# ColumnsUnusable is the collector's (its segment reader raises it); ingest catches it here.
+__all__ = [
+    "ARROW_MEMBER_ROWS",
+    "BATCH_RECORDS",
+    "DEFAULT_GROUP_LABEL",
+    "ColumnsUnusable",
+    "DecodedSegment",
+    "decode_segment",
+    "gtid_counts",
+    "read_columns",
+]
 
 MEMBERS, STATS, LAG, GTIDS = TABLE_NAMES
 _TABLE_KEYS = tuple(name.encode() for name in TABLE_NAMES)
@@ -133,8 +148,8 @@ def decode_segment(path: Path | str) -> DecodedSegment:
         UnknownSchema: a record of a schema version this code does not read (names the file,
             the frame's offset and the version).
     """
-    path = Path(path)
-    data = path.read_bytes()
+    frames = segment_reader.read_frames(path)
+    path = frames.path
     builder = _Builder(path.name)
     records = 0
     # The records hold no reference cycles; the cyclic collector would scan again and again
@@ -144,7 +159,7 @@ def decode_segment(path: Path | str) -> DecodedSegment:
     gc.disable()
     try:
         add = builder.add
-        for offset, payload in iter_frames(data, path):
+        for offset, payload in frames:
             record = _unpack(payload, path, offset)
             version = record.get(b"schema")
             if version.__class__ is not int or version not in KNOWN_SCHEMAS:
@@ -165,66 +180,38 @@ def decode_segment(path: Path | str) -> DecodedSegment:
     return DecodedSegment(path.name, rows, records)
 
 
-class ColumnsUnusable(Exception):
-    """A segment's columns file cannot be used (the reason); its records are decoded instead."""
-
-
 def read_columns(segment: Path | str, segment_size: int) -> DecodedSegment:
     """Return the member rows of the sealed segment at ``segment`` from its columns file.
 
     The rows equal :func:`decode_segment`'s (the spool writer kept them from the same records,
     :mod:`grstats.collector.columns`), without unpacking a record: each column's bytes become
-    an Arrow array as they are. The file checks itself (its CRC-32); that it belongs to this
-    segment is checked by the segment's size and its last frame (offset and CRC-32), read
-    alone: the rest of the segment is not read, so a segment damaged after its seal still
-    loads the rows the columns file holds, as they were sealed (``--ignore-columns`` decodes,
-    and so verifies, every record).
+    an Arrow array as they are. Whether the file is usable, and this segment's, is the
+    collector's check (:func:`grstats.collector.segment_reader.read_columns`: its CRC-32, the
+    segment's size and last frame), so a segment damaged after its seal still loads the rows
+    the columns file holds, as they were sealed (``--ignore-columns`` decodes, and so
+    verifies, every record).
 
     Raises:
         ColumnsUnusable: there is no columns file, or it is torn, corrupt, of another version,
             made for a segment of another size or content, or not the rows of a segment (the
             reason says which).
     """
-    segment = Path(segment)
+    stored = segment_reader.read_columns(segment, segment_size)
     try:
-        data = columns_path(segment).read_bytes()
-    except FileNotFoundError:
-        raise ColumnsUnusable("no columns file") from None
-    except OSError as exc:
-        raise ColumnsUnusable(f"cannot read the columns file: {exc}") from exc
-    try:
-        return _from_columns(segment, data, segment_size)
+        return _from_columns(stored)
     except ColumnsUnusable:
         raise
     except (ValueError, TypeError, KeyError, IndexError, pa.ArrowException) as exc:
         raise ColumnsUnusable(f"not a columns file this code reads: {exc!r}") from exc
 
 
-def _from_columns(segment: Path, data: bytes, segment_size: int) -> DecodedSegment:
-    body = columns_file.parse(data)
-    made_for = body["segment_size"]
-    if made_for != segment_size:
-        raise ColumnsUnusable(f"made for a segment of {made_for} bytes, not {segment_size}")
-    offset, crc = body["last_frame"]
-    try:
-        found, payload = frame_at(segment, offset)
-    except (SegmentCorrupt, OSError) as exc:
-        raise ColumnsUnusable(f"the segment's last frame does not match: {exc}") from exc
-    if found != crc or offset + FRAME_HEADER.size + len(payload) != segment_size:
-        raise ColumnsUnusable(
-            f"made for a segment whose last frame, at offset {offset}, has CRC-32 {crc:#010x}"
-        )
-    name = segment.name
-    count, stored = body["rows"], body["columns"]
-    if set(stored) != _STORED_COLUMNS:
-        raise ColumnsUnusable(f"columns {sorted(stored)} are not the member rows'")
-    read = {column: _stored_column(spec, count) for column, spec in stored.items()}
-    batch = _assemble(read, count, name)
-    return DecodedSegment(name, pa.Table.from_batches([batch], ARROW_MEMBER_ROWS), body["records"])
-
-
-#: The columns a columns file holds: the cells' and the record's.
-_STORED_COLUMNS = frozenset(_CELL_OUTPUTS) | frozenset(columns_file.RECORD_COLUMNS)
+def _from_columns(stored: StoredColumns) -> DecodedSegment:
+    count = stored.rows
+    read = {column: _stored_column(spec, count) for column, spec in stored.columns.items()}
+    batch = _assemble(read, count, stored.name)
+    return DecodedSegment(
+        stored.name, pa.Table.from_batches([batch], ARROW_MEMBER_ROWS), stored.records
+    )
 
 
 def _stored_column(spec: Sequence[Any], count: int) -> pa.Array:

@@ -4,7 +4,9 @@ One run:
 
 1. takes the table's lock and reads its commit log; refuses rollup settings
    (:class:`RollupSettings`) other than those the table's rollups were made with (a table
-   keeps one setting); deletes what an interrupted run left (:meth:`TableLog.clean`);
+   keeps one setting); finishes putting in place the files of a commit whose run stopped
+   before it had (:meth:`TableLog.finish_publishing`), then deletes what an interrupted,
+   uncommitted run left (:meth:`TableLog.clean`);
 2. lists the spool's sealed segments and keeps those no commit of this spool names (a
    segment a commit names but whose size changed is an error: the spool is not the one this
    table loads). Several spools (one per collector) load into one table: a spool is known by
@@ -16,14 +18,18 @@ One run:
    scales with the executors;
 4. refuses the whole run if a record has an unknown schema version (nothing is committed;
    the message names the version and the file); copies corrupt segments to the quarantine;
-5. moves the staged files into ``data/`` and ``rollups/`` and commits one log entry naming
-   the segments loaded and quarantined, their files and the rollups' settings: that rename is
-   the only step that makes the rows visible;
-6. deletes the staging directory and the quarantined segments from the spool.
+5. renames the staged files, inside the staging directory, to the paths the commit names
+   (one ``commit=N`` directory per dataset) and commits one log entry naming the segments
+   loaded and quarantined, their files and the rollups' settings: that rename is the commit;
+6. renames each dataset's ``commit=N`` directory into place (``data/``,
+   ``rollups/members/``, ``rollups/groups/``), then deletes the staging directory and the
+   quarantined segments from the spool.
 
-A run stopped anywhere, however abruptly, loses nothing and duplicates nothing: before 5 no
-entry names the new files, so the next run deletes them and loads the same segments again;
-after 5 they are loaded and are skipped. On a cluster the spool and the table must be on
+A run stopped anywhere, however abruptly, loses nothing and duplicates nothing: before 5's
+commit no entry names the new files, so the next run deletes them and loads the same
+segments again; after it they are loaded and are skipped, and the next run finishes 6.
+No dataset directory ever holds a file of an uncommitted load (:mod:`grstats.spark.table`).
+On a cluster the spool and the table must be on
 storage that the driver and every executor see at the same paths (NFS, a shared volume).
 """
 
@@ -49,16 +55,18 @@ from grstats.spark.stage import CORRUPT, LOADED, UNKNOWN_SCHEMA, StagedSegment, 
 from grstats.spark.table import (
     DATA_DIR,
     META_DIR,
+    PUBLISH_DIR,
     QUARANTINE_DIR,
-    STAGING_DIR,
     Commit,
     TableError,
     TableLock,
     TableLog,
+    commit_dir_name,
     data_file_name,
     fsync_directory,
     now_text,
     quarantine_copy_name,
+    staging_dir,
 )
 
 if TYPE_CHECKING:
@@ -88,6 +96,13 @@ def task_sizes(segments: int, cores: int) -> list[int]:
     tasks = max(-(-segments // SEGMENTS_PER_TASK), min(segments, TASKS_PER_CORE * max(cores, 1)))
     size, larger = divmod(segments, tasks)
     return [size + 1] * larger + [size] * (tasks - larger)
+
+
+#: What ``rows_per_second`` divides by, in the JSON summary.
+RATE_NOTE = (
+    "job_seconds: the Spark job that read and staged the segments; not starting Spark, the "
+    "log, the commit, nor the class archive a machine's first command writes as it exits"
+)
 
 
 class IngestError(Exception):
@@ -123,8 +138,13 @@ class IngestResult:
         from_columns: loaded segments whose rows came from their columns file (the others'
             records were decoded).
         quarantined: the corrupt segments this run set aside.
-        seconds: wall time of the run.
-        cleaned: leftovers of an interrupted run that were deleted first.
+        seconds: wall time of the load: reading the log, the Spark job, the commit and
+            putting its files in place; not starting Spark, nor the class archive a
+            machine's first command writes as it exits (:mod:`grstats.spark.class_archive`).
+        job_seconds: of ``seconds``, the Spark job that read and staged the segments.
+        cleaned: leftovers of an interrupted, uncommitted run that were deleted first.
+        finished: commits whose run stopped before their files were all in place, which this
+            run put in place first (no leftovers: their rows were committed).
         files: data files this run added.
     """
 
@@ -137,13 +157,15 @@ class IngestResult:
     from_columns: int = 0
     quarantined: tuple[Quarantined, ...] = ()
     seconds: float = 0.0
+    job_seconds: float = 0.0
     cleaned: int = 0
+    finished: int = 0
     files: int = 0
 
     @property
     def rows_per_second(self) -> float:
-        """Member rows loaded per second of wall time."""
-        return self.rows / self.seconds if self.seconds > 0 else 0.0
+        """Member rows loaded per second of the Spark job (``job_seconds``)."""
+        return self.rows / self.job_seconds if self.job_seconds > 0 else 0.0
 
     def to_json(self) -> dict[str, Any]:
         """Return the summary scripts get with ``--format json``."""
@@ -164,8 +186,11 @@ class IngestResult:
                 for q in self.quarantined
             ],
             "cleaned": self.cleaned,
+            "finished": self.finished,
             "seconds": round(self.seconds, 3),
+            "job_seconds": round(self.job_seconds, 3),
             "rows_per_second": round(self.rows_per_second),
+            "rows_per_second_of": RATE_NOTE,
         }
 
 
@@ -200,9 +225,12 @@ def run_ingest(  # noqa: PLR0913  (the options are keyword-only, each with its d
     with TableLock(table):
         log = TableLog(table)
         _check_settings(log, rollups)
+        finished = log.finish_publishing()
+        for number in finished:
+            say(f"put commit {number}'s files in place: the run that committed it had not")
         cleaned = log.clean()
         if cleaned:
-            say(f"deleted {len(cleaned)} leftovers of an unfinished ingest")
+            say(f"deleted {len(cleaned)} leftovers of an uncommitted ingest")
         known = log.known_segments(str(spool))
         pending = []
         for path in segments:
@@ -230,12 +258,15 @@ def run_ingest(  # noqa: PLR0913  (the options are keyword-only, each with its d
                 rows=0,
                 seconds=time.monotonic() - began,
                 cleaned=len(cleaned),
+                finished=len(finished),
             )
         number = log.next_number
-        staging = table / STAGING_DIR / f"commit-{number:020d}"
+        staging = staging_dir(table, number)
         staging.mkdir(parents=True)
         say(f"loading {len(pending)} of {len(segments)} sealed segments (commit {number})")
+        job_began = time.monotonic()
         staged = _stage(spark, pending, staging, (rollups, use_columns), say)
+        job_seconds = time.monotonic() - job_began
         refused = [s for s in staged if s.status == UNKNOWN_SCHEMA]
         if refused:
             shutil.rmtree(staging)
@@ -248,7 +279,7 @@ def run_ingest(  # noqa: PLR0913  (the options are keyword-only, each with its d
             table, spool, number, [s for s in staged if s.status == CORRUPT], say
         )
         loaded = [s for s in staged if s.status == LOADED]
-        entries = _move_into_data(table, staging, number, loaded)
+        entries = _arrange(staging, number, loaded)
         commit = Commit(
             number,
             now_text(),
@@ -267,7 +298,7 @@ def run_ingest(  # noqa: PLR0913  (the options are keyword-only, each with its d
             rollups.to_json(),
         )
         log.commit(commit)
-        shutil.rmtree(staging, ignore_errors=True)
+        log.publish(number)
         _remove_quarantined(segments, log.known_segments(str(spool)), say)
         return IngestResult(
             commit=number,
@@ -279,7 +310,9 @@ def run_ingest(  # noqa: PLR0913  (the options are keyword-only, each with its d
             from_columns=sum(s.from_columns for s in loaded),
             quarantined=tuple(quarantined),
             seconds=time.monotonic() - began,
+            job_seconds=job_seconds,
             cleaned=len(cleaned),
+            finished=len(finished),
             files=sum(len(s.files) for s in loaded),
         )
 
@@ -427,32 +460,33 @@ def _quarantine(
     return quarantined
 
 
-def _move_into_data(
-    table: Path, staging: Path, number: int, loaded: list[StagedSegment]
-) -> list[dict[str, Any]]:
-    """Move the staged files into ``data/`` and ``rollups/``; return the commit's entries.
+def _arrange(staging: Path, number: int, loaded: list[StagedSegment]) -> list[dict[str, Any]]:
+    """Rename the staged files to the paths commit ``number`` names; return its entries.
 
-    A data file ``collected_date=D/<stem>.parquet`` goes to ``data/collected_date=D/``, a
-    rollup file ``rollups/<kind>/collected_date=D/<stem>.parquet`` to
-    ``rollups/<kind>/collected_date=D/``, each named by the commit (:func:`data_file_name`).
+    Inside the staging directory, under PUBLISH_DIR: a data file
+    ``collected_date=D/<stem>.parquet`` goes to ``data/commit=N/collected_date=D/``, a rollup
+    file ``rollups/<kind>/collected_date=D/<stem>.parquet`` to
+    ``rollups/<kind>/commit=N/collected_date=D/``, each named by the commit
+    (:func:`data_file_name`), so that :meth:`TableLog.publish` renames one directory per
+    dataset into place.
     """
     touched: set[Path] = set()
+    publish = staging / PUBLISH_DIR
 
-    def move(relative: str, rows: int, into: Path, segment: str) -> tuple[str, int]:
+    def move(relative: str, rows: int, dataset: str, segment: str) -> tuple[str, int]:
         partition = Path(relative).parent.name  # collected_date=YYYY-MM-DD
-        target = into / partition / data_file_name(number, segment)
+        path = Path(dataset, commit_dir_name(number), partition, data_file_name(number, segment))
+        target = publish / path
         target.parent.mkdir(parents=True, exist_ok=True)
         (staging / relative).rename(target)
         touched.add(target.parent)
-        return str(target.relative_to(table)), rows
+        return str(path), rows
 
     entries = []
     for staged in loaded:
-        files = [
-            move(relative, rows, table / DATA_DIR, staged.name) for relative, rows in staged.files
-        ]
+        files = [move(relative, rows, DATA_DIR, staged.name) for relative, rows in staged.files]
         rollups = [
-            move(relative, rows, table / ROLLUPS_DIR / Path(relative).parts[1], staged.name)
+            move(relative, rows, f"{ROLLUPS_DIR}/{Path(relative).parts[1]}", staged.name)
             for relative, rows in staged.rollups  # rollups/<kind>/collected_date=.../...
         ]
         entries.append(
@@ -465,10 +499,10 @@ def _move_into_data(
                 "rollups": rollups,
             }
         )
-    for directory in sorted(touched):
-        fsync_directory(directory)
-    parents = {directory.parent for directory in touched}  # data/, rollups/<kind>/
-    for directory in sorted(parents | {parent.parent for parent in parents} - {table}):
+    directories = set(touched)
+    for directory in touched:  # and the directories made for them, up to the staging's
+        directories |= {parent for parent in directory.parents if parent.is_relative_to(staging)}
+    for directory in sorted(directories, reverse=True):  # durable before the commit
         fsync_directory(directory)
     return entries
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -28,12 +29,15 @@ if TYPE_CHECKING:
 
 EPILOG = """\
 --table DIR holds:
-  data/collected_date=YYYY-MM-DD/*.parquet   one row per snapshot and member (spark/schema.py)
-  rollups/{members,groups}/collected_date=.../*.parquet
+  data/commit=N/collected_date=YYYY-MM-DD/*.parquet
+                                              one row per snapshot and member (spark/schema.py)
+  rollups/{members,groups}/commit=N/collected_date=.../*.parquet
                                               per-minute rollups of each member and group,
                                               which reports over long ranges read
   _grstats/log/                               the commits: which segments each loaded, and
-                                              its files; only committed files are rows
+                                              its files
+  Each of data/, rollups/members/ and rollups/groups/ holds only committed files: Spark SQL,
+  DuckDB and pyarrow read it as a Hive-partitioned Parquet dataset (docs/architecture.md).
   _grstats/quarantine/                        copies of corrupt segments, set aside
 
 Run it as often as you like (e.g. every few minutes from a timer): each run loads only the
@@ -139,7 +143,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"ingest: {message}", file=sys.stderr, flush=True)
 
     progress("starting Spark" + (f" on {args.master}" if args.master else " in local mode"))
+    began = time.monotonic()
     spark = build_session(args.master, "grstats-ingest", python_work=True, class_archive=True)
+    startup_seconds = time.monotonic() - began
     try:
         result = run_ingest(
             spark,
@@ -156,9 +162,10 @@ def run(args: argparse.Namespace) -> int:
     finally:
         spark.stop()
     if args.format == "json":
-        print(json.dumps(result.to_json(), indent=2, sort_keys=True))
+        summary = result.to_json() | {"startup_seconds": round(startup_seconds, 3)}
+        print(json.dumps(summary, indent=2, sort_keys=True))
     else:
-        print(summary_text(result))
+        print(summary_text(result, startup_seconds))
     return 0
 
 
@@ -177,19 +184,24 @@ def settings_from_args(args: argparse.Namespace) -> RollupSettings:
         raise CliError(message, code=2) from exc
 
 
-def summary_text(result: IngestResult) -> str:
-    """The summary people read."""
+def summary_text(result: IngestResult, startup_seconds: float | None = None) -> str:
+    """The summary people read: the rate is the Spark job's, and it says what it leaves out."""
+    started = "" if startup_seconds is None else f" ({startup_seconds:.1f} s)"
     if result.commit is None:
         return (
             f"nothing to load: the table holds all {result.segments_total} sealed segments "
-            f"({result.seconds:.1f} s)"
+            f"({result.seconds:.1f} s"
+            + ("" if startup_seconds is None else f", after {startup_seconds:.1f} s starting Spark")
+            + ")"
         )
     loaded = (
         f"commit {result.commit}: loaded {result.segments_loaded} segments "
         f"({result.from_columns} from their columns files), "
-        f"{result.records:,} snapshots, {result.rows:,} member rows in {result.seconds:.1f} s "
-        f"({result.rows_per_second:,.0f} rows/s); {result.segments_skipped} segments were "
-        "loaded before"
+        f"{result.records:,} snapshots, {result.rows:,} member rows in {result.seconds:.1f} s; "
+        f"{result.segments_skipped} segments were loaded before\n"
+        f"rate: {result.rows_per_second:,.0f} rows/s, over the {result.job_seconds:.1f} s of "
+        f"the Spark job alone: not the log and the commit, not starting Spark{started}, nor a "
+        "class archive written as the command exits"
     )
     lines = [loaded]
     lines += [

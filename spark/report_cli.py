@@ -54,14 +54,16 @@ writers were throttled by flow control; how many GTIDs gtid_executed ran ahead o
 TRANSACTIONS_COMMITTED_ALL_MEMBERS; the worst minutes by lag, applier queue and
 conflict rate. An empty range writes a summary that says so and exits 0.
 
-where the figures come from (--source): ingest writes per-minute rollups of each member
-and group beside the member rows. With --source auto a report reads the rollups when they
-give the rows' figures exactly: every load wrote them, with the --flow-control-threshold
-and --max-gap given here (grstats spark ingest takes both; 25000 and 30 by default), and
---from/--to on whole minutes; it then reads no member row (30 days in seconds instead of
-minutes). Percentiles from the rollups come from per-minute sketches, within 1% of the
-value at the percentile's rank (0.5 ms for lags under 0.1 s); chart buckets are at least
-a minute.
+where the figures come from (--source): every figure comes from partials (each member's
+and group's snapshots over a stretch of time, added up), stitched. Ingest writes them per
+minute beside the member rows (the rollups). With --source auto a report reads the rollups
+when they answer it: every load wrote them, with the --flow-control-threshold and --max-gap
+given here (grstats spark ingest takes both; 25000 and 30 by default), --from/--to on whole
+minutes, and a range of at least 100 minutes (a chart point a minute); it then reads no
+member row (30 days in seconds). Otherwise Spark tasks make the partials from the member
+rows with the same code, at the grain the charts need (a 60 s range: a point a second).
+Percentiles come from the partials' sketches: within 1% of the value at the percentile's
+rank (0.5 ms for lags under 0.1 s).
 summary.json's settings say which source was read ("source").
 
 examples:
@@ -130,10 +132,11 @@ def register(subparsers: Subparsers) -> None:
         "--source",
         choices=SOURCES,
         default="auto",
-        help="rollups: the per-minute rollups ingest writes (fast over long ranges; "
-        "percentiles within 1%%); rows: every member row; auto: the rollups when they answer "
-        "exactly as the rows would (every load wrote them, with this --flow-control-threshold "
-        "and --max-gap; a range on whole minutes), else the rows (default auto)",
+        help="rollups: the per-minute partials ingest writes (fast over long ranges; a chart "
+        "point a minute at most); rows: partials made from every member row, at the grain the "
+        "charts need; auto: the rollups when they answer (every load wrote them, with this "
+        "--flow-control-threshold and --max-gap; a range on whole minutes, of 100 minutes or "
+        "more), else the rows (default auto)",
     )
     parser.add_argument(
         "--format",

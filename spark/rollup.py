@@ -22,7 +22,8 @@ their boundaries (the first and last state of each partial, and ``changes`` insi
 episodes can be rebuilt exactly. Gauge percentiles are kept as mergeable log-bucket sketches
 (:mod:`grstats.spark.sketch`): approximate, within its RELATIVE_ACCURACY.
 
-The definitions mirror the report's (``grstats.spark.report.steps``): a row is *sampled* when
+The definitions are the report's (it stitches these partials, :mod:`grstats.spark.report.model`),
+written once here: a row is *sampled* when
 its member is CONNECTED and ONLINE or RECOVERING; it *throttles* when sampled, ONLINE, and its
 certifier or applier queue is above the flow-control threshold (pipeline_stats.cc,
 Flow_control_module::flow_control_step); a snapshot holds its state until the member's next
@@ -66,11 +67,13 @@ __all__ = [
     "COUNTERS",
     "DEFAULT_SETTINGS",
     "GAUGES",
+    "GRAIN_S",
     "MAX_FLOW_CONTROL_THRESHOLD",
     "ROLLUPS_DIR",
     "ROLLUP_FLOW_CONTROL_THRESHOLD",
     "ROLLUP_MAX_GAP_S",
     "ROLLUP_VERSION",
+    "ROW_INPUTS",
     "SAMPLED_STATES",
     "SKETCHED",
     "STATES",
@@ -86,12 +89,16 @@ __all__ = [
 #: ``members`` and ``groups``.
 ROLLUPS_DIR = "rollups"
 
+#: The width of a partial at ingest, in seconds: its ``minute`` is the UTC minute. A report
+#: makes narrower ones (a divisor of it) from the member rows; ``minute`` is then their start.
+GRAIN_S = 60
+
 #: MEMBER_STATE values in report order (Group_member_info::get_member_status_string).
 STATES = ("ONLINE", "RECOVERING", "UNREACHABLE", "ERROR", "OFFLINE")
 #: States whose queues and lag are live values worth sampling.
 SAMPLED_STATES = ("ONLINE", "RECOVERING")
 #: The counters: rollup (and report) name -> column of the member rows. These definitions
-#: are the report's too (grstats.spark.report.steps), so the two cannot disagree.
+#: are the report's too (it reads these partials): one definition.
 COUNTERS = {
     "applied": "count_transactions_remote_applied",
     "proposed": "count_transactions_local_proposed",
@@ -198,7 +205,6 @@ _FALSE = pa.scalar(False, pa.bool_())  # noqa: FBT003 (an Arrow scalar)
 _ONLINE = pa.scalar("ONLINE", pa.string())
 _EMPTY = pa.scalar("", pa.string())
 _US_PER_S = pa.scalar(1_000_000.0, pa.float64())
-_US_PER_MINUTE = pa.scalar(60_000_000, pa.int64())
 _S_PER_H = pa.scalar(3600.0, pa.float64())
 _ZERO_S = pa.scalar(0.0, pa.float64())
 _ZERO = pa.scalar(0, pa.int64())
@@ -216,7 +222,8 @@ _KEY_MASK = pa.scalar((1 << _KEY_BITS) - 1, pa.int64())
 _OWNER_BITS = 33  # partials of one segment: far fewer than 2**33
 _KEY_SHIFT = pa.scalar(_KEY_BITS, pa.int64())
 
-_MEMBER_INPUTS = (
+#: The columns of the member rows the partials are made of.
+ROW_INPUTS = (
     "group_label",
     "group_name",
     "member_id",
@@ -238,18 +245,21 @@ _SECONDS = (
 )
 
 
-def member_rollups(rows: pa.Table, settings: RollupSettings = DEFAULT_SETTINGS) -> pa.Table:
+def member_rollups(
+    rows: pa.Table, settings: RollupSettings = DEFAULT_SETTINGS, grain_s: int = GRAIN_S
+) -> pa.Table:
     """Return ARROW_MEMBER_ROLLUPS of one segment's member rows (``ARROW_MEMBER_ROWS``).
 
-    ``settings`` give the flow-control threshold and the max gap. Rows without a member_id
-    are skipped. The rows may come in any order: each member's are
-    put in time order (ties in record order). The partials of one group_label and member_id
+    ``settings`` give the flow-control threshold and the max gap; ``grain_s`` the width of
+    a partial (a minute at ingest; the report asks for less to draw short ranges). Rows
+    without a member_id are skipped. The rows may come in any order: each member's are put
+    in time order (ties in record order). The partials of one group_label and member_id
     come in minute order.
     """
-    table = _with_member(rows.select(list(_MEMBER_INPUTS)))
+    table = _with_member(rows.select(list(ROW_INPUTS)))
     if not table.num_rows:
         return ARROW_MEMBER_ROLLUPS.empty_table()
-    members = _MemberRows(table, settings)
+    members = _MemberRows(table, settings, grain_s)
     parts = members.pair_parts()
     gauges = {
         name: members.sort(
@@ -291,7 +301,7 @@ class _MemberRows:
     texts are only taken at the few rows the output names (first, last, changes).
     """
 
-    def __init__(self, table: pa.Table, settings: RollupSettings) -> None:
+    def __init__(self, table: pa.Table, settings: RollupSettings, grain_s: int) -> None:
         self.max_gap = _max_gap(settings)
         self.column = column = {name: as_array(table.column(name)) for name in table.column_names}
         self.micros = micros = column["collected_at"].cast(pa.int64())
@@ -311,7 +321,7 @@ class _MemberRows:
             column[GAUGES["applier_queue"]],
             _threshold(settings),
         )
-        self.minute = _floor_minute(self.sort(micros))
+        self.minute = _floor(self.sort(micros), grain_s)
         self.runs = _Runs.of(
             table.num_rows, (self.sort(label_code), self.sort(member_code), self.minute)
         )
@@ -416,10 +426,13 @@ class _MemberRows:
         return out
 
 
-def group_rollups(rows: pa.Table, settings: RollupSettings = DEFAULT_SETTINGS) -> pa.Table:
+def group_rollups(
+    rows: pa.Table, settings: RollupSettings = DEFAULT_SETTINGS, grain_s: int = GRAIN_S
+) -> pa.Table:
     """Return ARROW_GROUP_ROLLUPS of one segment's member rows (``ARROW_MEMBER_ROWS``).
 
-    ``settings`` give the flow-control threshold and the max gap. A group snapshot is every
+    ``settings`` give the flow-control threshold and the max gap; ``grain_s`` as
+    :func:`member_rollups`. A group snapshot is every
     member row of one group_label with one ``collected_at``; rows without a member_id are
     skipped. The partials of one group_label come in minute order.
     """
@@ -460,7 +473,7 @@ def group_rollups(rows: pa.Table, settings: RollupSettings = DEFAULT_SETTINGS) -
     snap = {name: as_array(snapshots.column(name)) for name in snapshots.column_names}
     n = snapshots.num_rows
     micros = snap["t"]
-    minute = _floor_minute(micros)
+    minute = _floor(micros, grain_s)
     throttling = snap["throttling_any"]
     runs = _Runs.of(n, (snap["l"], minute))
     seconds = pc.divide(micros.cast(pa.float64()), _US_PER_S)
@@ -619,12 +632,13 @@ def _ranked(indices: pa.Array, dictionary: pa.Array) -> pa.Array:
     return pc.take(pc.rank(dictionary, sort_keys=_ASCENDING), indices)
 
 
-def _floor_minute(micros: pa.Array) -> pa.Array:
-    """µs since the epoch floored to the UTC minute (int64; also before 1970)."""
-    truncated = pc.multiply(pc.divide(micros, _US_PER_MINUTE), _US_PER_MINUTE)  # toward zero
-    return pc.if_else(
-        pc.greater(truncated, micros), pc.subtract(truncated, _US_PER_MINUTE), truncated
-    )
+def _floor(micros: pa.Array, grain_s: int) -> pa.Array:
+    """µs since the epoch floored to a multiple of ``grain_s`` (int64; also before 1970)."""
+    if grain_s <= 0 or GRAIN_S % grain_s:
+        raise ValueError(f"grain_s: {grain_s} does not divide a minute")
+    width = pa.scalar(grain_s * 1_000_000, pa.int64())
+    truncated = pc.multiply(pc.divide(micros, width), width)  # toward zero
+    return pc.if_else(pc.greater(truncated, micros), pc.subtract(truncated, width), truncated)
 
 
 def _with_member(rows: pa.Table) -> pa.Table:

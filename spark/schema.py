@@ -26,6 +26,10 @@ unwieldy (``last_applied_original_commit`` for LAST_APPLIED_TRANSACTION_ORIGINAL
 
 Timestamps are UTC; MySQL's zero timestamp is null.
 
+``MEMBER_ROWS`` is what Spark makes of :data:`grstats.spark.decode.ARROW_MEMBER_ROWS`, the Arrow
+schema the executors write (and the rollups' schemas likewise of :mod:`grstats.spark.rollup`'s):
+the columns are defined once, in Arrow.
+
 WARNING: ONLY APPEND to this schema. Parquet files already written, the report and users'
 queries read these names and types.
 
@@ -39,20 +43,10 @@ names the spool's directory as ingest saw it.
 
 from __future__ import annotations
 
-from pyspark.sql.types import (
-    ArrayType,
-    BooleanType,
-    DataType,
-    DateType,
-    DoubleType,
-    IntegerType,
-    LongType,
-    MapType,
-    StringType,
-    StructField,
-    StructType,
-    TimestampType,
-)
+from pyspark.sql.pandas.types import from_arrow_schema
+
+from grstats.spark.decode import ARROW_MEMBER_ROWS
+from grstats.spark.rollup import ARROW_GROUP_ROLLUPS, ARROW_MEMBER_ROLLUPS
 
 #: The partition column of the dataset (``data/collected_date=YYYY-MM-DD/``).
 PARTITION_COLUMN = "collected_date"
@@ -69,58 +63,15 @@ COUNTER_COLUMNS = (
     "count_transactions_local_rollback",
 )
 
-
-def _field(name: str, data_type: DataType) -> StructField:
-    # Every field is nullable: Spark reads Parquet files back as nullable whatever was written,
-    # so a stricter schema here would differ from the one readers get.
-    return StructField(name, data_type, nullable=True)
-
+# The Spark schemas are what Spark makes of the Arrow schemas the executors write
+# (:data:`grstats.spark.decode.ARROW_MEMBER_ROWS`, :mod:`grstats.spark.rollup`'s two), field
+# for field: one definition each, nothing to keep equal. Every Arrow field is nullable, as
+# Spark reads Parquet files back whatever was written; the timestamps are UTC (``tz="UTC"``),
+# which Spark takes as TimestampType (``prefer_timestamp_ntz`` only concerns timestamps
+# without a zone).
 
 #: One row per (snapshot, member).
-MEMBER_ROWS = StructType(
-    [
-        # the snapshot
-        _field("collected_at", TimestampType()),
-        _field("collected_date", DateType()),
-        _field("agent", StringType()),
-        _field("served_at", TimestampType()),
-        # replication_group_members
-        _field("member_id", StringType()),
-        _field("member_host", StringType()),
-        _field("member_port", IntegerType()),
-        _field("member_state", StringType()),
-        _field("member_role", StringType()),
-        _field("member_version", StringType()),
-        # replication_group_member_stats
-        _field("view_id", StringType()),
-        *(_field(name, LongType()) for name in COUNTER_COLUMNS),
-        _field("transactions_committed_all_members", StringType()),
-        _field("last_conflict_free_transaction", StringType()),
-        # replication_group_member_lag
-        _field("last_applied_transaction", StringType()),
-        _field("last_applied_original_commit", TimestampType()),
-        _field("last_applied_end_apply", TimestampType()),
-        _field("applying_transaction", StringType()),
-        _field("applying_original_commit", TimestampType()),
-        _field("applier_lag_seconds", DoubleType()),
-        # replication_group_member_gtid_executed
-        _field("gtid_executed", StringType()),
-        # derived at ingest
-        _field("gtid_executed_count", LongType()),
-        _field("gtids_ahead_of_committed_all", LongType()),
-        # freshness (extended columns)
-        _field("connected", BooleanType()),
-        _field("in_view", BooleanType()),
-        _field("last_seen", TimestampType()),
-        _field("age_ms", LongType()),
-        # lineage
-        _field("segment", StringType()),
-        _field("record_offset", LongType()),
-        # the group (appended after the first release)
-        _field("group_label", StringType()),
-        _field("group_name", StringType()),
-    ]
-)
+MEMBER_ROWS = from_arrow_schema(ARROW_MEMBER_ROWS)
 
 #: The columns appended after the first release, and the value of rows written before them
 #: (:func:`grstats.spark.table.read_member_rows` fills them in for older data files).
@@ -130,89 +81,10 @@ LATER_COLUMNS: dict[str, str] = {"group_label": "default", "group_name": ""}
 MEMBER_ROW_COLUMNS: tuple[str, ...] = tuple(MEMBER_ROWS.fieldNames())
 
 
-# -- rollups (grstats.spark.rollup): Spark's mirrors of ARROW_MEMBER_ROLLUPS and
-# ARROW_GROUP_ROLLUPS, field for field (a test holds them equal). ONLY APPEND, as above.
-
-_ROLLUP_STATES = ("online", "recovering", "unreachable", "error", "offline")
-_ROLLUP_COUNTERS = ("applied", "proposed", "checked", "conflicts", "rollback")
-_ROLLUP_GAUGES = ("cert_queue", "applier_queue", "rows_validating", "lag_seconds", "gtids_ahead")
-_ROLLUP_SKETCHED = ("cert_queue", "applier_queue", "lag_seconds", "gtids_ahead")
-#: A sketch: bucket key (grstats.spark.sketch) -> count of values.
-SKETCH_TYPE = MapType(LongType(), LongType(), valueContainsNull=True)
+# -- rollups (grstats.spark.rollup). ONLY APPEND, as above (to the Arrow schemas).
 
 #: One row per (group_label, member_id, UTC minute, spool segment): a member's partial.
-MEMBER_ROLLUPS = StructType(
-    [
-        _field("group_label", StringType()),
-        _field("group_name", StringType()),
-        _field("group_name_at", TimestampType()),
-        _field("member_id", StringType()),
-        _field("minute", TimestampType()),
-        _field("first_at", TimestampType()),
-        _field("last_at", TimestampType()),
-        _field("snapshots", LongType()),
-        _field("member_host", StringType()),
-        _field("member_port", IntegerType()),
-        _field("first_state", StringType()),
-        _field("first_connected", BooleanType()),
-        _field("first_throttling", BooleanType()),
-        _field("last_state", StringType()),
-        _field("last_connected", BooleanType()),
-        _field("last_throttling", BooleanType()),
-        _field(
-            "changes",
-            ArrayType(
-                StructType(
-                    [
-                        _field("at", TimestampType()),
-                        _field("member_state", StringType()),
-                        _field("connected", BooleanType()),
-                        _field("throttling", BooleanType()),
-                    ]
-                ),
-                containsNull=True,
-            ),
-        ),
-        _field("held_s", DoubleType()),
-        *(_field(f"{state}_s", DoubleType()) for state in _ROLLUP_STATES),
-        _field("not_connected_s", DoubleType()),
-        _field("throttling_s", DoubleType()),
-        _field("elapsed_s", DoubleType()),
-        *(_field(name, LongType()) for name in _ROLLUP_COUNTERS),
-        *(_field(f"first_{name}", LongType()) for name in _ROLLUP_COUNTERS),
-        *(_field(f"last_{name}", LongType()) for name in _ROLLUP_COUNTERS),
-        *(
-            field
-            for name in _ROLLUP_GAUGES
-            for field in (
-                _field(f"{name}_max", DoubleType() if name == "lag_seconds" else LongType()),
-                _field(f"{name}_sum", DoubleType()),
-                _field(f"{name}_n", LongType()),
-            )
-        ),
-        *(_field(f"{name}_sketch", SKETCH_TYPE) for name in _ROLLUP_SKETCHED),
-    ]
-)
+MEMBER_ROLLUPS = from_arrow_schema(ARROW_MEMBER_ROLLUPS)
 
 #: One row per (group_label, UTC minute, spool segment): the group's partial.
-GROUP_ROLLUPS = StructType(
-    [
-        _field("group_label", StringType()),
-        _field("minute", TimestampType()),
-        _field("first_at", TimestampType()),
-        _field("last_at", TimestampType()),
-        _field("snapshots", LongType()),
-        _field("held_s", DoubleType()),
-        _field("throttling_s", DoubleType()),
-        _field("first_throttling", BooleanType()),
-        _field("last_throttling", BooleanType()),
-        _field("rows_validating_sum", DoubleType()),
-        _field("rows_validating_n", LongType()),
-        _field("rows_validating_max", LongType()),
-        _field("rows_validating_x_mean", DoubleType()),
-        _field("rows_validating_y_mean", DoubleType()),
-        _field("rows_validating_cxy", DoubleType()),
-        _field("rows_validating_m2x", DoubleType()),
-        *(_field(f"{name}_sketch", SKETCH_TYPE) for name in _ROLLUP_SKETCHED),
-    ]
-)
+GROUP_ROLLUPS = from_arrow_schema(ARROW_GROUP_ROLLUPS)

@@ -48,7 +48,7 @@ RESOLUTION = 0.001
 
 #: What the report says about percentiles read from the sketches.
 ACCURACY_TEXT = (
-    "from per-minute log-bucket sketches (DDSketch): each percentile is within "
+    "from the partials' log-bucket sketches (DDSketch), merged: each percentile is within "
     f"{RELATIVE_ACCURACY:.0%} of the value at its rank, or {RESOLUTION / 2 * 1000:g} ms for "
     f"lags under {LINEAR_LIMIT:g} s (whole numbers below 50 exact)"
 )

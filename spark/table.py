@@ -1,13 +1,13 @@
-"""The ingested table on disk: Parquet data files made visible only by a commit log.
+"""The ingested table on disk: Parquet datasets that hold only committed files, and a commit log.
 
 Layout of ``--table DIR``::
 
-    data/collected_date=2026-01-05/c00000000000000000003-segment-00000000000000000007.parquet
-    rollups/members/collected_date=2026-01-05/c00000000000000000003-segment-00000000000000000007.parquet
-    rollups/groups/collected_date=2026-01-05/c00000000000000000003-segment-00000000000000000007.parquet
+    data/commit=3/collected_date=2026-01-05/c00000000000000000003-segment-00000000000000000007.parquet
+    rollups/members/commit=3/collected_date=2026-01-05/c00000000000000000003-segment-...7.parquet
+    rollups/groups/commit=3/collected_date=2026-01-05/c00000000000000000003-segment-...7.parquet
                                               the segment's per-minute partials
                                               (:mod:`grstats.spark.rollup`)
-    _grstats/log/00000000000000000003.json   commit 3: the segments it loaded, its data files
+    _grstats/log/00000000000000000003.json   commit 3: the segments it loaded, its files
     _grstats/staging/commit-00000000000000000004/   a load in progress (never read)
     _grstats/quarantine/c00000000000000000003-segment-00000000000000000009.sealed
                                               a corrupt segment's copy, set aside by commit 3
@@ -15,18 +15,35 @@ Layout of ``--table DIR``::
 
 The log is the table's truth (the idea of WL#2775: the record of what was applied is stored
 atomically with what was applied). A commit's entry names the segments it loaded or
-quarantined and the data files it added; it is written to a temporary file, fsynced and
-renamed into place, and that rename is the commit. Data files are moved into ``data/`` just
-before it, so an interrupted load leaves at most files that no entry names:
-:func:`read_member_rows` never reads them, and the next ingest deletes them
-(:meth:`TableLog.clean`) before loading again.
+quarantined and the files it added; it is written to a temporary file, fsynced and renamed
+into place, and that rename is the commit. Its files are staged under
+``_grstats/staging/commit-N/publish/`` at the very paths the entry names, one ``commit=N``
+directory per dataset, and only after the commit is each of those directories renamed into
+its dataset (:meth:`TableLog.publish`; a directory's rename is atomic, POSIX rename(2)).
+
+So each dataset directory, ``data/`` (member rows), ``rollups/members/`` and
+``rollups/groups/``, holds only committed files, each commit's whole or none of them, and is a
+plain Hive-partitioned Parquet dataset (columns ``commit`` and ``collected_date`` from the
+directory names) that Spark, DuckDB and pyarrow read without grstats' log
+(docs/architecture.md, "Reading the table with other tools"). Read each dataset's directory,
+not the table's root: the root holds three datasets of different schemas. An interrupted load
+leaves at most a staging directory no entry names, which the next ingest deletes
+(:meth:`TableLog.clean`); a run stopped after its commit but before its directories were all
+renamed leaves a committed staging directory, whose renames the next ingest finishes
+(:meth:`TableLog.finish_publishing`) before anything else, so nothing committed is lost.
 A segment is therefore either in exactly one commit, with all its rows, or in none.
-Its rollup files follow the same path: staged, moved into ``rollups/`` before the commit, named
-by its entry (``rollups`` per segment, and the entry's ``rollup_settings``).
+grstats' own readers (:func:`read_member_rows`, :func:`data_files`, ...) read the files the
+log names, of the commits that are published: what a log-ignoring reader sees too.
+
+Tables loaded before the ``commit=N`` directories keep their first commits' files at
+``data/collected_date=D/...`` (and ``rollups/<kind>/collected_date=D/...``), as their entries
+say; grstats reads both, other tools need a table loaded by this version (load the spool into
+a new table).
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import fcntl
 import json
@@ -67,8 +84,15 @@ LOCK_NAME = f"{META_DIR}/.lock"
 ROLLUPS_DIR = rollup.ROLLUPS_DIR
 #: The kinds of rollup, each a folder of ROLLUPS_DIR.
 ROLLUP_KINDS = ("members", "groups")
+#: The table's Parquet datasets: the member rows and each kind of rollup.
+DATASETS = (DATA_DIR, *(f"{ROLLUPS_DIR}/{kind}" for kind in ROLLUP_KINDS))
+#: The partition column that a commit's directory in each dataset names.
+COMMIT_COLUMN = "commit"
+#: A load's staging directory holds, under this, its files at the paths its entry names.
+PUBLISH_DIR = "publish"
 
 _ENTRY = re.compile(r"(\d{20})\.json")
+_STAGING = re.compile(r"commit-(\d{20})")
 
 
 class TableError(Exception):
@@ -140,6 +164,16 @@ def data_file_name(number: int, segment: str) -> str:
     return f"c{number:020d}-{segment.rsplit('.', 1)[0]}.parquet"
 
 
+def commit_dir_name(number: int) -> str:
+    """Return the directory that holds commit ``number``'s files in each dataset."""
+    return f"{COMMIT_COLUMN}={number}"
+
+
+def staging_dir(table_dir: Path | str, number: int) -> Path:
+    """Return the directory where the load that becomes commit ``number`` stages its files."""
+    return Path(table_dir) / STAGING_DIR / f"commit-{number:020d}"
+
+
 def quarantine_copy_name(number: int, segment: str) -> str:
     """Return the name under the quarantine of commit ``number``'s copy of ``segment``.
 
@@ -183,9 +217,25 @@ class TableLog:
         """The number the next commit gets."""
         return len(self.commits) + 1
 
+    def unpublished(self) -> list[int]:
+        """The commits whose files are not all in their datasets yet (their run stopped)."""
+        staging = self.table_dir / STAGING_DIR
+        if not staging.is_dir():
+            return []
+        return sorted(
+            number
+            for path in staging.iterdir()
+            if (match := _STAGING.fullmatch(path.name)) is not None
+            and (number := int(match.group(1))) <= len(self.commits)
+        )
+
+    def _published(self) -> list[Commit]:
+        waiting = set(self.unpublished())
+        return [commit for commit in self.commits if commit.number not in waiting]
+
     def committed_files(self) -> list[Path]:
-        """Every data file of every commit, absolute, in commit order."""
-        return [self.table_dir / path for commit in self.commits for path in commit.files]
+        """Every data file of every published commit, absolute, in commit order."""
+        return [self.table_dir / path for commit in self._published() for path in commit.files]
 
     def committed_rollup_files(self, kind: str) -> list[Path]:
         """Every rollup file of ``kind`` ("members" or "groups") of every commit, absolute."""
@@ -194,7 +244,7 @@ class TableLog:
         prefix = f"{ROLLUPS_DIR}/{kind}/"
         return [
             self.table_dir / path
-            for commit in self.commits
+            for commit in self._published()
             for path in commit.rollup_files
             if path.startswith(prefix)
         ]
@@ -237,16 +287,51 @@ class TableLog:
 
     # -- writing -----------------------------------------------------------------------
 
-    def clean(self) -> list[Path]:
-        """Delete what no commit names: staging, stray data and rollup files, quarantine copies.
+    def publish(self, number: int) -> None:
+        """Rename committed ``number``'s staged directories into their datasets; drop its staging.
 
-        Only an ingest holding the table's lock may call this. Returns what was deleted.
+        Each dataset gets the commit's ``commit=N`` directory in one rename; one already renamed
+        (by a run that stopped half-way) is left. Only an ingest holding the table's lock may
+        call this, and only for a commit the log holds.
         """
-        removed: list[Path] = []
-        staging = self.table_dir / STAGING_DIR
-        if staging.exists():
-            removed.append(staging)
-            shutil.rmtree(staging)
+        if not 1 <= number <= len(self.commits):
+            raise TableError(f"{self.table_dir}: commit {number} is not in the log")
+        staging = staging_dir(self.table_dir, number)
+        for dataset in DATASETS:
+            staged = staging / PUBLISH_DIR / dataset / commit_dir_name(number)
+            if not staged.is_dir():
+                continue
+            target = self.table_dir / dataset / commit_dir_name(number)
+            created = not target.parent.is_dir()
+            target.parent.mkdir(parents=True, exist_ok=True)
+            staged.rename(target)
+            fsync_directory(target.parent)
+            if created:
+                for directory in (target.parent.parent, target.parent.parent.parent):
+                    if directory.is_relative_to(self.table_dir):
+                        fsync_directory(directory)
+        shutil.rmtree(staging)
+        with contextlib.suppress(OSError):  # not empty: another load's staging
+            staging.parent.rmdir()
+
+    def finish_publishing(self) -> list[int]:
+        """Publish the commits whose run stopped before it had; return their numbers.
+
+        Only an ingest holding the table's lock may call this.
+        """
+        numbers = self.unpublished()
+        for number in numbers:
+            self.publish(number)
+        return numbers
+
+    def clean(self) -> list[Path]:
+        """Delete what no commit names: uncommitted staging, stray data and rollup files, copies.
+
+        Only an ingest holding the table's lock may call this, after
+        :meth:`finish_publishing` (committed staging directories are kept). Returns what was
+        deleted: each uncommitted load's staging directory, each stray file.
+        """
+        removed = self._clean_staging()
         named = {
             self.table_dir / path
             for commit in self.commits
@@ -270,6 +355,26 @@ class TableLog:
             for path in log_dir.glob("*.tmp"):
                 path.unlink()
                 removed.append(path)
+        return removed
+
+    def _clean_staging(self) -> list[Path]:
+        """Delete the staging directories of uncommitted loads (and the staging's strays)."""
+        staging = self.table_dir / STAGING_DIR
+        if not staging.is_dir():
+            return []
+        removed = []
+        committed = set(self.unpublished())
+        for path in sorted(staging.iterdir()):
+            match = _STAGING.fullmatch(path.name)
+            if match is not None and int(match.group(1)) in committed:
+                continue
+            removed.append(path)
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            else:
+                path.unlink()
+        with contextlib.suppress(OSError):  # an empty staging directory is no leftover
+            staging.rmdir()
         return removed
 
     def commit(self, commit: Commit) -> Path:
@@ -379,11 +484,7 @@ def read_member_rows(spark: SparkSession, table_dir: Path | str) -> DataFrame:
     files = TableLog(table).committed_files()
     if not files:
         return spark.createDataFrame([], MEMBER_ROWS)
-    frame = (
-        spark.read.schema(MEMBER_ROWS)
-        .option("basePath", str(table / DATA_DIR))
-        .parquet(*(str(path) for path in files))
-    )
+    frame = _read_parquet(spark, MEMBER_ROWS, table / DATA_DIR, files)
     return frame.select(
         *(
             # when/otherwise, not coalesce: the column stays nullable, as MEMBER_ROWS says
@@ -473,9 +574,47 @@ def _read_rollups(
     files = rollup_files(table, kind, *days)
     if not files:
         return spark.createDataFrame([], schema)
-    frame = (
-        spark.read.schema(schema)
-        .option("basePath", str(table / ROLLUPS_DIR / kind))
-        .parquet(*(str(path) for path in files))
-    )
+    frame = _read_parquet(spark, schema, table / ROLLUPS_DIR / kind, files)
     return frame.select(*schema.fieldNames())  # not the partition column the paths add
+
+
+def _read_parquet(
+    spark: SparkSession, schema: StructType, dataset: Path, files: list[Path]
+) -> DataFrame:
+    """Read ``files`` of the ``dataset`` directory with ``schema`` and the paths' partitions.
+
+    Files under ``commit=N/`` and those of older tables directly under ``collected_date=D/``
+    are read apart (Spark refuses paths of two partition layouts in one read) and unioned.
+    """
+    layouts: dict[bool, list[Path]] = {}
+    for path in files:
+        layouts.setdefault(path.parent.parent.name.startswith(f"{COMMIT_COLUMN}="), []).append(path)
+    frames = [
+        spark.read.schema(schema)
+        .option("basePath", str(dataset))
+        .parquet(*(str(path) for path in group))
+        .select(*schema.fieldNames())
+        for group in layouts.values()
+    ]
+    frame = frames[0]
+    for other in frames[1:]:
+        frame = frame.unionByName(other)
+    return frame
+
+
+def data_files(
+    table_dir: Path | str, first_day: dt.date | None = None, last_day: dt.date | None = None
+) -> list[Path]:
+    """Return the committed member-row files of the UTC dates from ``first_day`` to ``last_day``.
+
+    None is unbounded; the dates are the files' partition directories, as :func:`rollup_files`.
+
+    Raises:
+        TableError: the log is broken (a missing commit, an unreadable entry).
+    """
+    return [
+        path
+        for path in TableLog(table_dir).committed_files()
+        if (day := _partition_day(path)) is None
+        or ((first_day is None or day >= first_day) and (last_day is None or day <= last_day))
+    ]

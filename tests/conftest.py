@@ -60,7 +60,15 @@ _SHARED_FIXTURES = frozenset({"spark", "spark_cluster"})
 _PROCESS_OR_SERVER = (
     "netns/",
     "deploy/",
-    "spark/",
+    "spark/test_class_archive.py",
+    "spark/test_cluster.py",
+    "spark/test_extra.py",
+    "spark/test_ingest_cli.py",
+    "spark/test_ingest_crash.py",
+    "spark/test_session.py",
+    "spark/test_stage.py",
+    "spark/test_worker_daemon.py",
+    "spark/report/test_cli.py",
     "agent/sources/",
     "agent/doctor/",
     "agent/cli/test_agent_processes.py",
@@ -108,6 +116,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def _needs_process_or_server(item: pytest.Item, tests: Path) -> bool:
     if any(item.get_closest_marker(mark) for mark in ("spark", "mysql", "slow")):
         return True
+    if _SHARED_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        return True  # a Spark session or cluster
     path = item.path.relative_to(tests).as_posix()
     return path.startswith(_PROCESS_OR_SERVER)
 

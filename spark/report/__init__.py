@@ -1,16 +1,17 @@
-"""``grstats spark report``: group-wide figures from the ingested member rows.
+"""``grstats spark report``: group-wide figures from the ingested table.
 
-One module per job. Transforms are pure DataFrame -> DataFrame functions, each with the
-explicit schema it returns, built from Spark's own functions and window functions only:
+One model (:mod:`~grstats.spark.report.model`): partials (:mod:`grstats.spark.rollup`), read
+from the rollups ingest wrote or made from the member rows, stitched into pieces, from which
+every result table is computed. Modules:
 
-* ``steps``: each member's snapshots in time order (deltas, held time, segments);
-* ``minutes``: the one pass over every row, folded into runs and minutes;
-* ``episodes``: gaps and islands of state, connectedness and throttling;
-* ``snapshots``: the group at each snapshot; ``percentiles``; ``figures`` (per member and
-  group); ``hourly``; ``worst``; ``series`` (chart points);
-* ``source``: the time range.
+* ``inputs``: where the partials come from (rollups or member rows) and at what grain;
+* ``rollup_job``: the Spark jobs whose Python tasks read or make the partials;
+* ``stitch``: partials into pieces (each member's minutes, segments, percentiles, group totals);
+* ``arrow_tables``: pieces into result tables; ``tables``: the result tables' schemas;
+* ``model``: the pipeline from partials to result tables, and the charts' grain.
 
-Around them: ``config`` (what a run covers; no pyspark), ``job`` (read, transform, write),
-``output`` (Parquet and CSV), ``summary`` (summary.json), ``page`` and ``svg`` (report.html).
-pyspark is imported only by the modules that need it, never by this package itself.
+Around them: ``config`` (what a run covers; no pyspark), ``job`` (read, compute, write),
+``output`` (Parquet and CSV), ``summary`` (summary.json), ``page`` and ``svg`` (report.html),
+``fleet`` (a fleet's page). pyspark is imported only by the modules that need it, never by
+this package itself.
 """

@@ -1,22 +1,11 @@
-"""The report's result tables from the stitched rollups, with pyarrow on the driver.
+"""The report's result tables from its pieces, with pyarrow on the driver.
 
-From the rollups the report's intermediate tables (minutes, segments, percentiles, group
-totals: :mod:`grstats.spark.report.stitch`) are already Arrow tables on the driver, one row
-per member-minute at most: a month of a 9-member group is 388,800 rows. Computing the result
-tables from them here takes about a second; handing them to a cold JVM and running the
-Spark queries took 25-30 s of a 30-day report on 2 cores (docs/benchmarks.md, "Spark
-report"). The member rows stay with Spark: they are 60 times more.
-
-Each function here gives the rows of the Spark function of the same name (same schema,
-column order, row order, nulls and rounding up to the order of floating-point sums):
-:func:`grstats.spark.report.episodes.episodes`,
-:func:`grstats.spark.report.figures.member_figures` and ``group_figures``,
-:func:`grstats.spark.report.hourly.member_hours`,
-:func:`grstats.spark.report.worst.worst_minutes` and
-:func:`grstats.spark.report.series.minute_series`. ``tests/spark/report/test_rollups.py``
-(``TestResultTablesOnTheDriver``) holds every table to its Spark twin on the same pieces,
-``tests/spark/report/test_arrow_tables.py`` checks them without Spark, and the ground-truth
-tests compare the whole report from the rollups with the report from the member rows. Like
+The pieces (:mod:`grstats.spark.report.stitch`: each member's minutes, its segments, the
+percentiles, the groups' totals) are Arrow tables, one row per member-minute at most: a month
+of a 9-member group is 388,800 rows, which these functions go through in about a second.
+Each returns the rows of one result table, its columns as :mod:`grstats.spark.report.tables`
+declares them. ``tests/spark/report/test_arrow_tables.py`` checks them on hand-made pieces,
+and the model tests and the simulator's ground-truth tests check them end to end. Like
 :mod:`grstats.spark.report.stitch` it imports no pyspark.
 """
 
@@ -35,6 +24,7 @@ from grstats.spark.report.stitch import (
     epoch_seconds,
     when,
 )
+from grstats.spark.report.tables import EPISODES, FIGURES, HOURLY, SERIES, WORST
 from grstats.spark.rollup import GAUGES, STATES, as_array, differs
 
 if TYPE_CHECKING:
@@ -50,8 +40,8 @@ __all__ = [
     "group_figures",
     "member_figures",
     "member_hours",
-    "minute_series",
     "rows_of",
+    "series",
     "worst_minutes",
 ]
 
@@ -69,80 +59,12 @@ _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 #: Connectedness and throttling as text, MySQL's CONNECTED style (``episodes._as_text``).
 _YES, _NO = pa.scalar("YES"), pa.scalar("NO")
 
-#: The columns of each result table, in order: the Spark schemas' names (figures.FIGURES,
-#: episodes.EPISODES, hourly.HOURLY, worst.WORST, series.SERIES; tests hold them equal).
-FIGURE_COLUMNS = (
-    "group_label",
-    "scope",
-    "member_id",
-    "member_host",
-    "member_port",
-    "first_at",
-    "last_at",
-    "snapshots",
-    "observed_s",
-    *_STATE_SECONDS,
-    "not_connected_s",
-    *(f"{name}_per_s" for name in _RATES),
-    "applied",
-    "proposed",
-    "checked",
-    "conflicts",
-    "rollback",
-    "conflict_rate",
-    "rollback_ratio",
-    "cert_queue_p50",
-    "cert_queue_p95",
-    "cert_queue_max",
-    "applier_queue_p50",
-    "applier_queue_p95",
-    "applier_queue_max",
-    "rows_validating_mean",
-    "rows_validating_max",
-    "rows_validating_slope_per_h",
-    "lag_seconds_p50",
-    "lag_seconds_p95",
-    "lag_seconds_p99",
-    "lag_seconds_max",
-    "gtids_ahead_p50",
-    "gtids_ahead_max",
-    "throttling_s",
-    "unreachable_episodes",
-    "not_connected_episodes",
-)
-EPISODE_COLUMNS = (
-    "group_label",
-    "member_id",
-    "kind",
-    "value",
-    "start",
-    "end",
-    "duration_s",
-    "open_start",
-    "open_end",
-)
-HOURLY_COLUMNS = (
-    "group_label",
-    "member_id",
-    "hour",
-    "snapshots",
-    "applied_per_s",
-    "proposed_per_s",
-    "checked_per_s",
-    "conflict_rate",
-    *(column for name in GAUGES for column in (f"{name}_mean", f"{name}_max")),
-    "throttling_s",
-    "not_connected_s",
-)
-WORST_COLUMNS = ("group_label", "ranking", "rank", "minute", "member_id", "value")
-SERIES_COLUMNS = (
-    "group_label",
-    "member_id",
-    "bucket_start",
-    "samples",
-    "applier_queue_max",
-    "lag_seconds_max",
-)
+#: The columns of each result table, in order (:mod:`grstats.spark.report.tables`).
+FIGURE_COLUMNS = tuple(FIGURES.names)
+EPISODE_COLUMNS = tuple(EPISODES.names)
+HOURLY_COLUMNS = tuple(HOURLY.names)
+WORST_COLUMNS = tuple(WORST.names)
+SERIES_COLUMNS = tuple(SERIES.names)
 
 #: The kinds of episode: kind -> the segment column whose value it follows.
 _KINDS = {"state": "member_state", "connected": "connected", "throttling": "throttling"}
@@ -511,14 +433,19 @@ def worst_minutes(minutes: pa.Table, count: int, min_checked: int) -> pa.Table:
     return ranked.table.append_column("rank", rank).filter(kept).select(list(WORST_COLUMNS))
 
 
-def minute_series(minutes: pa.Table, origin: dt.datetime, bucket_s: int) -> pa.Table:
-    """SERIES rows from MINUTES rows, ``bucket_s`` whole minutes (``series.minute_series``)."""
+def series(buckets: pa.Table, origin: dt.datetime, bucket_s: int) -> pa.Table:
+    """SERIES rows: each member's largest sampled values per ``bucket_s`` bucket.
+
+    ``buckets`` are MINUTES rows of any grain that divides ``bucket_s``; chart buckets start
+    at ``origin``'s minute. Keeping each bucket's maximum keeps every peak visible however
+    far the series is downsampled.
+    """
     offset = origin.replace(second=0, microsecond=0)
     origin_us = round(offset.timestamp() * _US_PER_S)
-    sampled = minutes.filter(
+    sampled = buckets.filter(
         pc.or_(
-            pc.fill_null(pc.greater(_column(minutes, "applier_queue_n"), _ZERO), False),  # noqa: FBT003
-            pc.fill_null(pc.greater(_column(minutes, "lag_seconds_n"), _ZERO), False),  # noqa: FBT003
+            pc.fill_null(pc.greater(_column(buckets, "applier_queue_n"), _ZERO), False),  # noqa: FBT003
+            pc.fill_null(pc.greater(_column(buckets, "lag_seconds_n"), _ZERO), False),  # noqa: FBT003
         )
     )
     buckets = pa.table(

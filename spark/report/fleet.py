@@ -20,7 +20,7 @@ import html
 import re
 from typing import TYPE_CHECKING, Any
 
-from grstats.spark.report.page import PageData, body, head
+from grstats.spark.report.page import PageData, body, foot, head, human_times
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
@@ -140,7 +140,8 @@ def render_fleet(
             f"<a class='muted' href='{html.escape(entry['dir'])}/report.html'>(page)</a>"
         )
         rows.append(
-            f"<tr><td>{rank}</td><td>{link}</td><td>{_cell(entry['group_name'] or None)}</td>"
+            f"<tr><td>{rank}</td><td class='text'>{link}</td>"
+            f"<td class='text'>{_cell(entry['group_name'] or None)}</td>"
             f"<td>{_cell(figures['lag_seconds_max'], 3)}</td>"
             f"<td>{_cell(entry['not_online_s'])}</td>"
             f"<td>{_cell(figures['throttling_s'])}</td>"
@@ -150,7 +151,7 @@ def render_fleet(
     parts = [
         head(title),
         f"<h1>{html.escape(title)}</h1>",
-        f"<p>{html.escape(range_text)}</p>",
+        f"<p>{html.escape(human_times(range_text))}</p>",
         "<h2 id='fleet'>Fleet overview</h2>",
         (
             "<p>The groups, worst first: by their worst APPLIER_LAG_SECONDS, then time not "
@@ -159,7 +160,8 @@ def render_fleet(
             "and tables, is in its directory (page).</p>"
         ),
         (
-            "<table><tr><th>rank</th><th>group</th><th>group name</th><th>lag max s</th>"
+            "<table class='fleet'><tr><th>rank</th><th class='text'>group</th>"
+            "<th class='text'>group name</th><th>lag max s</th>"
             "<th>not ONLINE s</th><th>throttled s</th><th>UNREACHABLE episodes</th>"
             "<th>members</th><th>snapshots</th></tr>"
         ),
@@ -171,8 +173,12 @@ def render_fleet(
         parts += [
             f"<section id='{_anchor(entry)}'>",
             f"<h2>Group {html.escape(entry['group_label'] + name)}</h2>",
-            body(pages[entry["group_label"]]).replace("<h2>", "<h3>").replace("</h2>", "</h3>"),
+            body(pages[entry["group_label"]], anchor=f"{_anchor(entry)}-")
+            .replace("<h3>", "<h4>")
+            .replace("</h3>", "</h4>")
+            .replace("<h2>", "<h3>")
+            .replace("</h2>", "</h3>"),
             "<p><a href='#fleet'>back to the overview</a></p></section>",
         ]
-    parts.append("</body></html>")
+    parts.append(foot())
     return "\n".join(parts)

@@ -1,199 +1,97 @@
-"""Where a report's figures come from: the member rows, or the per-minute rollups ingest wrote.
+"""Where a report's partials come from: the per-minute rollups ingest wrote, or the member rows.
 
-Both sources give the same intermediate tables (:class:`Pieces`): each member's minutes, its
-segments (for the episodes), the members' and groups' percentiles and the groups' totals over
-their snapshots. Everything after them is shared, so the two sources differ only where a
-rollup cannot be exact:
+Both give the same pieces (:class:`grstats.spark.report.model.Pieces`), stitched from
+partials made by one code (:mod:`grstats.spark.rollup`), so the two differ only in what
+the rollups cannot hold: a grain finer than a minute. One percentile method for both: the
+partials' sketches (:data:`grstats.spark.sketch.ACCURACY_TEXT`).
 
-* percentiles: the rows use ``percentile_approx`` (rank within 1/10,000 of the samples); the
-  rollups merge per-minute log-bucket sketches (each percentile within 1% of the value at
-  its rank, whole numbers below 50 exact; :mod:`grstats.spark.sketch`);
-* chart buckets: from the rollups at least a minute wide.
-
-``--source auto`` (the default) reads the rollups when they can answer the report exactly as
-the rows would (:func:`rollups_refusal` says why not otherwise): every commit of the table
-wrote them, with this report's flow-control threshold and longest gap, and the range starts
-and ends on whole minutes. Otherwise it reads the rows, as ``--source rows`` always does.
+``--source auto`` (the default) reads the rollups when they answer the report exactly
+(:func:`rollups_refusal` says why not otherwise): every commit of the table wrote them,
+with this report's flow-control threshold and longest gap, and the range starts and ends
+on whole minutes; and the range is long enough for minute-wide chart buckets (at least
+:data:`grstats.spark.report.model.MIN_POINTS` minutes). Otherwise the report makes partials
+from the member rows, at the grain its charts need, as ``--source rows`` always does.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 from typing import TYPE_CHECKING, Any
 
-from pyspark import StorageLevel
-from pyspark.sql import functions as F  # noqa: N812 (pyspark's own idiom)
+import pyarrow.parquet as pq
 
-from grstats.spark.report.episodes import segments
-from grstats.spark.report.minutes import member_minutes, member_runs
-from grstats.spark.report.output import collect_rows
-from grstats.spark.report.percentiles import (
-    group_percentiles,
-    member_percentiles,
-)
-from grstats.spark.report.rollup_job import RollupPieces, stitch_rollups
-from grstats.spark.report.series import MINUTE, member_series
-from grstats.spark.report.snapshots import group_snapshots, group_totals
-from grstats.spark.report.source import select_range
-from grstats.spark.report.steps import gauges, member_steps
-from grstats.spark.report.summary import PERCENTILE_METHOD
+from grstats.spark.report.model import MINUTE, chart_bucket_s
+from grstats.spark.report.rollup_job import partials_from_rows, stitch_rollups
 from grstats.spark.sketch import ACCURACY_TEXT
 from grstats.spark.table import (
     META_DIR,
     TableError,
     TableLog,
-    read_member_rows,
+    data_files,
     rollup_files,
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
     from pathlib import Path
 
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import SparkSession
 
     from grstats.spark.report.config import ReportConfig
+    from grstats.spark.report.model import Pieces
 
 
 class ReportInputError(Exception):
     """The table cannot be read as asked; the message names the path or the option."""
 
 
-@dataclasses.dataclass(frozen=True)
-class Pieces:
-    """The intermediate tables every result table is made of (lazy, some cached).
+class Source:
+    """One report's input: its pieces, made on first use, and which groups they hold.
 
     Attributes:
-        minutes: MINUTES rows (:mod:`grstats.spark.report.minutes`).
-        segments: SEGMENTS rows (:mod:`grstats.spark.report.episodes`).
-        member_percentiles: MEMBER_PERCENTILES rows.
-        group_totals: GROUP_TOTALS rows (:mod:`grstats.spark.report.snapshots`).
-        group_percentiles: GROUP_PERCENTILES rows.
-        series: each member's chart points for buckets shorter than a minute (None: the
-            source has no finer grain than a minute).
-        cached: the frames to unpersist when the report is written.
+        name: "rows" or "rollups", as summary.json's settings say.
+        percentile_method: how the percentiles are computed, in a sentence.
+        grain_s: the partials' width in seconds.
     """
 
-    minutes: DataFrame
-    segments: DataFrame
-    member_percentiles: DataFrame
-    group_totals: DataFrame
-    group_percentiles: DataFrame
-    series: Callable[[dt.datetime, int], DataFrame] | None
-    cached: tuple[DataFrame, ...]
-
-
-class Source:
-    """One report's input: which groups it holds.
-
-    The member rows (:class:`RowsSource`) give their intermediate tables as Spark DataFrames
-    (``pieces``); the rollups (:class:`RollupsSource`) give theirs as Arrow tables
-    (``stitched``).
-    """
-
-    #: "rows" or "rollups", as summary.json's settings say.
-    name: str
-    #: How the percentiles are computed, in a sentence.
-    percentile_method: str
-    #: The narrowest chart bucket, in seconds.
-    min_bucket_s: int
-
-    def groups(self) -> dict[str, str]:
-        """Return the group labels in range, sorted, each with its GR group name ("" unknown)."""
-        raise NotImplementedError
-
-    def only(self, label: str) -> Source:
-        """Return this source cut to the group ``label``."""
-        raise NotImplementedError
-
-
-class RowsSource(Source):
-    """The member rows of the range: every figure from every snapshot."""
-
-    name = "rows"
-    percentile_method = PERCENTILE_METHOD
-    min_bucket_s = 1
-
-    def __init__(self, rows: DataFrame) -> None:
-        self.rows = rows
-
-    def groups(self) -> dict[str, str]:
-        """Return the group labels of the rows, each with its latest non-empty group name."""
-        found = self.rows.groupBy("group_label").agg(
-            F.max_by(
-                F.when(F.col("group_name") != "", F.col("group_name")),
-                F.when(F.col("group_name") != "", F.col("collected_at")),
-            ).alias("group_name")
-        )
-        return {
-            row["group_label"]: row["group_name"] or ""
-            for row in sorted(collect_rows(found), key=lambda row: row["group_label"])
-        }
-
-    def only(self, label: str) -> RowsSource:
-        """Return the rows of the group ``label``."""
-        return RowsSource(self.rows.filter(F.col("group_label") == label))
-
-    def pieces(self, config: ReportConfig, step: Callable[[str], None]) -> Pieces:
-        """Sort each member's rows once into runs; the rest comes from the runs and the rows."""
-        threshold = config.flow_control_threshold
-        gauge_rows = gauges(self.rows, threshold)
-        runs = member_runs(member_steps(self.rows, threshold, config.max_gap_s))
-        runs = runs.persist(StorageLevel.MEMORY_AND_DISK)
-        step(f"sorted each member's snapshots into {runs.count():,} runs")
-        snapshots = group_snapshots(gauge_rows, config.max_gap_s)
-        snapshots = snapshots.persist(StorageLevel.MEMORY_AND_DISK)
-        step(f"the group at each of {snapshots.count():,} snapshots")
-        minutes = member_minutes(runs).persist(StorageLevel.MEMORY_AND_DISK)
-
-        def series(origin: dt.datetime, bucket_s: int) -> DataFrame:
-            return member_series(gauge_rows, origin, bucket_s)
-
-        return Pieces(
-            minutes=minutes,
-            segments=segments(runs),
-            member_percentiles=member_percentiles(gauge_rows),
-            group_totals=group_totals(snapshots),
-            group_percentiles=group_percentiles(snapshots),
-            series=series,
-            cached=(runs, snapshots, minutes),
-        )
-
-
-class RollupsSource(Source):
-    """The per-minute rollups of the range (:mod:`grstats.spark.rollup`): no member row is read.
-
-    The partials are stitched once, by Python tasks that read them with pyarrow
-    (:mod:`grstats.spark.report.rollup_job`): a month of a group's rollups is a few hundred
-    thousand rows, which Arrow's kernels stitch in less time than a cold JVM takes to plan
-    and run the window queries that did it before (docs/benchmarks.md, "Spark report"). The
-    groups' names come from the same pass, and ``only`` cuts its results. The report's result
-    tables are computed from them on the driver (:mod:`grstats.spark.report.arrow_tables`).
-    """
-
-    name = "rollups"
     percentile_method = ACCURACY_TEXT
-    min_bucket_s = MINUTE
 
-    def __init__(self, spark: SparkSession, stitch: Callable[[], RollupPieces]) -> None:
-        self.spark = spark
-        self._stitch = stitch
-        self._pieces: RollupPieces | None = None
+    def __init__(
+        self,
+        name: str,
+        grain_s: int,
+        make: Callable[[], Pieces],
+        finer: Callable[[int], Source] | None = None,
+    ) -> None:
+        self.name = name
+        self.grain_s = grain_s
+        self._make = make
+        self._finer = finer
+        self._pieces: Pieces | None = None
 
-    def stitched(self) -> RollupPieces:
-        """The stitched partials (computed on the first call)."""
+    def pieces(self) -> Pieces:
+        """The stitched pieces (made on the first call)."""
         if self._pieces is None:
-            self._pieces = self._stitch()
+            self._pieces = self._make()
         return self._pieces
 
     def groups(self) -> dict[str, str]:
-        """Return the group labels of the rollups, each with its latest non-empty group name."""
-        return self.stitched().names
+        """Return the group labels in range, sorted, each with its latest GR group name."""
+        return self.pieces().names
 
-    def only(self, label: str) -> RollupsSource:
-        """Return the rollups of the group ``label``."""
-        return RollupsSource(self.spark, lambda: self.stitched().only(label))
+    def only(self, label: str) -> Source:
+        """Return this source cut to the group ``label``."""
+        finer = self._finer
+        return Source(
+            self.name,
+            self.grain_s,
+            lambda: self.pieces().only(label),
+            None if finer is None else lambda grain_s: finer(grain_s).only(label),
+        )
+
+    def finer(self, grain_s: int) -> Source | None:
+        """The same range made from the member rows at ``grain_s`` (None: not allowed)."""
+        return None if self._finer is None else self._finer(grain_s)
 
 
 def _whole_minute(moment: dt.datetime | None) -> bool:
@@ -236,30 +134,90 @@ def open_source(spark: SparkSession, config: ReportConfig, say: Callable[[str], 
     """
     table_dir = config.table_dir
     check_table(table_dir)
+    # Only the files of the days in range are read (a date's rows are in its files).
+    days = (
+        None if config.start is None else config.start.astimezone(dt.UTC).date(),
+        None if config.end is None else config.end.astimezone(dt.UTC).date(),
+    )
     try:
         settings = TableLog(table_dir).rollup_settings()
         refusal = rollups_refusal(config, settings)
         if config.source == "rollups" and refusal is not None:
             raise ReportInputError(f"--source rollups: {refusal}")
+        rows = data_files(table_dir, *days)
+        grain_s = _grain(config, rows)
+        if config.source == "auto" and refusal is None and grain_s < MINUTE:
+            refusal = f"the range is short: chart points every {grain_s} s need the member rows"
         if config.source != "rows" and refusal is None:
             say("reading the per-minute rollups")
-            # Only the files of the days in range are read (a date's minutes are in its files).
-            days = (
-                None if config.start is None else config.start.astimezone(dt.UTC).date(),
-                None if config.end is None else config.end.astimezone(dt.UTC).date(),
-            )
             member_files = rollup_files(table_dir, "members", *days)
             group_files = rollup_files(table_dir, "groups", *days)
-            return RollupsSource(
-                spark,
+            return Source(
+                "rollups",
+                MINUTE,
                 lambda: stitch_rollups(spark, member_files, group_files, config),
+                None
+                if config.source == "rollups"
+                else lambda grain_s: _rows(spark, config, rows, grain_s),
             )
-        if config.source == "auto":
-            say(f"reading the member rows: {refusal}")
-        rows = read_member_rows(spark, table_dir)
     except TableError as exc:
         raise ReportInputError(f"--table: {str(table_dir)!r}: {exc}") from exc
-    return RowsSource(select_range(rows, config.start, config.end))
+    if config.source == "auto":
+        say(f"making partials from the member rows: {refusal}")
+    return _rows(spark, config, rows, grain_s)
+
+
+def _rows(spark: SparkSession, config: ReportConfig, files: Sequence[Path], grain_s: int) -> Source:
+    """The source that makes partials of ``grain_s`` seconds from the member rows in ``files``."""
+    return Source("rows", grain_s, lambda: partials_from_rows(spark, files, config, grain_s))
+
+
+def _grain(config: ReportConfig, files: Sequence[Path]) -> int:
+    """The partials' width the charts of the range need: the chart bucket, at most a minute.
+
+    The range is the one asked, or where not given the first and last snapshot the data
+    files' Parquet statistics name.
+    """
+    first, last = config.start, config.end
+    if first is None or last is None:
+        found = _span(files)
+        if found is None:
+            return MINUTE
+        first = found[0] if first is None else max(first, found[0])
+        last = found[1] if last is None else min(last, found[1])
+    if last <= first:
+        return MINUTE
+    return min(MINUTE, chart_bucket_s(first, last, config.chart_points))
+
+
+def _span(files: Sequence[Path]) -> tuple[dt.datetime, dt.datetime] | None:
+    """The earliest and latest ``collected_at`` the files' row-group statistics hold.
+
+    Only the files of the first and last date directories are opened (dates sort as text).
+    """
+    low: dt.datetime | None = None
+    high: dt.datetime | None = None
+    if not files:
+        return None
+    edges = {min(path.parent.name for path in files), max(path.parent.name for path in files)}
+    for path in (path for path in files if path.parent.name in edges):
+        metadata = pq.ParquetFile(path).metadata
+        index = metadata.schema.names.index("collected_at")
+        for group in range(metadata.num_row_groups):
+            statistics = metadata.row_group(group).column(index).statistics
+            if statistics is None or not statistics.has_min_max:
+                continue
+            first, last = _moment(statistics.min), _moment(statistics.max)
+            low = first if low is None else min(low, first)
+            high = last if high is None else max(high, last)
+    return None if low is None or high is None else (low, high)
+
+
+def _moment(value: Any) -> dt.datetime:
+    """A timestamp statistic as an aware UTC datetime (pyarrow gives a datetime or µs)."""
+    if isinstance(value, dt.datetime):
+        return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+    return dt.datetime(1970, 1, 1, tzinfo=dt.UTC) + dt.timedelta(microseconds=int(value))
 
 
 def check_table(table_dir: Path) -> None:

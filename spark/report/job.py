@@ -1,20 +1,10 @@
-"""The report job: read a range (member rows or rollups), compute every figure, write it out.
+"""The report job: read a range's partials, compute every figure, write it out.
 
-Every intermediate table is keyed by ``group_label``, so a fleet's groups are computed in one
-pass (one set of Spark jobs, whatever the number of groups); the driver then splits the
-collected result tables by group. With the member rows
-(:class:`grstats.spark.report.inputs.RowsSource`) the passes over them are:
-
-1. sort each member's snapshots once and fold them into runs (cached; minutes and episodes
-   come from the runs);
-2. the group at each snapshot (no sort; cached);
-3. percentiles of each member's gauges (no sort);
-4. chart points, when buckets are shorter than a minute (no sort).
-
-With the rollups (:class:`grstats.spark.report.inputs.RollupsSource`) no member row is read,
-and the result tables are computed from the stitched pieces with pyarrow on the driver
-(:mod:`grstats.spark.report.arrow_tables`): at most one row per member-minute, which Arrow
-goes through in about a second where a cold JVM's queries took most of the report.
+Every figure comes from one model (:mod:`grstats.spark.report.model`): partials (the
+per-minute rollups ingest wrote, or partials made from the member rows at the grain the
+charts need), stitched into pieces, from which pyarrow computes the result tables on the
+driver. Every table is keyed by ``group_label``, so a fleet's groups are computed in one
+pass; the driver then splits the result tables by group.
 """
 
 from __future__ import annotations
@@ -24,14 +14,7 @@ import json
 import time
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import pyarrow as pa
-import pyarrow.compute as pc
-from pyspark import StorageLevel
-from pyspark.sql import functions as F  # noqa: N812 (pyspark's own idiom)
-
 from grstats.spark.report import arrow_tables
-from grstats.spark.report.episodes import EPISODES, episodes
-from grstats.spark.report.figures import FIGURES, group_figures, member_figures
 from grstats.spark.report.fleet import (
     GROUPS_DIR,
     fleet_summary,
@@ -39,18 +22,15 @@ from grstats.spark.report.fleet import (
     group_entry,
     render_fleet,
 )
-from grstats.spark.report.hourly import HOURLY, member_hours
 from grstats.spark.report.inputs import (
     ReportInputError,
-    RollupsSource,
-    RowsSource,
     Source,
     check_table,
     open_source,
 )
-from grstats.spark.report.output import collect_rows, iso, write_csv, write_parquet
+from grstats.spark.report.model import chart_bucket_s, result_tables, span
+from grstats.spark.report.output import iso, write_csv, write_parquet
 from grstats.spark.report.page import PageData, render, render_empty
-from grstats.spark.report.series import MINUTE, SERIES, bucket_seconds, minute_series
 from grstats.spark.report.summary import (
     FORMAT,
     build_summary,
@@ -58,14 +38,14 @@ from grstats.spark.report.summary import (
     range_summary,
     settings_summary,
 )
-from grstats.spark.report.worst import MIN_CHECKED_PER_MINUTE, WORST, worst_minutes
+from grstats.spark.report.tables import EPISODES, FIGURES, HOURLY, SERIES, WORST
 
 if TYPE_CHECKING:
     from collections.abc import Callable
     from pathlib import Path
 
-    from pyspark.sql import DataFrame, SparkSession
-    from pyspark.sql.types import StructType
+    import pyarrow as pa
+    from pyspark.sql import SparkSession
 
     from grstats.spark.report.config import ReportConfig
 
@@ -120,7 +100,7 @@ class _Collected:
     """Every result table of every group, collected: rows, schemas, the chart bucket."""
 
     rows: dict[str, list[dict[str, Any]]]
-    schemas: dict[str, StructType]
+    schemas: dict[str, pa.Schema]
     bucket_s: int
     source: Source
 
@@ -204,7 +184,7 @@ def _write_group(
     tables_path.mkdir(exist_ok=True)
     for name in TABLE_NAMES:
         schema = collected.schemas[name]
-        write_csv(tables_path / f"{name}.csv", schema.fieldNames(), tables[name])
+        write_csv(tables_path / f"{name}.csv", schema.names, tables[name])
         write_parquet(tables_path / name, schema, tables[name])
     step(f"wrote {tables_dir}/ ({sum(len(rows) for rows in tables.values()):,} rows)")
     source = collected.source
@@ -214,7 +194,7 @@ def _write_group(
     summary_path.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     settings = (
         f"flow-control threshold {config.flow_control_threshold}; a snapshot counts for at "
-        f"most {config.max_gap_s:g} s; read from the {source.name}; percentiles: "
+        f"most {config.max_gap_s:g} s; {_origin(source)}; percentiles: "
         f"{source.percentile_method}"
     )
     page = PageData(
@@ -229,6 +209,7 @@ def _write_group(
         series=tables["chart_series"],
         bucket_s=collected.bucket_s,
         files=TABLE_NAMES,
+        flow_control_threshold=config.flow_control_threshold,
     )
     html_path.write_text(render(page), encoding="utf-8")
     step("wrote report.html and summary.json")
@@ -302,35 +283,6 @@ def _collect_tables(
     return rows
 
 
-def _compute_from_rollups(
-    source: RollupsSource, config: ReportConfig, step: _Progress
-) -> _Collected:
-    """Compute every result table from the stitched rollups, with pyarrow on the driver."""
-    stitched = source.stitched()
-    step(f"stitched the rollups into {stitched.minutes.num_rows:,} member-minutes")
-    all_episodes = arrow_tables.episodes(stitched.segments)
-    members = arrow_tables.member_figures(
-        stitched.minutes, stitched.member_percentiles, all_episodes
-    )
-    group = arrow_tables.group_figures(members, stitched.group_totals, stitched.group_percentiles)
-    step("percentiles and figures of every member and group")
-    first_at = pc.min(group.column("first_at")).as_py()
-    last_at = pc.max(group.column("last_at")).as_py()
-    bucket_s = max(bucket_seconds(first_at, last_at, config.chart_points), source.min_bucket_s)
-    minutes = stitched.minutes
-    tables = {
-        "figures": pa.concat_tables([group, members]),
-        "episodes": all_episodes,
-        "hourly": arrow_tables.member_hours(minutes),
-        "worst_minutes": arrow_tables.worst_minutes(
-            minutes, config.worst_intervals, MIN_CHECKED_PER_MINUTE
-        ),
-        "chart_series": arrow_tables.minute_series(minutes, first_at, bucket_s),
-    }
-    rows = _collect_tables(tables, arrow_tables.rows_of, step)
-    return _Collected(rows, dict(SCHEMAS), bucket_s, source)
-
-
 class _Progress:
     """Reports each step with the seconds since the run started."""
 
@@ -362,52 +314,32 @@ SCHEMAS = {
 }
 
 
-def _compute(source: Source, config: ReportConfig, step: _Progress) -> _Collected:
-    """Compute every result table of every group in range, and collect them."""
-    if isinstance(source, RollupsSource):
-        return _compute_from_rollups(source, config, step)
-    assert isinstance(source, RowsSource)
-    pieces = source.pieces(config, step)
-    cached: list[DataFrame] = list(pieces.cached)
-    try:
-        minutes, segment_rows = pieces.minutes, pieces.segments
-        all_episodes = (
-            episodes(segment_rows, "state")
-            .unionByName(episodes(segment_rows, "connected"))
-            .unionByName(episodes(segment_rows, "throttling"))
-            .orderBy("group_label", "member_id", "kind", "start")
-            .persist(StorageLevel.MEMORY_AND_DISK)
-        )
-        members = member_figures(minutes, pieces.member_percentiles, all_episodes).persist(
-            StorageLevel.MEMORY_AND_DISK
-        )
-        group = group_figures(members, pieces.group_totals, pieces.group_percentiles)
-        group = group.persist(StorageLevel.MEMORY_AND_DISK)  # read twice: first/last, the table
-        cached += [all_episodes, members, group]
-        first_last = collect_rows(
-            group.agg(F.min("first_at").alias("first_at"), F.max("last_at").alias("last_at"))
-        )[0]
-        step("percentiles and figures of every member and group")
-        bucket_s = max(
-            bucket_seconds(first_last["first_at"], first_last["last_at"], config.chart_points),
-            source.min_bucket_s,
-        )
+def _origin(source: Source) -> str:
+    """Where the partials came from, as the page's settings line says it."""
+    if source.name == "rollups":
+        return "read from the per-minute rollups"
+    return f"partials of {source.grain_s} s made from the member rows"
 
-        if bucket_s % MINUTE == 0 or pieces.series is None:
-            series = minute_series(minutes, first_last["first_at"], bucket_s)
-        else:
-            series = pieces.series(first_last["first_at"], bucket_s)
-        tables = {
-            "figures": group.unionByName(members),
-            "episodes": all_episodes,
-            "hourly": member_hours(minutes),
-            "worst_minutes": worst_minutes(minutes, config.worst_intervals),
-            "chart_series": series,
-        }
-        rows = _collect_tables(tables, collect_rows, step)
-        # The declared schemas, not the frames' (Spark marks literal columns non-nullable), so
-        # that both sources write the same Parquet schema.
-        return _Collected(rows, dict(SCHEMAS), bucket_s, source)
-    finally:
-        for frame in cached:
-            frame.unpersist()
+
+def _compute(source: Source, config: ReportConfig, step: _Progress) -> _Collected:
+    """Compute every result table of every group in range, and collect them.
+
+    When the range is too short for minute-wide chart buckets, the partials are made again
+    from the member rows at the grain the charts need (``--source auto`` only).
+    """
+    pieces = source.pieces()
+    step(f"stitched {pieces.minutes.num_rows:,} member pieces of {source.grain_s} s")
+    found = span(pieces)
+    if found is not None:
+        wanted = chart_bucket_s(*found, config.chart_points)
+        finer = source.finer(wanted) if wanted < source.grain_s else None
+        if finer is not None:
+            step(f"the range is short: chart points every {wanted} s, from the member rows")
+            source, pieces = finer, finer.pieces()
+            step(f"stitched {pieces.minutes.num_rows:,} member pieces of {source.grain_s} s")
+    results = result_tables(
+        pieces, chart_points=config.chart_points, worst_intervals=config.worst_intervals
+    )
+    step("percentiles and figures of every member and group")
+    rows = _collect_tables(results.tables, arrow_tables.rows_of, step)
+    return _Collected(rows, dict(SCHEMAS), results.bucket_s, source)

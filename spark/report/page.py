@@ -1,15 +1,19 @@
-"""report.html: one self-contained page (inline CSS and SVG) that a person reads."""
+"""report.html: one self-contained page (inline CSS, SVG and script) that a person reads.
+
+The page loads nothing: its charts' hover and zoom come from :data:`svg.SCRIPT`, inlined once
+at the end of the page by :func:`foot`. Times show as people read them, with their zone.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
 import html
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from grstats.spark.report import svg
-from grstats.spark.report.output import iso
-from grstats.spark.report.worst import RANKINGS
+from grstats.spark.report.tables import RANKINGS
 from grstats.spark.rollup import STATES
 
 if TYPE_CHECKING:
@@ -19,15 +23,33 @@ if TYPE_CHECKING:
 MAX_EPISODE_ROWS = 200
 
 _STYLE = """
-body{font:14px/1.45 system-ui,sans-serif;margin:24px auto;max-width:1000px;color:#222}
+*{box-sizing:border-box}
+body{font:14px/1.45 system-ui,sans-serif;margin:0 auto;padding:12px 20px 40px;max-width:1240px;
+color:#222}
 h1{font-size:22px;margin-bottom:2px}h2{font-size:17px;margin-top:30px;border-bottom:1px solid #ddd}
-table{border-collapse:collapse;margin:8px 0;font-variant-numeric:tabular-nums;
+h3{font-size:15px;margin:18px 0 4px}h4{font-size:14px;margin:16px 0 4px}
+table{border-collapse:collapse;margin:8px 0;font-variant-numeric:tabular-nums;font-size:13px;
 display:block;max-width:100%;overflow-x:auto}
-td,th{padding:3px 8px;border-bottom:1px solid #eee;text-align:right;white-space:nowrap}
-th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}
-.muted{color:#777}.chart{width:100%;height:auto;font:11px system-ui,sans-serif;fill:#444}
-.legend{margin:2px 0 12px}.key{margin-right:14px;white-space:nowrap}
+td,th{padding:3px 6px;border-bottom:1px solid #eee;text-align:right;white-space:nowrap}
+th{background:#f4f4f4;white-space:normal;vertical-align:bottom;font-weight:600;min-width:4em}
+td:first-child,th:first-child{text-align:left}
+td:first-child{white-space:normal;overflow-wrap:anywhere;min-width:7em}
+td.text,th.text{white-space:normal;overflow-wrap:anywhere;text-align:left;min-width:7em}
+.fleet td:first-child{min-width:0}
+.muted{color:#777}.chart{display:block;width:100%;height:auto;font:11px system-ui,sans-serif;
+fill:#444;cursor:crosshair;user-select:none;-webkit-user-select:none}
+.chart.focus polyline,.chart.focus .dots{opacity:.15}
+.chart.focus .on{opacity:1;stroke-width:3px}
+.legend{margin:2px 0 12px;display:flex;flex-wrap:wrap;gap:2px 16px}.key{white-space:nowrap}
+.legend.lines .key{cursor:default}
 .swatch{display:inline-block;width:10px;height:10px;margin-right:4px;vertical-align:middle}
+.line{display:inline-block;width:18px;height:4px;margin-right:5px;vertical-align:middle;
+border-radius:2px}
+.charts button.reset{float:right;font:inherit;padding:2px 10px;cursor:pointer}
+.tip{position:fixed;z-index:9;background:#fff;border:1px solid #aaa;border-radius:3px;
+box-shadow:0 2px 8px #0003;padding:5px 9px;font:12px/1.5 system-ui,sans-serif;
+pointer-events:none;max-width:420px;font-variant-numeric:tabular-nums}
+.tip i{display:inline-block;width:14px;height:4px;margin-right:6px;vertical-align:middle}
 """
 
 
@@ -46,6 +68,7 @@ class PageData:
         bucket_s: the chart bucket width.
         files: result table names, in the order written.
         tables_dir: where the tables are, relative to the page.
+        flow_control_threshold: drawn on the applier queue chart; None: not drawn.
     """
 
     title: str
@@ -58,6 +81,28 @@ class PageData:
     bucket_s: int
     files: Sequence[str]
     tables_dir: str = "tables"
+    flow_control_threshold: float | None = None
+
+
+#: ISO 8601 times in text (``2026-11-28T05:49:40.123456Z``), for :func:`human_times`.
+_ISO = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d(?::\d\d(?:\.\d+)?)?(?:Z|[+-]\d\d:\d\d)")
+
+
+def human_time(moment: dt.datetime | str) -> str:
+    """``moment`` as people read it, in UTC with the zone: ``2026-11-28 05:49:40 UTC``.
+
+    Takes an aware datetime (a naive one is UTC) or ISO 8601 text; fractions of a second go.
+    """
+    if isinstance(moment, str):
+        moment = dt.datetime.fromisoformat(moment)
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.UTC)
+    return moment.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def human_times(text: str) -> str:
+    """``text`` with each ISO 8601 time in it (with Z or an offset) as :func:`human_time`."""
+    return _ISO.sub(lambda found: human_time(found.group()), text)
 
 
 def member_label(row: dict[str, Any]) -> str:
@@ -131,7 +176,7 @@ def render(data: PageData) -> str:
             head(data.title),
             f"<h1>{html.escape(data.title)}</h1>",
             body(data),
-            "</body></html>",
+            foot(),
         ]
     )
 
@@ -144,8 +189,16 @@ def head(title: str) -> str:
     )
 
 
-def body(data: PageData) -> str:
-    """The page's content under its heading: the range, the figures, charts and tables."""
+def foot() -> str:
+    """The end of the page: its one script (hover and zoom on the charts), then the closing tags."""
+    return f"<script>{svg.SCRIPT}</script></body></html>"
+
+
+def body(data: PageData, anchor: str = "") -> str:
+    """The page's content under its heading: the range, the figures, charts and tables.
+
+    ``anchor`` prefixes the ids of the charts' parts: unique per body on one page.
+    """
     members = [row for row in data.figures if row["scope"] == "member"]
     labels = {row["member_id"]: member_label(row) for row in members}
     group = next(row for row in data.figures if row["scope"] == "group")
@@ -153,8 +206,8 @@ def body(data: PageData) -> str:
     end = max(group["last_at"].timestamp(), start + 1)
     parts = [
         (
-            f"<p>{html.escape(data.range_text)}<br><span class='muted'>"
-            f"{html.escape(data.settings_text)}</span></p>"
+            f"<p>{html.escape(human_times(data.range_text))}<br><span class='muted'>"
+            f"{html.escape(human_times(data.settings_text))}</span></p>"
         ),
         "<h2>Throughput and conflicts</h2>",
         (
@@ -211,7 +264,7 @@ def body(data: PageData) -> str:
                 ("GTIDs ahead max", "gtids_ahead_max", _whole),
             ],
         ),
-        *_charts(data, labels, start, end),
+        *_charts(data, labels, (start, end), anchor),
         "<h2>Time in each state</h2>",
         (
             "<p>Seconds in each MEMBER_STATE as the group showed it; not connected: the member's "
@@ -257,17 +310,21 @@ def body(data: PageData) -> str:
     return "\n".join(parts)
 
 
-def _charts(data: PageData, labels: dict[str, str], start: float, end: float) -> list[str]:
+def _charts(
+    data: PageData, labels: dict[str, str], span: tuple[float, float], anchor: str
+) -> list[str]:
+    start, end = span
     queue: dict[str, list[tuple[float, float]]] = {}
     lag: dict[str, list[tuple[float, float]]] = {}
-    for point in data.series:
+    for point in sorted(data.series, key=lambda p: p["bucket_start"]):
         label = labels.get(point["member_id"], point["member_id"])
         moment = point["bucket_start"].timestamp()
         if point["applier_queue_max"] is not None:
             queue.setdefault(label, []).append((moment, float(point["applier_queue_max"])))
         if point["lag_seconds_max"] is not None:
             lag.setdefault(label, []).append((moment, float(point["lag_seconds_max"])))
-    ordered = sorted(labels.values())
+    ordered = sorted({*labels.values(), *queue, *lag})
+    colours = svg.member_colours(ordered)
     lanes = []
     marks: dict[str, list[tuple[float, float]]] = {}
     for member_id, label in sorted(labels.items(), key=lambda item: item[1]):
@@ -290,20 +347,65 @@ def _charts(data: PageData, labels: dict[str, str], start: float, end: float) ->
         f'<span class="key"><span class="swatch" style="background:{colour}"></span>{state}</span>'
         for state, colour in svg.STATE_COLOURS.items()
     )
-    every = f"each point is the largest value in {data.bucket_s} s"
+    every = (
+        "each point is the largest value in a snapshot"
+        if data.bucket_s <= 1
+        else f"each point is the largest value in {data.bucket_s:,} s"
+    )
+    threshold = (
+        None
+        if data.flow_control_threshold is None
+        else svg.Threshold(data.flow_control_threshold, "flow-control threshold")
+    )
+    shown_queue = [k for k in ordered if k in queue]
+    shown_lag = [k for k in ordered if k in lag]
     return [
         "<h2>Over time</h2>",
+        "<div class='charts'><button class='reset' type='button' hidden>whole range</button>",
+        (
+            "<p class='muted'>Point at a chart for the values at that time; drag across it to "
+            "zoom all three charts in on a time range, double-click to zoom out.</p>"
+        ),
         f"<h3>Applier queue per member</h3><p class='muted'>{every}</p>",
-        svg.line_chart("applier queue", {k: queue[k] for k in ordered if k in queue}, start, end),
-        svg.legend([k for k in ordered if k in queue]),
-        f"<h3>Lag seconds per member</h3><p class='muted'>{every}</p>",
-        svg.line_chart("lag seconds", {k: lag[k] for k in ordered if k in lag}, start, end),
-        svg.legend([k for k in ordered if k in lag]),
-        "<h3>MEMBER_STATE per member</h3><p class='muted'>black band: agent not heard</p>",
-        svg.timeline(lanes, start, end, marks),
+        svg.line_chart(
+            "applier queue",
+            {k: queue[k] for k in shown_queue},
+            start,
+            end,
+            svg.LineOptions(
+                unit="transactions",
+                digits=0,
+                whole=True,
+                colours=colours,
+                bucket_s=data.bucket_s,
+                threshold=threshold,
+                chart_id=f"{anchor}queue",
+            ),
+        ),
+        svg.legend(shown_queue, colours),
+        f"<h3>Lag per member</h3><p class='muted'>APPLIER_LAG_SECONDS; {every}</p>",
+        svg.line_chart(
+            "lag seconds",
+            {k: lag[k] for k in shown_lag},
+            start,
+            end,
+            svg.LineOptions(
+                unit="seconds",
+                suffix=" s",
+                colours=colours,
+                bucket_s=data.bucket_s,
+                chart_id=f"{anchor}lag",
+            ),
+        ),
+        svg.legend(shown_lag, colours),
+        (
+            "<h3>MEMBER_STATE per member</h3>"
+            "<p class='muted'>black band: not connected (no live values of the member)</p>"
+        ),
+        svg.timeline(lanes, start, end, marks, chart_id=f"{anchor}states"),
         (
             f'<div class="legend">{states}<span class="key"><span class="swatch" '
-            'style="background:#000"></span>not connected</span></div>'
+            'style="background:#000"></span>not connected</span></div></div>'
         ),
     ]
 
@@ -366,8 +468,8 @@ def render_empty(title: str, range_text: str) -> str:
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         f"<title>{html.escape(title)}</title><style>{_STYLE}</style></head><body>"
-        f"<h1>{html.escape(title)}</h1><p>{html.escape(range_text)}</p>"
+        f"<h1>{html.escape(title)}</h1><p>{html.escape(human_times(range_text))}</p>"
         "<p><strong>The range holds no snapshots: there is nothing to report.</strong></p>"
-        f"<p class='muted'>written {html.escape(iso(dt.datetime.now(tz=dt.UTC)))}</p>"
+        f"<p class='muted'>written {human_time(dt.datetime.now(tz=dt.UTC))}</p>"
         "</body></html>"
     )

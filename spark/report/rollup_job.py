@@ -1,15 +1,23 @@
-"""The Spark job that stitches the rollups: Python tasks read the partials with pyarrow.
+"""The report's Spark jobs: Python tasks make or read the partials and stitch them.
 
-The driver names the committed rollup files of the range; Spark runs one Python task per
-share of the members (as many shares as the session's default parallelism, at most
-MAX_TASKS). Each task reads the range's partials (:func:`read_partials`), keeps its share of
-the members and of the groups, stitches them (:mod:`grstats.spark.report.stitch`) and sends
-its intermediate tables back as compressed Arrow IPC streams; the driver joins the shares.
-Every task reads every file of the range: the rollups are about a sixtieth of the member
-rows, so reading them a few times costs less than shuffling them, and a member's partials
-all reach one task without a sort in the JVM. The tasks read the files where the driver
-names them, so on a cluster the table must be on storage every executor sees (as ingest
-already requires).
+Two jobs give a report its pieces (:class:`grstats.spark.report.model.Pieces`):
+
+* :func:`stitch_rollups`: the per-minute partials ingest wrote. The driver names the
+  committed rollup files of the range; Spark runs one Python task per share of the members
+  (as many shares as the session's default parallelism, at most MAX_TASKS). Each task reads
+  the range's partials (:func:`read_partials`), keeps its share of the members and of the
+  groups, stitches them and sends its pieces back as compressed Arrow IPC streams; the
+  driver joins the shares. Every task reads every file of the range: the rollups are about
+  a sixtieth of the member rows, so reading them a few times costs less than shuffling
+  them, and a member's partials all reach one task without a sort in the JVM.
+* :func:`partials_from_rows`: partials made from the member rows, when the rollups cannot
+  answer (another threshold or max gap, a range not on whole minutes, a grain finer than a
+  minute). Each task reads whole data files (a segment's rows of one date: every group
+  snapshot whole), cuts them to the range and makes their partials with the code ingest
+  uses (:func:`grstats.spark.report.model.partials_of_rows`); the driver stitches them.
+
+The tasks read the files where the driver names them, so on a cluster the table must be on
+storage every executor sees (as ingest already requires).
 """
 
 from __future__ import annotations
@@ -21,15 +29,13 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
+import pyarrow.parquet as pq
 
-from grstats.spark.report.stitch import (
-    group_names,
-    sketch_percentiles,
-    stitch_group_totals,
-    stitch_minutes,
-    stitch_segments,
-)
-from grstats.spark.rollup import ARROW_GROUP_ROLLUPS, ARROW_MEMBER_ROLLUPS
+from grstats.spark.report.model import PIECES, Pieces, partials_of_rows, stitch, stitch_tables
+from grstats.spark.report.stitch import group_names
+from grstats.spark.rollup import ARROW_GROUP_ROLLUPS, ARROW_MEMBER_ROLLUPS, ROW_INPUTS
+from grstats.spark.rollup_settings import RollupSettings
+from grstats.spark.schema import LATER_COLUMNS
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Sequence
@@ -42,42 +48,9 @@ if TYPE_CHECKING:
 #: The most tasks one stitch runs (each reads every file of the range).
 MAX_TASKS = 16
 
-_MEMBER = ("group_label", "member_id")
 _IPC = pa.ipc.IpcWriteOptions(compression="zstd")
-
-#: The intermediate tables, by name (RollupPieces' attributes).
-TABLES = ("minutes", "segments", "member_percentiles", "group_totals", "group_percentiles")
-
-
-@dataclasses.dataclass(frozen=True)
-class RollupPieces:
-    """The intermediate tables stitched from the rollups, and each group's name.
-
-    Attributes:
-        minutes, segments, member_percentiles, group_totals, group_percentiles: Arrow tables
-            with the columns of MINUTES, SEGMENTS, MEMBER_PERCENTILES, GROUP_TOTALS and
-            GROUP_PERCENTILES, in their order.
-        names: each group label in range, sorted, with its latest GR group name ("" unknown).
-    """
-
-    minutes: pa.Table
-    segments: pa.Table
-    member_percentiles: pa.Table
-    group_totals: pa.Table
-    group_percentiles: pa.Table
-    names: dict[str, str]
-
-    def only(self, label: str) -> RollupPieces:
-        """The pieces of the group ``label`` alone."""
-        wanted = pa.scalar(label, pa.string())
-        tables = {
-            name: getattr(self, name).filter(
-                pc.equal(getattr(self, name).column("group_label"), wanted)
-            )
-            for name in TABLES
-        }
-        names = {label: self.names[label]} if label in self.names else {}
-        return RollupPieces(**tables, names=names)
+#: Data files per task when partials are made from the member rows, at most.
+FILES_PER_TASK = 8
 
 
 @dataclasses.dataclass(frozen=True)
@@ -101,7 +74,7 @@ def stitch_rollups(
     member_files: Sequence[Path],
     group_files: Sequence[Path],
     config: ReportConfig,
-) -> RollupPieces:
+) -> Pieces:
     """Stitch the partials of ``config``'s range in the given files, in Spark's Python tasks."""
     shares = max(1, min(spark.sparkContext.defaultParallelism, MAX_TASKS))
     tasks = [
@@ -121,12 +94,12 @@ def stitch_rollups(
         name: pa.concat_tables(
             [_read_ipc(result[name]) for result in done], promote_options="permissive"
         )
-        for name in TABLES
+        for name in PIECES
     }
     names: dict[str, str] = {}
     for result in done:
         names |= result["names"]
-    return RollupPieces(**tables, names=dict(sorted(names.items())))
+    return Pieces(**tables, names=dict(sorted(names.items())))
 
 
 def stitch_partition(tasks: Iterable[StitchTask]) -> Iterator[dict[str, Any]]:
@@ -149,14 +122,107 @@ def stitch_share(task: StitchTask) -> dict[str, Any]:
         groups = groups.filter(pc.is_in(groups.column("group_label"), value_set=labels))
     else:
         names = group_names(members)
-    tables = {
-        "minutes": stitch_minutes(members, task.max_gap_s),
-        "segments": stitch_segments(members),
-        "member_percentiles": sketch_percentiles(members, _MEMBER),
-        "group_totals": stitch_group_totals(groups, task.max_gap_s),
-        "group_percentiles": sketch_percentiles(groups, ("group_label",)),
-    }
+    tables = stitch_tables(members, groups, task.max_gap_s)
     return {name: _ipc(table) for name, table in tables.items()} | {"names": names}
+
+
+@dataclasses.dataclass(frozen=True)
+class PartialsTask:
+    """What one task makes partials of: some data files of member rows, cut to a range.
+
+    Plain values only: it travels to the executors.
+    """
+
+    files: tuple[str, ...]
+    start_us: int | None
+    end_us: int | None
+    flow_control_threshold: int
+    max_gap_s: float
+    grain_s: int
+
+
+def partials_from_rows(
+    spark: SparkSession, files: Sequence[Path], config: ReportConfig, grain_s: int
+) -> Pieces:
+    """Make the partials of ``config``'s range from the member rows in ``files``; stitch them.
+
+    The partials have ``grain_s`` seconds and ``config``'s threshold and max gap.
+    """
+    names = [str(path) for path in files]
+    if not names:
+        empty_members, empty_groups = (
+            ARROW_MEMBER_ROLLUPS.empty_table(),
+            ARROW_GROUP_ROLLUPS.empty_table(),
+        )
+        return stitch(empty_members, empty_groups, config.max_gap_s, grain_s)
+    count = max(
+        1,
+        min(
+            len(names),
+            max(spark.sparkContext.defaultParallelism * 4, -(-len(names) // FILES_PER_TASK)),
+        ),
+    )
+    tasks = [
+        PartialsTask(
+            tuple(names[index::count]),
+            _micros(config.start),
+            _micros(config.end),
+            config.flow_control_threshold,
+            config.max_gap_s,
+            grain_s,
+        )
+        for index in range(count)
+    ]
+    done = spark.sparkContext.parallelize(tasks, count).mapPartitions(partials_partition).collect()
+    members = pa.concat_tables([_read_ipc(result["members"]) for result in done])
+    groups = pa.concat_tables([_read_ipc(result["groups"]) for result in done])
+    return stitch(members, groups, config.max_gap_s, grain_s)
+
+
+def partials_partition(tasks: Iterable[PartialsTask]) -> Iterator[dict[str, bytes]]:
+    """Spark's mapPartitions function: make each task's partials (one task a partition)."""
+    for task in tasks:
+        yield make_partials(task)
+
+
+def make_partials(task: PartialsTask) -> dict[str, bytes]:
+    """Return the member and group partials (Arrow IPC bytes) of one task's files."""
+    settings = RollupSettings(task.flow_control_threshold, task.max_gap_s)
+    members, groups = [ARROW_MEMBER_ROLLUPS.empty_table()], [ARROW_GROUP_ROLLUPS.empty_table()]
+    for path in task.files:
+        rows = read_rows(path, task.start_us, task.end_us)
+        if rows.num_rows:
+            made = partials_of_rows(rows, settings, task.grain_s)
+            members.append(made[0])
+            groups.append(made[1])
+    return {"members": _ipc(pa.concat_tables(members)), "groups": _ipc(pa.concat_tables(groups))}
+
+
+def read_rows(path: str, start_us: int | None, end_us: int | None) -> pa.Table:
+    """The member rows of one data file that partials need, collected in [start, end).
+
+    A file written before a column of LATER_COLUMNS existed reads it as its default, as
+    :func:`grstats.spark.table.read_member_rows` does.
+    """
+    present = set(pq.read_schema(path).names)
+    table = pq.read_table(path, columns=[name for name in ROW_INPUTS if name in present])
+    for name, default in LATER_COLUMNS.items():
+        if name not in present:
+            table = table.append_column(name, pa.array([default] * table.num_rows, pa.string()))
+        elif table.column(name).null_count:
+            table = table.set_column(
+                table.schema.get_field_index(name),
+                name,
+                pc.fill_null(table.column(name), pa.scalar(default, pa.string())),
+            )
+    at = table.column("collected_at").cast(pa.int64())
+    keep = None
+    if start_us is not None:
+        keep = pc.greater_equal(at, pa.scalar(start_us, pa.int64()))
+    if end_us is not None:
+        before = pc.less(at, pa.scalar(end_us, pa.int64()))
+        keep = before if keep is None else pc.and_(keep, before)
+    return table if keep is None else table.filter(keep)
 
 
 def read_partials(

@@ -1,4 +1,4 @@
-"""The report's intermediate tables from the rollups, with pyarrow: what Spark's tasks compute.
+"""The report's pieces from partials, with pyarrow: what Spark's Python tasks compute.
 
 A rollup row is a *partial* (:mod:`grstats.spark.rollup`): one member (or group), one UTC minute,
 one spool segment, with everything inside it already added up. What a partial cannot see is
@@ -9,7 +9,7 @@ order (they do not overlap when one collector collects the member):
   first one, at most ``max_gap_s`` (0 for the member's last partial in the range); that time
   counts in the last snapshot's state, connectedness and throttling;
 * the partial's first snapshot gets the counter deltas and elapsed time since the previous
-  partial's last snapshot (the same reset rule as :func:`grstats.spark.report.steps.member_steps`);
+  partial's last snapshot (the same reset rule as inside a partial, :mod:`grstats.spark.rollup`);
 * a segment (a run of one state, connectedness and throttling) starts at a partial's first
   snapshot when it differs from the previous partial's last one, and at each of the
   partial's recorded changes.
@@ -21,13 +21,11 @@ partial records when a run starts, not the time of its last snapshot). Percentil
 the partials' log-bucket sketches (:mod:`grstats.spark.sketch`), merged per member or group,
 and are within the sketch's relative accuracy of the value at their rank.
 
-Every function takes partials in any order and returns a table whose columns are named and
-ordered as the report's Spark schema of that table (MINUTES, SEGMENTS, GROUP_TOTALS,
-MEMBER_PERCENTILES, GROUP_PERCENTILES), with Arrow types that Spark casts to it. It runs in
-Spark's Python workers (:mod:`grstats.spark.report.rollup_job`), so it imports no pyspark:
-the rollups of a month are a few hundred thousand rows, which a Python task stitches with
-Arrow's vectorised kernels in far less time than a cold JVM plans and runs the same window
-queries (docs/benchmarks.md, "Spark report").
+Every function takes partials in any order (of any grain that divides a minute) and returns
+one piece: MINUTES, SEGMENTS, GROUP_TOTALS, MEMBER_PERCENTILES or GROUP_PERCENTILES rows. It
+runs in Spark's Python workers (:mod:`grstats.spark.report.rollup_job`) and on the driver, so
+it imports no pyspark: the rollups of a month are a few hundred thousand rows, which Arrow's
+vectorised kernels stitch in about a second (docs/benchmarks.md, "Spark report").
 """
 
 from __future__ import annotations
@@ -56,11 +54,11 @@ __all__ = [
     "stitch_group_totals",
     "stitch_minutes",
     "stitch_segments",
+    "to_minutes",
     "when",
 ]
 
-#: The percentiles the report gives for each gauge (grstats.spark.report.percentiles holds
-#: this same definition for the rows' path and imports it from here).
+#: The percentiles the report gives for each gauge.
 PERCENTILES: dict[str, tuple[float, ...]] = {
     "cert_queue": (0.5, 0.95),
     "applier_queue": (0.5, 0.95),
@@ -202,11 +200,58 @@ def _key(table: pa.Table, keys: Sequence[str]) -> pa.Array:
     return pc.binary_join_element_wise(*columns, _SEPARATOR)
 
 
+#: How a member's pieces of one minute add up (``member_minutes``' rules): a sum over
+#: nothing but nulls is null; host and port are the last snapshot's (pieces in time order).
+_MINUTE_SUMS = (
+    "snapshots",
+    "held_s",
+    *(f"{state.lower()}_s" for state in STATES),
+    "not_connected_s",
+    "throttling_s",
+    "elapsed_s",
+    *COUNTERS,
+)
+_MINUTE_AGGREGATIONS = (
+    ("member_host", "last"),
+    ("member_port", "last"),
+    ("first_at", "min"),
+    ("last_at", "max"),
+    *((name, "sum") for name in _MINUTE_SUMS),
+    *(
+        aggregation
+        for name in GAUGES
+        for aggregation in ((f"{name}_max", "max"), (f"{name}_sum", "sum"), (f"{name}_n", "sum"))
+    ),
+)
+_US_PER_MINUTE = pa.scalar(60_000_000, pa.int64())
+
+
+def to_minutes(buckets: pa.Table) -> pa.Table:
+    """MINUTES rows from MINUTES rows of narrower buckets (partials narrower than a minute).
+
+    Each member's buckets of one UTC minute add up as :func:`stitch_minutes` adds the
+    partials of one minute, so the figures, hours and worst minutes are the same whatever
+    the grain the pieces were made at.
+    """
+    ordered = Sorted(buckets, _MEMBER, ("minute", "first_at")).table
+    micros = as_array(ordered.column("minute")).cast(pa.int64())
+    minute = pc.multiply(
+        pc.floor(pc.divide(micros.cast(pa.float64()), 6e7)).cast(pa.int64()), _US_PER_MINUTE
+    )
+    floored = ordered.set_column(
+        ordered.schema.get_field_index("minute"),
+        "minute",
+        minute.cast(ordered.schema.field("minute").type),
+    )
+    minutes = aggregate(floored, (*_MEMBER, "minute"), _MINUTE_AGGREGATIONS)
+    return minutes.select(buckets.column_names)
+
+
 def stitch_minutes(partials: pa.Table, max_gap_s: float) -> pa.Table:
-    """Return MINUTES rows (:mod:`grstats.spark.report.minutes`) from member partials.
+    """Return MINUTES rows (one per member and partials' bucket) from member partials.
 
     Each partial gets what crosses its edges (see the module's docstring), then a member's
-    partials of one minute are added up with :func:`grstats.spark.report.minutes.member_minutes`'s
+    partials of one minute are added up with these
     rules: a sum over nothing but nulls is null, host and port are the last snapshot's.
     """
     light = partials.drop_columns(
@@ -252,44 +297,19 @@ def stitch_minutes(partials: pa.Table, max_gap_s: float) -> pa.Table:
     for name in GAUGES:
         for part in ("max", "sum", "n"):
             columns[f"{name}_{part}"] = rows.column(f"{name}_{part}")
-    sums = [
-        "snapshots",
-        "held_s",
-        *(f"{state.lower()}_s" for state in STATES),
-        "not_connected_s",
-        "throttling_s",
-        "elapsed_s",
-        *COUNTERS,
-    ]
-    aggregations = [
-        ("member_host", "last"),
-        ("member_port", "last"),
-        ("first_at", "min"),
-        ("last_at", "max"),
-        *((name, "sum") for name in sums),
-        *(
-            aggregation
-            for name in GAUGES
-            for aggregation in (
-                (f"{name}_max", "max"),
-                (f"{name}_sum", "sum"),
-                (f"{name}_n", "sum"),
-            )
-        ),
-    ]
-    minutes = aggregate(pa.table(columns), (*_MEMBER, "minute"), aggregations)
+    minutes = aggregate(pa.table(columns), (*_MEMBER, "minute"), _MINUTE_AGGREGATIONS)
     return minutes.select(list(columns))  # MINUTES's order, as the columns were made
 
 
 def stitch_segments(partials: pa.Table) -> pa.Table:
-    """Return SEGMENTS rows (:mod:`grstats.spark.report.episodes`) from member partials.
+    """Return SEGMENTS rows (runs of one state, connectedness and throttling) from partials.
 
     A segment starts at each change point: a partial's first snapshot when it differs
     (null-safely) from the previous partial's last one or starts the member's range, and each
     of the partial's ``changes``. Segments are numbered per member from 1 in time order, as
-    :func:`grstats.spark.report.steps.member_steps` numbers them. ``last_at`` is the segment's
+    the member rows would number them. ``last_at`` is the segment's
     start, except for the member's last segment, whose ``last_at`` is the member's last
-    snapshot: :func:`grstats.spark.report.episodes.episodes` reads ``last_at`` only there.
+    snapshot: :func:`grstats.spark.report.arrow_tables.episodes` reads ``last_at`` only there.
     """
     edges = [
         f"{side}_{what}"
@@ -361,7 +381,7 @@ def stitch_segments(partials: pa.Table) -> pa.Table:
 
 
 def stitch_group_totals(partials: pa.Table, max_gap_s: float) -> pa.Table:
-    """Return GROUP_TOTALS rows (:mod:`grstats.spark.report.snapshots`) from group partials.
+    """Return GROUP_TOTALS rows (each group's totals over its snapshots) from group partials.
 
     Held and throttling time are stitched like a member's (each group's partials in time
     order). The ROWS_VALIDATING slope merges the partials' means and co-moments with Chan et

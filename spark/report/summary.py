@@ -18,8 +18,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from grstats.spark.report.output import iso, json_value
-from grstats.spark.report.percentiles import ACCURACY
-from grstats.spark.report.worst import RANKINGS
+from grstats.spark.report.tables import RANKINGS
+from grstats.spark.sketch import ACCURACY_TEXT
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -28,11 +28,8 @@ if TYPE_CHECKING:
 
 #: The summary's format version.
 FORMAT = 1
-#: How the percentiles are computed, as the summary and the page state it.
-PERCENTILE_METHOD = (
-    f"percentile_approx with accuracy {ACCURACY}: the rank of each percentile is within "
-    f"1/{ACCURACY} of the sample count of the true one (exact up to {ACCURACY} samples)"
-)
+#: How the percentiles are computed, as the summary and the page state it (one method).
+PERCENTILE_METHOD = ACCURACY_TEXT
 
 
 def _clean(row: Mapping[str, Any]) -> dict[str, Any]:

@@ -7,6 +7,7 @@ as shipped. systemd-analyze is required under CI (CI=true) and skipped elsewhere
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 import signal
 import subprocess
@@ -22,6 +23,8 @@ from grstats.agent.cli.security import client_security
 from grstats.collector.cli import metrics_address, settings_from
 from grstats.collector.cli import run as run_collect
 from grstats.collector.spool import SpoolWriter
+from grstats.collector.spool_cli import run_prune
+from tests.collector.table_log import commit
 from tests.deploy.files import (
     DEPLOY,
     INSTALLED_GRSTATS,
@@ -33,12 +36,17 @@ from tests.deploy.files import (
     under,
 )
 from tests.programs import require
+from tests.spark.spool import make_record, write_spool
 from tests.waiting import wait_until
 
 SYSTEMD = DEPLOY / "systemd"
 UNITS = sorted(SYSTEMD.glob("*.service"))
 AGENT_UNIT = SYSTEMD / "grstats-agent.service"
 COLLECTOR_UNIT = SYSTEMD / "grstats-collector.service"
+PRUNE_UNIT = SYSTEMD / "grstats-spool-prune.service"
+PRUNE_TIMER = SYSTEMD / "grstats-spool-prune.timer"
+#: The units that run until stopped (the prune is a oneshot its timer starts).
+DAEMONS = [AGENT_UNIT, COLLECTOR_UNIT]
 GRSTATS = Path(sys.executable).parent / "grstats"
 #: The highest exposure ``systemd-analyze security`` may give a unit (0 best, 10 worst).
 MAX_EXPOSURE = 2.0
@@ -66,8 +74,13 @@ def verify(unit: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_the_units_are_there() -> None:
-    """deploy/systemd has the agent's and the collector's units, and grstats is installed."""
-    assert [unit.name for unit in UNITS] == ["grstats-agent.service", "grstats-collector.service"]
+    """deploy/systemd has the agent's, the collector's and the prune's units, and grstats."""
+    assert [unit.name for unit in UNITS] == [
+        "grstats-agent.service",
+        "grstats-collector.service",
+        "grstats-spool-prune.service",
+    ]
+    assert sorted(path.name for path in SYSTEMD.glob("*.timer")) == [PRUNE_TIMER.name]
     assert GRSTATS.is_file()
 
 
@@ -114,18 +127,23 @@ def test_unit_is_sandboxed(unit: Path, tmp_path: Path) -> None:
     for key in ("ProtectHome", "PrivateTmp", "NoNewPrivileges", "PrivateDevices"):
         assert settings.value(key) == "yes", key
     assert settings.value("CapabilityBoundingSet") == ""
-    assert set(settings.value("RestrictAddressFamilies").split()) == {
-        "AF_INET",
-        "AF_INET6",
-        "AF_UNIX",
-    }
     assert "@system-service" in settings.values("SystemCallFilter")
     assert re.fullmatch(r"\d+M", settings.value("MemoryMax"))
-    assert settings.value("Restart") == "on-failure"
-    assert settings.seconds("RestartSec") >= 1
-    assert int(settings.value("StartLimitBurst", "Unit")) >= 1
-    assert settings.seconds("StartLimitIntervalSec", "Unit") > 0
-    assert settings.value("WantedBy", "Install") == "multi-user.target"
+    if unit in DAEMONS:
+        assert set(settings.value("RestrictAddressFamilies").split()) == {
+            "AF_INET",
+            "AF_INET6",
+            "AF_UNIX",
+        }
+        assert settings.value("Restart") == "on-failure"
+        assert settings.seconds("RestartSec") >= 1
+        assert int(settings.value("StartLimitBurst", "Unit")) >= 1
+        assert settings.seconds("StartLimitIntervalSec", "Unit") > 0
+        assert settings.value("WantedBy", "Install") == "multi-user.target"
+    else:  # the prune reads and removes files: no network at all
+        assert settings.value("Type") == "oneshot"
+        assert settings.value("RestrictAddressFamilies") == "AF_UNIX"
+        assert settings.value("PrivateNetwork") == "yes"
 
     program = require("systemd-analyze")
     done = subprocess.run(
@@ -207,6 +225,72 @@ def test_collector_exec_start_parses_with_its_environment_file(host_root: Path) 
     assert security.token is not None
 
 
+def test_prune_timer_and_unit_pass_systemd_analyze_verify(tmp_path: Path) -> None:
+    """The timer verifies with its service beside it, runs it hourly, and survives downtime."""
+    service = runnable_copy(PRUNE_UNIT, tmp_path)
+    timer = tmp_path / PRUNE_TIMER.name
+    timer.write_bytes(PRUNE_TIMER.read_bytes())
+    program = require("systemd-analyze")
+    done = subprocess.run(
+        [program, "verify", "--man=no", "--recursive-errors=no", str(service), str(timer)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == done.stdout == ""
+    settings = Unit.read(PRUNE_TIMER)
+    assert settings.value("OnCalendar", "Timer") == "hourly"
+    assert settings.value("Persistent", "Timer") == "true"
+    assert settings.value("WantedBy", "Install") == "timers.target"
+
+
+def prune_words(environment: dict[str, str] | None = None) -> list[str]:
+    """The prune unit's command, with collector.env (and ``environment``) expanded."""
+    unit = Unit.read(PRUNE_UNIT)
+    assert unit.value("EnvironmentFile") == Unit.read(COLLECTOR_UNIT).value("EnvironmentFile")
+    return exec_start(unit, read_env_file(SYSTEMD / "collector.env") | (environment or {}))
+
+
+def test_prune_exec_start_prunes_the_collectors_spool() -> None:
+    """The prune's command parses, names the collector's own spool and the env's table."""
+    args = parse_grstats(prune_words()[1:])
+    collector = parse_grstats(
+        exec_start(Unit.read(COLLECTOR_UNIT), read_env_file(SYSTEMD / "collector.env"))[1:]
+    )
+    assert args.handler is run_prune
+    assert str(args.spool) == collector.spool
+    assert args.table == Path("/var/lib/grstats/table")
+    assert args.keep_days == 1
+    assert Unit.read(PRUNE_UNIT).value("StateDirectory") == Unit.read(COLLECTOR_UNIT).value(
+        "StateDirectory"
+    )
+
+
+def test_prune_command_removes_only_what_the_table_loaded(tmp_path: Path) -> None:
+    """Run as installed: the loaded segment older than --keep-days goes, the others stay."""
+    spool, table = tmp_path / "spool", tmp_path / "table"
+    old, recent, waiting = write_spool(spool, [[make_record(s)] for s in range(3)])
+    now = time.time()
+    commit(table, 1, spool.resolve(), [old], committed_at=_utc(now - 3 * 86_400))
+    commit(table, 2, spool.resolve(), [recent], committed_at=_utc(now - 3600))
+    words = replaced(prune_words(), "--spool", str(spool))
+    done = run_installed(replaced(words, "--table", str(table)))
+    assert done.returncode == 0, done.stderr
+    assert "removed 1 loaded segments" in done.stdout
+    assert not old.exists()
+    assert recent.exists()
+    assert waiting.exists()
+    done = run_installed(replaced(words, "--table", str(tmp_path / "no-table")))
+    assert done.returncode == 2
+    assert "--table:" in done.stderr
+
+
+def _utc(seconds: float) -> dt.datetime:
+    return dt.datetime.fromtimestamp(seconds, dt.UTC)
+
+
 def prevented(unit: Unit) -> set[int]:
     """The exit statuses after which the unit is not restarted (RestartPreventExitStatus=)."""
     return {int(status) for status in unit.value("RestartPreventExitStatus").split()}
@@ -226,7 +310,7 @@ def replaced(words: list[str], flag: str, value: str) -> list[str]:
     return [*words[:index], value, *words[index + 1 :]]
 
 
-@pytest.mark.parametrize("unit", UNITS, ids=lambda path: path.name)
+@pytest.mark.parametrize("unit", DAEMONS, ids=lambda path: path.name)
 def test_units_restart_on_failure_but_not_on_a_configuration_error(unit: Path) -> None:
     """The unit restarts on failure but not after exit 2, an invalid flag or config."""
     settings = Unit.read(unit)

@@ -16,12 +16,13 @@ shutdown, as a power cut. The points, in the order a load passes them:
     after the job: every segment's files are staged, nothing is in ``data/``
 ``quarantined``
     after the corrupt segments were copied to the quarantine
-``moving:N``
-    after N staged files were moved into ``data/`` (of more than N)
-``moved``
-    after every staged file was moved into ``data/``, before the commit
+``arranged``
+    after the staged files were renamed, inside staging, to the paths the commit names
 ``committed``
-    after the commit's log entry was written, before staging and the spool are cleaned up
+    after the commit's log entry was written, before its files were put in place
+``publishing:N``
+    after N of the commit's ``commit=N`` directories were renamed into their datasets (of
+    more than N: ``data/`` first)
 
 Just before the kill it prints ``crashing at POINT`` on stderr, so that a test can tell its
 kill from any other death of the process.
@@ -43,7 +44,7 @@ from pyspark import TaskContext
 from grstats.cli import main as grstats_main
 from grstats.spark import ingest
 from grstats.spark.stage import stage_partition
-from grstats.spark.table import DATA_DIR, TableLog
+from grstats.spark.table import COMMIT_COLUMN, TableLog
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Iterator
@@ -54,13 +55,13 @@ if TYPE_CHECKING:
 
 #: How long a held task waits: longer than any test, shorter than forever.
 HOLD_S = 600.0
-#: Points that take a count (``job:N``, ``moving:N``).
-COUNTED = ("job", "moving")
+#: Points that take a count (``job:N``, ``publishing:N``).
+COUNTED = ("job", "publishing")
 #: Points after one step of the ingest: (object, attribute) of the function wrapped.
 AFTER: dict[str, tuple[object, str]] = {
     "staged": (ingest, "_stage"),
     "quarantined": (ingest, "_quarantine"),
-    "moved": (ingest, "_move_into_data"),
+    "arranged": (ingest, "_arrange"),
     "committed": (TableLog, "commit"),
 }
 
@@ -135,8 +136,8 @@ def crash_during_job(count: int) -> None:
     replace(ingest, "_stage", make)
 
 
-def crash_while_moving(count: int) -> None:
-    """Arm ``moving:N``: kill once the N-th file has been renamed into ``data/``."""
+def crash_while_publishing(count: int) -> None:
+    """Arm ``publishing:N``: kill once the N-th ``commit=N`` directory was renamed into place."""
     moved = 0
 
     def make(original: Callable[[Path, Any], Path]) -> Callable[[Path, Any], Path]:
@@ -144,10 +145,10 @@ def crash_while_moving(count: int) -> None:
         def rename(self: Path, target: Any) -> Path:
             nonlocal moved
             result = original(self, target)
-            if Path(target).parent.parent.name == DATA_DIR:  # data/collected_date=.../file
+            if Path(target).name.startswith(f"{COMMIT_COLUMN}="):  # <dataset>/commit=N
                 moved += 1
                 if moved >= count:
-                    crash(f"moving:{count}")
+                    crash(f"publishing:{count}")
             return result
 
         return rename
@@ -159,7 +160,7 @@ def arm(point: str) -> None:
     """Wrap the ingest's steps so that the process kills itself at ``point``."""
     name, colon, count = point.partition(":")
     if name in COUNTED and colon and count.isdigit() and int(count) > 0:
-        (crash_during_job if name == "job" else crash_while_moving)(int(count))
+        (crash_during_job if name == "job" else crash_while_publishing)(int(count))
     elif name in AFTER and not colon:
         owner, attribute = AFTER[name]
         replace(owner, attribute, functools.partial(crash_after, point))

@@ -6,13 +6,15 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from typing import TYPE_CHECKING
 
 import pytest
 
 from grstats.agent.cli.demo.pipeline import SPARK_ENV
-from grstats.spark.class_archive import ENV, LOG_OPTIONS, plan
+from grstats.spark.class_archive import DUMP_TIMEOUT_S, ENV, LOG_OPTIONS, plan
 from grstats.spark.session import session_conf
+from tests.waiting import wait_until
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -52,7 +54,7 @@ class TestPlan:
         assert found.archive.parent == tmp_path / "grstats"
 
     def test_a_dead_writers_temporary_file_is_removed(self, tmp_path: Path) -> None:
-        """A temporary archive whose process is gone (killed while dumping) is deleted."""
+        """A temporary archive whose process is gone and that no dump changed for long is deleted."""
         done = subprocess.run(
             [sys.executable, "-c", "import os; print(os.getpid())"],
             check=True,
@@ -61,11 +63,16 @@ class TestPlan:
         )
         dead = tmp_path / f".spark-classes-0123456789abcdef.jsa.{done.stdout.strip()}.tmp"
         live = tmp_path / f".spark-classes-0123456789abcdef.jsa.{os.getpid()}.tmp"
-        dead.write_bytes(b"half")
-        live.write_bytes(b"half")
+        dumping = tmp_path / f".spark-classes-fedcba9876543210.jsa.{done.stdout.strip()}.tmp"
+        for path in (dead, live, dumping):
+            path.write_bytes(b"half")
+        long_ago = time.time() - DUMP_TIMEOUT_S - 60
+        os.utime(dead, (long_ago, long_ago))
+        os.utime(live, (long_ago, long_ago))
         plan({ENV: str(tmp_path), "PATH": os.environ["PATH"]})
         assert not dead.exists()
         assert live.exists()
+        assert dumping.exists()  # a JVM may still be dumping it after its command returned
 
     def test_no_java_no_archive(self, tmp_path: Path) -> None:
         """Where no JDK can be found, the JVM gets no archive options."""
@@ -105,8 +112,11 @@ def test_the_first_command_writes_the_archive_and_the_next_maps_it(tmp_path: Pat
 
     out, err = run({})
     assert out.strip() == '{"sum": 499500}'  # stdout holds the job's output alone
-    assert "grstats: writing Spark's class archive for later commands, once" in err
-    (archive,) = archives.glob("spark-classes-*.jsa")
+    assert "grstats: writing Spark's class archive for later commands, once, in the" in err
+    # The command returned; a detached process moves the archive into place after the dump.
+    (archive,) = wait_until(
+        lambda: list(archives.glob("spark-classes-*.jsa")), DUMP_TIMEOUT_S, "the archive"
+    )
     assert archive.stat().st_size > 1_000_000
     assert not list(archives.glob(".*.tmp"))
     log = tmp_path / "classes.log"

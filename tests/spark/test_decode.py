@@ -7,20 +7,37 @@ import sys
 from typing import TYPE_CHECKING
 
 import pytest
+from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 
 from grstats.collector import poller
 from grstats.collector.errors import SegmentCorrupt, UnknownSchema
-from grstats.spark.decode import ARROW_MEMBER_ROWS, DEFAULT_GROUP_LABEL, decode_segment
-from grstats.spark.schema import MEMBER_ROWS
+from grstats.spark import schema as spark_schema
+from grstats.spark.decode import DEFAULT_GROUP_LABEL, decode_segment
 from tests.spark.spool import COLUMNS, MEMBER_IDS, expected_rows, make_record, write_spool
 
 if TYPE_CHECKING:
     from pathlib import Path
 
 
-def test_arrow_schema_is_member_rows() -> None:
-    """The Arrow schema the decoder writes has MEMBER_ROWS's names, in order."""
-    assert ARROW_MEMBER_ROWS.names == MEMBER_ROWS.fieldNames()
+def _nullable_everywhere(data_type: DataType) -> bool:
+    """Whether every field, element and value inside ``data_type`` may be null."""
+    if isinstance(data_type, StructType):
+        return all(f.nullable and _nullable_everywhere(f.dataType) for f in data_type.fields)
+    if isinstance(data_type, ArrayType):
+        return data_type.containsNull and _nullable_everywhere(data_type.elementType)
+    if isinstance(data_type, MapType):
+        return data_type.valueContainsNull and _nullable_everywhere(data_type.valueType)
+    return True
+
+
+@pytest.mark.parametrize("schema", ["MEMBER_ROWS", "MEMBER_ROLLUPS", "GROUP_ROLLUPS"])
+def test_the_spark_schemas_are_what_spark_reads_back(schema: str) -> None:
+    """Derived from Arrow, each Spark schema is nullable throughout, its timestamps zoned (UTC)."""
+    derived = getattr(spark_schema, schema)
+    assert _nullable_everywhere(derived)
+    text = derived.simpleString()
+    assert "timestamp" in text
+    assert "timestamp_ntz" not in text  # the Arrow timestamps are UTC, Spark's TimestampType
 
 
 class TestDecodeSegment:

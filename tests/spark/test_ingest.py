@@ -103,16 +103,26 @@ class TestIngest:
     def test_a_second_run_loads_only_new_segments(
         self, spark: SparkSession, tmp_path: Path
     ) -> None:
-        """Running again loads nothing; after the collector seals more, only those load."""
+        """Running again loads nothing; after the collector seals more, only those load.
+
+        A successful run leaves nothing that the next one calls leftovers (issue 30).
+        """
         spool, table = tmp_path / "spool", tmp_path / "table"
+        said: list[str] = []
         write_spool(spool, segments_of([range(10)]))
-        run_ingest(spark, spool, table)
-        again = run_ingest(spark, spool, table)
+        first = run_ingest(spark, spool, table, progress=said.append)
+        assert not (table / STAGING_DIR).exists()
+        again = run_ingest(spark, spool, table, progress=said.append)
         assert (again.commit, again.segments_skipped, again.rows) == (None, 1, 0)
         segments = write_spool(spool, segments_of([range(10, 20), range(20, 25)]))
-        third = run_ingest(spark, spool, table)
+        third = run_ingest(spark, spool, table, progress=said.append)
         assert (third.commit, third.segments_loaded, third.segments_skipped) == (2, 2, 1)
         assert table_rows(spark, table) == expected_rows(segments)
+        assert [(r.cleaned, r.finished) for r in (first, again, third)] == [(0, 0)] * 3
+        assert not [message for message in said if "leftovers" in message]
+        assert not (table / STAGING_DIR).exists()
+        assert 0 < third.job_seconds <= third.seconds
+        assert third.rows_per_second == third.rows / third.job_seconds
 
     def test_rows_are_partitioned_by_utc_date(self, spark: SparkSession, tmp_path: Path) -> None:
         """A segment spanning midnight UTC writes one file in each date's partition."""
@@ -312,26 +322,27 @@ class TestIngestRollups:
     def test_rollups_left_by_an_interrupted_run_are_deleted_and_loaded_once(
         self, spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     ) -> None:
-        """Files moved into rollups/ by a run that died before its commit are deleted by the next run."""
+        """Files staged by a run that died before its commit never reach rollups/; the next run deletes them."""
         spool, table = tmp_path / "spool", tmp_path / "table"
         segments = write_spool(spool, segments_of([range(30), range(30, 70)]))
 
         def die(self: TableLog, commit: Any) -> Path:
-            raise KeyboardInterrupt  # the run stops between the moves and the commit
+            raise KeyboardInterrupt  # the run stops just before its commit
 
         with monkeypatch.context() as patched:
             patched.setattr(TableLog, "commit", die)
             with pytest.raises(KeyboardInterrupt):
                 run_ingest(spark, spool, table)
-        left = sorted((table / ROLLUPS_DIR).rglob("*.parquet"))
-        assert len(left) == 4  # two segments, two kinds, all uncommitted
+        assert not (table / ROLLUPS_DIR).exists()  # no reader of rollups/ sees them
+        staged = list((table / STAGING_DIR).rglob(f"{ROLLUPS_DIR}/*/commit=1/*/*.parquet"))
+        assert len(staged) == 4  # two segments, two kinds, all uncommitted
         stray = (
             table / ROLLUPS_DIR / "groups/collected_date=2026-01-07" / data_file_name(9, "x.sealed")
         )
         stray.parent.mkdir(parents=True)
         stray.write_bytes(b"not committed")
         result = run_ingest(spark, spool, table)
-        assert result.cleaned == 1 + 2 + 4 + 1  # staging, data files, rollups, the stray file
+        assert result.cleaned == 1 + 1  # the uncommitted staging directory, the stray file
         assert not stray.exists()
         assert sorted((table / ROLLUPS_DIR).rglob("*.parquet")) == sorted(
             TableLog(table).committed_rollup_files("members")

@@ -139,6 +139,11 @@ def test_json_summary_then_other_settings_exit_2_then_unknown_schema_exits_1(
     summary = json.loads(done.stdout)
     assert (summary["commit"], summary["rows"], summary["segments"]["loaded"]) == (1, 12, 1)
     assert summary["segments"]["from_columns"] == 1  # the collector's writer left one
+    # The rate is the Spark job's, and says so; starting Spark is counted apart.
+    assert 0 < summary["job_seconds"] <= summary["seconds"]
+    assert summary["startup_seconds"] > 0
+    assert summary["rows_per_second"] == round(12 / summary["job_seconds"])
+    assert summary["rows_per_second_of"].startswith("job_seconds: the Spark job")
     assert "staged 1/1 segments, 12 rows" in done.stderr  # progress goes to stderr
     entry = json.loads((table / LOG_DIR / entry_name(1)).read_text())
     assert entry["rollup_settings"] == {
@@ -179,5 +184,9 @@ def test_ignore_columns_decodes_the_records(
     )
     assert done.returncode == 0, done.stderr
     assert "loaded 2 segments (0 from their columns files), 4 snapshots, 12 member rows" in (
+        done.stdout
+    )
+    assert " rows/s, over the " in done.stdout
+    assert " s of the Spark job alone: not the log and the commit, not starting Spark (" in (
         done.stdout
     )

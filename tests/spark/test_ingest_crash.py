@@ -26,6 +26,7 @@ from grstats.spark.table import (
     DATA_DIR,
     LOG_DIR,
     QUARANTINE_DIR,
+    ROLLUPS_DIR,
     STAGING_DIR,
     TableLog,
     read_member_rows,
@@ -38,17 +39,19 @@ if TYPE_CHECKING:
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 #: Every point of a load the process can kill itself at (see tests/spark/crashing_ingest.py).
-CRASH_POINTS = ["job:2", "staged", "quarantined", "moving:2", "moved", "committed"]
+CRASH_POINTS = ["job:2", "staged", "quarantined", "arranged", "committed", "publishing:1"]
 #: What the kill at each point leaves of a load of 4 good segments (one file each) and a corrupt
 #: one: (staged files, files in data/, the corrupt segment's copy in the quarantine). At job:2
 #: some tasks staged their segments and the others staged nothing (checked apart).
 LEFT_AT = {
     "staged": (4, 0, False),
     "quarantined": (4, 0, True),
-    "moving:2": (2, 2, True),
-    "moved": (0, 4, True),
-    "committed": (0, 4, True),
+    "arranged": (4, 0, True),
+    "committed": (4, 0, True),
+    "publishing:1": (0, 4, True),
 }
+#: The points after the commit: the next run puts the files in place and loads nothing.
+AFTER_COMMIT = ("committed", "publishing:1")
 #: The repository's root: the crashing entry module runs from there (python -m tests.spark...).
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -101,8 +104,11 @@ def kill_what_is_left(process: subprocess.Popen[bytes]) -> None:
 
 def left_behind(table: Path, corrupt: Path) -> tuple[int, int, bool]:
     """What a killed run left: (staged files, files in data/, the corrupt segment's copy)."""
-    staged = len(list((table / STAGING_DIR).glob("*/*/*.parquet")))
-    data = len(list((table / DATA_DIR).glob("*/*.parquet")))
+    staging = table / STAGING_DIR
+    staged = sum(
+        ROLLUPS_DIR not in path.relative_to(staging).parts for path in staging.rglob("*.parquet")
+    )
+    data = len(list((table / DATA_DIR).rglob("*.parquet")))
     return staged, data, any((table / QUARANTINE_DIR).glob(f"c*-{corrupt.name}"))
 
 
@@ -116,7 +122,7 @@ def assert_loaded_exactly_once(
     assert set(known) == {s.name for s in good} | {corrupt.name}
     assert "copy" in known[corrupt.name]
     assert (table / known[corrupt.name]["copy"]).exists()
-    assert not list((table / "_grstats" / "staging").glob("*"))
+    assert not (table / STAGING_DIR).exists()
 
 
 @pytest.mark.parametrize("point", CRASH_POINTS)
@@ -137,12 +143,15 @@ def test_killed_at_a_point_then_run_again(spark: SparkSession, tmp_path: Path, p
     else:
         assert left == LEFT_AT[point]
     committed_before = len(TableLog(table).commits)
-    assert committed_before == (1 if point == "committed" else 0)
+    assert committed_before == (1 if point in AFTER_COMMIT else 0)
     result = run_ingest(spark, spool, table)
-    if point == "committed":
+    if point in AFTER_COMMIT:
         assert result.commit is None  # the killed run had committed everything
+        assert (result.finished, result.cleaned) == (1, 0)  # completed, nothing thrown away
     else:
         assert (result.commit, result.segments_loaded) == (1, len(good))
+        copied = point in {"quarantined", "arranged"}  # the corrupt segment's uncommitted copy
+        assert (result.finished, result.cleaned) == (0, 1 + copied)  # and the staging directory
     assert sorted(read_member_rows(spark, table).toArrow().to_pylist(), key=row_key) == expected
     assert_loaded_exactly_once(spark, table, good, corrupt)
     assert len(list((table / LOG_DIR).glob("*.json"))) == 1

@@ -7,10 +7,9 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow.parquet as pq
 import pytest
-from pyspark.sql.pandas.types import from_arrow_schema
 
 from grstats.spark.decode import decode_segment
-from grstats.spark.rollup import ARROW_GROUP_ROLLUPS, ARROW_MEMBER_ROLLUPS, DEFAULT_SETTINGS
+from grstats.spark.rollup import DEFAULT_SETTINGS
 from grstats.spark.schema import GROUP_ROLLUPS, MEMBER_ROLLUPS, MEMBER_ROWS
 from grstats.spark.table import (
     LOG_DIR,
@@ -260,12 +259,6 @@ class TestRollupsInTheLog:
         path.write_text(json.dumps(entry))
         with pytest.raises(TableError, match=r"rollup_settings: \[\{.*\}\] is not an object"):
             TableLog(tmp_path)
-
-
-def test_the_spark_rollup_schemas_mirror_the_arrow_ones() -> None:
-    """MEMBER_ROLLUPS and GROUP_ROLLUPS are what Spark makes of the Arrow schemas the files have."""
-    assert from_arrow_schema(ARROW_MEMBER_ROLLUPS) == MEMBER_ROLLUPS
-    assert from_arrow_schema(ARROW_GROUP_ROLLUPS) == GROUP_ROLLUPS
 
 
 @pytest.mark.spark

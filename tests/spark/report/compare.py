@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from grstats.spark.report.percentiles import PERCENTILES, percentile_name
+from grstats.spark.report.stitch import PERCENTILES, percentile_name
 from grstats.spark.sketch import LINEAR_LIMIT, RELATIVE_ACCURACY, RESOLUTION
 
 #: Figures a rollup answers through a sketch: within RELATIVE_ACCURACY of the rows' value

@@ -131,7 +131,7 @@ def test_hours_and_chart_buckets() -> None:
     ]
     assert hours[0]["applier_queue_max"] == 7
     origin = at(61.5)  # its minute, at(60), is where buckets start; the one before is at(-60)
-    series = arrow_tables.rows_of(arrow_tables.minute_series(minutes, origin, 120))
+    series = arrow_tables.rows_of(arrow_tables.series(minutes, origin, 120))
     assert [(p["member_id"], p["bucket_start"], p["samples"]) for p in series] == [
         ("a", at(-60), 9),  # minute 0, less the 3 UNREACHABLE snapshots (not sampled)
         ("a", at(60), 24),

@@ -162,14 +162,18 @@ def _number(cell: str) -> Any:
 
 @pytest.mark.spark
 @pytest.mark.slow
-# The rollups source only: its Python tasks (the stitch) are what runs differently on a
-# cluster's executors. The rows source is Spark SQL alone, whose results do not depend on where
-# it runs; on the cluster it took 91 s of the suite, and local mode tests it (test_ground_truth).
-@pytest.mark.parametrize("source", ["rollups"])
+# Both Python jobs run on the executors: ``auto`` on this 10-minute table makes partials from
+# the member rows at the 5 s grain its charts need; ``rollups`` stitches the stored ones.
+@pytest.mark.parametrize("case", [("auto", "rows", 5), ("rollups", "rollups", 60)])
 def test_the_report_on_a_standalone_cluster_equals_local_mode(
-    spark: SparkSession, spark_cluster: StandaloneCluster, table: Path, tmp_path: Path, source: str
+    spark: SparkSession,
+    spark_cluster: StandaloneCluster,
+    table: Path,
+    tmp_path: Path,
+    case: tuple[str, str, int],
 ) -> None:
     """--master spark://... writes the same summary.json and tables as local mode."""
+    source, read, bucket_s = case
     on_cluster, local = tmp_path / "on-cluster", tmp_path / "local"
     done = run_on_cluster(
         spark_cluster,
@@ -187,7 +191,8 @@ def test_the_report_on_a_standalone_cluster_equals_local_mode(
     local_summary = json.loads((local / "summary.json").read_text(encoding="utf-8"))
     assert _same(printed, cluster_summary)
     assert _same(cluster_summary, local_summary)
-    assert cluster_summary["settings"]["source"] == source
+    assert cluster_summary["settings"]["source"] == read
+    assert cluster_summary["settings"]["chart_bucket_s"] == bucket_s
     assert cluster_summary["range"]["snapshots"] == 600
     assert len(cluster_summary["unreachable_episodes"]) == 3
     for name in TABLE_NAMES:

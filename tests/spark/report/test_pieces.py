@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import datetime as dt
 import xml.etree.ElementTree as ET
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from grstats.spark.report import svg
 from grstats.spark.report.config import ReportConfig, ReportConfigError, parse_time
-from grstats.spark.report.series import bucket_seconds
+from grstats.spark.report.model import bucket_seconds
+from grstats.spark.report.output import write_csv, write_parquet
 
 if TYPE_CHECKING:
     from pathlib import Path
-
-    from pyspark.sql import SparkSession
 
 T0 = dt.datetime(2026, 1, 5, tzinfo=dt.UTC)
 
@@ -70,7 +71,7 @@ class TestSvg:
         points = [(start + s, float(s % 7)) for s in [*range(10), *range(100, 110)]]
         chart = svg.line_chart("applier queue", {"db1 (0001)": points}, start, start + 110)
         root = ET.fromstring(chart)  # noqa: S314 (the SVG this test just drew)
-        lines = root.findall("{http://www.w3.org/2000/svg}polyline")
+        lines = root.findall(".//{http://www.w3.org/2000/svg}polyline")
         assert len(lines) == 2
         assert all(len(line.get("points", "").split()) == 10 for line in lines)
 
@@ -83,34 +84,39 @@ class TestSvg:
         ]
         drawn = svg.timeline(lanes, start, start + 60, {"b": [(start, start + 5)]})
         root = ET.fromstring(drawn)  # noqa: S314 (the SVG this test just drew)
-        fills = [r.get("fill") for r in root.findall("{http://www.w3.org/2000/svg}rect")]
+        fills = [r.get("fill") for r in root.findall(".//{http://www.w3.org/2000/svg}rect")]
         assert fills.count(svg.STATE_COLOURS["UNREACHABLE"]) == 1
         assert fills.count(svg.STATE_COLOURS["ONLINE"]) == 2
         assert fills.count("#000") == 1
 
 
 class TestWriteTable:
-    def test_parquet_csv_and_rows_hold_the_same_table(
-        self, spark: SparkSession, tmp_path: Path
-    ) -> None:
-        """The Parquet file Spark reads back equals the returned rows, schema and nulls included."""
-        from grstats.spark.report.output import write_table  # noqa: PLC0415
-
+    def test_parquet_csv_and_rows_hold_the_same_table(self, tmp_path: Path) -> None:
+        """The Parquet file read back equals the rows, schema and nulls included; CSV as text."""
         when = dt.datetime(2026, 1, 31, 12, 0, 0, 250_000, tzinfo=dt.UTC)
-        frame = spark.createDataFrame(
-            [("a", 1, 2.5, True, when), ("b", None, None, None, None)],
-            "member_id string, n long, x double, flag boolean, at timestamp",
+        schema = pa.schema(
+            [
+                ("member_id", pa.string()),
+                ("n", pa.int64()),
+                ("x", pa.float64()),
+                ("flag", pa.bool_()),
+                ("at", pa.timestamp("us", tz="UTC")),
+            ]
         )
-        rows = write_table(frame, tmp_path, "t")
-        back = spark.read.parquet(str(tmp_path / "t"))
-        assert back.schema.simpleString() == frame.schema.simpleString()
-        assert sorted(back.collect()) == sorted(frame.collect())
-        assert rows[0]["at"] == when
+        rows: list[dict[str, Any]] = [
+            {"member_id": "a", "n": 1, "x": 2.5, "flag": True, "at": when},
+            {"member_id": "b", "n": None, "x": None, "flag": None, "at": None},
+        ]
+        write_parquet(tmp_path / "t", schema, rows)
+        write_csv(tmp_path / "t.csv", schema.names, rows)
+        back = pq.read_table(tmp_path / "t")
+        assert back.schema.equals(schema)
+        assert back.to_pylist() == rows
         csv_lines = (tmp_path / "t.csv").read_text(encoding="utf-8").splitlines()
         assert csv_lines == [
             "member_id,n,x,flag,at",
             "a,1,2.5,true,2026-01-31T12:00:00.250000Z",
             "b,,,,",
         ]
-        write_table(frame.limit(1), tmp_path, "t")  # a second run replaces the file
-        assert spark.read.parquet(str(tmp_path / "t")).count() == 1
+        write_parquet(tmp_path / "t", schema, rows[:1])  # a second run replaces the file
+        assert pq.read_table(tmp_path / "t").num_rows == 1

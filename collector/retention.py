@@ -1,0 +1,405 @@
+"""Spool retention: remove the sealed segments that the table's commit log says are loaded.
+
+The collector never deletes what it spools; ``grstats spark ingest`` loads the sealed
+segments into a table and records each load in the table's commit log. This module reads
+that log and removes from the spool the segments it names (``grstats spool prune``), so it
+imports neither pyspark nor pyarrow: it runs on the collector's host.
+
+The log, as ``grstats.spark.table`` writes it (``TableLog``; a test holds this reader equal
+to ``TableLog.known_segments``), is ``TABLE/_grstats/log/<commit>.json``: one JSON object per
+commit, named by its number in 20 digits, numbered 1, 2, ... without a gap::
+
+    {"format": 1, "commit": 3, "committed_at": "2026-01-05T10:00:00+00:00",
+     "spool": "/var/lib/grstats-collector/spool",      # the spool's absolute path, as ingest saw it
+     "segments": [{"name": "segment-....sealed", "bytes": 1234, ...}, ...],   # loaded
+     "quarantined": [{"name": ..., "bytes": ..., "copy": "_grstats/quarantine/...", ...}]}
+
+An entry is written to ``<commit>.json.tmp`` and renamed into place: the rename is the
+commit, so a ``.tmp`` entry (a commit in progress, or one a killed ingest left) counts for
+nothing. A segment is the table's once an entry of *this spool* names it, with all its rows
+(or, quarantined, with its copy under ``TABLE/_grstats/quarantine/``).
+
+What :func:`prune` removes, and what never:
+
+* removed: a sealed segment that a committed entry of this spool names as loaded or
+  quarantined, whose size is the size the entry recorded, and whose commit is at least
+  ``keep_days`` old; with it its columns file. A quarantined segment may go: the table keeps
+  its copy, and ingest itself removes it from the spool (prune finishes the job where ingest
+  could not, e.g. on a read-only mount).
+* never: an ``.open`` segment; a sealed one that no committed entry of this spool names
+  (not yet loaded, being loaded, or loaded from another spool of the same names); one
+  whose size differs from the entry's (then the spool is not the one the table loaded, and
+  the segment is reported); any other file of the spool.
+* a columns file whose segment is already gone is removed when the log names that segment
+  as loaded (a prune stopped between the two removals); otherwise it stays.
+
+While an ingest runs it holds the table's lock (``TABLE/_grstats/.lock``); prune takes the
+same lock, shared, for its removals, and removes nothing while an ingest holds it (the next
+run prunes). Where the lock cannot be opened (a read-only table without one), it goes by the
+commit point alone, which is enough: a segment an ingest is loading is in no committed
+entry.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import errno
+import fcntl
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from grstats.collector.columns import SUFFIX as COLUMNS_SUFFIX
+from grstats.collector.columns import columns_path
+from grstats.collector.errors import CollectorError
+from grstats.collector.spool import parse_segment_name
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+#: The commit log's directory in the table (``grstats.spark.table.LOG_DIR``).
+LOG_DIR = "_grstats/log"
+#: The table's ingest lock (``grstats.spark.table.LOCK_NAME``).
+LOCK_NAME = "_grstats/.lock"
+#: The entries' format this reader knows (``grstats.spark.table.LOG_FORMAT``).
+LOG_FORMAT = 1
+_ENTRY = re.compile(r"(\d{20})\.json")
+_T = TypeVar("_T")
+
+
+class RetentionError(CollectorError):
+    """The table's log cannot be read, or the spool cannot be listed: nothing was removed."""
+
+
+@dataclass(frozen=True, slots=True)
+class LoggedSegment:
+    """A segment a committed entry names: loaded, or quarantined (then the table has a copy).
+
+    Attributes:
+        name: its file name in the spool.
+        bytes: its size when ingest read it.
+        commit: the commit that named it (the last one, if several did).
+        committed_at: when that commit was made.
+        quarantined: whether the commit set it aside as corrupt instead of loading it.
+    """
+
+    name: str
+    bytes: int
+    commit: int
+    committed_at: dt.datetime
+    quarantined: bool
+
+
+@dataclass(frozen=True, slots=True)
+class TableSegments:
+    """What the committed entries of a table say of one spool.
+
+    Attributes:
+        segments: the segments the entries of that spool name, by name.
+        spools: every spool any entry names (to tell a person which ones the table knows).
+        commits: how many commits the log holds.
+    """
+
+    segments: dict[str, LoggedSegment]
+    spools: frozenset[str]
+    commits: int
+
+
+def logged_segments(table_dir: Path | str, spool: str) -> TableSegments:
+    """Return the segments the committed entries of ``table_dir`` name for spool ``spool``.
+
+    ``spool`` is the spool's path as the entries record it (its absolute path when ingest
+    ran). A table without a log names nothing.
+
+    Raises:
+        RetentionError: an entry is missing from the sequence, unreadable, of another format,
+            or not what this reader expects (the message names the file and the field).
+    """
+    log_dir = Path(table_dir) / LOG_DIR
+    try:
+        names = [entry.name for entry in os.scandir(log_dir)]
+    except FileNotFoundError:
+        return TableSegments({}, frozenset(), 0)
+    except OSError as exc:
+        raise RetentionError(f"--table: cannot list {log_dir}: {exc}") from exc
+    numbers = sorted(int(match.group(1)) for n in names if (match := _ENTRY.fullmatch(n)))
+    segments: dict[str, LoggedSegment] = {}
+    spools: set[str] = set()
+    for expected, number in enumerate(numbers, start=1):
+        path = log_dir / f"{number:020d}.json"
+        if number != expected:
+            raise RetentionError(
+                f"{path}: commit {number} follows commit {expected - 1}: "
+                f"the log misses commit {expected}"
+            )
+        entry_spool, found = _read_entry(path, number)
+        spools.add(entry_spool)
+        if entry_spool == spool:
+            segments.update((segment.name, segment) for segment in found)
+    return TableSegments(segments, frozenset(spools), len(numbers))
+
+
+def _read_entry(path: Path, number: int) -> tuple[str, list[LoggedSegment]]:
+    """The spool and the segments of commit ``number``'s entry at ``path``."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise RetentionError(f"{path}: not a commit entry: {exc}") from exc
+    if not isinstance(data, dict):
+        raise RetentionError(f"{path}: not a commit entry: a JSON {type(data).__name__}")
+    if data.get("format") != LOG_FORMAT:
+        raise RetentionError(
+            f"{path}: log format {data.get('format')!r} is not {LOG_FORMAT}: "
+            "written by a newer grstats?"
+        )
+    if data.get("commit") != number:
+        raise RetentionError(f"{path}: holds commit {data.get('commit')!r}, not {number}")
+    committed_at = _committed_at(data, path)
+    found = [
+        LoggedSegment(name, size, number, committed_at, quarantined)
+        for key, quarantined in (("segments", False), ("quarantined", True))
+        for name, size in _listed(data, key, path)
+    ]
+    return _field(data, "spool", str, path), found
+
+
+def _committed_at(data: dict[str, Any], path: Path) -> dt.datetime:
+    stamp = _field(data, "committed_at", str, path)
+    try:
+        committed_at = dt.datetime.fromisoformat(stamp)
+    except ValueError:
+        raise RetentionError(f"{path}: committed_at: {stamp!r} is not an ISO 8601 time") from None
+    if committed_at.tzinfo is None:
+        raise RetentionError(f"{path}: committed_at: {stamp!r} has no UTC offset")
+    return committed_at
+
+
+def _listed(data: dict[str, Any], key: str, path: Path) -> list[tuple[str, int]]:
+    """The ``(name, bytes)`` of each segment of the entry's list ``key``."""
+    listed = data.get(key)
+    if not isinstance(listed, list):
+        raise RetentionError(f"{path}: {key}: {listed!r} is not a list")
+    found = []
+    for item in listed:
+        if not isinstance(item, dict):
+            raise RetentionError(f"{path}: {key}: {item!r} is not an object")
+        found.append((_field(item, "name", str, path, key), _field(item, "bytes", int, path, key)))
+    return found
+
+
+def _field(data: dict[str, Any], key: str, kind: type[_T], path: Path, within: str = "") -> _T:
+    """``data[key]`` if it is a ``kind`` (a bool is no int), else an error naming it."""
+    value = data.get(key)
+    if not isinstance(value, kind) or isinstance(value, bool):
+        where = f"{within}: {key}" if within else key
+        raise RetentionError(f"{path}: {where}: {value!r} is not a {kind.__name__}")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class Removal:
+    """One segment prune removed (or, in a dry run, would remove), with its columns file."""
+
+    name: str
+    bytes: int
+    commit: int
+    quarantined: bool
+
+
+@dataclass(slots=True)
+class PruneResult:
+    """What one prune did.
+
+    Attributes:
+        spool: the spool's path as the table's log names it.
+        removed: the segments removed (a dry run: that would be).
+        kept_unloaded: sealed segments no committed entry of this spool names.
+        kept_recent: loaded ones whose commit is younger than ``keep_days``.
+        mismatched: loaded ones whose size differs from the entry's (kept; see the message).
+        open: ``.open`` segments (never removed).
+        orphan_columns: columns files of loaded segments already gone, removed.
+        ingest_running: an ingest held the table's lock: nothing was removed.
+        dry_run: nothing was removed, only listed.
+        other_spools: the spools the log names when it names none of this one's segments.
+    """
+
+    spool: str
+    removed: list[Removal] = field(default_factory=list)
+    kept_unloaded: list[str] = field(default_factory=list)
+    kept_recent: list[str] = field(default_factory=list)
+    mismatched: list[str] = field(default_factory=list)
+    open: list[str] = field(default_factory=list)
+    orphan_columns: list[str] = field(default_factory=list)
+    ingest_running: bool = False
+    dry_run: bool = False
+    other_spools: list[str] = field(default_factory=list)
+
+    @property
+    def removed_bytes(self) -> int:
+        """The bytes of the removed segments (their columns files not counted)."""
+        return sum(removal.bytes for removal in self.removed)
+
+    def to_json(self) -> dict[str, Any]:
+        """Return the summary scripts get with ``--format json``."""
+        return {
+            "spool": self.spool,
+            "dry_run": self.dry_run,
+            "ingest_running": self.ingest_running,
+            "removed": [
+                {
+                    "segment": r.name,
+                    "bytes": r.bytes,
+                    "commit": r.commit,
+                    "quarantined": r.quarantined,
+                }
+                for r in self.removed
+            ],
+            "removed_bytes": self.removed_bytes,
+            "kept": {
+                "not_loaded": self.kept_unloaded,
+                "recent": self.kept_recent,
+                "size_differs": self.mismatched,
+                "open": self.open,
+            },
+            "orphan_columns_removed": self.orphan_columns,
+            "other_spools": self.other_spools,
+        }
+
+
+def prune(  # noqa: PLR0913  (the options are keyword-only, each with its default)
+    spool_dir: Path | str,
+    table_dir: Path | str,
+    *,
+    ingested_as: str | None = None,
+    keep_days: float = 0.0,
+    dry_run: bool = False,
+    now: dt.datetime | None = None,
+) -> PruneResult:
+    """Remove from ``spool_dir`` the sealed segments ``table_dir``'s log names; see the module.
+
+    ``ingested_as`` is the spool's path as the log records it (default: ``spool_dir``'s
+    absolute path, as ingest on this host would record it); ``now`` is for tests.
+
+    Raises:
+        RetentionError: the spool cannot be listed, the log cannot be read, or a removal
+            failed (the segments removed before it stay removed).
+    """
+    spool = Path(spool_dir)
+    name = ingested_as if ingested_as is not None else str(spool.resolve())
+    result = PruneResult(name, dry_run=dry_run)
+    table = Path(table_dir)
+    with _shared_lock(table) as locked:
+        if not locked:
+            result.ingest_running = True
+            return result
+        # Listed under the lock, after the log was read: what an ingest commits later is
+        # simply not removed this time.
+        logged = logged_segments(table, name)
+        files = _listing(spool)
+        if not logged.segments:
+            result.other_spools = sorted(logged.spools - {name})
+        cutoff = (now or dt.datetime.now(dt.UTC)) - dt.timedelta(days=keep_days)
+        for path in sorted(files.values()):
+            _judge(path, logged.segments, cutoff, result)
+        _orphans(spool, files, logged.segments, result)
+    return result
+
+
+def _listing(spool: Path) -> dict[str, Path]:
+    """The spool's files by name."""
+    try:
+        with os.scandir(spool) as entries:
+            return {entry.name: Path(entry.path) for entry in entries}
+    except (FileNotFoundError, NotADirectoryError):
+        raise RetentionError(f"--spool: {str(spool)!r} is not a directory") from None
+    except OSError as exc:
+        raise RetentionError(f"--spool: cannot list {spool}: {exc}") from exc
+
+
+def _judge(
+    path: Path, logged: dict[str, LoggedSegment], cutoff: dt.datetime, result: PruneResult
+) -> None:
+    """Remove the segment at ``path`` if the rules let it go; note it in ``result`` either way."""
+    parsed = parse_segment_name(path.name)
+    if parsed is None:
+        return  # not a segment: columns files go with theirs, anything else stays
+    if not parsed[1]:
+        result.open.append(path.name)
+        return
+    entry = logged.get(path.name)
+    if entry is None:
+        result.kept_unloaded.append(path.name)
+        return
+    try:
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return  # removed meanwhile (by ingest, a quarantined one, or another prune)
+    if size != entry.bytes:
+        result.mismatched.append(path.name)
+        return
+    if entry.committed_at > cutoff:
+        result.kept_recent.append(path.name)
+        return
+    if not result.dry_run:
+        # The columns file first: a prune stopped between the two leaves a loaded segment
+        # without one (pruned next time), never a columns file without its segment.
+        _remove(columns_path(path))
+        _remove(path)
+    result.removed.append(Removal(path.name, size, entry.commit, entry.quarantined))
+
+
+def _orphans(
+    spool: Path, files: dict[str, Path], logged: dict[str, LoggedSegment], result: PruneResult
+) -> None:
+    """Remove the columns files of loaded segments that are gone already."""
+    for name in sorted(files):
+        if not name.endswith(COLUMNS_SUFFIX) or not name.startswith("segment-"):
+            continue
+        stem = name.removesuffix(COLUMNS_SUFFIX)
+        sealed, opened = f"{stem}.sealed", f"{stem}.open"
+        if sealed not in logged or sealed in files or opened in files:
+            continue
+        if (spool / sealed).exists() or (spool / opened).exists():
+            continue
+        if not result.dry_run:
+            _remove(files[name])
+        result.orphan_columns.append(name)
+
+
+def _remove(path: Path) -> None:
+    try:
+        path.unlink(missing_ok=True)
+    except OSError as exc:
+        raise RetentionError(f"--spool: cannot remove {path}: {exc}") from exc
+
+
+@contextlib.contextmanager
+def _shared_lock(table: Path) -> Iterator[bool]:
+    """Hold the table's ingest lock, shared, for the block; yield False while an ingest has it.
+
+    Yields True, unlocked, when there is no lock file (no ingest ever ran) or it cannot be
+    opened (a read-only table): the commit point alone then keeps loads in progress safe.
+    """
+    try:
+        fd = os.open(table / LOCK_NAME, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno not in (errno.ENOENT, errno.EACCES, errno.EPERM, errno.ENOTDIR):
+            raise RetentionError(f"--table: cannot open {table / LOCK_NAME}: {exc}") from exc
+        yield True
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        try:
+            yield True
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
