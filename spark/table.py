@@ -50,6 +50,7 @@ import json
 import os
 import re
 import shutil
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
@@ -437,7 +438,15 @@ def now_text() -> str:
 
 
 class TableLock:
-    """The table's exclusive lock: one ingest at a time (``with TableLock(dir): ...``)."""
+    """The table's exclusive lock: one ingest at a time (``with TableLock(dir): ...``).
+
+    ``grstats spool prune`` holds it shared for the milliseconds of its removals
+    (:mod:`grstats.collector.retention`), so taking it waits up to WAIT_S before it calls
+    the table busy: another ingest holds it for its whole load.
+    """
+
+    #: How long taking the lock waits for a shared holder, in seconds.
+    WAIT_S = 2.0
 
     def __init__(self, table_dir: Path | str) -> None:
         self.path = Path(table_dir) / LOCK_NAME
@@ -446,14 +455,19 @@ class TableLock:
     def __enter__(self) -> Self:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError as exc:
-            os.close(fd)
-            raise TableError(
-                f"{self.path.parent.parent}: another ingest is loading this table "
-                f"(it holds {self.path})"
-            ) from exc
+        deadline = time.monotonic() + self.WAIT_S
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError as exc:
+                if time.monotonic() >= deadline:
+                    os.close(fd)
+                    raise TableError(
+                        f"{self.path.parent.parent}: another ingest is loading this table "
+                        f"(it holds {self.path})"
+                    ) from exc
+                time.sleep(0.02)
         self._fd = fd
         return self
 

@@ -170,6 +170,10 @@ class MariaDB:
         self.datadir = workdir / "data"
         self.socket = workdir / "mariadb.sock"
         self.log = workdir / "mariadb.log"
+        # Its own tmpdir: a starting server deletes every #sql* file in its tmpdir (sql_base.cc,
+        # mysql_rm_tmp_tables), so two servers sharing /tmp (two test workers) could delete
+        # each other's temporary tables: a bootstrap failed with "Unknown table tmp_user_sys".
+        self.tmpdir = workdir / "tmp"
         self.tls = tls
         self.port = free_port()
         self._process: subprocess.Popen[bytes] | None = None
@@ -191,10 +195,12 @@ class MariaDB:
 
     def install(self) -> None:
         """Create the data dir with the system tables; root has no password on the socket."""
+        self.tmpdir.mkdir(parents=True, exist_ok=True)
         command = [
             str(self.binaries.install_db),
             "--no-defaults",
             f"--datadir={self.datadir}",
+            f"--tmpdir={self.tmpdir}",
             "--auth-root-authentication-method=normal",
             "--skip-test-db",
             *self._user_option(),
@@ -208,6 +214,7 @@ class MariaDB:
         options = [
             "--no-defaults",
             f"--datadir={self.datadir}",
+            f"--tmpdir={self.tmpdir}",
             f"--socket={self.socket}",
             f"--port={self.port}",
             f"--bind-address={self.host}",

@@ -267,8 +267,9 @@ def body(data: PageData, anchor: str = "") -> str:
         *_charts(data, labels, (start, end), anchor),
         "<h2>Time in each state</h2>",
         (
-            "<p>Seconds in each MEMBER_STATE as the group showed it; not connected: the member's "
-            "agent was not heard (its rows were frozen). Throttling: seconds this member's "
+            "<p>Seconds in each MEMBER_STATE as the group showed it; not connected: no live "
+            "values of the member (its agent not heard, or its server not read; its rows were "
+            "the last received). Throttling: seconds this member's "
             "queue was over the flow-control threshold while it was ONLINE; for the group, "
             "seconds any member was.</p>"
         ),

@@ -413,7 +413,7 @@ def timeline(
     """Return an ``<svg>`` with one lane per member: a bar per (start, end, state) episode.
 
     ``marks`` (label -> (start, end) spans) are drawn as a black band under the lane: the
-    times the member's agent was not heard.
+    times the member was not connected (no live values of it).
     """
     end = max(end, start + 1)
     lane_height, gap = 18, 8
