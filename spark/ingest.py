@@ -220,9 +220,12 @@ def run_ingest(  # noqa: PLR0913  (the options are keyword-only, each with its d
     began = time.monotonic()
     say = progress or (lambda _message: None)
     spool, table = Path(spool_dir).resolve(), Path(table_dir).resolve()
-    segments = sealed_segments(spool)
+    sealed_segments(spool)  # a spool that is not a directory fails before the table is locked
     _check_table_dir(table)
     with TableLock(table):
+        # Listed under the lock: ``grstats spool prune`` removes loaded segments only while it
+        # holds the lock (shared), so none of these vanishes before this run has read it.
+        segments = sealed_segments(spool)
         log = TableLog(table)
         _check_settings(log, rollups)
         finished = log.finish_publishing()
