@@ -10,8 +10,9 @@ from __future__ import annotations
 import datetime as dt
 import math
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import pyarrow.parquet as pq
 import pytest
 
 from grstats.spark.report.model import (
@@ -22,10 +23,14 @@ from grstats.spark.report.model import (
     span,
     stitch,
 )
+from grstats.spark.report.rollup_job import read_partials
 from grstats.spark.rollup import ARROW_GROUP_ROLLUPS, ARROW_MEMBER_ROLLUPS
 from grstats.spark.rollup_settings import RollupSettings
 from tests.spark.report.model_rows import arrow_rows, episodes, figures, report
 from tests.spark.report.rows import T0, at, row
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 THRESHOLD = 25_000
 
@@ -388,3 +393,32 @@ class TestNamesAndEmpty:
         assert pieces.names == {}
         assert span(pieces) is None
         assert all(getattr(pieces, name).num_rows == 0 for name in PIECES)
+
+
+class TestReadPartials:
+    def test_a_range_keeps_its_whole_minutes_from_every_file(self, tmp_path: Path) -> None:
+        """The stored partials of [start, end) come back from every file, others not."""
+        members, _ = partials_of_rows(arrow_rows(_busy_rows()), RollupSettings(), 60)
+        halves = (members.slice(0, members.num_rows // 2), members.slice(members.num_rows // 2))
+        files = []
+        for index, half in enumerate(halves):
+            files.append(str(tmp_path / f"part-{index}.parquet"))
+            pq.write_table(half, files[-1])
+        whole = read_partials(files, ARROW_MEMBER_ROLLUPS, None, None)
+        assert whole.num_rows == members.num_rows
+        start, end = T0 + dt.timedelta(minutes=1), T0 + dt.timedelta(minutes=3)
+        cut = read_partials(files, ARROW_MEMBER_ROLLUPS, _micros(start), _micros(end))
+        assert set(cut.column("minute").to_pylist()) == {start, start + dt.timedelta(minutes=1)}
+        assert set(cut.column("member_id").to_pylist()) == {"a", "b"}
+        later = _micros(T0 + dt.timedelta(days=1))
+        assert read_partials(files, ARROW_MEMBER_ROLLUPS, later, None).num_rows == 0
+
+    def test_no_files_no_partials(self) -> None:
+        """A range without rollup files reads an empty table with the rollups' columns."""
+        empty = read_partials([], ARROW_MEMBER_ROLLUPS, None, None)
+        assert empty.num_rows == 0
+        assert empty.schema == ARROW_MEMBER_ROLLUPS
+
+
+def _micros(moment: dt.datetime) -> int:
+    return int(moment.timestamp()) * 1_000_000
