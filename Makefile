@@ -51,7 +51,7 @@ system-deps: ## install the system packages the tests need (MariaDB server and c
 demo: $(VENV)/.installed ## the main job: a simulated 3-member group, a crash, a killed agent, collector, Spark report
 	$(BIN)/grstats demo
 
-test: $(VENV)/.installed system-deps ## run the whole test suite (about 10 minutes on 2 cores)
+test: $(VENV)/.installed system-deps ## run the whole test suite (about 7 minutes on 2 cores)
 	$(BIN)/pytest $(PYTEST_PARALLEL)
 
 check: lint ## lint, then the tests that need no Spark, no subprocess and no server (under 2 minutes): the loop while editing

@@ -136,11 +136,25 @@ async def _watch(  # noqa: PLR0913  (run_watch's arguments, passed on)
         await _stream(fetch, period_s, output_format, sys.stdout, sys.stderr, zone=zone)
 
 
+def _end_if_cancelled() -> None:
+    """Raise CancelledError when the watch was cancelled (Ctrl-C, SIGTERM) during a fetch.
+
+    A fetch can lose the cancellation: grpc.aio's call task catches it, and when the answer
+    had already arrived the awaiting task goes on with it, its cancel() spent (the watch
+    then asked forever after Ctrl-C); or turns it into an error of its own. Each turn
+    checks, so the watch ends either way.
+    """
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
+
+
 async def _every(period_s: float) -> AsyncIterator[None]:
     """Yield now and then every ``period_s``; a late turn starts the next period, no burst."""
     next_at = time.monotonic()
     while True:
         yield
+        _end_if_cancelled()
         next_at += period_s
         now = time.monotonic()
         next_at = max(next_at, now)
@@ -165,6 +179,7 @@ async def _stream(  # noqa: PLR0913  (the stream's ends and its zone are explici
         try:
             status = await fetch()
         except CliError as exc:
+            _end_if_cancelled()  # not a failed read: Ctrl-C
             if str(exc) != failing:
                 print(f"grstats: {exc} (asking again every {period_s:g} s)", file=err, flush=True)
             failing = str(exc)
@@ -202,6 +217,7 @@ async def _live(fetch: Fetch, screen: WatchScreen, console: Console) -> None:
             try:
                 status = await fetch()
             except CliError as exc:
+                _end_if_cancelled()  # not a failed read: Ctrl-C
                 screen.failed(str(exc), time.time())
             else:
                 screen.answered(status)

@@ -14,7 +14,6 @@ import io
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
 import time
@@ -45,6 +44,7 @@ from grstats.agent.transports import GrpcTransport
 from grstats.agent.verdict import source_unknown
 from grstats.proto import grstats_pb2 as pb
 from grstats.proto import grstats_pb2_grpc as pb_grpc
+from tests.agent.cli.test_status_watch import interrupt
 from tests.agent.test_runtime import START_S, Clock, settings
 
 if TYPE_CHECKING:
@@ -365,7 +365,7 @@ class TestWatch:
             "0.2",
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
-            env={**os.environ, "TZ": "UTC"},
+            env={**os.environ, "TZ": "UTC", "PYTHONFAULTHANDLER": "1"},
         )
         assert process.stdout is not None
         assert process.stderr is not None
@@ -380,12 +380,11 @@ class TestWatch:
                 assert line, "the watch ended"
             await asyncio.wait_for(process.stdout.readline(), 30)  # stderr has been written
         finally:
-            process.send_signal(signal.SIGINT)
-            _, err = await asyncio.wait_for(process.communicate(), timeout=30)
+            _, text = await interrupt(process)
         assert process.returncode == 0
         for line in first:
             assert json.loads(line)["agent_source"] == source_before
-        assert err.decode() == (
+        assert text == (
             line_before + f"grstats: agent {failing.agent.address} can read its member again\n"
         )
 

@@ -61,13 +61,25 @@ async def watch_piped(address: str, *args: str) -> asyncio.subprocess.Process:
         *args,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "PYTHONFAULTHANDLER": "1"},
     )
 
 
 async def interrupt(process: asyncio.subprocess.Process) -> tuple[int, str]:
-    """Send SIGINT as Ctrl-C would; return the exit status and what it printed on stderr."""
+    """Send SIGINT as Ctrl-C would; return the exit status and what it printed on stderr.
+
+    A watch still running 30 s later gets SIGABRT, and the test fails with the tracebacks of
+    its threads (PYTHONFAULTHANDLER: see watch_piped): under two busy loops such a hang was
+    seen and not yet explained.
+    """
     process.send_signal(signal.SIGINT)
-    _, err = await asyncio.wait_for(process.communicate(), timeout=30)
+    ended = asyncio.ensure_future(process.communicate())
+    await asyncio.wait({ended}, timeout=30)
+    if not ended.done():
+        process.send_signal(signal.SIGABRT)
+        _, err = await asyncio.wait_for(ended, timeout=30)
+        pytest.fail(f"the watch went on 30 s after SIGINT; its threads:\n{err.decode()[-6000:]}")
+    _, err = ended.result()
     assert process.returncode is not None
     return process.returncode, err.decode()
 
