@@ -57,6 +57,10 @@ def session_conf(master: str | None, app_name: str, *, python_work: bool = False
         # 12 s for a 30-day table's rollups against 0.1 s of stat() calls on the driver
         # (docs/benchmarks.md, "Spark report").
         "spark.sql.sources.parallelPartitionDiscovery.threshold": "1000000",
+        # How long the JVM waits for the driver's Python to connect and collect a result
+        # (15 s by default). On a loaded 2-core host the report's collect of its partials
+        # missed it: "Connection reset by peer" (make test under two busy loops).
+        "spark.python.authenticate.socketTimeout": "120s",
     }
     if master is None:
         return conf
