@@ -129,7 +129,11 @@ async def _watch(  # noqa: PLR0913  (run_watch's arguments, passed on)
 ) -> None:
     task = asyncio.current_task()
     assert task is not None
-    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+    loop = asyncio.get_running_loop()
+    # Ctrl-C and SIGTERM end the watch, also when it was started with SIGINT ignored (a
+    # script's background job inherits that, and Python then installs no KeyboardInterrupt).
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, task.cancel)
     if live:
         await _live(fetch, WatchScreen(agent, period_s, zone=zone), Console())
     else:
