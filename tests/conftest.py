@@ -7,6 +7,12 @@ import os
 import sys
 from pathlib import Path
 
+# Before anything imports grpc: no fork handlers. The Spark session's JVM is started with
+# fork+exec from a test process whose gRPC threads may be busy; with fork support on, gRPC
+# logged "skipping fork() handlers" and the JVM gateway exited before sending its port (once,
+# in CI=true .ci/run). Nothing in the tests forks and then uses gRPC in the child.
+os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+
 import pytest
 from hypothesis import HealthCheck, settings
 
