@@ -38,6 +38,7 @@ class RegistrySync:
 
     Attributes:
         remembered: the records loaded at start.
+        forgotten: the members forgotten and not seen since, loaded at start.
     """
 
     def __init__(
@@ -50,6 +51,7 @@ class RegistrySync:
     ) -> None:
         self.config = config
         self.remembered: list[MemberRecord] = []
+        self.forgotten: list[str] = []
         self._registry = registry
         self._member = member
         self._clock = clock
@@ -61,11 +63,18 @@ class RegistrySync:
         if self._registry is None:
             return
         self.remembered = await asyncio.to_thread(self._registry.load)
+        self.forgotten = await asyncio.to_thread(self._registry.forgotten)
         self._saved = {record.member_id for record in self.remembered}
-        self._member.log.info("registry_loaded", members=len(self.remembered))
+        self._member.log.info(
+            "registry_loaded", members=len(self.remembered), forgotten=len(self.forgotten)
+        )
 
     def seed(self, state: GossipState) -> None:
-        """Hold the remembered members' values in ``state`` (below any news of them)."""
+        """Hold the remembered members' values in ``state`` (below any news of them).
+
+        The forgotten members are forgotten there too.
+        """
+        state.forgotten.update(self.forgotten)
         for record in self.remembered:
             state.seed(record.member_id, remembered_values(record), record.last_seen_us, "registry")
 

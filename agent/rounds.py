@@ -34,9 +34,9 @@ from grstats.agent.address import join_address
 from grstats.agent.errors import AgentError, TransportError
 from grstats.agent.gossip import ClockOffset, Counts, Key, MergeResult, Stamp
 from grstats.agent.gossip.clocks import SKEW_WARN_US, compose, skews
+from grstats.agent.gossip.state import self_listing_view
 from grstats.agent.known import departed, served_view
 from grstats.agent.messages import Answer, Gossip
-from grstats.agent.model import GroupView
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -227,14 +227,8 @@ class PeerRounds:
         ):
             return
         for update in updates:
-            view = update.value
-            if (
-                update.origin == member
-                and update.key is Key.VIEW
-                and isinstance(view, GroupView)
-                and view.view_id
-                and any(row.member_id == member for row in view.members)
-            ):
+            view = self_listing_view(update) if update.origin == member else None
+            if view is not None and view.view_id:
                 state.seed(member, {}, self._clock(), via)
                 return
 

@@ -101,7 +101,7 @@ class GossipState:
         self._version = 0
         self.origins: dict[str, Origin] = {}
         self.changes = 0  #: grows whenever a value is stored or dropped (for caches)
-        #: members dropped by :meth:`forget`: their own views no longer make them known
+        #: members dropped by :meth:`forget` (lower case): their own views no longer make them known
         self.forgotten: set[str] = set()
 
     # -- local values --------------------------------------------------------------------
@@ -250,7 +250,7 @@ class GossipState:
         that lists it still does.
         """
         self.changes += 1
-        self.forgotten.add(member_id)
+        self.forgotten.add(member_id.lower())
         return self.origins.pop(member_id, None) is not None
 
     # -- internals ---------------------------------------------------------------------
@@ -265,13 +265,12 @@ class GossipState:
         """
         if self._is_known(update.origin):
             return True
-        view = update.value
+        view = self_listing_view(update)
         if (
-            update.origin in self.forgotten
+            view is None
+            or update.origin.lower() in self.forgotten
             or len(self.origins) >= self.max_origins
-            or not isinstance(view, GroupView)
             or not view.group_name
-            or not any(row.member_id == update.origin for row in view.members)
         ):
             return False
         return view.group_name in self._group_names()
@@ -333,3 +332,19 @@ def _keep_absent(counts: Counts, held: Counts) -> Counts:
     if not counts.offsets_present:
         counts = dataclasses.replace(counts, offsets=held.offsets)
     return counts
+
+
+def self_listing_view(update: Update) -> GroupView | None:
+    """The view ``update`` carries if it is its origin's own VIEW listing that origin, else None.
+
+    What a member that no held view lists may be known by: the view its own agent reports
+    (:meth:`GossipState._admits_view`, and ``Rounds._admit`` for an agent without a view).
+    """
+    view = update.value
+    if (
+        update.key is Key.VIEW
+        and isinstance(view, GroupView)
+        and any(row.member_id == update.origin for row in view.members)
+    ):
+        return view
+    return None

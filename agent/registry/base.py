@@ -128,6 +128,7 @@ class MemberRegistry(Protocol):
       moment where the registry holds part of a save (WL#2775).
     * :meth:`purge`: by the agent about once a minute, with ``now - retention``.
     * :meth:`forget`: by ``grstats members forget UUID`` or by the agent.
+    * :meth:`forgotten`: once, when the agent starts, after :meth:`load`.
     * All methods may block on disk I/O: the agent calls them from a worker thread, never
       from the event loop. Calls are never concurrent; implementations still serialise them,
       so a misbehaving caller cannot interleave two transactions.
@@ -149,7 +150,15 @@ class MemberRegistry(Protocol):
         ...
 
     def forget(self, member_id: str) -> bool:
-        """Remove the member (UUIDs compare case-insensitively); return whether it was there."""
+        """Remove the member (UUIDs compare case-insensitively); return whether it was there.
+
+        A removed member is also kept as forgotten (:meth:`forgotten`) until a save holds it
+        again, so that its own view does not bring it back after a restart.
+        """
+        ...
+
+    def forgotten(self) -> list[str]:
+        """Return the members forgotten and not saved since, in lower case, ordered."""
         ...
 
     def purge(self, last_seen_before_us: int) -> int:

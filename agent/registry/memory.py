@@ -26,6 +26,7 @@ class MemoryRegistry:
     def __init__(self, records: Sequence[MemberRecord] = ()) -> None:
         self._lock = threading.Lock()
         self._records = {record.member_id.lower(): record for record in records}
+        self._forgotten: set[str] = set()
         self._failure: tuple[str, str | None] | None = None
         self._closed = False
         self.saves = 0
@@ -57,13 +58,23 @@ class MemoryRegistry:
                 self._check("save", record.member_id)
                 staged[record.member_id.lower()] = record
             self._records = staged
+            self._forgotten -= {record.member_id.lower() for record in records}
             self.saves += 1
 
     def forget(self, member_id: str) -> bool:
         """Remove the member; return whether it was there."""
         with self._lock:
             self._check("forget")
-            return self._records.pop(member_id.lower(), None) is not None
+            if self._records.pop(member_id.lower(), None) is None:
+                return False
+            self._forgotten.add(member_id.lower())
+            return True
+
+    def forgotten(self) -> list[str]:
+        """Return the members forgotten and not saved since, ordered (lower case)."""
+        with self._lock:
+            self._check("load")
+            return sorted(self._forgotten)
 
     def purge(self, last_seen_before_us: int) -> int:
         """Remove every member last seen before ``last_seen_before_us``; return how many."""

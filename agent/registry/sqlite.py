@@ -6,7 +6,10 @@ Layout, schema version 1::
     members  member_id TEXT PRIMARY KEY COLLATE NOCASE, record_version, member_host,
              member_port, agent_address, first_seen_us, last_seen_us (indexed), last_state,
              stats BLOB, applier BLOB, gtid_executed
+    forgotten member_id TEXT PRIMARY KEY COLLATE NOCASE     (``grstats members forget``)
 
+``forgotten`` was appended to version 1: it is created in any version-1 file that lacks it, and
+an older grstats, which reads ``meta`` and ``members`` only, reads the file as before.
 ``stats`` and ``applier`` hold a row as a msgpack array of its values in column order (NULL when
 there is no row); decoding builds the row class again, so a stored row is checked like a fresh
 one. A save is one transaction, so the file never holds part of one (WL#2775).
@@ -66,6 +69,9 @@ _PRAGMAS = (
     "PRAGMA checkpoint_fullfsync = ON",
 )
 
+# The members ``grstats members forget`` removed, until some save lists them again (appended).
+_FORGOTTEN = "CREATE TABLE IF NOT EXISTS forgotten (member_id TEXT PRIMARY KEY COLLATE NOCASE)"
+
 _SCHEMA = (
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     """CREATE TABLE members (
@@ -82,6 +88,7 @@ _SCHEMA = (
         gtid_executed TEXT NOT NULL
     )""",
     "CREATE INDEX members_by_last_seen ON members (last_seen_us)",
+    _FORGOTTEN,
 )
 
 _SELECT = """SELECT member_id, record_version, member_host, member_port, agent_address,
@@ -143,6 +150,7 @@ class SqliteRegistry:
         params = [_encode(record) for record in records]
         with self._session("save") as db, _transaction(db):
             db.executemany(_UPSERT, params)
+            db.executemany("DELETE FROM forgotten WHERE member_id = ?", [(p[0],) for p in params])
 
     def forget(self, member_id: str) -> bool:
         """Remove the member; return whether it was there."""
@@ -150,7 +158,16 @@ class SqliteRegistry:
             return False  # a command line's undecodable bytes: no stored id is like that
         with self._session("forget") as db, _transaction(db):
             cursor = db.execute("DELETE FROM members WHERE member_id = ?", (member_id,))
-            return cursor.rowcount > 0
+            if cursor.rowcount == 0:
+                return False
+            db.execute("INSERT OR IGNORE INTO forgotten (member_id) VALUES (?)", (member_id,))
+            return True
+
+    def forgotten(self) -> list[str]:
+        """Return the members forgotten and not saved since, ordered (lower case)."""
+        with self._session("load") as db:
+            rows = db.execute("SELECT lower(member_id) FROM forgotten ORDER BY 1").fetchall()
+        return [member_id for (member_id,) in rows]
 
     def purge(self, last_seen_before_us: int) -> int:
         """Remove every member last seen before ``last_seen_before_us``; return how many."""
@@ -260,6 +277,8 @@ def _create_or_check_schema(db: sqlite3.Connection, path: Path) -> bool:
         version = None if row is None else row[0]
         if str(version) != str(SCHEMA_VERSION):
             raise RegistryError(f"member registry {path}: {_version_problem(version)}")
+        if "forgotten" not in tables:
+            db.execute(_FORGOTTEN)  # a version-1 file of a grstats before the table was appended
         return False
 
 

@@ -123,6 +123,12 @@ async def test_two_expelled_members_are_not_active_on_every_agent_until_forgotte
             assert states(agent) == ["ONLINE"] * 3
         for agent in agents[3:]:  # not forgotten there
             assert verdict(agent) == ("OK_PARTIAL", TWO_NOT_ACTIVE, 2)
+        await agents[0].stop(grace_s=0)  # forgotten stays forgotten across a restart
+        agents[0] = agent_of(0, clock, network, paths[0])
+        await _start_without_loop(agents[0])
+        await run_to(agents, clock, 47)
+        assert verdict(agents[0]) == ("OK", TOLERATES_ONE, 0)
+        assert states(agents[0]) == ["ONLINE"] * 3
     finally:
         for agent in agents:
             await agent.stop(grace_s=0)

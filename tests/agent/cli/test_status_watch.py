@@ -55,8 +55,10 @@ async def _group() -> AsyncIterator[Group]:
 SIGINT_IGNORED = (
     sys.executable,
     "-c",
-    "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
-    "os.execv(sys.executable, [sys.executable, '-m', 'grstats', *sys.argv[1:]])",
+    (
+        "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+        "os.execv(sys.executable, [sys.executable, '-m', 'grstats', *sys.argv[1:]])"
+    ),
 )
 
 

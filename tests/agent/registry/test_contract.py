@@ -96,6 +96,20 @@ class TestContract:
         assert registry.forget(A.upper()) is True
         assert registry.load() == []
 
+    def test_forgotten_members_stay_forgotten_until_saved_again(
+        self, registry: MemberRegistry
+    ) -> None:
+        """A forgotten member is listed as forgotten (lower case) until a save holds it again."""
+        registry.save([bare(A), bare(B), bare(C)])
+        assert registry.forget(B.upper()) is True
+        assert registry.forget(A) is True
+        assert registry.forget(C.replace("c", "d")) is False  # never there: not listed
+        assert registry.forgotten() == sorted([A.lower(), B.lower()])
+        registry.save([bare(C)])
+        assert registry.forgotten() == sorted([A.lower(), B.lower()])
+        registry.save([bare(B)])  # a view lists it again
+        assert registry.forgotten() == [A.lower()]
+
     def test_upsert_ignores_case(self, registry: MemberRegistry) -> None:
         """The same UUID in another case replaces the record instead of adding one."""
         registry.save([bare(A)])

@@ -151,6 +151,18 @@ class TestRefusals:
         ):
             registry.save([bare(A)])
 
+    def test_a_file_from_before_the_forgotten_table_gains_it(self, path: Path) -> None:
+        """A version-1 file without the forgotten table keeps its records and gains the table."""
+        with SqliteRegistry(path) as registry:
+            registry.save([bare(A), bare(B)])
+        execute(path, "DROP TABLE forgotten")
+        with SqliteRegistry(path) as registry:
+            assert registry.load() == [bare(A), bare(B)]
+            assert registry.forgotten() == []
+            assert registry.forget(A) is True
+        with SqliteRegistry(path) as registry:
+            assert registry.forgotten() == [A]
+
     @pytest.mark.parametrize(
         ("version", "problem"),
         [
