@@ -35,12 +35,19 @@ class Kind(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class Column:
-    """One column: its exact MySQL name, declared SQL type, nullability and value kind."""
+    """One column: its exact MySQL name, declared SQL type, nullability and value kind.
+
+    ``collation`` is a text column's collation where it is not its table's default
+    (``utf8mb4_0900_ai_ci``, performance_schema's): MySQL's DDL gives ``utf8mb4_bin`` to
+    identifiers and states, ``ascii_general_ci`` to host names. Its character set is the
+    collation's first word.
+    """
 
     name: str
     sql_type: str
     nullable: bool
     kind: Kind
+    collation: str | None = None
 
     @property
     def field(self) -> str:
@@ -68,8 +75,16 @@ class Table:
         raise KeyError(f"{self.name} has no column {name!r}")
 
 
-def _text(name: str, sql_type: str, *, nullable: bool = False) -> Column:
-    return Column(name, sql_type, nullable, Kind.TEXT)
+#: The collations of MySQL's DDL (storage/perfschema/table_replication_group_members.cc,
+#: ``m_table_def``): ``collate utf8mb4_bin`` and ``CHARACTER SET ASCII``.
+BIN = "utf8mb4_bin"
+ASCII = "ascii_general_ci"
+
+
+def _text(
+    name: str, sql_type: str, *, nullable: bool = False, collation: str | None = None
+) -> Column:
+    return Column(name, sql_type, nullable, Kind.TEXT, collation)
 
 
 def _count(name: str) -> Column:
@@ -89,13 +104,13 @@ REPLICATION_GROUP_MEMBERS = Table(
     "replication_group_members",
     (
         _text("CHANNEL_NAME", "CHAR(64)"),
-        _text("MEMBER_ID", "CHAR(36)"),
-        _text("MEMBER_HOST", "CHAR(255)"),
+        _text("MEMBER_ID", "CHAR(36)", collation=BIN),
+        _text("MEMBER_HOST", "CHAR(255)", collation=ASCII),
         Column("MEMBER_PORT", "INTEGER", nullable=True, kind=Kind.INTEGER),
-        _text("MEMBER_STATE", "CHAR(64)"),
-        _text("MEMBER_ROLE", "CHAR(64)"),  # 8.0.2+ (WL#10380)
-        _text("MEMBER_VERSION", "CHAR(64)"),  # 8.0.2+ (WL#10380)
-        _text("MEMBER_COMMUNICATION_STACK", "CHAR(64)"),  # 8.0.27+
+        _text("MEMBER_STATE", "CHAR(64)", collation=BIN),
+        _text("MEMBER_ROLE", "CHAR(64)", collation=BIN),  # 8.0.2+ (WL#10380)
+        _text("MEMBER_VERSION", "CHAR(64)", collation=BIN),  # 8.0.2+ (WL#10380)
+        _text("MEMBER_COMMUNICATION_STACK", "CHAR(64)", collation=BIN),  # 8.0.27+
     ),
 )
 
@@ -105,8 +120,8 @@ REPLICATION_GROUP_MEMBER_STATS = Table(
     "replication_group_member_stats",
     (
         _text("CHANNEL_NAME", "CHAR(64)"),
-        _text("VIEW_ID", "CHAR(60)"),
-        _text("MEMBER_ID", "CHAR(36)"),
+        _text("VIEW_ID", "CHAR(60)", collation=BIN),
+        _text("MEMBER_ID", "CHAR(36)", collation=BIN),
         _count("COUNT_TRANSACTIONS_IN_QUEUE"),
         _count("COUNT_TRANSACTIONS_CHECKED"),
         _count("COUNT_CONFLICTS_DETECTED"),
@@ -129,7 +144,7 @@ REPLICATION_GROUP_MEMBER_LAG = Table(
     "replication_group_member_lag",
     (
         _text("CHANNEL_NAME", "CHAR(64)"),
-        _text("MEMBER_ID", "CHAR(36)"),
+        _text("MEMBER_ID", "CHAR(36)", collation=BIN),
         # replication_connection_status, columns 11-19
         _text("LAST_QUEUED_TRANSACTION", "CHAR(90)", nullable=True),
         _timestamp("LAST_QUEUED_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP"),
@@ -164,7 +179,7 @@ REPLICATION_GROUP_MEMBER_LAG = Table(
 REPLICATION_GROUP_MEMBER_GTID_EXECUTED = Table(
     "replication_group_member_gtid_executed",
     (
-        _text("MEMBER_ID", "CHAR(36)"),
+        _text("MEMBER_ID", "CHAR(36)", collation=BIN),
         _text("GTID_EXECUTED", "LONGTEXT"),
         _timestamp("SAMPLED_AT"),
     ),
@@ -189,8 +204,8 @@ def _queue(name: str) -> Column:
 REPLICATION_GROUP_STATUS = Table(
     "replication_group_status",
     (
-        _text("GROUP_NAME", "CHAR(36)"),
-        _text("VIEW_ID", "CHAR(60)"),
+        _text("GROUP_NAME", "CHAR(36)", collation=BIN),
+        _text("VIEW_ID", "CHAR(60)", collation=BIN),
         _text("STATUS", "CHAR(32)"),
         _text("STATUS_TEXT", "TEXT"),
         _count("TOLERANCE"),
@@ -207,12 +222,12 @@ REPLICATION_GROUP_STATUS = Table(
 REPLICATION_GROUP_MEMBER_STATUS = Table(
     "replication_group_member_status",
     (
-        _text("MEMBER_ID", "CHAR(36)"),
-        _text("MEMBER_HOST", "CHAR(255)"),
+        _text("MEMBER_ID", "CHAR(36)", collation=BIN),
+        _text("MEMBER_HOST", "CHAR(255)", collation=ASCII),
         Column("MEMBER_PORT", "INTEGER", nullable=True, kind=Kind.INTEGER),
-        _text("MEMBER_STATE", "CHAR(64)"),
-        _text("MEMBER_ROLE", "CHAR(64)"),
-        _text("MEMBER_VERSION", "CHAR(64)"),
+        _text("MEMBER_STATE", "CHAR(64)", collation=BIN),
+        _text("MEMBER_ROLE", "CHAR(64)", collation=BIN),
+        _text("MEMBER_VERSION", "CHAR(64)", collation=BIN),
         _yes_no("CONNECTED"),
         Column("AGE_MS", "BIGINT UNSIGNED", nullable=True, kind=Kind.INTEGER),
         Column("APPLIER_LAG_SECONDS", "DECIMAL(20,6)", nullable=True, kind=Kind.DECIMAL),

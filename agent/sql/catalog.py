@@ -66,11 +66,16 @@ SCHEMAS: dict[str, tuple[bool, tuple[str, ...]]] = {
 _WIRE_TYPES = {
     "CHAR": ColumnType.STRING,
     "ENUM": ColumnType.STRING,
+    "VARCHAR": ColumnType.VAR_STRING,
     "TEXT": ColumnType.BLOB,
+    "MEDIUMTEXT": ColumnType.BLOB,
     "LONGTEXT": ColumnType.BLOB,
+    "TINYINT": ColumnType.TINY,
     "BIGINT": ColumnType.LONGLONG,
+    "INT": ColumnType.LONG,
     "INTEGER": ColumnType.LONG,
     "TIMESTAMP": ColumnType.TIMESTAMP,
+    "DATETIME": ColumnType.DATETIME,
     "DECIMAL": ColumnType.NEWDECIMAL,
 }
 
@@ -98,7 +103,7 @@ def extended(schema: str) -> bool:
     return SCHEMAS[schema][0]
 
 
-def _base(column: Column) -> str:
+def base_type(column: Column) -> str:
     """The declared type's first word, upper case: CHAR, ENUM, BIGINT, ..."""
     return column.sql_type.split("(", 1)[0].split(" ", 1)[0].upper()
 
@@ -106,20 +111,20 @@ def _base(column: Column) -> str:
 def wire_type(column: Column) -> ColumnType:
     """The type MySQL sends for ``column`` in a result set's column definition."""
     try:
-        return _WIRE_TYPES[_base(column)]
+        return _WIRE_TYPES[base_type(column)]
     except KeyError:
         raise ValueError(f"{column.name}: no MySQL wire type for {column.sql_type!r}") from None
 
 
 def data_type(column: Column) -> str:
     """``column``'s information_schema.columns.data_type: the type's name alone."""
-    base = _base(column)
+    base = base_type(column)
     return _TYPE_NAMES.get(base, base.lower())
 
 
 def column_type(column: Column) -> str:
     """``column``'s type as DESCRIBE and information_schema.columns.column_type show it."""
-    base = _base(column)
+    base = base_type(column)
     rest = column.sql_type[len(base) :]
     name = _TYPE_NAMES.get(base, base.lower())
     # ENUM's values keep their case; the rest of a type (UNSIGNED, sizes) is lowercase.

@@ -52,10 +52,9 @@ import sqlglot
 from mysql_mimic.constants import INFO_SCHEMA
 from mysql_mimic.errors import SQLSTATES, ErrorCode, MysqlError
 from mysql_mimic.results import ResultColumn, infer_type
-from mysql_mimic.schema import InfoSchema, show_statement_to_info_schema_query
 from mysql_mimic.session import Query, Session
 from mysql_mimic.types import ColumnType
-from mysql_mimic.utils import find_tables
+from mysql_mimic.utils import find_dbs, find_tables
 from mysql_mimic.variables import SYSTEM_VARIABLES, GlobalVariables, SessionVariables
 from sqlglot import exp
 from sqlglot.errors import OptimizeError, ParseError, SqlglotError, TokenError
@@ -69,7 +68,7 @@ from sqlglot.schema import ensure_schema
 
 from grstats.agent.rows import Kind
 from grstats.agent.rows.zone import TimeZone, TimeZoneError, parse_time_zone
-from grstats.agent.sql import catalog
+from grstats.agent.sql import catalog, denied, metadata, show
 from grstats.agent.sql.bounds import (
     ER_TOO_BIG_SELECT,
     check_join_size,
@@ -85,6 +84,7 @@ if TYPE_CHECKING:
     from types import CodeType, FrameType
 
     from mysql_mimic.results import AllowedResult
+    from mysql_mimic.schema import InfoSchema
     from mysql_mimic.variables import VariableSchema
 
     from grstats.agent.rows import Column, Value
@@ -344,7 +344,7 @@ class GrstatsSession(Session):
 
     def _parse(self, sql: str) -> list[exp.Expression]:
         try:
-            return super()._parse(sql)
+            return super()._parse(show.canonical_show(sql))
         except (ParseError, TokenError) as error:
             word = _FIRST_WORD.match(sql)
             if word is not None and word.group(1).upper() in _WRITES:
@@ -389,31 +389,72 @@ class GrstatsSession(Session):
             return await self._off_loop(functools.partial(_run_static, expression, self._limits))
         return await q.next()
 
+    async def _info_schema_middleware(self, q: Query) -> AllowedResult:
+        """information_schema is queried as the served tables are; mysql-mimic keeps ``mysql``."""
+        dbs = [db.lower() for db in find_dbs(q.expression)] or [(self.database or "").lower()]
+        if all(db in INFO_SCHEMA and db != catalog.INFORMATION_SCHEMA for db in dbs):
+            return await self._query_info_schema(q.expression)
+        return await q.next()
+
     async def _show(self, expression: exp.Show) -> AllowedResult:
-        """SHOW TABLES/COLUMNS (DESCRIBE) check their schema and table as MySQL does."""
+        """SHOW as MySQL 8.4 answers it for the served schemas (:mod:`.show`, :mod:`.metadata`).
+
+        VARIABLES, STATUS, WARNINGS and ERRORS are mysql-mimic's.
+        """
         kind = expression.name.upper()
-        if kind not in {"TABLES", "COLUMNS"}:
+        if kind in {"VARIABLES", "STATUS", "WARNINGS", "ERRORS"}:
             return await super()._show(expression)
-        db = expression.text("db")
-        if db:
-            if not catalog.is_database(db):
-                raise sql_error(ER_BAD_DB_ERROR, f"Unknown database '{db}'")
-            expression.set("db", exp.to_identifier(db.lower()))
+        if kind == "CREATE DATABASE":
+            schema = self._schema(expression.text("target"))
+            return [(schema, metadata.create_database(schema))], ["Database", "Create Database"]
+        if kind == "CREATE TABLE":
+            schema = self._schema(expression.text("db") or self.database)
+            table = self._table_name(schema, expression.text("target"))
+            text = metadata.create_table(schema, table)
+            if text is None:  # information_schema's system views
+                raise sql_error(
+                    ER_NOT_SUPPORTED_YET,
+                    "This version of MySQL doesn't yet support 'SHOW CREATE TABLE' of a view",
+                )
+            return [(table, text)], ["Table", "Create Table"]
+        select = self._show_query(kind, expression)
+        result: AllowedResult = await self.query(select, select.sql(dialect="mysql"), {})
+        return result
+
+    def _show_query(self, kind: str, expression: exp.Show) -> exp.Select:
+        """The SELECT over information_schema that SHOW ``kind`` stands for (:mod:`.show`)."""
+        like = expression.text("like") if expression.args.get("like") else None
+        full = bool(expression.args.get("full"))
+        if kind == "DATABASES":
+            return show.databases_query(like)
+        schema = self._schema(expression.text("db") or self.database)
         if kind == "TABLES":
-            return await super()._show(expression)
-        schema = db or self.database
-        if not schema:
+            return show.tables_query(schema, full=full, like=like)
+        if kind == "TABLE STATUS":
+            return show.table_status_query(schema, like)
+        if kind not in {"COLUMNS", "INDEX"}:
+            raise sql_error(
+                ER_NOT_SUPPORTED_YET, f"This version of MySQL doesn't yet support 'SHOW {kind}'"
+            )
+        table = self._table_name(schema, expression.text("target"))
+        if kind == "COLUMNS":
+            return show.columns_query(schema, table, full=full, like=like)
+        return show.index_query(schema, table)
+
+    def _schema(self, name: str | None) -> str:
+        """The served schema ``name`` names (lower case): 1046 when none, 1049 when unknown."""
+        if not name:
             raise sql_error(ER_NO_DB_ERROR, "No database selected")
-        target = expression.text("target")
-        if schema.lower() in catalog.SCHEMAS:
-            if catalog.table_columns(schema.lower(), target.lower()) is None:
-                raise sql_error(ER_NO_SUCH_TABLE, f"Table '{schema}.{target}' doesn't exist")
-            expression.set("target", exp.to_identifier(target.lower()))
-        # DESCRIBE's Type is the full type (char(36)); data_type holds the name alone (char).
-        select = show_statement_to_info_schema_query(expression, self.database).transform(
-            _data_type_to_column_type
-        )
-        return await self._query_info_schema(select)
+        if name.lower() not in catalog.SCHEMAS and name.lower() != catalog.INFORMATION_SCHEMA:
+            raise sql_error(ER_BAD_DB_ERROR, f"Unknown database '{name}'")
+        return name.lower()
+
+    def _table_name(self, schema: str, name: str) -> str:
+        """The table ``name`` of ``schema`` as defined (any case): 1146 when there is none."""
+        columns = _columns_of(schema, name.lower())
+        if columns is None:
+            raise sql_error(ER_NO_SUCH_TABLE, f"Table '{schema}.{name}' doesn't exist")
+        return name.upper() if schema == catalog.INFORMATION_SCHEMA else name.lower()
 
     async def query(
         self,
@@ -427,7 +468,10 @@ class GrstatsSession(Session):
                 ER_NOT_SUPPORTED_YET, "This version of MySQL doesn't yet support 'EXPLAIN'"
             )
         if not isinstance(expression, exp.Query) or expression.args.get("into"):
-            raise read_only_error()
+            if denied.is_unlock_tables(expression):
+                return [], []
+            refusal = denied.denial(expression, self._served_table, *self._account())
+            raise refusal if refusal is not None else read_only_error()
         sources = self._resolve(expression)
         plain = _plain_projection(expression, sources)
         snapshot = self._snapshot(sources)
@@ -509,7 +553,7 @@ class GrstatsSession(Session):
             if not db:
                 raise sql_error(ER_NO_DB_ERROR, "No database selected")
             schema, name = db.lower(), table.name.lower()
-            columns = catalog.table_columns(schema, name)
+            columns = _columns_of(schema, name)
             if columns is None:
                 raise sql_error(ER_NO_SUCH_TABLE, f"Table '{db}.{table.name}' doesn't exist")
             table.set("db", exp.to_identifier(schema))
@@ -524,12 +568,44 @@ class GrstatsSession(Session):
         served: dict[bool, Mapping[str, Table]] = {}
         snapshot = {}
         for schema, name in sources:
+            if schema == catalog.INFORMATION_SCHEMA:
+                columns = metadata.info_tables()[name].columns
+                snapshot[schema, name] = (columns, metadata.info_rows(name, self._row_counts()))
+                continue
             extended = catalog.extended(schema)
             if extended not in served:
                 served[extended] = self._source.tables(extended)
             columns, rows = served[extended][name]
             snapshot[schema, name] = (tuple(columns), list(rows))
         return snapshot
+
+    def _row_counts(self) -> dict[tuple[str, str], int]:
+        """How many rows each served table has now (information_schema.TABLES.TABLE_ROWS)."""
+        counts = {}
+        for schema, (extended, tables) in catalog.SCHEMAS.items():
+            served = self._source.tables(extended)
+            for name in tables:
+                counts[schema, name] = len(served[name][1])
+        return counts
+
+    def _served_table(self, table: exp.Table) -> tuple[str, str] | None:
+        """The served table ``table`` names, as (schema, name), or None (a write's target)."""
+        db = (table.db or self.database or "").lower()
+        name = table.name.lower()
+        if db in catalog.SCHEMAS and catalog.table_columns(db, name) is not None:
+            return db, name
+        return None
+
+    def _account(self) -> tuple[str, str]:
+        """The client's user and host as MySQL's errors name them (127.0.0.1 is localhost)."""
+        host = ""
+        connection = self._connection
+        if connection is not None:
+            peer = connection.stream.writer.get_extra_info("peername")
+            host = str(peer[0]) if isinstance(peer, tuple) and peer else ""
+        if host in {"127.0.0.1", "::1", ""}:
+            host = "localhost"
+        return str(self.username or ""), host
 
     def _plain_result(
         self,
@@ -561,6 +637,14 @@ class GrstatsSession(Session):
         check_rows(count, self._limits)
 
 
+def _columns_of(schema: str, name: str) -> tuple[Column, ...] | None:
+    """The columns of a served or information_schema table (lower-case names), else None."""
+    if schema == catalog.INFORMATION_SCHEMA:
+        table = metadata.info_tables().get(name)
+        return table.columns if table is not None else None
+    return catalog.table_columns(schema, name)
+
+
 def _inferred(name: str, index: int, rows: Sequence[Sequence[Any]]) -> ResultColumn:
     """A result column that is no table column, typed by its first value that is not NULL.
 
@@ -570,12 +654,6 @@ def _inferred(name: str, index: int, rows: Sequence[Sequence[Any]]) -> ResultCol
         if row[index] is not None:
             return ResultColumn(name, infer_type(row[index]))
     return ResultColumn(name, ColumnType.NULL)
-
-
-def _data_type_to_column_type(node: exp.Expression) -> exp.Expression:
-    if isinstance(node, exp.Column) and node.name == "data_type":
-        return exp.column("column_type")
-    return node
 
 
 # -- the fast path and the result's columns ------------------------------------------------
@@ -606,7 +684,10 @@ def _plain_projection(
         elif isinstance(inner, exp.Column) and not isinstance(inner.this, exp.Star):
             if inner.name.lower() not in names or inner.table.lower() not in {"", alias}:
                 return None  # the executor words the error
-            plain.append((inner.name.lower(), projection.alias_or_name))
+            defined = not isinstance(projection, exp.Alias) and next(iter(sources))[0] == (
+                catalog.INFORMATION_SCHEMA
+            )  # information_schema's columns are named as defined (upper case)
+            plain.append((inner.name.lower(), None if defined else projection.alias_or_name))
         else:
             return None
     return plain
@@ -674,14 +755,16 @@ def _projections(
                     return None
                 result += [(c.name, c if typed else None) for c in columns]
             continue
+        target = inner.this if isinstance(inner, exp.Min | exp.Max) else inner
+        column = _column_of(target, found) if isinstance(target, exp.Column) else None
         if isinstance(projection, exp.Alias):
             name = projection.alias
         elif isinstance(projection, exp.Column):
-            name = projection.name
+            # information_schema's columns are named as defined (MySQL 8's upper case)
+            defined = column is not None and column in metadata.info_columns()
+            name = column.name if column is not None and defined else projection.name
         else:
             name = projection.sql(dialect="mysql")
-        target = inner.this if isinstance(inner, exp.Min | exp.Max) else inner
-        column = _column_of(target, found) if isinstance(target, exp.Column) else None
         result.append((name, column if typed else None))
     return result
 
@@ -760,10 +843,11 @@ def _run(
                 for row in values
             ]
         tables.setdefault(db, {})[name] = EngineTable(names, rows)
-    # sqlglot's execute(), with only the executor's loops interruptible.
+    # sqlglot's execute(), with only the executor's loops interruptible; COLLATE as in
+    # information_schema queries (the executor has no collations).
     engine_tables = ensure_tables(tables, dialect=_DIALECT)
     optimized = optimize(
-        expression,
+        expression.transform(_remove_collate),
         ensure_schema(schema, dialect=_DIALECT),
         leave_tables_isolated=True,
         dialect=_DIALECT,

@@ -202,11 +202,17 @@ def test_mariadb_filter_on_server_uuid(group: Group) -> None:
 @pytest.mark.parametrize(
     ("sql", "error"),
     [
-        pytest.param(
+        pytest.param(  # mysql-test/suite/perfschema/r/dml_replication_group_members.result
             f"DELETE FROM {MEMBERS_TABLE}",
+            "ERROR 1142 (42000) at line 1: DELETE command denied to user 'grstats'@'localhost' "
+            "for table 'replication_group_members'",
+            id="write",
+        ),
+        pytest.param(
+            "FLUSH LOGS",
             "ERROR 1290 (HY000) at line 1: The MySQL server is running with the "
             "--super-read-only option so it cannot execute this statement",
-            id="write",
+            id="administer",
         ),
         pytest.param(
             "SELECT * FROM performance_schema.nope",
