@@ -77,6 +77,13 @@ def _enum(name: str, values: str, *, nullable: bool = False) -> Column:
     return Column(name, f"ENUM({values})", nullable, Kind.TEXT, INFO_COLLATION)
 
 
+_FILES_NUMBERS = frozenset(
+    "FILE_ID LOGFILE_GROUP_NUMBER DELETED_ROWS UPDATE_COUNT FREE_EXTENTS TOTAL_EXTENTS"
+    " EXTENT_SIZE INITIAL_SIZE MAXIMUM_SIZE AUTOEXTEND_SIZE TRANSACTION_COUNTER VERSION"
+    " TABLE_ROWS AVG_ROW_LENGTH DATA_LENGTH MAX_DATA_LENGTH INDEX_LENGTH DATA_FREE"
+    " CHECKSUM".split()
+)
+
 #: information_schema.COLUMNS (sql/dd/impl/system_views/columns.cc), 22 columns.
 COLUMNS = Table(
     "COLUMNS",
@@ -176,7 +183,25 @@ STATISTICS = Table(
     ),
 )
 
-_FILLED = {table.name: table for table in (COLUMNS, TABLES, SCHEMATA, STATISTICS)}
+#: information_schema.FILES (sql/dd/impl/system_views/files.cc), empty: mysqldump asks it for
+#: tablespaces; the served tables have none.
+FILES = Table(
+    "FILES",
+    tuple(
+        _number(name, "BIGINT") if name in _FILES_NUMBERS else _long_text(name)
+        for name in (
+            "FILE_ID FILE_NAME FILE_TYPE TABLESPACE_NAME TABLE_CATALOG TABLE_SCHEMA TABLE_NAME"
+            " LOGFILE_GROUP_NAME LOGFILE_GROUP_NUMBER ENGINE FULLTEXT_KEYS DELETED_ROWS"
+            " UPDATE_COUNT FREE_EXTENTS TOTAL_EXTENTS EXTENT_SIZE INITIAL_SIZE MAXIMUM_SIZE"
+            " AUTOEXTEND_SIZE CREATION_TIME LAST_UPDATE_TIME LAST_ACCESS_TIME RECOVER_TIME"
+            " TRANSACTION_COUNTER VERSION ROW_FORMAT TABLE_ROWS AVG_ROW_LENGTH DATA_LENGTH"
+            " MAX_DATA_LENGTH INDEX_LENGTH DATA_FREE CREATE_TIME UPDATE_TIME CHECK_TIME CHECKSUM"
+            " STATUS EXTRA"
+        ).split()
+    ),
+)
+
+_FILLED = {table.name: table for table in (COLUMNS, TABLES, SCHEMATA, STATISTICS, FILES)}
 
 
 @functools.cache

@@ -1,9 +1,10 @@
 """Real ``grstats agent`` processes with ``--sql-listen``, read by real MySQL clients.
 
 Three agents of one simulated group, each serving SQL on 127.0.0.1; the third with a password
-file. Read by the ``mariadb`` command-line client, by aiomysql, and by Prometheus'
-``mysqld_exporter`` (Debian's ``prometheus-mysqld-exporter``). A missing program skips its
-test, or fails it under CI.
+file. Read by the ``mariadb`` command-line client and ``mysqldump`` (Debian's MariaDB client),
+by aiomysql, by SQLAlchemy's MySQL dialect (reflection) and by Prometheus' ``mysqld_exporter``
+(Debian's ``prometheus-mysqld-exporter``). A missing program skips its test, or fails it under
+CI.
 """
 
 # ruff: noqa: S608  (the SQL here is the tests' own, built from constants)
@@ -23,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import aiomysql  # type: ignore[import-untyped]
 import pymysql  # type: ignore[import-untyped]
 import pytest
+import sqlalchemy
 
 from grstats.agent.cli.demo import free_ports
 from tests.programs import require
@@ -231,6 +233,96 @@ def test_mariadb_errors(group: Group, sql: str, error: str) -> None:
     done = mariadb(group.open_port, sql)
     assert done.returncode == 1
     assert error in done.stderr, done.stderr
+
+
+#: SHOW CREATE TABLE of each table, as MySQL's DDL gives it (tests/agent/sql/test_metadata.py
+#: writes both out from storage/perfschema/table_replication_group_member*.cc): its first lines.
+CREATE_MEMBERS = (
+    "CREATE TABLE `replication_group_members` (\n"
+    "  `CHANNEL_NAME` char(64) NOT NULL,\n"
+    "  `MEMBER_ID` char(36) CHARACTER SET utf8mb4 COLLATE utf8mb4_bin NOT NULL,\n"
+    "  `MEMBER_HOST` char(255) CHARACTER SET ascii COLLATE ascii_general_ci NOT NULL,\n"
+)
+ENGINE_LINE = ") ENGINE=PERFORMANCE_SCHEMA DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_0900_ai_ci;\n"
+
+
+def test_mysqldump_no_data_dumps_the_tables(group: Group) -> None:
+    """``mysqldump --no-data --skip-lock-tables performance_schema`` writes MySQL's DDL.
+
+    As against MySQL, whose manual says to dump performance_schema with --skip-lock-tables:
+    without it, LOCK TABLES gets MySQL's 1142.
+    """
+    program = require("mysqldump", "mariadb-client")
+    login = [program, "-h", "127.0.0.1", "-P", str(group.open_port), "--ssl=0", "-u", "grstats"]
+
+    def dump(*options: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*login, "--no-data", *options, "performance_schema"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
+    done = dump("--skip-lock-tables")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.count("CREATE TABLE") == 2
+    assert CREATE_MEMBERS in done.stdout
+    assert "  `COUNT_TRANSACTIONS_LOCAL_ROLLBACK` bigint unsigned NOT NULL\n" + ENGINE_LINE in (
+        done.stdout
+    )
+    assert "-- Dump completed" in done.stdout
+    locked = dump()
+    assert locked.returncode == 2
+    assert "1142: \"SELECT, LOCK TABLES command denied to user 'grstats'@'localhost'" in (
+        locked.stderr
+    )
+
+
+def test_sqlalchemy_reflects_the_tables(group: Group) -> None:
+    """SQLAlchemy's MySQL dialect reflects names, types, collations, nullability and no key."""
+    engine = sqlalchemy.create_engine(
+        f"mysql+pymysql://grstats:@127.0.0.1:{group.open_port}/performance_schema"
+    )
+    try:
+        inspector = sqlalchemy.inspect(engine)
+        assert sorted(inspector.get_table_names()) == [
+            "replication_group_member_stats",
+            "replication_group_members",
+        ]
+        columns = inspector.get_columns("replication_group_members")
+        assert [c["name"] for c in columns] == MEMBERS_COLUMNS
+        member_id, host, port = columns[1], columns[2], columns[3]
+        member_type: Any = member_id[
+            "type"
+        ]  # the dialect's CHAR, BIGINT, ... (typed as TypeEngine)
+        host_type: Any = host["type"]
+        assert (member_type.length, member_type.collation) == (36, "utf8mb4_bin")
+        assert (host_type.length, host_type.charset) == (255, "ascii")
+        assert port["nullable"] is True
+        assert not member_id["nullable"]
+        stats = {c["name"]: c for c in inspector.get_columns("replication_group_member_stats")}
+        queue_type: Any = stats["COUNT_TRANSACTIONS_IN_QUEUE"]["type"]
+        assert queue_type.unsigned is True
+        assert inspector.get_pk_constraint("replication_group_members")["constrained_columns"] == []
+        assert inspector.get_indexes("replication_group_member_stats") == []
+        with engine.connect() as connection:
+            rows = connection.execute(sqlalchemy.text(f"SELECT MEMBER_ID FROM {MEMBERS_TABLE}"))
+            assert sorted(row[0] for row in rows) == sorted(group.member_ids)
+    finally:
+        engine.dispose()
+
+
+def test_mariadb_show_create_table(group: Group) -> None:
+    """The mariadb client prints SHOW CREATE TABLE and SHOW TABLES' heading as MySQL's do."""
+    done = mariadb(
+        group.open_port,
+        f"SHOW CREATE TABLE {MEMBERS_TABLE}; "
+        "SHOW TABLES FROM performance_schema LIKE 'replication_group%'",
+    )
+    assert done.returncode == 0, done.stderr
+    assert "Tables_in_performance_schema (replication_group%)\n" in done.stdout
+    assert "CREATE TABLE `replication_group_members` (\\n  `CHANNEL_NAME` char(64)" in done.stdout
 
 
 def test_mariadb_password_file(group: Group) -> None:
