@@ -24,6 +24,9 @@ if TYPE_CHECKING:
 #: plugin/group_replication/include/pipeline_stats.h).
 FLOW_CONTROL_MODES = ("QUOTA", "DISABLED")
 _INT32_MAX = 2_147_483_647
+#: group_replication_member_weight's default (plugin/group_replication/include/plugin_variables.h,
+#: DEFAULT_MEMBER_WEIGHT): the simulated members'.
+DEFAULT_MEMBER_WEIGHT = 50
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +118,9 @@ class MemberSnapshot:
     from the group and has not applied, the GTID count of the ``group_replication_applier``
     channel's ``RECEIVED_TRANSACTION_SET`` (``replication_connection_status``) minus
     ``gtid_executed``; None when the member has no such channel (Group Replication never
-    started). ``server`` holds its read_only, super_read_only and flow-control variables.
+    started). ``server`` holds its read_only, super_read_only and flow-control variables, and
+    ``member_weight`` its ``group_replication_member_weight`` (None where the server lacks it);
+    the weight is the agent's own (the SQL endpoint's ``@@`` variables), not gossiped.
     ``fault`` is set when the read worked but the member is not serving its group: Group
     Replication installed but not started (the member OFFLINE, as MySQL shows it).
     """
@@ -130,6 +135,7 @@ class MemberSnapshot:
     transactions_behind: int | None = None
     server: ServerSettings = field(default_factory=ServerSettings)
     fault: SourceFault | None = None
+    member_weight: int | None = None
 
     def own_row(self) -> MemberRow | None:
         """Return the local member's row of ``replication_group_members``, if it is listed."""

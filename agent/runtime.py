@@ -138,6 +138,8 @@ class Agent:
         self._sql: SqlEndpoint | None = None
         self._sql_version: str | None = None  # the member's version, once read
         self._hostname = socket.gethostname()
+        #: @@hostname and @@port: the member's MEMBER_HOST and MEMBER_PORT once read (0 before)
+        self._sql_host_port: tuple[str, int] = (self._hostname, 0)
 
     # -- lifecycle ---------------------------------------------------------------------
 
@@ -364,16 +366,15 @@ class Agent:
         own = snapshot.own_row() if snapshot is not None else None
         if own is not None and own.member_version:
             self._sql_version = own.member_version
-        port = (
-            split_address(self.sql_address, "sql_listen", lowest_port=0)[1]
-            if self.sql_address
-            else 0
-        )
+        if own is not None and own.member_port:  # the member's MEMBER_HOST and MEMBER_PORT
+            self._sql_host_port = (own.member_host or self._hostname, own.member_port)
+        hostname, port = self._sql_host_port
         return SqlIdentity(
             member_id=self.member.member_id,
             version=self._sql_version,
-            hostname=self._hostname,
+            hostname=hostname,
             port=port,
+            snapshot=snapshot,
         )
 
     @property

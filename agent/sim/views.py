@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING
 
 from grstats.agent.errors import SourceUnavailable
 from grstats.agent.gtid import GtidSet
-from grstats.agent.model import GroupView, MemberSnapshot, ServerSettings
+from grstats.agent.model import DEFAULT_MEMBER_WEIGHT, GroupView, MemberSnapshot, ServerSettings
 from grstats.agent.rows import (
     ApplierStatusRow,
     MemberRow,
@@ -101,6 +101,7 @@ def snapshot(group: SimulatedGroup, index: int, last_known: bool = False) -> Mem
         gtid_executed=executed_set(group, member.applied_by_origin, member.views_upto),
         transactions_behind=sum(_waiting(group, member, *_received_span(group, member))),
         server=_server(group, member),
+        member_weight=DEFAULT_MEMBER_WEIGHT,
     )
 
 
@@ -367,4 +368,5 @@ def not_started(group: SimulatedGroup, index: int) -> MemberSnapshot:
         server=ServerSettings(
             read_only=True, super_read_only=True, flow_control=group.scenario.flow_control
         ),
+        member_weight=DEFAULT_MEMBER_WEIGHT,
     )

@@ -401,6 +401,7 @@ class MySQLSource:
             transactions_behind=transactions_behind(connection, variables.gtid_executed),
             server=variables.server,
             fault=fault,
+            member_weight=variables.member_weight,
         )
 
     async def _variables(self, conn: Any) -> dict[str, str]:

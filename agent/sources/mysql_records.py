@@ -75,6 +75,7 @@ VARIABLE_NAMES = (
     "gtid_executed",
     "group_replication_group_name",
     "group_replication_single_primary_mode",
+    "group_replication_member_weight",
     "read_only",
     "super_read_only",
     *FLOW_CONTROL_VARIABLES.values(),
@@ -111,6 +112,7 @@ class ServerVariables:
     group_name: str
     single_primary_mode: bool
     server: ServerSettings
+    member_weight: int | None = None
 
     @property
     def has_transaction_timestamps(self) -> bool:
@@ -165,7 +167,20 @@ def server_variables(variables: Mapping[str, str]) -> ServerVariables:
         group_name=variables.get("group_replication_group_name", ""),
         single_primary_mode=single_primary,
         server=server_settings(variables),
+        member_weight=_member_weight(variables),
     )
+
+
+def _member_weight(variables: Mapping[str, str]) -> int | None:
+    """``group_replication_member_weight`` (0..100), None where the server lacks it (5.7.19-)."""
+    text = variables.get("group_replication_member_weight")
+    if text is None:
+        return None
+    if not _INTEGER_RE.fullmatch(text) or not 0 <= int(text) <= 100:
+        raise SourceDataError(
+            f"{GLOBAL_VARIABLES}.group_replication_member_weight: {text!r} is not in 0..100"
+        )
+    return int(text)
 
 
 def server_settings(variables: Mapping[str, str]) -> ServerSettings:

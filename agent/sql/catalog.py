@@ -38,6 +38,7 @@ from grstats.agent.rows import (
     TABLES,
     Column,
     Kind,
+    Table,
     Value,
     timestamp_text,
 )
@@ -53,11 +54,34 @@ PERFORMANCE_SCHEMA = "performance_schema"
 GRSTATS_SCHEMA = "grstats"
 INFORMATION_SCHEMA = "information_schema"
 
+
+def _variables_table(name: str) -> Table:
+    """performance_schema.global_variables or global_status: VARIABLE_NAME and VARIABLE_VALUE.
+
+    As storage/perfschema/table_global_variables.cc defines them (``m_table_def``), with
+    VARIABLE_NAME their primary key.
+    """
+    return Table(
+        name,
+        (
+            Column("VARIABLE_NAME", "VARCHAR(64)", nullable=False, kind=Kind.TEXT),
+            Column("VARIABLE_VALUE", "VARCHAR(1024)", nullable=True, kind=Kind.TEXT),
+        ),
+    )
+
+
+#: The session's own tables: the server's variables and status, as the session holds them.
+GLOBAL_VARIABLES = _variables_table("global_variables")
+GLOBAL_STATUS = _variables_table("global_status")
+SESSION_TABLES = {table.name: table for table in (GLOBAL_VARIABLES, GLOBAL_STATUS)}
+#: Each table's primary key, where it has one (MySQL's Group Replication tables have none).
+PRIMARY_KEYS = dict.fromkeys(SESSION_TABLES, ("VARIABLE_NAME",))
+
 #: schema -> (extended, table names)
 SCHEMAS: dict[str, tuple[bool, tuple[str, ...]]] = {
     PERFORMANCE_SCHEMA: (
         False,
-        (REPLICATION_GROUP_MEMBERS.name, REPLICATION_GROUP_MEMBER_STATS.name),
+        (REPLICATION_GROUP_MEMBERS.name, REPLICATION_GROUP_MEMBER_STATS.name, *SESSION_TABLES),
     ),
     GRSTATS_SCHEMA: (True, tuple(TABLES)),
 }
@@ -94,6 +118,8 @@ def table_columns(schema: str, table: str) -> tuple[Column, ...] | None:
     served = SCHEMAS.get(schema)
     if served is None or table not in served[1]:
         return None
+    if table in SESSION_TABLES:
+        return SESSION_TABLES[table].columns
     extended = served[0] and table in ROW_TABLES
     return TABLES[table].columns + (EXTENDED_COLUMNS if extended else ())
 

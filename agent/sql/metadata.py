@@ -11,8 +11,9 @@ client that asks about the tables gets MySQL's answer:
   lengths, precisions, character sets and collations of each type, ENGINE
   ``PERFORMANCE_SCHEMA``, ROW_FORMAT ``Fixed`` or ``Dynamic``, TABLE_COLLATION
   ``utf8mb4_0900_ai_ci``. The served tables have no index, as MySQL's have none: STATISTICS is
-  empty and COLUMN_KEY ``''``. The other information_schema tables that mysql-mimic knows are
-  there, empty, with their names in upper case.
+  empty and COLUMN_KEY ``''`` but for ``global_variables`` and ``global_status``, whose
+  VARIABLE_NAME is their primary key (HASH). The other information_schema tables that
+  mysql-mimic knows are there, empty, with their names in upper case.
 * PRIVILEGES is ``select``: what MySQL shows to an account granted SELECT on the schema, the
   only privilege the endpoint gives (a deliberate difference from root's
   ``select,insert,update,references`` in the result file).
@@ -78,10 +79,27 @@ def _enum(name: str, values: str, *, nullable: bool = False) -> Column:
 
 
 _FILES_NUMBERS = frozenset(
-    "FILE_ID LOGFILE_GROUP_NUMBER DELETED_ROWS UPDATE_COUNT FREE_EXTENTS TOTAL_EXTENTS"
-    " EXTENT_SIZE INITIAL_SIZE MAXIMUM_SIZE AUTOEXTEND_SIZE TRANSACTION_COUNTER VERSION"
-    " TABLE_ROWS AVG_ROW_LENGTH DATA_LENGTH MAX_DATA_LENGTH INDEX_LENGTH DATA_FREE"
-    " CHECKSUM".split()
+    [
+        "FILE_ID",
+        "LOGFILE_GROUP_NUMBER",
+        "DELETED_ROWS",
+        "UPDATE_COUNT",
+        "FREE_EXTENTS",
+        "TOTAL_EXTENTS",
+        "EXTENT_SIZE",
+        "INITIAL_SIZE",
+        "MAXIMUM_SIZE",
+        "AUTOEXTEND_SIZE",
+        "TRANSACTION_COUNTER",
+        "VERSION",
+        "TABLE_ROWS",
+        "AVG_ROW_LENGTH",
+        "DATA_LENGTH",
+        "MAX_DATA_LENGTH",
+        "INDEX_LENGTH",
+        "DATA_FREE",
+        "CHECKSUM",
+    ]
 )
 
 #: information_schema.COLUMNS (sql/dd/impl/system_views/columns.cc), 22 columns.
@@ -189,15 +207,46 @@ FILES = Table(
     "FILES",
     tuple(
         _number(name, "BIGINT") if name in _FILES_NUMBERS else _long_text(name)
-        for name in (
-            "FILE_ID FILE_NAME FILE_TYPE TABLESPACE_NAME TABLE_CATALOG TABLE_SCHEMA TABLE_NAME"
-            " LOGFILE_GROUP_NAME LOGFILE_GROUP_NUMBER ENGINE FULLTEXT_KEYS DELETED_ROWS"
-            " UPDATE_COUNT FREE_EXTENTS TOTAL_EXTENTS EXTENT_SIZE INITIAL_SIZE MAXIMUM_SIZE"
-            " AUTOEXTEND_SIZE CREATION_TIME LAST_UPDATE_TIME LAST_ACCESS_TIME RECOVER_TIME"
-            " TRANSACTION_COUNTER VERSION ROW_FORMAT TABLE_ROWS AVG_ROW_LENGTH DATA_LENGTH"
-            " MAX_DATA_LENGTH INDEX_LENGTH DATA_FREE CREATE_TIME UPDATE_TIME CHECK_TIME CHECKSUM"
-            " STATUS EXTRA"
-        ).split()
+        for name in [
+            "FILE_ID",
+            "FILE_NAME",
+            "FILE_TYPE",
+            "TABLESPACE_NAME",
+            "TABLE_CATALOG",
+            "TABLE_SCHEMA",
+            "TABLE_NAME",
+            "LOGFILE_GROUP_NAME",
+            "LOGFILE_GROUP_NUMBER",
+            "ENGINE",
+            "FULLTEXT_KEYS",
+            "DELETED_ROWS",
+            "UPDATE_COUNT",
+            "FREE_EXTENTS",
+            "TOTAL_EXTENTS",
+            "EXTENT_SIZE",
+            "INITIAL_SIZE",
+            "MAXIMUM_SIZE",
+            "AUTOEXTEND_SIZE",
+            "CREATION_TIME",
+            "LAST_UPDATE_TIME",
+            "LAST_ACCESS_TIME",
+            "RECOVER_TIME",
+            "TRANSACTION_COUNTER",
+            "VERSION",
+            "ROW_FORMAT",
+            "TABLE_ROWS",
+            "AVG_ROW_LENGTH",
+            "DATA_LENGTH",
+            "MAX_DATA_LENGTH",
+            "INDEX_LENGTH",
+            "DATA_FREE",
+            "CREATE_TIME",
+            "UPDATE_TIME",
+            "CHECK_TIME",
+            "CHECKSUM",
+            "STATUS",
+            "EXTRA",
+        ]
     ),
 )
 
@@ -291,6 +340,7 @@ def columns_row(
     schema: str, table: str, position: int, column: Column, default: str = TABLE_COLLATION
 ) -> tuple[Value, ...]:
     """The information_schema.COLUMNS row of ``column``, the ``position``-th (from 1)."""
+    key = "PRI" if column.name in catalog.PRIMARY_KEYS.get(table, ()) else ""
     most, octets = _lengths(column, default)
     precision, scale = _numeric(column)
     return (
@@ -310,7 +360,7 @@ def columns_row(
         charset(column, default),
         collation(column, default),
         catalog.column_type(column),
-        "",  # COLUMN_KEY: no index
+        key,  # COLUMN_KEY: MySQL's Group Replication tables have no index
         "",  # EXTRA
         PRIVILEGES,
         "",  # COLUMN_COMMENT
@@ -399,6 +449,19 @@ def schemata_rows() -> list[tuple[Value, ...]]:
     return sorted(rows, key=lambda row: str(row[1]))
 
 
+def statistics_rows() -> list[tuple[Value, ...]]:
+    """information_schema.STATISTICS: the primary keys ``USING HASH`` of the variables tables."""
+    return [
+        (
+            *("def", schema, table, 0, schema, "PRIMARY", position, column),
+            *(None, None, None, None, "", "HASH", "", "", "YES", None),
+        )
+        for schema, (_, tables) in catalog.SCHEMAS.items()
+        for table in tables
+        for position, column in enumerate(catalog.PRIMARY_KEYS.get(table, ()), start=1)
+    ]
+
+
 def info_rows(table: str, row_counts: Mapping[tuple[str, str], int]) -> list[tuple[Value, ...]]:
     """The rows of information_schema's ``table`` (lower case); empty for the unfilled ones."""
     if table == "columns":
@@ -407,6 +470,8 @@ def info_rows(table: str, row_counts: Mapping[tuple[str, str], int]) -> list[tup
         return tables_rows(row_counts)
     if table == "schemata":
         return schemata_rows()
+    if table == "statistics":
+        return statistics_rows()
     return []
 
 
@@ -431,7 +496,11 @@ def create_table(schema: str, table: str) -> str | None:
     columns = catalog.table_columns(schema, table)
     if columns is None:
         return None
-    lines = ",\n".join(f"  {_definition(column)}" for column in columns)
+    definitions = [_definition(column) for column in columns]
+    key = catalog.PRIMARY_KEYS.get(table)
+    if key:  # declared USING HASH; SHOW CREATE TABLE leaves that out (r/schema.result)
+        definitions.append("PRIMARY KEY (" + ",".join(f"`{name}`" for name in key) + ")")
+    lines = ",\n".join(f"  {definition}" for definition in definitions)
     return (
         f"CREATE TABLE `{table}` (\n{lines}\n) ENGINE={ENGINE}"
         f" DEFAULT CHARSET={TABLE_CHARSET} COLLATE={TABLE_COLLATION}"

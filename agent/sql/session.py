@@ -69,6 +69,7 @@ from sqlglot.schema import ensure_schema
 from grstats.agent.rows import Kind
 from grstats.agent.rows.zone import TimeZone, TimeZoneError, parse_time_zone
 from grstats.agent.sql import catalog, denied, metadata, show
+from grstats.agent.sql import variables as member_variables
 from grstats.agent.sql.bounds import (
     ER_TOO_BIG_SELECT,
     check_join_size,
@@ -87,6 +88,7 @@ if TYPE_CHECKING:
     from mysql_mimic.schema import InfoSchema
     from mysql_mimic.variables import VariableSchema
 
+    from grstats.agent.model import MemberSnapshot
     from grstats.agent.rows import Column, Value
     from grstats.agent.served import Table
     from grstats.agent.sql.bounds import SqlLimits
@@ -180,13 +182,17 @@ class SqlIdentity:
     """Who the endpoint says it is: ``@@server_uuid``, ``@@version``, ``@@hostname``, ``@@port``.
 
     ``member_id`` is the agent's member ('' before its first read), ``version`` its MySQL
-    server's (None until read).
+    server's (None until read); ``hostname`` and ``port`` the member's MEMBER_HOST and
+    MEMBER_PORT once read, so that ``WHERE MEMBER_PORT = @@port`` finds its row as on the member.
+    ``snapshot`` is the agent's last read of its member (None while it cannot read it): its
+    Group Replication variables and status (:mod:`.variables`).
     """
 
     member_id: str
     version: str | None
     hostname: str
     port: int
+    snapshot: MemberSnapshot | None = None
 
 
 class SqlSource(Protocol):
@@ -256,6 +262,7 @@ OPTIMIZER_SWITCH = (
     "derived_condition_pushdown=on,hash_set_operations=on"
 )
 
+
 def results_charset_variable(value: object) -> str:
     """``@@character_set_results`` as the endpoint keeps it: ``binary`` (no conversion) as utf8mb4.
 
@@ -293,6 +300,7 @@ VARIABLES: dict[str, VariableSchema] = {
     "unique_checks": (bool, True, True),
     "foreign_key_checks": (bool, True, True),
     "sql_notes": (bool, True, True),
+    **member_variables.SCHEMA,
 }
 
 
@@ -314,6 +322,7 @@ class GrstatsSession(Session):
         self._limits = limits
         self._executor = executor
         self._deadline: float | None = None  # the loop's time the statement must end by
+        self._status: dict[str, str | None] = {}  # the member's status variables
         self._identify()
 
     def _identify(self) -> None:
@@ -324,6 +333,9 @@ class GrstatsSession(Session):
         variables.set("server_uuid", identity.member_id, force=True)
         variables.set("hostname", identity.hostname, force=True)
         variables.set("port", identity.port, force=True)
+        for name, value in member_variables.member_variables(identity.snapshot).items():
+            variables.set(name, value, force=True)
+        self._status = member_variables.member_status(identity.snapshot, identity.version)
 
     async def handle_query(self, sql: str, attrs: dict[str, str]) -> AllowedResult:
         """Answer ``sql`` (one or more statements), the identity's variables read afresh.
@@ -470,6 +482,17 @@ class GrstatsSession(Session):
             return show.columns_query(schema, table, full=full, like=like)
         return show.index_query(schema, table)
 
+    def _show_variables(self, show: exp.Show) -> AllowedResult:
+        """SHOW [GLOBAL] VARIABLES [LIKE]: booleans as ON and OFF, as MySQL prints them."""
+        return _like_rows(self._variable_rows(), show), ["Variable_name", "Value"]
+
+    def _show_status(self, show: exp.Show) -> AllowedResult:
+        """SHOW [GLOBAL] STATUS [LIKE]: the member's Group Replication status."""
+        return _like_rows(sorted(self._status.items()), show), ["Variable_name", "Value"]
+
+    def _variable_rows(self) -> list[tuple[str, str | None]]:
+        return [(name, member_variables.shown(value)) for name, value in self.variables.list()]
+
     def _schema(self, name: str | None) -> str:
         """The served schema ``name`` names (lower case): 1046 when none, 1049 when unknown."""
         if not name:
@@ -601,6 +624,12 @@ class GrstatsSession(Session):
                 columns = metadata.info_tables()[name].columns
                 snapshot[schema, name] = (columns, metadata.info_rows(name, self._row_counts()))
                 continue
+            if name in catalog.SESSION_TABLES:
+                snapshot[schema, name] = (
+                    catalog.SESSION_TABLES[name].columns,
+                    self._session_rows(name),
+                )
+                continue
             extended = catalog.extended(schema)
             if extended not in served:
                 served[extended] = self._source.tables(extended)
@@ -608,13 +637,22 @@ class GrstatsSession(Session):
             snapshot[schema, name] = (tuple(columns), list(rows))
         return snapshot
 
+    def _session_rows(self, name: str) -> list[tuple[Value, ...]]:
+        """performance_schema.global_variables' or global_status' rows, by name."""
+        if name == catalog.GLOBAL_STATUS.name:
+            return sorted(self._status.items())
+        return list(self._variable_rows())
+
     def _row_counts(self) -> dict[tuple[str, str], int]:
         """How many rows each served table has now (information_schema.TABLES.TABLE_ROWS)."""
         counts = {}
         for schema, (extended, tables) in catalog.SCHEMAS.items():
             served = self._source.tables(extended)
             for name in tables:
-                counts[schema, name] = len(served[name][1])
+                rows = (
+                    self._session_rows(name) if name in catalog.SESSION_TABLES else served[name][1]
+                )
+                counts[schema, name] = len(rows)
         return counts
 
     def _served_table(self, table: exp.Table) -> tuple[str, str] | None:
@@ -664,6 +702,25 @@ class GrstatsSession(Session):
     def _check_rows(self, count: int) -> None:
         """1104 when a result has more rows than ``limits.sql_max_rows``."""
         check_rows(count, self._limits)
+
+
+def _like_rows(
+    rows: Sequence[tuple[str, str | None]], show: exp.Show
+) -> list[tuple[str, str | None]]:
+    """The rows whose name matches SHOW's LIKE pattern (all without one), case-insensitively."""
+    if not show.args.get("like"):
+        return list(rows)
+    pattern, parts, index = show.text("like"), [], 0
+    while index < len(pattern):
+        char = pattern[index]
+        if char == "\\" and index + 1 < len(pattern):  # \% and \_ are themselves
+            parts.append(re.escape(pattern[index + 1]))
+            index += 2
+            continue
+        parts.append(".*" if char == "%" else "." if char == "_" else re.escape(char))
+        index += 1
+    matcher = re.compile("".join(parts), re.IGNORECASE | re.DOTALL)
+    return [row for row in rows if matcher.fullmatch(row[0])]
 
 
 def _columns_of(schema: str, name: str) -> tuple[Column, ...] | None:

@@ -181,10 +181,19 @@ class TestVariables:
         variables = server_variables(self.base(group_replication_single_primary_mode=text))
         assert variables.single_primary_mode is expected
 
+    def test_member_weight(self) -> None:
+        """group_replication_member_weight reads 0..100; another value names the variable."""
+        assert server_variables(self.base(group_replication_member_weight="70")).member_weight == 70
+        with pytest.raises(
+            SourceDataError, match=r"group_replication_member_weight: '101' is not in 0..100"
+        ):
+            server_variables(self.base(group_replication_member_weight="101"))
+
     def test_without_group_replication(self) -> None:
         """Without the plugin's variables the group is unnamed and single-primary by default."""
         variables = server_variables(self.base())
         assert (variables.group_name, variables.single_primary_mode) == ("", True)
+        assert variables.member_weight is None
         assert variables.has_transaction_timestamps
 
     def test_bad_mode(self) -> None:

@@ -506,8 +506,10 @@ class TestTransactionsBehind:
 
 class TestServerSettings:
     async def test_read(self, make_config: MakeConfig, ps80: str) -> None:
-        """The flags and the flow-control variables are read; the one the server lacks is default."""
-        server = (await read_once(make_config(ps80))).server
+        """The flags, member weight and flow-control variables are read; one the server lacks is default."""
+        snapshot = await read_once(make_config(ps80))
+        assert snapshot.member_weight == 70
+        server = snapshot.server
         assert server == ServerSettings(
             read_only=True,
             super_read_only=True,

@@ -240,7 +240,9 @@ async def test_agent_serves_sql_and_stops_it(tmp_path: Path) -> None:
         assert rows == [(agent.member_id,)]
         identity = agent.sql_identity
         assert identity.member_id == agent.member_id
-        assert identity.port == int(agent.sql_address.rpartition(":")[2])
+        own = agent.member.snapshot.own_row() if agent.member.snapshot else None
+        assert own is not None
+        assert (identity.hostname, identity.port) == (own.member_host, own.member_port)
         assert identity.version  # the simulated member's MEMBER_VERSION
     finally:
         address = agent.sql_address
@@ -569,7 +571,7 @@ async def test_an_idle_endpoint_costs_no_cpu(quiet_gc: None) -> None:
 
 
 def test_sql_identity_before_the_first_read() -> None:
-    """Before a read the identity has no member id and no version; the port is 0 unserved."""
+    """Before a read the identity has no member id, version or member port (0), the host's name."""
     source = SimulatedSource(load_scenario("steady"), 0, seed=1, group_start_s=time.time())
     agent = Agent(settings(), source, transport=MemoryNetwork().transport("agent-0:7400"))
     identity = agent.sql_identity

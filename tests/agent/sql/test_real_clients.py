@@ -266,8 +266,9 @@ def test_mysqldump_no_data_dumps_the_tables(group: Group) -> None:
 
     done = dump("--skip-lock-tables")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.count("CREATE TABLE") == 2
+    assert done.stdout.count("CREATE TABLE") == 4  # and global_status, global_variables
     assert CREATE_MEMBERS in done.stdout
+    assert "  PRIMARY KEY (`VARIABLE_NAME`)\n" + ENGINE_LINE in done.stdout
     assert "  `COUNT_TRANSACTIONS_LOCAL_ROLLBACK` bigint unsigned NOT NULL\n" + ENGINE_LINE in (
         done.stdout
     )
@@ -287,6 +288,8 @@ def test_sqlalchemy_reflects_the_tables(group: Group) -> None:
     try:
         inspector = sqlalchemy.inspect(engine)
         assert sorted(inspector.get_table_names()) == [
+            "global_status",
+            "global_variables",
             "replication_group_member_stats",
             "replication_group_members",
         ]
@@ -305,6 +308,8 @@ def test_sqlalchemy_reflects_the_tables(group: Group) -> None:
         queue_type: Any = stats["COUNT_TRANSACTIONS_IN_QUEUE"]["type"]
         assert queue_type.unsigned is True
         assert inspector.get_pk_constraint("replication_group_members")["constrained_columns"] == []
+        key = inspector.get_pk_constraint("global_variables")["constrained_columns"]
+        assert key == ["VARIABLE_NAME"]
         assert inspector.get_indexes("replication_group_member_stats") == []
         with engine.connect() as connection:
             rows = connection.execute(sqlalchemy.text(f"SELECT MEMBER_ID FROM {MEMBERS_TABLE}"))

@@ -63,6 +63,8 @@ WIRE = {
     "DECIMAL": FIELD_TYPE.NEWDECIMAL,
 }
 PLAIN_TABLES = ("replication_group_members", "replication_group_member_stats")
+#: performance_schema's tables of the server's variables and status
+VARIABLES_TABLES = ("global_variables", "global_status")
 READ_ONLY = (
     "The MySQL server is running with the --super-read-only option so it cannot execute "
     "this statement"
@@ -95,10 +97,7 @@ class AgentSource:
 
     @property
     def sql_identity(self) -> SqlIdentity:
-        local = self.agent.local
-        own = local.own_row() if local is not None else None
-        version = own.member_version if own is not None else None
-        return SqlIdentity(self.agent.member_id, version, "agent-0", 7400)
+        return self.agent.sql_identity
 
 
 class Client:
@@ -246,9 +245,9 @@ def test_catalog_is_what_the_agent_serves(endpoint: Endpoint) -> None:
     """The catalog's columns of every table are the ones the agent's tables have."""
     for schema, (extended, tables) in catalog.SCHEMAS.items():
         served = endpoint.agent.tables(extended)
-        for table in tables:
+        for table in set(tables) - set(catalog.SESSION_TABLES):
             assert catalog.table_columns(schema, table) == served[table][0]
-    assert set(catalog.SCHEMAS["performance_schema"][1]) == set(PLAIN_TABLES)
+    assert set(catalog.SCHEMAS["performance_schema"][1]) == {*PLAIN_TABLES, *VARIABLES_TABLES}
 
 
 # -- queries -------------------------------------------------------------------------------
@@ -357,7 +356,9 @@ async def test_show_databases_and_tables(client: Client) -> None:
     assert {"grstats", "performance_schema", "information_schema"} <= databases
     assert sorted(await client.rows("SHOW TABLES FROM grstats")) == sorted((t,) for t in TABLES)
     await client.query("USE performance_schema")
-    assert sorted(await client.rows("SHOW TABLES")) == sorted((t,) for t in PLAIN_TABLES)
+    assert sorted(await client.rows("SHOW TABLES")) == sorted(
+        (t,) for t in (*PLAIN_TABLES, *VARIABLES_TABLES)
+    )
 
 
 async def test_describe(client: Client) -> None:
@@ -400,29 +401,73 @@ async def test_information_schema_columns(client: Client) -> None:
 
 
 async def test_variables_and_server_uuid(endpoint: Endpoint, client: Client) -> None:
-    """The identity's variables are set; WHERE MEMBER_ID = @@server_uuid is the agent's own row."""
+    """The identity's variables are the member's; its own row is found by @@server_uuid or @@port."""
     rows = await client.rows(
         "SELECT @@version, @@version_comment, @@server_uuid, @@hostname, @@port, "
         "@@read_only, @@super_read_only"
     )
     me = endpoint.agent.member_id
+    (own_row,) = [
+        r for r in named(endpoint.agent, PLAIN_TABLES[0], extended=False) if r["MEMBER_ID"] == me
+    ]
     assert rows == [
         (
             "8.0.36-grstats",
             "grstats read-only Group Replication stats",
             me,
-            "agent-0",
-            "7400",
+            own_row["MEMBER_HOST"],
+            "13306",  # the member's MySQL port (MEMBER_PORT), not the endpoint's
             "1",
             "1",
         )
     ]
-    own = await client.rows(
-        "SELECT MEMBER_ID, MEMBER_PORT FROM performance_schema.replication_group_members "
-        "WHERE MEMBER_ID = @@server_uuid"
-    )
-    assert own == [(me, "13306")]
+    for where in ("MEMBER_ID = @@server_uuid", "MEMBER_HOST = @@hostname AND MEMBER_PORT = @@port"):
+        own = await client.rows(
+            f"SELECT MEMBER_ID, MEMBER_PORT FROM performance_schema.replication_group_members WHERE {where}"
+        )
+        assert own == [(me, "13306")], where
     assert endpoint.agent.member_id != endpoint.group.agents[1].member_id
+
+
+async def test_group_replication_variables_and_status(endpoint: Endpoint, client: Client) -> None:
+    """The member's GR variables through @@, SHOW VARIABLES and global_variables; its status too."""
+    snapshot = endpoint.agent.member.snapshot
+    assert snapshot is not None
+    group_name = snapshot.view.group_name
+    rows = await client.rows(
+        "SELECT @@group_replication_group_name, @@group_replication_single_primary_mode,"
+        " @@group_replication_member_weight, @@group_replication_flow_control_mode,"
+        " @@group_replication_flow_control_certifier_threshold"
+    )
+    assert rows == [(group_name, "1", "50", "QUOTA", "25000")]  # plugin_variables.h's defaults
+    shown = await client.rows("SHOW GLOBAL VARIABLES LIKE 'group\\_replication\\_flow%'")
+    assert shown == [  # sorted by name, booleans ON/OFF, as MySQL prints them
+        ("group_replication_flow_control_applier_threshold", "25000"),
+        ("group_replication_flow_control_certifier_threshold", "25000"),
+        ("group_replication_flow_control_hold_percent", "10"),
+        ("group_replication_flow_control_max_quota", "0"),
+        ("group_replication_flow_control_member_quota_percent", "0"),
+        ("group_replication_flow_control_min_quota", "0"),
+        ("group_replication_flow_control_min_recovery_quota", "0"),
+        ("group_replication_flow_control_mode", "QUOTA"),
+        ("group_replication_flow_control_period", "1"),
+        ("group_replication_flow_control_release_percent", "50"),
+    ]
+    assert await client.rows(
+        "SELECT VARIABLE_VALUE FROM performance_schema.global_variables"
+        " WHERE VARIABLE_NAME = 'group_replication_single_primary_mode'"
+    ) == [("ON",)]
+    primary = next(r.member_id for r in snapshot.view.members if r.member_role == "PRIMARY")
+    status = [("group_replication_primary_member", primary)]  # 8.0's (removed in 8.4)
+    assert await client.rows("SHOW GLOBAL STATUS LIKE 'group_replication%'") == status
+    assert await client.rows("SELECT * FROM performance_schema.global_status") == status
+    assert (await client.rows("SHOW CREATE TABLE performance_schema.global_variables"))[0][1] == (
+        "CREATE TABLE `global_variables` (\n"
+        "  `VARIABLE_NAME` varchar(64) NOT NULL,\n"
+        "  `VARIABLE_VALUE` varchar(1024) DEFAULT NULL,\n"
+        "  PRIMARY KEY (`VARIABLE_NAME`)\n"
+        ") ENGINE=PERFORMANCE_SCHEMA DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_0900_ai_ci"
+    )
 
 
 # -- errors --------------------------------------------------------------------------------

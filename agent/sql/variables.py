@@ -1,0 +1,80 @@
+"""The member's Group Replication variables and status, as its SQL endpoint shows them.
+
+A MySQL member's ``@@group_replication_*`` variables are the plugin's system variables
+(plugin/group_replication/src/plugin.cc, ``group_replication_system_vars``: global, with the
+defaults of plugin_variables.h); the endpoint shows those the agent reads of its own member, as
+it last read them: the group name, single-primary mode, member weight and the ten flow-control
+settings. Through ``@@`` (a boolean is 1 or 0), SHOW [GLOBAL] VARIABLES and
+``performance_schema.global_variables`` (ON or OFF). While the agent cannot read its member
+they are NULL, as is the group name of a member that has none.
+
+Its status is ``group_replication_primary_member``, the primary's server_uuid in single-primary
+mode and ``''`` otherwise, as MySQL 5.7 and 8.0 give it (``show_primary_member``); MySQL 8.4
+removed it, so a member of 8.4 or later shows none (SHOW STATUS, ``global_status``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from typing import TYPE_CHECKING
+
+from grstats.agent.model import FlowControlSettings
+
+if TYPE_CHECKING:
+    from mysql_mimic.variables import VariableSchema
+
+    from grstats.agent.model import MemberSnapshot
+
+PREFIX = "group_replication_"
+#: The flow-control variables, by FlowControlSettings field.
+_FLOW_CONTROL = {
+    field.name: f"{PREFIX}flow_control_{field.name}"
+    for field in dataclasses.fields(FlowControlSettings)
+}
+#: Each variable's type for mysql-mimic: NULL until the agent has read its member.
+SCHEMA: dict[str, VariableSchema] = {
+    f"{PREFIX}group_name": (str, None, False),
+    f"{PREFIX}single_primary_mode": (bool, None, False),
+    f"{PREFIX}member_weight": (int, None, False),
+    **{
+        name: (str if field == "mode" else int, None, False)
+        for field, name in _FLOW_CONTROL.items()
+    },
+}
+PRIMARY_MEMBER = f"{PREFIX}primary_member"
+_VERSION = re.compile(r"(\d+)\.(\d+)")
+
+
+def member_variables(snapshot: MemberSnapshot | None) -> dict[str, object]:
+    """The variables' values from the agent's last read of its member (all None without one)."""
+    if snapshot is None:
+        return dict.fromkeys(SCHEMA)
+    flow = snapshot.server.flow_control
+    return {
+        f"{PREFIX}group_name": snapshot.view.group_name or None,
+        f"{PREFIX}single_primary_mode": snapshot.view.single_primary_mode,
+        f"{PREFIX}member_weight": snapshot.member_weight,
+        **{name: getattr(flow, field) for field, name in _FLOW_CONTROL.items()},
+    }
+
+
+def member_status(snapshot: MemberSnapshot | None, version: str | None) -> dict[str, str | None]:
+    """The member's Group Replication status variables (none for MySQL 8.4 and later)."""
+    found = _VERSION.match(version or "")
+    if found is not None and (int(found.group(1)), int(found.group(2))) >= (8, 4):
+        return {}
+    if snapshot is None:
+        return {PRIMARY_MEMBER: None}
+    primaries = [row.member_id for row in snapshot.view.members if row.member_role == "PRIMARY"]
+    single = snapshot.view.single_primary_mode and len(primaries) == 1
+    return {PRIMARY_MEMBER: primaries[0] if single else ""}
+
+
+def shown(value: object) -> str | None:
+    """A variable's value as SHOW VARIABLES and global_variables print it (ON or OFF)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "ON" if value else "OFF"
+    return str(value)
