@@ -1,9 +1,11 @@
 """Who may log in to the SQL endpoint: anyone on loopback, or the accounts of a password file.
 
-Clients authenticate with ``mysql_native_password``, the plugin mysql-mimic implements (the
-password never crosses the wire: the client proves it knows it with a scramble of the server's
-nonce). :class:`OpenIdentity` lets any user in with any password: the endpoint of an agent
-without ``sql_password_file`` listens on loopback only (the config refuses anything else).
+Clients authenticate with ``caching_sha2_password`` (MySQL 8's default, and the only one of
+MySQL 9's clients) or ``mysql_native_password`` (mysql-mimic's), whichever the client starts
+with; a client that starts with another is switched to ``caching_sha2_password``. The password
+never crosses the wire: the client proves it knows it with a scramble of the server's nonce.
+:class:`OpenIdentity` lets any user in with any password: the endpoint of an agent without
+``sql_password_file`` listens on loopback only (the config refuses anything else).
 :class:`PasswordFileIdentity` reads ``sql_password_file`` (:func:`read_sql_users`) at each
 login, so accounts can be added, changed or removed without a restart.
 
@@ -25,13 +27,16 @@ ending the count. The wait is an ``asyncio`` sleep: it holds the connection's sl
 from __future__ import annotations
 
 import asyncio
-import contextlib
+import dataclasses
+import hashlib
+import hmac
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
 from mysql_mimic import utils as mimic_utils
 from mysql_mimic.auth import (
     AuthInfo,
+    AuthPlugin,
     AuthState,
     Forbidden,
     IdentityProvider,
@@ -48,7 +53,6 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence
     from pathlib import Path
 
-    from mysql_mimic.auth import AuthPlugin
     from structlog.typing import FilteringBoundLogger
 
 __all__ = [
@@ -61,7 +65,6 @@ __all__ = [
 
 #: A refused login is logged at most this often, with the count of those not logged.
 LOG_EVERY_S = 10.0
-_PLUGIN = NativePasswordAuthPlugin.name
 
 
 def access_denied(user: str, with_password: bool) -> str:
@@ -133,12 +136,35 @@ class ConnectionControl:
         return waited
 
 
-class _NativePassword(NativePasswordAuthPlugin):
-    """``mysql_native_password`` with MySQL's refusal message; ``open_`` admits any password.
+@dataclasses.dataclass
+class Account(User):
+    """A user and what each plugin checks a scramble against (None: nothing matches).
 
-    A user whose ``auth_string`` is None (unknown, or the file unreadable) never matches.
-    With a ``control`` and the client's ``host``, the answer waits as
-    :class:`ConnectionControl` says.
+    ``auth_string`` is ``mysql_native_password``'s SHA1(SHA1(password)), in hex; ``sha2_stage2``
+    ``caching_sha2_password``'s SHA256(SHA256(password)).
+    """
+
+    sha2_stage2: bytes | None = None
+
+
+def account(name: str, password: str | None, plugin: str) -> Account:
+    """The account ``name`` whose password is ``password`` (None: unknown), for ``plugin``."""
+    if password is None:
+        return Account(name=name, auth_plugin=plugin)
+    stage1 = hashlib.sha256(password.encode()).digest()
+    return Account(
+        name=name,
+        auth_string=NativePasswordAuthPlugin.create_auth_string(password),
+        auth_plugin=plugin,
+        sha2_stage2=hashlib.sha256(stage1).digest(),
+    )
+
+
+class _Password(AuthPlugin):
+    """What both password plugins share: the nonce, the decision, the refusal and its delay.
+
+    ``open_`` admits any password. With a ``control`` and the client's ``host``, the answer
+    waits as :class:`ConnectionControl` says.
     """
 
     def __init__(
@@ -157,25 +183,26 @@ class _NativePassword(NativePasswordAuthPlugin):
         if self._control is not None:
             await self._control.settle(self._host, failed)
 
+    def matches(self, user: User, scramble: bytes, nonce: bytes) -> bool:
+        """Whether ``scramble`` of ``nonce`` proves ``user``'s password."""
+        raise NotImplementedError
+
+    def accepted(self, scramble: bytes) -> None:
+        """Called when a login is admitted, before its OK packet."""
+
     async def auth(self, auth_info: AuthInfo | None = None) -> AuthState:
-        if (
-            auth_info
-            and auth_info.handshake_plugin_name == self.name
-            and auth_info.handshake_auth_data
-        ):
+        if auth_info and auth_info.handshake_auth_data:
+            # the handshake's scramble serves every plugin, as MySQL's does
             nonce = auth_info.handshake_auth_data.rstrip(b"\x00")
-        else:  # a client that started with another plugin: send a nonce of our own
+        else:  # an auth switch: a nonce of our own
             nonce = mimic_utils.nonce(20)
             auth_info = yield nonce + b"\x00"
         assert auth_info is not None
         user: User = auth_info.user
-        if self._open:
-            await self._settle(failed=False)
-            yield Success(user.name)
-            return
         scramble: bytes = auth_info.data
-        if user.auth_string is not None and self.verify_scramble(user.auth_string, scramble, nonce):
+        if self._open or self.matches(user, scramble, nonce):
             await self._settle(failed=False)
+            self.accepted(scramble)
             yield Success(user.name)
             return
         self._warn("denied", user=user.name)
@@ -183,39 +210,122 @@ class _NativePassword(NativePasswordAuthPlugin):
         yield Forbidden(access_denied(user.name, bool(scramble)))
 
 
+class _NativePassword(_Password):
+    """``mysql_native_password`` (mysql-mimic's check) with MySQL's refusal message."""
+
+    name = NativePasswordAuthPlugin.name
+    client_plugin_name = NativePasswordAuthPlugin.client_plugin_name
+
+    def matches(self, user: User, scramble: bytes, nonce: bytes) -> bool:
+        return user.auth_string is not None and NativePasswordAuthPlugin().verify_scramble(
+            user.auth_string, scramble, nonce
+        )
+
+
+#: caching_sha2_password's AuthMoreData after a scramble that matched
+#: (sql/auth/sha2_password.cc, ``fast_auth_success``).
+FAST_AUTH_SUCCESS = b"\x03"
+
+
+class _CachingSha2(_Password):
+    """``caching_sha2_password``'s fast authentication: MySQL 8's default, 9.x clients' only.
+
+    The client sends XOR(SHA256(password), SHA256(SHA256(SHA256(password)) + nonce))
+    (``generate_sha2_scramble``, sql/auth/sha2_password_common.cc); the endpoint knows every
+    password, so its "cache" always holds the account and a login never needs the full
+    authentication (the password over TLS or RSA): a matching scramble gets
+    ``fast_auth_success`` then OK, an empty password the OK alone, anything else 1045.
+    ``on_fast_auth`` sends the ``fast_auth_success`` packet (the connection's stream).
+    """
+
+    name = "caching_sha2_password"
+    client_plugin_name = "caching_sha2_password"
+
+    def __init__(
+        self,
+        open_: bool,
+        warn: ThrottledWarning,
+        control: ConnectionControl | None = None,
+        host: str = "",
+        on_fast_auth: Callable[[bytes], None] | None = None,
+    ) -> None:
+        super().__init__(open_, warn, control, host)
+        self._on_fast_auth = on_fast_auth
+
+    def matches(self, user: User, scramble: bytes, nonce: bytes) -> bool:
+        stage2 = getattr(user, "sha2_stage2", None)
+        if stage2 is None or len(scramble) != len(stage2):
+            return False
+        stage1 = mimic_utils.xor(scramble, hashlib.sha256(stage2 + nonce).digest())
+        return hmac.compare_digest(hashlib.sha256(stage1).digest(), stage2)
+
+    def accepted(self, scramble: bytes) -> None:
+        if scramble and self._on_fast_auth is not None:
+            self._on_fast_auth(FAST_AUTH_SUCCESS)
+
+
+#: The plugins, MySQL 8.4's default (``caching_sha2_password``) first: the handshake offers it.
+PLUGINS = (_CachingSha2.name, _NativePassword.name)
+
+
 class _Identity(IdentityProvider):
-    """What both identities share: one plugin, and a copy of it per client host."""
+    """What both identities share: the plugins, and a copy of them per client connection."""
 
     _open = False
 
     def __init__(self, log: FilteringBoundLogger, control: ConnectionControl | None) -> None:
         self._warn = ThrottledWarning(log, "sql_access_denied", LOG_EVERY_S)
         self._control = control
-        self._plugin = _NativePassword(self._open, self._warn)
+        self._plugins = (
+            _CachingSha2(self._open, self._warn),
+            _NativePassword(self._open, self._warn),
+        )
 
     def get_plugins(self) -> Sequence[AuthPlugin]:
-        """The one plugin: ``mysql_native_password``."""
-        return [self._plugin]
+        """``caching_sha2_password``, then ``mysql_native_password``."""
+        return self._plugins
 
-    def for_client(self, host: str) -> IdentityProvider:
-        """This identity for one connection from ``host``: its logins count for the host."""
-        return _ClientIdentity(self, _NativePassword(self._open, self._warn, self._control, host))
+    def for_client(
+        self, host: str, on_fast_auth: Callable[[bytes], None] | None = None
+    ) -> ClientIdentity:
+        """This identity for one connection from ``host``: its logins count for the host.
+
+        ``on_fast_auth`` sends caching_sha2_password's ``fast_auth_success`` to the client.
+        """
+        return ClientIdentity(
+            self,
+            (
+                _CachingSha2(self._open, self._warn, self._control, host, on_fast_auth),
+                _NativePassword(self._open, self._warn, self._control, host),
+            ),
+        )
+
+    async def account(self, username: str, plugin: str) -> Account:
+        """The account ``username`` for ``plugin`` (see the subclasses)."""
+        raise NotImplementedError
 
 
-class _ClientIdentity(IdentityProvider):
-    """An identity's users, with a plugin of one connection's own (its client host)."""
+class ClientIdentity(IdentityProvider):
+    """An identity's users, with plugins of one connection's own (its client host).
 
-    def __init__(self, identity: IdentityProvider, plugin: _NativePassword) -> None:
+    An account authenticates with the plugin its client chose, when the endpoint has it
+    (:attr:`client_plugin`, set by the connection before it asks for the user), else with
+    ``caching_sha2_password``, to which the client is switched (MySQL 8's default).
+    """
+
+    def __init__(self, identity: _Identity, plugins: Sequence[AuthPlugin]) -> None:
         self._identity = identity
-        self._plugin = plugin
+        self._plugins = plugins
+        self.client_plugin: str | None = None
 
     def get_plugins(self) -> Sequence[AuthPlugin]:
-        """The one plugin: ``mysql_native_password``, for this connection."""
-        return [self._plugin]
+        """The plugins, for this connection."""
+        return self._plugins
 
     async def get_user(self, username: str) -> User | None:
-        """The identity's user."""
-        return await self._identity.get_user(username)
+        """The identity's account, for the client's plugin where the endpoint has it."""
+        plugin = self.client_plugin if self.client_plugin in PLUGINS else PLUGINS[0]
+        return await self._identity.account(username, plugin)
 
 
 class OpenIdentity(_Identity):
@@ -226,9 +336,9 @@ class OpenIdentity(_Identity):
     def __init__(self, log: FilteringBoundLogger, control: ConnectionControl | None = None) -> None:
         super().__init__(log, control)
 
-    async def get_user(self, username: str) -> User | None:
-        """Any user name is a user."""
-        return User(name=username, auth_plugin=_PLUGIN)
+    async def account(self, username: str, plugin: str) -> Account:
+        """Any user name is a user, whatever its password."""
+        return Account(name=username, auth_plugin=plugin)
 
 
 class PasswordFileIdentity(_Identity):
@@ -248,9 +358,9 @@ class PasswordFileIdentity(_Identity):
         self._log = log
         self._problem: str | None = None  # the last problem logged, until the file reads again
 
-    async def get_user(self, username: str) -> User | None:
-        """The user, with the hash its password must match; None never (see the module doc)."""
-        auth_string: str | None = None
+    async def account(self, username: str, plugin: str) -> Account:
+        """The account, with the hashes its password must match (see the module doc)."""
+        password: str | None = None
         try:
             users = read_sql_users(self._path)
         except ConfigError as exc:
@@ -261,6 +371,5 @@ class PasswordFileIdentity(_Identity):
             if self._problem is not None:
                 self._problem = None
                 self._log.info("sql_password_file_readable", path=str(self._path))
-            with contextlib.suppress(KeyError):
-                auth_string = NativePasswordAuthPlugin.create_auth_string(users[username])
-        return User(name=username, auth_string=auth_string, auth_plugin=_PLUGIN)
+            password = users.get(username)
+        return account(username, password, plugin)

@@ -34,6 +34,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any, cast
 
 import structlog
+from mysql_mimic import packets
 from mysql_mimic.connection import Connection
 from mysql_mimic.control import LocalControl, TooManyConnections
 from mysql_mimic.errors import SQLSTATES, ErrorCode, MysqlError
@@ -43,7 +44,12 @@ from mysql_mimic.stream import ConnectionClosed, MysqlStream
 from grstats.agent.address import join_address, split_address
 from grstats.agent.errors import ConfigError
 from grstats.agent.log import ThrottledWarning
-from grstats.agent.sql.auth import ConnectionControl, OpenIdentity, PasswordFileIdentity
+from grstats.agent.sql.auth import (
+    ClientIdentity,
+    ConnectionControl,
+    OpenIdentity,
+    PasswordFileIdentity,
+)
 from grstats.agent.tls import FileWatch
 
 if TYPE_CHECKING:
@@ -218,10 +224,26 @@ class _Stream:
         self._reader = reader
         self._writer = writer
         self._max_packet = max_packet
+        self._before: bytes | None = None
         self.refuse: Callable[..., bytes] | None = None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
+
+    def before_next(self, more_data: bytes) -> None:
+        """Send ``more_data`` as an AuthMoreData packet before the next packet written.
+
+        caching_sha2_password's ``fast_auth_success`` precedes the login's OK packet, which
+        mysql-mimic writes itself.
+        """
+        self._before = packets.make_auth_more_data(more_data)
+
+    async def write(self, data: bytes, drain: bool = True) -> None:
+        """``MysqlStream.write``, after the packet :meth:`before_next` holds, if any."""
+        before, self._before = self._before, None
+        if before is not None:
+            await self._stream.write(before, drain=False)
+        await self._stream.write(data, drain=drain)
 
     async def read(self) -> bytes:
         """The next command (a packet, or several of 16 MiB), as ``MysqlStream.read``.
@@ -322,6 +344,14 @@ class _Connection(Connection):
 
     async def authenticate(self, *args: Any, **kwargs: Any) -> None:
         self.session.username = None
+        identity = self.identity_provider
+        if isinstance(identity, ClientIdentity):
+            # The account takes the client's plugin when its response is for that plugin: a
+            # scramble, or the plugin the greeting offered. An empty response for another
+            # plugin (libmariadb shows no plugin the data of another) gets an auth switch.
+            plugin = kwargs.get("client_plugin_name")
+            answered = bool(kwargs.get("auth_response")) or plugin == self.handshake_auth_plugin
+            identity.client_plugin = plugin if answered else None
         await super().authenticate(*args, **kwargs)
         if self.session.username is None:
             raise _Refused
@@ -376,7 +406,7 @@ class _Server(MysqlServer):
                 control=self.control,
                 server_capabilities=self.capabilities,
                 # the client's own: its failed logins are counted for its host
-                identity_provider=self._identity.for_client(_host_of(writer)),
+                identity_provider=self._identity.for_client(_host_of(writer), stream.before_next),
                 ssl=self.ssl,
             )
             stream.refuse = connection.error

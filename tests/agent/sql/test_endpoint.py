@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import hashlib
 import socket
 import ssl
 import struct
+import subprocess
 import time
 import uuid
 from typing import TYPE_CHECKING, Any
@@ -33,6 +35,7 @@ from grstats.proto import grstats_pb2 as pb
 from grstats.proto import grstats_pb2_grpc as pb_grpc
 from tests.agent.test_runtime import settings
 from tests.certs import make_certs
+from tests.programs import require
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -302,6 +305,87 @@ async def test_wrong_password_and_unknown_user_both_get_1045(group: Group, tmp_p
         assert unknown == (1045, "Access denied for user 'mallory' (using password: YES)")
         empty = await asyncio.to_thread(login_error, address, user="alice")
         assert empty == (1045, "Access denied for user 'alice' (using password: NO)")
+    finally:
+        await served.endpoint.aclose()
+
+
+def caching_sha2_login(address: str, user: str, password: str) -> tuple[bytes, bytes, bytes]:
+    """Log in as a MySQL 9 client does: the greeting, then the packets that answer the scramble.
+
+    The scramble is ``generate_sha2_scramble`` (sql/auth/sha2_password_common.cc):
+    XOR(SHA256(password), SHA256(SHA256(SHA256(password)) + nonce)), with the greeting's nonce.
+    """
+    host, _, port = address.rpartition(":")
+    with socket.create_connection((host, int(port)), timeout=5) as sock:
+        greeting = read_packet(sock)
+        version_end = greeting.index(b"\x00", 1)
+        rest = greeting[version_end + 1 :]
+        nonce = rest[4:12] + rest[31:43]  # auth-plugin-data parts 1 and 2 (HandshakeV10)
+        stage1 = hashlib.sha256(password.encode()).digest()
+        stage2 = hashlib.sha256(stage1).digest()
+        mask = hashlib.sha256(stage2 + nonce).digest()
+        scramble = bytes(a ^ b for a, b in zip(stage1, mask, strict=True))
+        capabilities = 0x200 | 0x8000 | 0x80000  # PROTOCOL_41, SECURE_CONNECTION, PLUGIN_AUTH
+        response = (
+            struct.pack("<IIB", capabilities, 2**24, 33)
+            + bytes(23)
+            + user.encode()
+            + b"\x00"
+            + bytes([len(scramble)])
+            + scramble
+            + b"caching_sha2_password\x00"
+        )
+        sock.sendall(packet(1, response))
+        first = read_packet(sock)
+        second = read_packet(sock) if first[:1] == b"\x01" else b""
+        return greeting, first, second
+
+
+async def test_caching_sha2_password_fast_authentication(group: Group, tmp_path: Path) -> None:
+    """caching_sha2_password: the greeting offers it; a right scramble gets fast_auth_success, then OK."""
+    users = write_users(tmp_path / "users", "alice:right\n")
+    served = await serve(group.agents[0], sql_password_file=users)
+    try:
+        greeting, first, second = await asyncio.to_thread(
+            caching_sha2_login, served.address, "alice", "right"
+        )
+        assert greeting.rstrip(b"\x00").endswith(b"caching_sha2_password")  # MySQL 8.4's default
+        assert first == b"\x01\x03"  # AuthMoreData: fast_auth_success
+        assert second[:1] == b"\x00"  # OK
+        _, refused, _ = await asyncio.to_thread(
+            caching_sha2_login, served.address, "alice", "wrong"
+        )
+        assert refused[:1] == b"\xff"
+        assert int.from_bytes(refused[1:3], "little") == 1045
+    finally:
+        await served.endpoint.aclose()
+
+
+@pytest.mark.parametrize("plugin", ["caching_sha2_password", "mysql_native_password"])
+async def test_the_mariadb_client_logs_in_with_either_plugin(
+    group: Group, tmp_path: Path, plugin: str
+) -> None:
+    """The mariadb client starting with either plugin gets in with the password, not without."""
+    program = require("mariadb", "mariadb-client")
+    users = write_users(tmp_path / "users", "alice:right\n")
+    served = await serve(group.agents[0], sql_password_file=users)
+    host, _, port = served.address.rpartition(":")
+    login = [program, "-h", host, "-P", port, "--ssl=0", "-u", "alice", f"--default-auth={plugin}"]
+
+    def run(password: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [*login, f"-p{password}", "-N", "-e", "SELECT CURRENT_USER()"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+
+    try:
+        done = await asyncio.to_thread(run, "right")
+        assert done.returncode == 0, done.stderr
+        refused = await asyncio.to_thread(run, "wrong")
+        assert "ERROR 1045 (28000): Access denied for user 'alice'" in refused.stderr
     finally:
         await served.endpoint.aclose()
 
