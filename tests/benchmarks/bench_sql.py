@@ -158,8 +158,28 @@ def watch_ages(address: str, stop: threading.Event, into: list[int]) -> None:
                 into.append(int(age))
 
 
-def run_load(address: str, agent_pid: int, rate: int, seconds: float) -> Load:
-    """One client, one connection, open-loop at ``rate`` for ``seconds``; ages watched."""
+#: Issue 31's metadata statements, each with the rows it answers (MySQL's, see test_metadata).
+METADATA = {
+    "SHOW FULL COLUMNS FROM performance_schema.replication_group_member_stats": 13,
+    "SHOW CREATE TABLE performance_schema.replication_group_member_stats": 1,
+    "SELECT * FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = 'performance_schema'": 25,
+}
+
+
+def run_load(
+    address: str,
+    agent_pid: int,
+    rate: int,
+    seconds: float,
+    *,
+    query: str = QUERY,
+    rows_expected: int | None = None,
+) -> Load:
+    """One client, one connection, open-loop at ``rate`` for ``seconds``; ages watched.
+
+    Each answer to :data:`QUERY` is checked by :func:`wrong`; another ``query``'s by its row
+    count, ``rows_expected``.
+    """
     load = Load()
     stop = threading.Event()
     watcher = threading.Thread(target=watch_ages, args=(address, stop, load.ages_ms))
@@ -176,14 +196,17 @@ def run_load(address: str, agent_pid: int, rate: int, seconds: float) -> Load:
                 sent = time.perf_counter()
                 load.sent += 1
                 try:
-                    cursor.execute(QUERY)
+                    cursor.execute(query)
                     rows = cursor.fetchall()
                 except pymysql.MySQLError as exc:
                     kind = type(exc).__name__
                     load.errors[kind] = load.errors.get(kind, 0) + 1
                     continue
                 done = time.perf_counter()
-                problem = wrong(rows, [d[0] for d in cursor.description or ()])
+                if query == QUERY:
+                    problem = wrong(rows, [d[0] for d in cursor.description or ()])
+                else:
+                    problem = None if len(rows) == rows_expected else f"{len(rows)} rows"
                 if problem is not None:
                     load.errors[problem] = load.errors.get(problem, 0) + 1
                     continue
@@ -328,7 +351,7 @@ def print_pass(title: str, load: Load) -> tuple[bool, bool]:
     return fast, fresh
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None) -> int:  # noqa: PLR0915  (one pass after another)
     """Run the benchmark, print the figures and the verdicts; exit 0 whatever they are."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rate", type=int, default=RATE, help=f"queries/s (default {RATE})")
@@ -353,6 +376,11 @@ def main(argv: list[str] | None = None) -> int:
         help=f"seconds of each heavy statement, 0 for none (default {HEAVY_SECONDS:g})",
     )
     parser.add_argument("--only-heavy", action="store_true", help="skip the idle and load passes")
+    parser.add_argument(
+        "--metadata",
+        action="store_true",
+        help="also a load pass of each metadata statement (SHOW FULL COLUMNS, ...)",
+    )
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the results here")
     args = parser.parse_args(argv)
     print(f"# SQL endpoint ({MEMBERS} members)\n")
@@ -378,6 +406,17 @@ def main(argv: list[str] | None = None) -> int:
                 idle = idle_cpu(group, args.idle_seconds)
                 passes[SHARED] = run_load(address, group[0].process.pid, args.rate, args.seconds)
                 check_running(group)
+            if args.metadata:
+                for sql, count in METADATA.items():
+                    passes[sql] = run_load(
+                        address,
+                        group[0].process.pid,
+                        args.rate,
+                        args.seconds,
+                        query=sql,
+                        rows_expected=count,
+                    )
+                    check_running(group)
             if args.heavy_seconds > 0:
                 for title, sql in HEAVY.items():
                     heavies[title] = asyncio.run(run_heavy(group, address, sql, args.heavy_seconds))
