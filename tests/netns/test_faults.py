@@ -163,14 +163,17 @@ def test_partition_cut_link_one_way_and_stall(net3: Network) -> None:
     """A partitioned host is not connected then UNREACHABLE and comes back; cut and one-way links are relayed; a stopped agent is not connected until SIGCONT."""
     h0, h1, h2 = net3.hosts
     start = int(time.time())
-    partition_at, heal_at = 6, 17  # the group expels member 2 at 6 + 2 + 2 = 10 s
+    # The group suspects member 2 at 6 + 2 = 8 s and expels it at 8 + 5 = 13 s: UNREACHABLE for
+    # 5 s, long enough for two samples of two `grstats query` processes under load (2 s was
+    # missed between them with both cores busy).
+    partition_at, heal_at = 6, 20
     group = Group(
         3,
         start,
         scenario(
             net3,
             event(partition_at, "partition", 2) + event(heal_at, "heal", 2),
-            "suspicion_s = 2\nexpel_timeout_s = 2\nautorejoin_delay_s = 1",
+            "suspicion_s = 2\nexpel_timeout_s = 5\nautorejoin_delay_s = 1",
         ),
     )
     for host in net3.hosts:
@@ -195,7 +198,7 @@ def test_partition_cut_link_one_way_and_stall(net3: Network) -> None:
         states = last_sample(
             lambda: tuple(state(net3, h, m2, "MEMBER_STATE") for h in (h0, h1)),
             lambda seen_states: seen_states == ("UNREACHABLE", "UNREACHABLE"),
-            start + partition_at + 5,
+            start + partition_at + 7,
             "member 2 is UNREACHABLE at agents 0 and 1",
         )
         # Point 2: once expelled (out of the view) while its agent runs, member 2 is "not
@@ -208,7 +211,7 @@ def test_partition_cut_link_one_way_and_stall(net3: Network) -> None:
             lambda answers: all(
                 in_view == "NO" and "1 member is not active" in text for in_view, text in answers
             ),
-            start + partition_at + 6,
+            start + partition_at + 9,
             "member 2 is expelled and not active at agents 0 and 1",
         )
         # ... also at an agent restarted since, which knows it from its registry only.
