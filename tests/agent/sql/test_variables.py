@@ -1,0 +1,60 @@
+"""The member's Group Replication variables and status as the SQL endpoint shows them (agent/sql/variables.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from grstats.agent.gtid import GtidSet
+from grstats.agent.model import FlowControlSettings, GroupView, MemberSnapshot, ServerSettings
+from grstats.agent.rows import ApplierStatusRow, MemberRow, MemberStatsRow
+from grstats.agent.sql.variables import SCHEMA, member_status, member_variables, shown
+
+A, B = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa", "bbbbbbbb-bbbb-bbbb-bbbb-bbbbbbbbbbbb"
+
+
+def snapshot(*, single_primary: bool = True, weight: int | None = 70) -> MemberSnapshot:
+    """A member A of a two-member group whose primary is B (both PRIMARY in multi-primary)."""
+    roles = ("SECONDARY", "PRIMARY") if single_primary else ("PRIMARY", "PRIMARY")
+    members = tuple(
+        MemberRow(member_id=m, member_state="ONLINE", member_role=r)
+        for m, r in zip((A, B), roles, strict=True)
+    )
+    return MemberSnapshot(
+        member_id=A,
+        read_at_us=1,
+        view=GroupView(members, "1:2", "cccccccc-cccc-cccc-cccc-cccccccccccc", single_primary),
+        stats=MemberStatsRow(member_id=A),
+        applier=ApplierStatusRow(member_id=A),
+        gtid_executed=GtidSet(),
+        server=ServerSettings(flow_control=FlowControlSettings(mode="DISABLED", period=5)),
+        member_weight=weight,
+    )
+
+
+def test_every_variable_is_null_while_the_member_is_not_read() -> None:
+    """Without a read, all thirteen variables are NULL and the 8.0 status too."""
+    assert member_variables(None) == dict.fromkeys(SCHEMA)
+    assert len(SCHEMA) == 13
+    assert member_status(None, None) == {"group_replication_primary_member": None}
+
+
+def test_the_variables_are_the_members_as_read() -> None:
+    """Group name, mode, weight and flow control come from the read; SHOW prints ON/OFF."""
+    values = member_variables(snapshot())
+    assert values["group_replication_group_name"] == "cccccccc-cccc-cccc-cccc-cccccccccccc"
+    assert values["group_replication_single_primary_mode"] is True
+    assert values["group_replication_member_weight"] == 70
+    assert values["group_replication_flow_control_mode"] == "DISABLED"
+    assert values["group_replication_flow_control_period"] == 5
+    assert [shown(v) for v in (True, False, None, 25000)] == ["ON", "OFF", None, "25000"]
+    unnamed = dataclasses.replace(snapshot(), view=GroupView())
+    assert member_variables(unnamed)["group_replication_group_name"] is None
+
+
+def test_primary_member_status_as_mysql_80_gives_it() -> None:
+    """The primary's UUID in single-primary mode, '' in multi-primary, nothing from MySQL 8.4."""
+    assert member_status(snapshot(), "8.0.36") == {"group_replication_primary_member": B}
+    multi = snapshot(single_primary=False)
+    assert member_status(multi, "8.0.36") == {"group_replication_primary_member": ""}
+    assert member_status(snapshot(), "8.4.3") == {}
+    assert member_status(snapshot(), "9.1.0") == {}
