@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 
 RESULTS = Path(__file__).parent / "mysql_results"
 ROOT_PRIVILEGES = "select,insert,update,references"
+#: information_schema.TABLES of a performance_schema table, AVG_ROW_LENGTH to TABLE_COMMENT
+#: (r/information_schema.result): sizes 0, no times, its collation, no options or comment.
+SIZES = ("0", "0", "0", "0", "0", None, None, None, None, "utf8mb4_0900_ai_ci", None, "", "")
 PLAIN_TABLES = ("replication_group_members", "replication_group_member_stats")
 
 MEMBERS_DDL = """CREATE TABLE `replication_group_members` (
@@ -178,26 +181,7 @@ async def test_show_tables_index_and_status(client: Client) -> None:
     assert await client.rows("SHOW KEYS FROM replication_group_member_stats") == []
     status = await client.rows("SHOW TABLE STATUS LIKE 'replication_group_members'")
     assert status == [
-        (
-            "replication_group_members",
-            "PERFORMANCE_SCHEMA",
-            "10",
-            "Fixed",
-            "3",
-            "0",
-            "0",
-            "0",
-            "0",
-            "0",
-            None,
-            None,
-            None,
-            None,
-            "utf8mb4_0900_ai_ci",
-            None,
-            "",
-            "",
-        )
+        ("replication_group_members", "PERFORMANCE_SCHEMA", "10", "Fixed", "3", *SIZES)
     ]
 
 
@@ -210,22 +194,7 @@ async def test_information_schema_tables_and_schemata(client: Client) -> None:
         " TABLE_CATALOG from information_schema.tables where TABLE_SCHEMA='performance_schema'"
         " and TABLE_NAME like 'replication%' order by 1"
     )
-    common = (
-        "0",
-        "0",
-        "0",
-        "0",
-        "0",
-        None,
-        None,
-        None,
-        None,
-        "utf8mb4_0900_ai_ci",
-        None,
-        "",
-        "",
-        "def",
-    )
+    common = (*SIZES, "def")
     assert rows == [
         (
             "replication_group_member_stats",
