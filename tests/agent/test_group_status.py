@@ -134,9 +134,17 @@ async def start(scenario: Scenario) -> Group:
 
 @contextlib.asynccontextmanager
 async def running(group: Group) -> AsyncIterator[Group]:
-    """The group after one period (every agent has read its member); stopped on leaving."""
+    """The group once every agent has read its member (one period; more when a read is slow).
+
+    A period waits a bounded time for its read (``READ_WAIT_PERIODS``); with both cores busy a
+    simulated member's first read once took longer, and the next period took it.
+    """
     try:
         await group.rounds(1)
+        for _ in range(10):
+            if all(agent.member_id for agent in group.agents):
+                break
+            await group.rounds(1)
         yield group
     finally:
         await stop_all(group)
