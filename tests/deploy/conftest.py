@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from tests.certs import make_certs
-from tests.deploy.files import TOKEN
+from tests.deploy.files import DEPLOY, TOKEN, under
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -35,6 +35,10 @@ def _host_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (etc / "token").write_text(TOKEN + "\n", encoding="utf-8")
     (etc / "mysql-password").write_text("0123456789abcdef\n", encoding="utf-8")
     (etc / "mysql-ca.pem").write_bytes((etc / "tls" / "ca.pem").read_bytes())
+    # the agent's config, as deploy/README.md installs it: every test that runs the unit's
+    # command finds it, in whatever order and on whichever worker the tests run
+    config = (DEPLOY / "systemd" / "agent.toml").read_text(encoding="utf-8")
+    (etc / "agent.toml").write_text(under(root, config), encoding="utf-8")
     (root / "var" / "lib" / "grstats").mkdir(parents=True)
     return root
 

@@ -184,9 +184,9 @@ def test_agent_exec_start_runs_the_installed_config(host_root: Path, tmp_path: P
     args = parse_grstats(words[1:])
     assert args.handler is run_agent
     assert args.config == Path("/etc/grstats/agent.toml")
-    installed = Path(under(host_root, str(args.config)))
-    installed.write_text(
-        under(host_root, (SYSTEMD / "agent.toml").read_text(encoding="utf-8")), encoding="utf-8"
+    installed = Path(under(host_root, str(args.config)))  # the host_root fixture installed it
+    assert installed.read_text(encoding="utf-8") == under(
+        host_root, (SYSTEMD / "agent.toml").read_text(encoding="utf-8")
     )
     args.config = installed
     config = config_from(args)
