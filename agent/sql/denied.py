@@ -128,3 +128,30 @@ def is_unlock_tables(expression: exp.Expression) -> bool:
     return isinstance(expression, exp.Command) and bool(
         re.fullmatch(r"UNLOCK\s+TABLES?", str(expression.this).strip(), re.IGNORECASE)
     )
+
+
+#: A write sqlglot could not parse (an older sqlglot and MySQL's ``INSERT ... SET``): its command
+#: and the table it names.
+_UNPARSED = re.compile(
+    r"^\s*(?:(?P<insert>INSERT)\s+(?:(?:LOW_PRIORITY|DELAYED|HIGH_PRIORITY|IGNORE)\s+)*(?:INTO\s+)?"
+    r"|(?P<update>UPDATE)\s+(?:(?:LOW_PRIORITY|IGNORE)\s+)*"
+    r"|(?P<delete>DELETE)\s+(?:(?:LOW_PRIORITY|QUICK|IGNORE)\s+)*FROM\s+)"
+    r"(?P<table>(?:`[^`]*`|[\w$]+)(?:\s*\.\s*(?:`[^`]*`|[\w$]+))?)",
+    re.IGNORECASE,
+)
+
+
+def unparsed_denial(sql: str, served: Resolver, user: str, host: str) -> MysqlError | None:
+    """:func:`denial` for a write whose text did not parse: 1142 when it names a served table."""
+    match = _UNPARSED.match(sql)
+    if match is None:
+        return None
+    command = next(name.upper() for name in ("insert", "update", "delete") if match.group(name))
+    parts = [part.strip().strip("`") for part in match.group("table").split(".")]
+    table = served(exp.table_(parts[-1], db=parts[0] if len(parts) == 2 else None))
+    if table is None:
+        return None
+    return _error(
+        ER_TABLEACCESS_DENIED_ERROR,
+        f"{command} command denied to user '{user}'@'{host}' for table '{table[1]}'",
+    )

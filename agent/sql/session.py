@@ -389,7 +389,8 @@ class GrstatsSession(Session):
         except (ParseError, TokenError) as error:
             word = _FIRST_WORD.match(sql)
             if word is not None and word.group(1).upper() in _WRITES:
-                raise read_only_error() from None
+                refusal = denied.unparsed_denial(sql, self._served_table, *self._account())
+                raise (refusal if refusal is not None else read_only_error()) from None
             raise syntax_error(sql, error) from None
 
     async def use(self, database: str) -> None:
