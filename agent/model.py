@@ -106,6 +106,26 @@ class SourceHealth:
 
 
 @dataclass(frozen=True, slots=True)
+class CommunicationInfo:
+    """The member's ``replication_group_communication_information`` row (MySQL 8.0.27+).
+
+    As ``Replication_group_communication_information_table_handle::fetch_row_data``
+    (plugin/group_replication/src/perfschema/table_communication_information.cc) fills it:
+    the group's write concurrency and communication protocol version, the consensus leaders
+    XCom was told to use and those it uses (member UUIDs), whether the group runs a single
+    consensus leader, and, from MySQL 8.4, how often this member has suspected each member
+    (``{"uuid":count,...}``; None for a server whose table lacks the column).
+    """
+
+    write_concurrency: int
+    protocol_version: str
+    leaders_preferred: tuple[str, ...]
+    leaders_actual: tuple[str, ...]
+    single_leader_capable: bool
+    failure_suspicions: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class MemberSnapshot:
     """One reading of the local member, as a source returns it.
 
@@ -120,7 +140,9 @@ class MemberSnapshot:
     ``gtid_executed``; None when the member has no such channel (Group Replication never
     started). ``server`` holds its read_only, super_read_only and flow-control variables, and
     ``member_weight`` its ``group_replication_member_weight`` (None where the server lacks it);
-    the weight is the agent's own (the SQL endpoint's ``@@`` variables), not gossiped.
+    the weight is the agent's own (the SQL endpoint's ``@@`` variables), not gossiped, as is
+    ``communication``, its ``replication_group_communication_information`` row (None where
+    the server has no such table or the member is not ONLINE or RECOVERING).
     ``fault`` is set when the read worked but the member is not serving its group: Group
     Replication installed but not started (the member OFFLINE, as MySQL shows it).
     """
@@ -136,6 +158,7 @@ class MemberSnapshot:
     server: ServerSettings = field(default_factory=ServerSettings)
     fault: SourceFault | None = None
     member_weight: int | None = None
+    communication: CommunicationInfo | None = None
 
     def own_row(self) -> MemberRow | None:
         """Return the local member's row of ``replication_group_members``, if it is listed."""

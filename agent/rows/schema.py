@@ -40,7 +40,7 @@ class Column:
     ``collation`` is a text column's collation where it is not its table's default
     (``utf8mb4_0900_ai_ci``, performance_schema's): MySQL's DDL gives ``utf8mb4_bin`` to
     identifiers and states, ``ascii_general_ci`` to host names. Its character set is the
-    collation's first word.
+    collation's first word. ``comment`` is its COMMENT in MySQL's DDL ('' for none).
     """
 
     name: str
@@ -48,6 +48,7 @@ class Column:
     nullable: bool
     kind: Kind
     collation: str | None = None
+    comment: str = ""
 
     @property
     def field(self) -> str:

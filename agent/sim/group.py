@@ -306,6 +306,10 @@ class SimulatedGroup:
     def _detect_failures(self, seconds: float) -> None:
         timing = self.scenario.timing
         for member in self.members:
+            suspected = self.suspected(member)
+            if suspected and not member.suspected_now:
+                member.suspicions += 1
+            member.suspected_now = suspected
             since = member.unreachable_since
             if (
                 member.in_view

@@ -40,6 +40,8 @@ class SimMember:
     status: MemberState = MemberState.ONLINE
     in_view: bool = True
     unreachable_since: float | None = None
+    suspicions: int = 0  #: how often the group suspected it (MEMBER_FAILURE_SUSPICIONS_COUNT)
+    suspected_now: bool = False  #: whether the group suspects it now
     down_since_us: int | None = None  #: when the server crashed
     rows_validating_when_down: int = 0  #: its certification database size then
     rejoin_at: float | None = None

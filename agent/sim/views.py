@@ -42,13 +42,20 @@ from typing import TYPE_CHECKING
 
 from grstats.agent.errors import SourceUnavailable
 from grstats.agent.gtid import GtidSet
-from grstats.agent.model import DEFAULT_MEMBER_WEIGHT, GroupView, MemberSnapshot, ServerSettings
+from grstats.agent.model import (
+    DEFAULT_MEMBER_WEIGHT,
+    CommunicationInfo,
+    GroupView,
+    MemberSnapshot,
+    ServerSettings,
+)
 from grstats.agent.rows import (
     ApplierStatusRow,
     MemberRow,
     MemberState,
     MemberStatsRow,
     Role,
+    encode_version,
     member_role,
     member_version,
 )
@@ -57,6 +64,8 @@ from grstats.agent.sim.txlog import NEGATIVE
 from grstats.agent.sources.fault import server_down
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from grstats.agent.sim.group import SimulatedGroup
     from grstats.agent.sim.member import AppliedTransaction, SimMember
 
@@ -64,6 +73,12 @@ if TYPE_CHECKING:
 HOST = "127.0.0.1"
 #: MEMBER_COMMUNICATION_STACK of the simulated group.
 STACK = "XCom"
+#: The first MySQL with replication_group_communication_information (and protocol V3), and
+#: the first whose table has MEMBER_FAILURE_SUSPICIONS_COUNT.
+COMMUNICATION_INFORMATION_SINCE = encode_version("8.0.27")
+FAILURE_SUSPICIONS_SINCE = encode_version("8.4.0")
+#: group_replication_set_write_concurrency's default (the event horizon, 10 from 8.0.16).
+WRITE_CONCURRENCY = 10
 
 
 def snapshot(group: SimulatedGroup, index: int, last_known: bool = False) -> MemberSnapshot:
@@ -102,6 +117,40 @@ def snapshot(group: SimulatedGroup, index: int, last_known: bool = False) -> Mem
         transactions_behind=sum(_waiting(group, member, *_received_span(group, member))),
         server=_server(group, member),
         member_weight=DEFAULT_MEMBER_WEIGHT,
+        communication=_communication(group, member, members) if member.server_up else None,
+    )
+
+
+def _communication(
+    group: SimulatedGroup, member: SimMember, rows: Sequence[MemberRow]
+) -> CommunicationInfo | None:
+    """The member's replication_group_communication_information row, as MySQL fills it.
+
+    ``fetch_row_data`` (table_communication_information.cc) gives no row unless the member
+    is in a group (ONLINE or RECOVERING here); the group runs protocol V3 (shown as 8.0.27,
+    ``convert_to_mysql_version``) with every member a consensus leader (the simulator does not
+    model ``group_replication_paxos_single_leader``, OFF by default). The suspicion counts are
+    how often the group suspected each member of the member's view, by UUID as
+    ``Group_member_info_manager`` orders them.
+    """
+    version = encode_version(group.scenario.version)
+    if version < COMMUNICATION_INFORMATION_SINCE or member.status not in {
+        MemberState.ONLINE,
+        MemberState.RECOVERING,
+    }:
+        return None
+    leaders = tuple(sorted(row.member_id for row in rows))
+    suspicions = None
+    if version >= FAILURE_SUSPICIONS_SINCE:
+        by_uuid = {other.uuid: other.suspicions for other in group.members}
+        suspicions = "{" + ",".join(f'"{uuid}":{by_uuid.get(uuid, 0)}' for uuid in leaders) + "}"
+    return CommunicationInfo(
+        write_concurrency=WRITE_CONCURRENCY,
+        protocol_version="8.0.27",
+        leaders_preferred=leaders,
+        leaders_actual=leaders,
+        single_leader_capable=False,
+        failure_suspicions=suspicions,
     )
 
 

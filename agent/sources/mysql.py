@@ -43,7 +43,7 @@ from pymysql.converters import decoders  # type: ignore[import-untyped]
 from pymysql.err import MySQLError  # type: ignore[import-untyped]
 
 from grstats.agent.errors import SourceDataError, SourceError, SourceUnavailable
-from grstats.agent.model import GroupView, MemberSnapshot, SourceHealth
+from grstats.agent.model import CommunicationInfo, GroupView, MemberSnapshot, SourceHealth
 from grstats.agent.rows import GROUP_REPLICATION_APPLIER, ApplierStatusRow
 from grstats.agent.sources import fault as faults
 from grstats.agent.sources.mysql_config import MySQLSourceConfig, read_password, tls_context
@@ -59,6 +59,7 @@ from grstats.agent.sources.mysql_records import (
     Record,
     ServerVariables,
     applier_row,
+    communication_info,
     has_columns,
     is_truncated,
     member_rows,
@@ -73,6 +74,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping, Sequence
     from types import TracebackType
 
+    from grstats.agent.rows import MemberRow
     from grstats.agent.sources.fault import SourceFault
 
 __all__ = ["MySQLSource", "MySQLSourceConfig"]
@@ -93,7 +95,13 @@ QUERIES = {
     "connection": "SELECT * FROM {schema}.replication_connection_status WHERE CHANNEL_NAME = %s",
     "workers": "SELECT * FROM {schema}.replication_applier_status_by_worker"
     " WHERE CHANNEL_NAME = %s ORDER BY WORKER_ID",
+    "communication": "SELECT * FROM {schema}.replication_group_communication_information",
 }
+#: The first MySQL with replication_group_communication_information.
+COMMUNICATION_SINCE = (8, 0, 27)
+#: The member states in which it has a row (``fetch_row_data`` needs a running group
+#: communication engine); reading it on an expelled member can wait on that engine.
+COMMUNICATION_STATES = frozenset({"ONLINE", "RECOVERING"})
 
 _ER_UNKNOWN_SYSTEM_VARIABLE = 1193
 #: MySQL's error codes that name a fault (include/mysqld_error.h, include/errmsg.h).
@@ -385,11 +393,12 @@ class MySQLSource:
         connection = connections[0] if connections else None
         applier, health = await self._applier(conn, variables, queue_columns, connection)
         stats_value = stats_row(stats[0] if stats else None)
+        view_members = member_rows(members, variables.single_primary_mode, primary)
         return MemberSnapshot(
             member_id=variables.server_uuid,
             read_at_us=time.time_ns() // 1000,
             view=GroupView(
-                members=member_rows(members, variables.single_primary_mode, primary),
+                members=view_members,
                 view_id=stats_value.view_id,
                 group_name=variables.group_name,
                 single_primary_mode=variables.single_primary_mode,
@@ -402,7 +411,33 @@ class MySQLSource:
             server=variables.server,
             fault=fault,
             member_weight=variables.member_weight,
+            communication=await self._communication(conn, variables, view_members),
         )
+
+    async def _communication(
+        self, conn: Any, variables: ServerVariables, view_members: Sequence[MemberRow]
+    ) -> CommunicationInfo | None:
+        """The member's replication_group_communication_information row, where it has one.
+
+        Read only from MySQL 8.0.27 and while the member is ONLINE or RECOVERING (else MySQL
+        gives no row, and the read could wait on a group communication engine that has left
+        the group). A server without the table, or an account that may not read it, gives None:
+        the rest of the read stands.
+        """
+        own = next((row for row in view_members if row.member_id == variables.server_uuid), None)
+        if (
+            variables.version_tuple < COMMUNICATION_SINCE
+            or own is None
+            or own.member_state not in COMMUNICATION_STATES
+        ):
+            return None
+        try:
+            _, rows = await _records(conn, self._sql["communication"])
+        except MySQLError as exc:
+            if _code(exc) in PRIVILEGE_ERRORS or _code(exc) == ER_NO_SUCH_TABLE:
+                return None
+            raise
+        return communication_info(rows[0] if rows else None)
 
     async def _variables(self, conn: Any) -> dict[str, str]:
         _, rows = await _records(conn, self._sql["variables"], VARIABLE_NAMES)

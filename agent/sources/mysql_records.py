@@ -24,7 +24,12 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from grstats.agent.errors import ConfigError, SourceDataError
 from grstats.agent.gtid import GtidError, GtidSet
-from grstats.agent.model import FLOW_CONTROL_MODES, FlowControlSettings, ServerSettings
+from grstats.agent.model import (
+    FLOW_CONTROL_MODES,
+    CommunicationInfo,
+    FlowControlSettings,
+    ServerSettings,
+)
 from grstats.agent.rows import (
     REPLICATION_GROUP_MEMBER_LAG,
     REPLICATION_GROUP_MEMBER_STATS,
@@ -408,3 +413,46 @@ def _required(variables: Mapping[str, str], name: str) -> str:
     if value is None:
         raise SourceDataError(f"{GLOBAL_VARIABLES}.{name}: the variable is missing")
     return value
+
+
+#: performance_schema.replication_group_communication_information (MySQL 8.0.27+).
+COMMUNICATION_INFORMATION = "replication_group_communication_information"
+
+
+def communication_info(record: Record | None) -> CommunicationInfo | None:
+    """The member's communication information row, checked; None when the table gave none.
+
+    MySQL fills it in ``read_column_value`` (table_communication_information.cc): the leaders
+    are comma-separated UUIDs; MEMBER_FAILURE_SUSPICIONS_COUNT came with 8.4 (None before).
+    """
+    if record is None:
+        return None
+
+    def text(column: str) -> str:
+        value = record.get(column)
+        if isinstance(value, bytes):
+            value = value.decode("utf-8", "replace")
+        if not isinstance(value, str):
+            raise SourceDataError(f"{COMMUNICATION_INFORMATION}.{column}: {value!r} is not text")
+        return value
+
+    concurrency = record.get("WRITE_CONCURRENCY")
+    if not isinstance(concurrency, int) or concurrency < 0:
+        raise SourceDataError(
+            f"{COMMUNICATION_INFORMATION}.WRITE_CONCURRENCY: {concurrency!r} is not a count"
+        )
+    capable = record.get("WRITE_CONSENSUS_SINGLE_LEADER_CAPABLE")
+    if capable not in {0, 1}:
+        raise SourceDataError(
+            f"{COMMUNICATION_INFORMATION}.WRITE_CONSENSUS_SINGLE_LEADER_CAPABLE: {capable!r} "
+            "is not 0 or 1"
+        )
+    suspicions = "MEMBER_FAILURE_SUSPICIONS_COUNT"
+    return CommunicationInfo(
+        write_concurrency=concurrency,
+        protocol_version=text("PROTOCOL_VERSION"),
+        leaders_preferred=tuple(filter(None, text("WRITE_CONSENSUS_LEADERS_PREFERRED").split(","))),
+        leaders_actual=tuple(filter(None, text("WRITE_CONSENSUS_LEADERS_ACTUAL").split(","))),
+        single_leader_capable=bool(capable),
+        failure_suspicions=text(suspicions) if suspicions in record else None,
+    )

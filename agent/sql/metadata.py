@@ -363,7 +363,7 @@ def columns_row(
         key,  # COLUMN_KEY: MySQL's Group Replication tables have no index
         "",  # EXTRA
         PRIVILEGES,
-        "",  # COLUMN_COMMENT
+        column.comment,  # COLUMN_COMMENT
         "",  # GENERATION_EXPRESSION
         None,  # SRS_ID
     )
@@ -488,6 +488,9 @@ def _definition(column: Column) -> str:
         parts.append("NOT NULL")
     elif catalog.base_type(column) not in _TEXT_LENGTHS:
         parts.append("DEFAULT NULL")
+    if column.comment:  # quoted as sql/sql_show.cc's append_unescaped quotes it
+        text = column.comment.replace("\\", "\\\\").replace("'", "\\'")
+        parts.append(f"COMMENT '{text}'")
     return " ".join(parts)
 
 

@@ -323,6 +323,7 @@ class GrstatsSession(Session):
         self._executor = executor
         self._deadline: float | None = None  # the loop's time the statement must end by
         self._status: dict[str, str | None] = {}  # the member's status variables
+        self._communication: list[tuple[Value, ...]] = []  # its communication information
         self._identify()
 
     def _identify(self) -> None:
@@ -336,6 +337,7 @@ class GrstatsSession(Session):
         for name, value in member_variables.member_variables(identity.snapshot).items():
             variables.set(name, value, force=True)
         self._status = member_variables.member_status(identity.snapshot, identity.version)
+        self._communication = member_variables.communication_rows(identity.snapshot)
 
     async def handle_query(self, sql: str, attrs: dict[str, str]) -> AllowedResult:
         """Answer ``sql`` (one or more statements), the identity's variables read afresh.
@@ -623,7 +625,8 @@ class GrstatsSession(Session):
         for schema, name in sources:
             if schema == catalog.INFORMATION_SCHEMA:
                 columns = metadata.info_tables()[name].columns
-                snapshot[schema, name] = (columns, metadata.info_rows(name, self._row_counts()))
+                counts = self._row_counts() if name == "tables" else {}
+                snapshot[schema, name] = (columns, metadata.info_rows(name, counts))
                 continue
             if name in catalog.SESSION_TABLES:
                 snapshot[schema, name] = (
@@ -639,9 +642,11 @@ class GrstatsSession(Session):
         return snapshot
 
     def _session_rows(self, name: str) -> list[tuple[Value, ...]]:
-        """performance_schema.global_variables' or global_status' rows, by name."""
+        """A session table's rows (global_variables, global_status, communication), by name."""
         if name == catalog.GLOBAL_STATUS.name:
             return sorted(self._status.items())
+        if name == catalog.COMMUNICATION_INFORMATION.name:
+            return list(self._communication)
         return list(self._variable_rows())
 
     def _row_counts(self) -> dict[tuple[str, str], int]:

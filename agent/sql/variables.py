@@ -11,6 +11,10 @@ they are NULL, as is the group name of a member that has none.
 Its status is ``group_replication_primary_member``, the primary's server_uuid in single-primary
 mode and ``''`` otherwise, as MySQL 5.7 and 8.0 give it (``show_primary_member``); MySQL 8.4
 removed it, so a member of 8.4 or later shows none (SHOW STATUS, ``global_status``).
+
+``performance_schema.replication_group_communication_information`` is the member's one row as
+the agent last read it (:func:`communication_rows`), none while it cannot read it, as MySQL
+gives none while the member is not in a group.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ if TYPE_CHECKING:
     from mysql_mimic.variables import VariableSchema
 
     from grstats.agent.model import MemberSnapshot
+    from grstats.agent.rows import Value
 
 PREFIX = "group_replication_"
 #: The flow-control variables, by FlowControlSettings field.
@@ -78,3 +83,24 @@ def shown(value: object) -> str | None:
     if isinstance(value, bool):
         return "ON" if value else "OFF"
     return str(value)
+
+
+def communication_rows(snapshot: MemberSnapshot | None) -> list[tuple[Value, ...]]:
+    """replication_group_communication_information: the member's row, if the agent read one.
+
+    The leaders are comma-separated UUIDs (``read_column_value``). A server older than 8.4
+    has no MEMBER_FAILURE_SUSPICIONS_COUNT: it shows ''.
+    """
+    info = snapshot.communication if snapshot is not None else None
+    if info is None:
+        return []
+    return [
+        (
+            info.write_concurrency,
+            info.protocol_version,
+            ",".join(info.leaders_preferred),
+            ",".join(info.leaders_actual),
+            int(info.single_leader_capable),
+            info.failure_suspicions or "",
+        )
+    ]

@@ -305,3 +305,34 @@ class TestFlowControl:
         group = group_of("steady")
         run_seconds(group, 1)
         assert read(group, 1).server.flow_control == FlowControlSettings()
+
+
+def test_communication_information_lists_the_view_and_counts_suspicions_on_84() -> None:
+    """An 8.4 member's row names its view's members as leaders and counts a crash's suspicion."""
+    group = group_of(
+        scenario(version="8.4.3", members=3, events=[{"at": 10, "action": "crash", "member": 2}])
+    )
+    run_seconds(group, 5)
+    before = read(group, 0).communication
+    assert before is not None
+    uuids = sorted(member.uuid for member in group.members)
+    assert before.leaders_preferred == tuple(uuids) == before.leaders_actual
+    assert (before.write_concurrency, before.protocol_version) == (10, "8.0.27")
+    assert before.failure_suspicions == "{" + ",".join(f'"{u}":0' for u in uuids) + "}"
+    run_seconds(group, 17)  # member 2 suspected at 15 s, still in the view until 20 s
+    during = read(group, 0).communication
+    assert during is not None
+    assert f'"{group.members[2].uuid}":1' in (during.failure_suspicions or "")
+    assert read(group, 2).communication is None  # its server is down: no row
+
+
+def test_communication_information_is_none_before_8_0_27_and_without_the_84_column() -> None:
+    """An 8.0.26 member has no such table; an 8.0.36 member's lacks the suspicions column."""
+    old = group_of(scenario(version="8.0.26"))
+    run_seconds(old, 2)
+    assert read(old, 0).communication is None
+    current = group_of(scenario(version="8.0.36"))
+    run_seconds(current, 2)
+    info = read(current, 0).communication
+    assert info is not None
+    assert info.failure_suspicions is None

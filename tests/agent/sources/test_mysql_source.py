@@ -26,7 +26,12 @@ import pytest
 
 from grstats.agent.errors import SourceDataError, SourceError, SourceUnavailable
 from grstats.agent.gtid import GtidSet
-from grstats.agent.model import FlowControlSettings, ServerSettings, SourceHealth
+from grstats.agent.model import (
+    CommunicationInfo,
+    FlowControlSettings,
+    ServerSettings,
+    SourceHealth,
+)
 from grstats.agent.rows import GROUP_REPLICATION_APPLIER, MemberRow, MemberStatsRow
 from grstats.agent.sources.mysql import NO_TIMESTAMPS_57, MySQLSource
 from tests.agent.sources.schemas import X509_USER
@@ -104,6 +109,10 @@ ALTER TABLE replication_applier_status_by_worker
   MODIFY APPLYING_TRANSACTION CHAR(90) DEFAULT NULL;
 UPDATE global_variables SET VARIABLE_VALUE = '8.4.3' WHERE VARIABLE_NAME = 'version';
 UPDATE replication_group_members SET MEMBER_VERSION = '8.4.3';
+ALTER TABLE replication_group_communication_information
+  ADD MEMBER_FAILURE_SUSPICIONS_COUNT LONGTEXT NOT NULL;
+UPDATE replication_group_communication_information
+  SET MEMBER_FAILURE_SUSPICIONS_COUNT = '{{"{PRIMARY}":0,"{LOCAL}":2}}';
 UPDATE replication_connection_status
   SET RECEIVED_TRANSACTION_SET = '{PRIMARY}:1-18,\\n{GROUP}:1-10160:{TAG}:1-40',
       QUEUEING_TRANSACTION = '{GROUP}:{TAG}:41'
@@ -409,6 +418,52 @@ class TestOtherVersions:
         assert snapshot.applier.queueing_transaction == f"{GROUP}:{TAG}:41"
         assert snapshot.applier.last_applied_transaction == f"{GROUP}:5999"
         assert snapshot.gtid_executed == GtidSet.parse(f"{PRIMARY}:1-18,{GROUP}:1-5999:{TAG}:1-25")
+
+    async def test_communication_information(self, make_config: MakeConfig, ps80: str) -> None:
+        """An 8.0.27+ member's communication row is read, leaders split at their commas."""
+        info = (await read_once(make_config(ps80))).communication
+        assert info == CommunicationInfo(
+            write_concurrency=10,
+            protocol_version="8.0.27",
+            leaders_preferred=(PRIMARY,),
+            leaders_actual=(PRIMARY,),
+            single_leader_capable=True,
+            failure_suspicions=None,
+        )
+
+    async def test_communication_information_84(self, make_config: MakeConfig, ps84: str) -> None:
+        """An 8.4 member's row has MEMBER_FAILURE_SUSPICIONS_COUNT's JSON text as MySQL gives it."""
+        info = (await read_once(make_config(ps84))).communication
+        assert info is not None
+        assert info.failure_suspicions == f'{{"{PRIMARY}":0,"{LOCAL}":2}}'
+
+    async def test_communication_information_8026(
+        self, make_config: MakeConfig, ps8026: str
+    ) -> None:
+        """MySQL before 8.0.27 has no such table: no row, and the read stands."""
+        snapshot = await read_once(make_config(ps8026))
+        assert snapshot.communication is None
+        assert snapshot.health == SourceHealth()
+
+    async def test_communication_information_missing_or_not_online(
+        self, make_config: MakeConfig, ps80: str, mariadb: MariaDB
+    ) -> None:
+        """No row while the member is not ONLINE or RECOVERING, or without the table; the read stands."""
+        mariadb.execute(
+            f"UPDATE {ps80}.replication_group_members SET MEMBER_STATE = 'UNREACHABLE'"
+            f" WHERE MEMBER_ID = '{LOCAL}'"
+        )
+        unreachable = await read_once(make_config(ps80))
+        assert unreachable.communication is None
+        assert unreachable.own_row() is not None
+        mariadb.execute(
+            f"UPDATE {ps80}.replication_group_members SET MEMBER_STATE = 'ONLINE'"
+            f" WHERE MEMBER_ID = '{LOCAL}';"
+            f"DROP TABLE {ps80}.replication_group_communication_information"
+        )
+        missing = await read_once(make_config(ps80))
+        assert missing.communication is None
+        assert missing.health == SourceHealth()
 
     async def test_channel_without_wl7374_columns(
         self, make_config: MakeConfig, ps80: str, mariadb: MariaDB

@@ -60,6 +60,22 @@ STATS_DDL = """CREATE TABLE `replication_group_member_stats` (
 ) ENGINE=PERFORMANCE_SCHEMA DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_0900_ai_ci"""
 
 
+#: Pfs_table_communication_information::init's definition (table_communication_information.cc,
+#: MySQL 8.4) rendered by the rules of the two above: BOOLEAN is tinyint(1), LONGTEXT NOT NULL
+#: has no DEFAULT, the COMMENTs verbatim (the first with its trailing space).
+COMMUNICATION = "replication_group_communication_information"
+COMMUNICATION_DDL = f"""CREATE TABLE `{COMMUNICATION}` (
+  `WRITE_CONCURRENCY` bigint unsigned NOT NULL,
+  `PROTOCOL_VERSION` longtext NOT NULL,
+  `WRITE_CONSENSUS_LEADERS_PREFERRED` longtext NOT NULL,
+  `WRITE_CONSENSUS_LEADERS_ACTUAL` longtext NOT NULL,
+  `WRITE_CONSENSUS_SINGLE_LEADER_CAPABLE` tinyint(1) NOT NULL COMMENT 'What the option \
+group_replication_paxos_single_leader was set to at the time this member joined the group. ',
+  `MEMBER_FAILURE_SUSPICIONS_COUNT` longtext NOT NULL COMMENT 'A list of pairs between a group \
+member address and the number of times the local node has seen it as suspected'
+) ENGINE=PERFORMANCE_SCHEMA DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_0900_ai_ci"""
+
+
 def result_file(name: str) -> tuple[list[str], list[tuple[str | None, ...]]]:
     """A mysqltest result's header and rows (TAB-separated, ``NULL`` for SQL NULL)."""
     lines = [line for line in (RESULTS / name).read_text().splitlines() if not line.startswith("#")]
@@ -95,6 +111,31 @@ async def test_show_create_table(client: Client) -> None:
         assert rows == [(table, ddl)]
     await client.query("USE performance_schema")
     assert (await client.rows("SHOW CREATE TABLE `Replication_Group_Members`"))[0][1] == MEMBERS_DDL
+
+
+async def test_communication_information(endpoint: Any, client: Client) -> None:
+    """The member's one communication row, with MySQL's DDL, types and column comments."""
+    assert await client.rows(f"SHOW CREATE TABLE performance_schema.{COMMUNICATION}") == [
+        (COMMUNICATION, COMMUNICATION_DDL)
+    ]
+    columns, rows = await client.query(
+        "SELECT * FROM performance_schema.replication_group_communication_information"
+    )
+    bigint, blob, tiny = 8, 252, 1  # MYSQL_TYPE_LONGLONG, _BLOB, _TINY
+    assert [code for _, code in columns] == [bigint, blob, blob, blob, tiny, blob]
+    view = endpoint.agent.sql_identity.snapshot.view
+    leaders = ",".join(sorted(row.member_id for row in view.members))
+    assert rows == [("10", "8.0.27", leaders, leaders, "0", "")]  # 8.0.36: no suspicions column
+    comments = await client.rows(
+        "SELECT COLUMN_NAME, COLUMN_TYPE, COLUMN_COMMENT FROM information_schema.COLUMNS"
+        " WHERE TABLE_NAME = 'replication_group_communication_information'"
+        " AND COLUMN_COMMENT <> ''"
+    )
+    assert [(name, kind) for name, kind, _ in comments] == [
+        ("WRITE_CONSENSUS_SINGLE_LEADER_CAPABLE", "tinyint(1)"),
+        ("MEMBER_FAILURE_SUSPICIONS_COUNT", "longtext"),
+    ]
+    assert str(comments[0][2]).endswith("joined the group. ")
 
 
 async def test_describe_and_show_columns(client: Client) -> None:
@@ -155,7 +196,11 @@ async def test_show_tables_index_and_status(client: Client) -> None:
         "SHOW TABLES FROM performance_schema LIKE 'replication_group%'"
     )
     assert [name for name, _ in columns] == ["Tables_in_performance_schema (replication_group%)"]
-    assert rows == [("replication_group_member_stats",), ("replication_group_members",)]
+    assert rows == [
+        (COMMUNICATION,),
+        ("replication_group_member_stats",),
+        ("replication_group_members",),
+    ]
     await client.query("USE performance_schema")
     columns, _ = await client.query("SHOW TABLES")
     assert [name for name, _ in columns] == ["Tables_in_performance_schema"]
@@ -196,6 +241,7 @@ async def test_information_schema_tables_and_schemata(client: Client) -> None:
     )
     common = (*SIZES, "def")
     assert rows == [
+        (COMMUNICATION, "BASE TABLE", "PERFORMANCE_SCHEMA", "10", "Dynamic", *common),
         (
             "replication_group_member_stats",
             "BASE TABLE",

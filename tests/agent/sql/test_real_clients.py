@@ -266,7 +266,13 @@ def test_mysqldump_no_data_dumps_the_tables(group: Group) -> None:
 
     done = dump("--skip-lock-tables")
     assert done.returncode == 0, done.stderr
-    assert done.stdout.count("CREATE TABLE") == 4  # and global_status, global_variables
+    # and global_status, global_variables, replication_group_communication_information
+    assert done.stdout.count("CREATE TABLE") == 5
+    assert (
+        "  `WRITE_CONSENSUS_SINGLE_LEADER_CAPABLE` tinyint(1) NOT NULL COMMENT 'What the option "
+        "group_replication_paxos_single_leader was set to at the time this member joined the "
+        "group. ',\n" in done.stdout
+    )
     assert CREATE_MEMBERS in done.stdout
     assert "  PRIMARY KEY (`VARIABLE_NAME`)\n" + ENGINE_LINE in done.stdout
     assert "  `COUNT_TRANSACTIONS_LOCAL_ROLLBACK` bigint unsigned NOT NULL\n" + ENGINE_LINE in (
@@ -290,6 +296,7 @@ def test_sqlalchemy_reflects_the_tables(group: Group) -> None:
         assert sorted(inspector.get_table_names()) == [
             "global_status",
             "global_variables",
+            "replication_group_communication_information",
             "replication_group_member_stats",
             "replication_group_members",
         ]
@@ -311,6 +318,17 @@ def test_sqlalchemy_reflects_the_tables(group: Group) -> None:
         key = inspector.get_pk_constraint("global_variables")["constrained_columns"]
         assert key == ["VARIABLE_NAME"]
         assert inspector.get_indexes("replication_group_member_stats") == []
+        communication = inspector.get_columns("replication_group_communication_information")
+        assert [c.get("comment") for c in communication][4:] == [
+            (
+                "What the option group_replication_paxos_single_leader was set to at the time this "
+                "member joined the group. "
+            ),
+            (
+                "A list of pairs between a group member address and the number of times the local "
+                "node has seen it as suspected"
+            ),
+        ]
         with engine.connect() as connection:
             rows = connection.execute(sqlalchemy.text(f"SELECT MEMBER_ID FROM {MEMBERS_TABLE}"))
             assert sorted(row[0] for row in rows) == sorted(group.member_ids)

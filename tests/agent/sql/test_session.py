@@ -63,8 +63,13 @@ WIRE = {
     "DECIMAL": FIELD_TYPE.NEWDECIMAL,
 }
 PLAIN_TABLES = ("replication_group_members", "replication_group_member_stats")
-#: performance_schema's tables of the server's variables and status
-VARIABLES_TABLES = ("global_variables", "global_status")
+#: performance_schema's tables of the agent's own member: its variables, status and
+#: communication information
+OWN_MEMBER_TABLES = (
+    "global_variables",
+    "global_status",
+    "replication_group_communication_information",
+)
 READ_ONLY = (
     "The MySQL server is running with the --super-read-only option so it cannot execute "
     "this statement"
@@ -247,7 +252,7 @@ def test_catalog_is_what_the_agent_serves(endpoint: Endpoint) -> None:
         served = endpoint.agent.tables(extended)
         for table in set(tables) - set(catalog.SESSION_TABLES):
             assert catalog.table_columns(schema, table) == served[table][0]
-    assert set(catalog.SCHEMAS["performance_schema"][1]) == {*PLAIN_TABLES, *VARIABLES_TABLES}
+    assert set(catalog.SCHEMAS["performance_schema"][1]) == {*PLAIN_TABLES, *OWN_MEMBER_TABLES}
 
 
 # -- queries -------------------------------------------------------------------------------
@@ -357,7 +362,7 @@ async def test_show_databases_and_tables(client: Client) -> None:
     assert sorted(await client.rows("SHOW TABLES FROM grstats")) == sorted((t,) for t in TABLES)
     await client.query("USE performance_schema")
     assert sorted(await client.rows("SHOW TABLES")) == sorted(
-        (t,) for t in (*PLAIN_TABLES, *VARIABLES_TABLES)
+        (t,) for t in (*PLAIN_TABLES, *OWN_MEMBER_TABLES)
     )
 
 

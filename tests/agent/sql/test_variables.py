@@ -5,9 +5,21 @@ from __future__ import annotations
 import dataclasses
 
 from grstats.agent.gtid import GtidSet
-from grstats.agent.model import FlowControlSettings, GroupView, MemberSnapshot, ServerSettings
+from grstats.agent.model import (
+    CommunicationInfo,
+    FlowControlSettings,
+    GroupView,
+    MemberSnapshot,
+    ServerSettings,
+)
 from grstats.agent.rows import ApplierStatusRow, MemberRow, MemberStatsRow
-from grstats.agent.sql.variables import SCHEMA, member_status, member_variables, shown
+from grstats.agent.sql.variables import (
+    SCHEMA,
+    communication_rows,
+    member_status,
+    member_variables,
+    shown,
+)
 
 A, B = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa", "bbbbbbbb-bbbb-bbbb-bbbb-bbbbbbbbbbbb"
 
@@ -58,3 +70,18 @@ def test_primary_member_status_as_mysql_80_gives_it() -> None:
     assert member_status(multi, "8.0.36") == {"group_replication_primary_member": ""}
     assert member_status(snapshot(), "8.4.3") == {}
     assert member_status(snapshot(), "9.1.0") == {}
+
+
+def test_communication_rows_are_the_members_row_or_none() -> None:
+    """No read or no table gives no row; a read gives MySQL's text, leaders comma-separated."""
+    assert communication_rows(None) == []
+    assert communication_rows(snapshot()) == []
+    info = CommunicationInfo(
+        10, "8.0.27", (A, B), (B,), single_leader_capable=True, failure_suspicions=f'{{"{A}":0}}'
+    )
+    read = dataclasses.replace(snapshot(), communication=info)
+    assert communication_rows(read) == [(10, "8.0.27", f"{A},{B}", B, 1, f'{{"{A}":0}}')]
+    older = dataclasses.replace(
+        read, communication=dataclasses.replace(info, failure_suspicions=None)
+    )
+    assert communication_rows(older)[0][5] == ""
