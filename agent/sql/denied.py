@@ -66,9 +66,14 @@ def _locked_tables(sql: str) -> list[exp.Table]:
     for item in match.group("tables").split(","):
         name = _NAME.match(item)
         if name is not None:
-            parts = [part.strip().strip("`") for part in name.group(1).split(".")]
-            tables.append(exp.table_(parts[-1], db=parts[0] if len(parts) == 2 else None))
+            tables.append(_named_table(name.group(1)))
     return tables
+
+
+def _named_table(name: str) -> exp.Table:
+    """The table ``name`` (``t``, ``db.t``, each part maybe in backquotes) names."""
+    parts = [part.strip().strip("`") for part in name.split(".")]
+    return exp.table_(parts[-1], db=parts[0] if len(parts) == 2 else None)
 
 
 def denial(expression: exp.Expression, served: Resolver, user: str, host: str) -> MysqlError | None:
@@ -147,8 +152,7 @@ def unparsed_denial(sql: str, served: Resolver, user: str, host: str) -> MysqlEr
     if match is None:
         return None
     command = next(name.upper() for name in ("insert", "update", "delete") if match.group(name))
-    parts = [part.strip().strip("`") for part in match.group("table").split(".")]
-    table = served(exp.table_(parts[-1], db=parts[0] if len(parts) == 2 else None))
+    table = served(_named_table(match.group("table")))
     if table is None:
         return None
     return _error(
