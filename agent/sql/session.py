@@ -461,11 +461,16 @@ class GrstatsSession(Session):
                     "This version of MySQL doesn't yet support 'SHOW CREATE TABLE' of a view",
                 )
             return [(table, text)], ["Table", "Create Table"]
-        select = self._show_query(kind, expression)
-        result: AllowedResult = await self.query(select, select.sql(dialect="mysql"), {})
+        query = self._show_query(kind, expression)
+        name = query.table.lower()
+        columns = metadata.info_tables()[name].columns
+        counts = self._row_counts() if name == "tables" else {}
+        rows = query.answer(columns, metadata.info_rows(name, counts))
+        plain = [(column.lower(), output) for column, output in query.outputs]
+        result: AllowedResult = self._plain_result(plain, columns, rows, self.time_zone)
         return result
 
-    def _show_query(self, kind: str, expression: exp.Show) -> exp.Select:
+    def _show_query(self, kind: str, expression: exp.Show) -> show.ShowQuery:
         """The SELECT over information_schema that SHOW ``kind`` stands for (:mod:`.show`)."""
         like = expression.text("like") if expression.args.get("like") else None
         full = bool(expression.args.get("full"))
@@ -711,22 +716,13 @@ class GrstatsSession(Session):
 
 
 def _like_rows(
-    rows: Sequence[tuple[str, str | None]], show: exp.Show
+    rows: Sequence[tuple[str, str | None]], statement: exp.Show
 ) -> list[tuple[str, str | None]]:
     """The rows whose name matches SHOW's LIKE pattern (all without one), case-insensitively."""
-    if not show.args.get("like"):
+    if not statement.args.get("like"):
         return list(rows)
-    pattern, parts, index = show.text("like"), [], 0
-    while index < len(pattern):
-        char = pattern[index]
-        if char == "\\" and index + 1 < len(pattern):  # \% and \_ are themselves
-            parts.append(re.escape(pattern[index + 1]))
-            index += 2
-            continue
-        parts.append(".*" if char == "%" else "." if char == "_" else re.escape(char))
-        index += 1
-    matcher = re.compile("".join(parts), re.IGNORECASE | re.DOTALL)
-    return [row for row in rows if matcher.fullmatch(row[0])]
+    matches = show.like_matcher(statement.text("like"))
+    return [row for row in rows if matches(row[0])]
 
 
 def _columns_of(schema: str, name: str) -> tuple[Column, ...] | None:

@@ -3,20 +3,27 @@
 MySQL turns SHOW COLUMNS, SHOW TABLES, SHOW INDEX, SHOW DATABASES and SHOW TABLE STATUS into
 a SELECT over information_schema (sql/dd/info_schema/show.cc: ``build_show_columns_query``,
 ``build_show_tables_query``, ``build_show_keys_query``, ``build_show_databases_query``,
-``build_show_table_status_query``); so does the endpoint, with MySQL's output names and order,
-and the session runs the SELECT as any other query (its bounds included). SHOW CREATE TABLE and
-SHOW CREATE DATABASE are answered from :mod:`.metadata`. ``SHOW FIELDS`` and ``SHOW KEYS`` /
-``SHOW INDEXES``, which sqlglot does not parse, are spelled as SHOW COLUMNS and SHOW INDEX first
-(:func:`canonical_show`).
+``build_show_table_status_query``); so does the endpoint, with MySQL's output names and order
+(:class:`ShowQuery`), and answers it directly: a filter and a sort of the table's rows.
+SHOW CREATE TABLE and SHOW CREATE DATABASE are answered from :mod:`.metadata`. ``SHOW FIELDS``
+and ``SHOW KEYS`` / ``SHOW INDEXES``, which sqlglot does not parse, are spelled as SHOW COLUMNS
+and SHOW INDEX first (:func:`canonical_show`).
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
 from grstats.agent.sql.catalog import INFORMATION_SCHEMA
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable, Sequence
+
+    from grstats.agent.rows import Column, Value
 
 #: SHOW COLUMNS: (information_schema.COLUMNS column, output name, only with FULL), in order.
 _COLUMNS = (
@@ -83,64 +90,107 @@ def canonical_show(sql: str) -> str:
     return sql
 
 
-def _select(
-    outputs: list[tuple[str, str]], table: str, where: list[exp.Expression], order: str
-) -> exp.Select:
-    """SELECT column AS `name`, ... FROM information_schema.table WHERE ... ORDER BY order."""
-    select = exp.select(
-        *(
-            exp.alias_(exp.column(column), exp.to_identifier(name, quoted=True))
-            for column, name in outputs
-        )
-    ).from_(exp.table_(table, db=INFORMATION_SCHEMA))
-    for condition in where:
-        select = select.where(condition)
-    return select.order_by(exp.column(order))
+def like_matcher(pattern: str) -> Callable[[str], bool]:
+    """Whether a name matches MySQL's LIKE ``pattern`` (``%``, ``_``, ``\\`` escapes), any case.
+
+    As SHOW ... LIKE compares names: case-insensitively (information_schema's name columns and
+    the variables' names have case-insensitive collations).
+    """
+    parts, index = [], 0
+    while index < len(pattern):
+        char = pattern[index]
+        if char == "\\" and index + 1 < len(pattern):  # \% and \_ are themselves
+            parts.append(re.escape(pattern[index + 1]))
+            index += 2
+            continue
+        parts.append(".*" if char == "%" else "." if char == "_" else re.escape(char))
+        index += 1
+    matcher = re.compile("".join(parts), re.IGNORECASE | re.DOTALL)
+    return lambda name: matcher.fullmatch(name) is not None
 
 
-def _equals(column: str, value: str) -> exp.Expression:
-    return exp.EQ(this=exp.column(column), expression=exp.Literal.string(value))
+@dataclass(frozen=True)
+class ShowQuery:
+    """What a SHOW statement selects from information_schema's ``table``, as show.cc builds it.
+
+    ``outputs`` are (column, output name) in order; rows are those whose columns equal
+    ``equals`` and whose ``like`` column matches its pattern, by ``order``. :meth:`select` is
+    the statement as SQL; :meth:`answer` runs it directly over the table's rows (no planner:
+    a SHOW costs a filter and a sort).
+    """
+
+    table: str
+    outputs: tuple[tuple[str, str], ...]
+    equals: tuple[tuple[str, str], ...]
+    like: tuple[str, str] | None
+    order: str
+
+    def select(self) -> exp.Select:
+        """SELECT column AS `name`, ... FROM information_schema.table WHERE ... ORDER BY order."""
+        select = exp.select(
+            *(
+                exp.alias_(exp.column(column), exp.to_identifier(name, quoted=True))
+                for column, name in self.outputs
+            )
+        ).from_(exp.table_(self.table, db=INFORMATION_SCHEMA))
+        for column, value in self.equals:
+            select = select.where(
+                exp.EQ(this=exp.column(column), expression=exp.Literal.string(value))
+            )
+        if self.like is not None:
+            column, pattern = self.like
+            select = select.where(
+                exp.Like(this=exp.column(column), expression=exp.Literal.string(pattern))
+            )
+        return select.order_by(exp.column(self.order))
+
+    def answer(
+        self, columns: Sequence[Column], rows: Iterable[Sequence[Value]]
+    ) -> list[tuple[Value, ...]]:
+        """The table's ``rows`` (of ``columns``) that the statement selects, in its order, whole."""
+        at = {column.name: index for index, column in enumerate(columns)}
+        equals = [(at[column], value) for column, value in self.equals]
+        like = (at[self.like[0]], like_matcher(self.like[1])) if self.like is not None else None
+        picked = [
+            tuple(row)
+            for row in rows
+            if all(row[index] == value for index, value in equals)
+            and (like is None or like[1](str(row[like[0]])))
+        ]
+        order = at[self.order]
+        return sorted(picked, key=lambda row: (row[order] is not None, row[order]))
 
 
-def _like(column: str, pattern: str) -> exp.Expression:
-    return exp.Like(this=exp.column(column), expression=exp.Literal.string(pattern))
-
-
-def columns_query(schema: str, table: str, *, full: bool, like: str | None) -> exp.Select:
+def columns_query(schema: str, table: str, *, full: bool, like: str | None) -> ShowQuery:
     """SHOW [FULL] COLUMNS FROM schema.table [LIKE like] (DESCRIBE too)."""
-    outputs = [(column, name) for column, name, only_full in _COLUMNS if full or not only_full]
-    where = [_equals("TABLE_SCHEMA", schema), _equals("TABLE_NAME", table)]
-    if like is not None:
-        where.append(_like("COLUMN_NAME", like))
-    return _select(outputs, "COLUMNS", where, "ORDINAL_POSITION")
+    outputs = tuple((column, name) for column, name, only_full in _COLUMNS if full or not only_full)
+    equals = (("TABLE_SCHEMA", schema), ("TABLE_NAME", table))
+    like_on = ("COLUMN_NAME", like) if like is not None else None
+    return ShowQuery("COLUMNS", outputs, equals, like_on, "ORDINAL_POSITION")
 
 
-def tables_query(schema: str, *, full: bool, like: str | None) -> exp.Select:
+def tables_query(schema: str, *, full: bool, like: str | None) -> ShowQuery:
     """SHOW [FULL] TABLES FROM schema [LIKE like]: ``Tables_in_schema[ (like)]``."""
     name = f"Tables_in_{schema}" + (f" ({like})" if like is not None else "")
-    outputs = [("TABLE_NAME", name)] + ([("TABLE_TYPE", "Table_type")] if full else [])
-    where = [_equals("TABLE_SCHEMA", schema)]
-    if like is not None:
-        where.append(_like("TABLE_NAME", like))
-    return _select(outputs, "TABLES", where, "TABLE_NAME")
+    outputs = (("TABLE_NAME", name),) + ((("TABLE_TYPE", "Table_type"),) if full else ())
+    like_on = ("TABLE_NAME", like) if like is not None else None
+    return ShowQuery("TABLES", outputs, (("TABLE_SCHEMA", schema),), like_on, "TABLE_NAME")
 
 
-def databases_query(like: str | None) -> exp.Select:
+def databases_query(like: str | None) -> ShowQuery:
     """SHOW DATABASES [LIKE like]: ``Database[ (like)]``."""
     name = "Database" + (f" ({like})" if like is not None else "")
-    where = [_like("SCHEMA_NAME", like)] if like is not None else []
-    return _select([("SCHEMA_NAME", name)], "SCHEMATA", where, "SCHEMA_NAME")
+    like_on = ("SCHEMA_NAME", like) if like is not None else None
+    return ShowQuery("SCHEMATA", (("SCHEMA_NAME", name),), (), like_on, "SCHEMA_NAME")
 
 
-def index_query(schema: str, table: str) -> exp.Select:
+def index_query(schema: str, table: str) -> ShowQuery:
     """SHOW INDEX FROM schema.table."""
-    where = [_equals("TABLE_SCHEMA", schema), _equals("TABLE_NAME", table)]
-    return _select(list(_INDEX), "STATISTICS", where, "SEQ_IN_INDEX")
+    equals = (("TABLE_SCHEMA", schema), ("TABLE_NAME", table))
+    return ShowQuery("STATISTICS", _INDEX, equals, None, "SEQ_IN_INDEX")
 
 
-def table_status_query(schema: str, like: str | None) -> exp.Select:
+def table_status_query(schema: str, like: str | None) -> ShowQuery:
     """SHOW TABLE STATUS FROM schema [LIKE like]."""
-    where = [_equals("TABLE_SCHEMA", schema)]
-    if like is not None:
-        where.append(_like("TABLE_NAME", like))
-    return _select(list(_TABLE_STATUS), "TABLES", where, "TABLE_NAME")
+    like_on = ("TABLE_NAME", like) if like is not None else None
+    return ShowQuery("TABLES", _TABLE_STATUS, (("TABLE_SCHEMA", schema),), like_on, "TABLE_NAME")
