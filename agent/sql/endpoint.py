@@ -44,6 +44,7 @@ from mysql_mimic.stream import ConnectionClosed, MysqlStream
 from grstats.agent.address import join_address, split_address
 from grstats.agent.errors import ConfigError
 from grstats.agent.log import ThrottledWarning
+from grstats.agent.sql import tls_stream
 from grstats.agent.sql.auth import (
     ClientIdentity,
     ConnectionControl,
@@ -211,10 +212,11 @@ class _Stream:
 
     A client sends its TLS ClientHello right behind its SSLRequest packet, without waiting,
     so the ClientHello is often in the stream reader's buffer when the server switches to TLS:
-    mysql-mimic's switch loses it, and the handshake hangs. This one hands those bytes to the
-    TLS protocol first. A command of more than ``max_packet`` bytes is dropped as it is read
-    and answered with 1153 (``refuse`` makes the error packet, the connection's). Everything
-    else is the wrapped ``MysqlStream``'s (a compiled class, which cannot be subclassed).
+    mysql-mimic's switch loses it, and the handshake hangs. This one reads those bytes first
+    (:mod:`.tls_stream`), then reads and writes over TLS. A command of more than ``max_packet``
+    bytes is dropped as it is read and answered with 1153 (``refuse`` makes the error packet,
+    the connection's). Everything else is the wrapped ``MysqlStream``'s (a compiled class,
+    which cannot be subclassed).
     """
 
     def __init__(
@@ -294,40 +296,20 @@ class _Stream:
             length -= len(chunk)
 
     async def start_tls(self, context: ssl.SSLContext) -> None:
-        """Switch the connection to TLS, server side."""
-        loop = asyncio.get_running_loop()
-        transport = self._writer.transport
-        plain = transport.get_protocol()
-        buffer: bytearray = self._reader._buffer  # type: ignore[attr-defined]  # noqa: SLF001
-        ahead = bytes(buffer)
-        buffer.clear()
-        switch = loop.create_task(loop.start_tls(transport, plain, context, server_side=True))
-        # start_tls sets its protocol on the transport, then connects it with call_soon: the
-        # bytes read ahead are fed after that, before anything the socket brings.
-        while ahead and transport.get_protocol() is plain and not switch.done():  # noqa: ASYNC110
-            await asyncio.sleep(0)
-        if ahead and not switch.done():
-            loop.call_soon(_feed, transport.get_protocol(), ahead)
-        tls_transport = await switch
-        assert tls_transport is not None
-        self._writer._transport = tls_transport  # type: ignore[attr-defined]  # noqa: SLF001
-        self._reader._transport = tls_transport  # type: ignore[attr-defined]  # noqa: SLF001
-        # The reader's protocol now reads TLS: an EOF ends the connection (no half-close).
-        plain._over_ssl = True  # type: ignore[attr-defined]  # noqa: SLF001
+        """Switch the connection to TLS, server side, keeping the bytes read ahead.
 
+        mysql-mimic's ``MysqlStream.start_tls`` would lose them (:mod:`.tls_stream`): a new
+        ``MysqlStream`` over the TLS reader and writer takes over, at the packet sequence the
+        SSLRequest left, and so do this stream's own reads.
+        """
+        reader, writer = await tls_stream.start_tls(self._reader, self._writer, context)
+        stream = MysqlStream(reader, writer)
+        stream.seq = self._stream.seq
+        self._stream, self._reader, self._writer = stream, reader, writer
 
-def _feed(protocol: asyncio.BaseProtocol, data: bytes) -> None:
-    """Give ``data`` to ``protocol`` as if it had just been received."""
-    if isinstance(protocol, asyncio.BufferedProtocol):
-        view = memoryview(data)
-        while view:
-            chunk = memoryview(protocol.get_buffer(len(view)))
-            size = min(len(chunk), len(view))
-            chunk[:size] = view[:size]
-            protocol.buffer_updated(size)
-            view = view[size:]
-    elif isinstance(protocol, asyncio.Protocol):
-        protocol.data_received(data)
+    def close(self) -> None:
+        """Close the connection (over TLS: after close_notify, and its reading task ends)."""
+        self._writer.close()
 
 
 class _Refused(BaseException):
@@ -397,6 +379,7 @@ class _Server(MysqlServer):
         assert task is not None
         self.tasks.add(task)
         connection_id: int | None = None
+        stream: _Stream | None = None
         try:
             self._renew_tls()
             stream = _Stream(reader, writer, self._max_packet)
@@ -427,6 +410,8 @@ class _Server(MysqlServer):
             self._warn(type(exc).__name__, client=_peer(writer), error=_text(exc))
         finally:
             self.tasks.discard(task)
+            if stream is not None:
+                stream.close()
             writer.close()
             if connection_id is not None:
                 await self.control.remove(connection_id)
@@ -450,6 +435,7 @@ def _server_context(tls: TlsConfig) -> ssl.SSLContext:
     assert tls.cert_file is not None
     assert tls.key_file is not None
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.options |= ssl.OP_NO_RENEGOTIATION  # not supported by tls_stream (OpenSSL 3's default)
     context.load_cert_chain(tls.cert_file, tls.key_file)
     return context
 
