@@ -27,6 +27,8 @@ A config file looks like this; every key but ``source`` and its section has a de
     log_format = "auto"               # auto, json or console
     log_level = "info"                # debug, info, warning or error
     token_file = "/etc/grstats/token" # shared secret of Gossip and Query calls; default none
+    group_label = "orders"            # the group's name for people where the member has no
+                                      # InnoDB Cluster metadata (its cluster_name wins)
 
     [tls]                             # serve and dial over TLS; see grstats.agent.tls
     cert_file = "/etc/grstats/tls/db1.pem"   # this member's certificate and key
@@ -81,6 +83,7 @@ from grstats.agent.checks import (
 from grstats.agent.errors import ConfigError
 from grstats.agent.limits import DEFAULT_LIMITS, LimitsConfig
 from grstats.agent.log import LOG_FORMATS, LOG_LEVELS
+from grstats.agent.model import LABEL_RULE, is_group_label
 from grstats.agent.sources.mysql_config import MySQLSourceConfig
 from grstats.agent.sources.simulated_config import SimulatedSourceConfig
 from grstats.agent.tls import TlsConfig
@@ -178,6 +181,9 @@ class AgentConfig:
             ``key_file`` and ``ca_file``. None: plain gRPC.
         token_file: a file holding the shared-secret token every Gossip and Query call must
             carry (:mod:`grstats.agent.auth`); read and checked here, never kept or logged.
+        group_label: the group's human name (``orders``), shown beside its UUID in status,
+            SQL, metrics, the collector's records and reports, where the member's InnoDB
+            Cluster metadata gives none (its ``cluster_name`` wins); None (the default): none.
     """
 
     source: str
@@ -206,6 +212,7 @@ class AgentConfig:
     log_level: str = "info"
     tls: TlsConfig | None = None
     token_file: Path | None = None
+    group_label: str | None = None
 
     def __post_init__(self) -> None:
         self._check_source()
@@ -215,6 +222,9 @@ class AgentConfig:
         self._check_security()
         check_choice("log_format", self.log_format, LOG_FORMATS)
         check_choice("log_level", self.log_level, LOG_LEVELS)
+        label = self.group_label
+        if label is not None and not (isinstance(label, str) and is_group_label(label)):
+            raise ConfigError(f"group_label: {label!r} is not a group label ({LABEL_RULE})")
         self._check_advertised()  # last: a wrong key's own error comes first
 
     def _check_source(self) -> None:

@@ -15,7 +15,14 @@ from grstats.agent.gossip import ClockOffset, Counts, Key, Stamp, Update
 from grstats.agent.gtid import GtidError, GtidSet
 from grstats.agent.limits import DEFAULT_LIMITS
 from grstats.agent.messages import Answer, Gossip, SourceReport
-from grstats.agent.model import FlowControlSettings, GroupView, ServerSettings, SourceHealth
+from grstats.agent.model import (
+    LABEL_RULE,
+    FlowControlSettings,
+    GroupView,
+    ServerSettings,
+    SourceHealth,
+    is_group_label,
+)
 from grstats.agent.rows import (
     TRANSACTION_FIELDS,
     ApplierStatusRow,
@@ -210,6 +217,7 @@ def _view_to_wire(view: GroupView) -> pb.View:
         view_id=view.view_id,
         group_name=view.group_name,
         single_primary_mode=view.single_primary_mode,
+        group_label=view.group_label,
     )
 
 
@@ -354,11 +362,15 @@ def _view(message: pb.View, where: str) -> GroupView:
             raise WireError(f"{at}: {exc}") from exc
     _bounded(message.view_id, 60, f"{where}.view_id")
     _bounded(message.group_name, 36, f"{where}.group_name")
+    label = message.group_label
+    if label and not is_group_label(label):
+        raise WireError(f"{where}.group_label: {label[:80]!r} is not a group label ({LABEL_RULE})")
     return GroupView(
         members=tuple(sorted(rows, key=lambda row: row.member_id)),
         view_id=message.view_id,
         group_name=message.group_name,
         single_primary_mode=message.single_primary_mode,
+        group_label=label,
     )
 
 

@@ -8,6 +8,7 @@ The served tables (:mod:`grstats.agent.served`) and the group status
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import replace
 from typing import TYPE_CHECKING, TypeVar
 
@@ -114,6 +115,35 @@ def served_view(state: GossipState, local: MemberSnapshot | None) -> tuple[Group
     if local is not None:
         return local.view, local.member_id
     return GroupView(), ""
+
+
+def group_label(state: GossipState, local: MemberSnapshot | None, view: GroupView) -> str:
+    """The group's human name: ``view``'s label, else the one most members' views give.
+
+    Each member's agent labels the views it sends (its InnoDB Cluster name, else its
+    ``group_label``). The served ``view`` gives the group's label when its origin has one; an
+    origin without one (an older agent, one with no label configured) gives way to the label
+    most of the views of the same group carry, the first by name on a tie, so that every agent
+    that heard the same views shows the same label. ``''`` when no view of the group has one.
+    """
+    if view.group_label:
+        return view.group_label
+    views = [
+        heard.update.value
+        for origin in state.origins.values()
+        if (heard := origin.values.get(Key.VIEW)) is not None
+        and isinstance(heard.update.value, GroupView)
+    ]
+    if local is not None:
+        views.append(local.view)
+    counted = Counter(
+        found.group_label
+        for found in views
+        if found.group_label and found.group_name == view.group_name
+    )
+    if not counted:
+        return ""
+    return min(counted, key=lambda label: (-counted[label], label))
 
 
 def view_order(view_id: str) -> tuple[int, int]:

@@ -49,6 +49,7 @@ Durations are on the injected clock, as ``fault_since_us`` is.
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from grstats.agent.errors import SourceError
@@ -141,6 +142,9 @@ class LocalMember:
             self._noted(snapshot.fault, snapshot.fault.message, now)
         if snapshot.member_id != self.member_id:
             self.claim(snapshot.member_id)
+        label = self.config.group_label
+        if label and not snapshot.view.group_label:  # the member's metadata names it first
+            snapshot = replace(snapshot, view=replace(snapshot.view, group_label=label))
         self.snapshot = snapshot
         self._record_if_changed(Key.VIEW, snapshot.view, now)
         self._record_if_changed(Key.APPLIER, snapshot.applier, now)

@@ -271,7 +271,14 @@ def group_families(served: Served, group: str, thresholds: tuple[int, int]) -> l
         "view counts until grstats members forget).",
         labels=GROUP_LABELS,
     )
+    info = GaugeMetricFamily(
+        "grstats_group_info",
+        "1 for the group: its human name (group_label: its InnoDB Cluster name, else the "
+        "agents' group_label; '' when none). Join on group_name to name a group's series.",
+        labels=(*GROUP_LABELS, "group_label"),
+    )
     for row in _named(served, _GROUP_STATUS)[:1]:  # one row
+        info.add_metric([group, str(row.get("GROUP_LABEL") or "")], 1.0)
         for name in STATUSES:
             status.add_metric([group, name], _flag(row["STATUS"] == name))
         tolerance.add_metric([group], float(row["TOLERANCE"]))
@@ -294,7 +301,7 @@ def group_families(served: Served, group: str, thresholds: tuple[int, int]) -> l
         labels=GROUP_LABELS,
     )
     certifier_threshold.add_metric([group], float(certifier))
-    return [status, tolerance, throttled, not_active, applier_threshold, certifier_threshold]
+    return [info, status, tolerance, throttled, not_active, applier_threshold, certifier_threshold]
 
 
 def _gauge(name: str, text: str) -> GaugeMetricFamily:

@@ -83,18 +83,33 @@ class ServerSettings:
     flow_control: FlowControlSettings = field(default_factory=FlowControlSettings)
 
 
+#: The longest group label: MySQL Shell's metadata holds a cluster name in VARCHAR(63).
+MAX_LABEL_LENGTH = 63
+#: What a group label may be, in words (errors name it).
+LABEL_RULE = f"1 to {MAX_LABEL_LENGTH} printable characters, no spaces at either end"
+
+
+def is_group_label(text: str) -> bool:
+    """Whether ``text`` may be a group's label (:data:`LABEL_RULE`): config, metadata or wire."""
+    return 0 < len(text) <= MAX_LABEL_LENGTH and text.isprintable() and text == text.strip()
+
+
 @dataclass(frozen=True, slots=True)
 class GroupView:
     """The group as the local member sees it: ``replication_group_members`` and group settings.
 
     ``members`` are sorted by MEMBER_ID, as MySQL returns them. ``view_id`` is ``''`` when the
-    member is in no group; ``group_name`` is ``group_replication_group_name``.
+    member is in no group; ``group_name`` is ``group_replication_group_name``. ``group_label``
+    is the group's human name as the origin's agent knows it: its InnoDB Cluster name
+    (``mysql_innodb_cluster_metadata.clusters.cluster_name``), else its config's
+    ``group_label``, else ``''``.
     """
 
     members: tuple[MemberRow, ...] = ()
     view_id: str = ""
     group_name: str = ""
     single_primary_mode: bool = True
+    group_label: str = ""
 
 
 @dataclass(frozen=True, slots=True)

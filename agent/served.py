@@ -40,6 +40,7 @@ from grstats.agent.known import (
     departed,
     executed_of,
     freshest_view,
+    group_label,
     member_ids,
     reported,
     stats_of,
@@ -77,11 +78,18 @@ class Served(Mapping[str, Table]):
     state as it is at its first lookup.
     """
 
-    def __init__(self, builders: Mapping[str, Callable[[], Table]], group_name: str = "") -> None:
+    def __init__(
+        self,
+        builders: Mapping[str, Callable[[], Table]],
+        group_name: str = "",
+        group_label: str = "",
+    ) -> None:
         self._builders = dict(builders)
         self._built: dict[str, Table] = {}
         #: GROUP_NAME of the served view (``''`` while none is known), without a table built.
         self.group_name = group_name
+        #: GROUP_LABEL of the group (``''`` while none is known), without a table built.
+        self.group_label = group_label
 
     def __getitem__(self, name: str) -> Table:
         table = self._built.get(name)
@@ -196,6 +204,7 @@ def served_tables(  # noqa: PLR0913  (every input of the tables is explicit)
             ),
         },
         group_name=view.group_name if view.members else "",
+        group_label=group_label(state, local, view) if view.members else "",
     )
 
 

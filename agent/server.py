@@ -427,6 +427,7 @@ class QueryServicer(pb_grpc.QueryServicer):  # type: ignore[misc]
             member=uuid_to_bytes(self._node.member_id) if self._node.member_id else b"",
             served_at_us=self._clock(),
             group_name=tables.group_name if isinstance(tables, Served) else "",
+            group_label=tables.group_label if isinstance(tables, Served) else "",
         )
         if self._reporter is not None:
             fault = source_report_to_wire(self._reporter.source_report())

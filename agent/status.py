@@ -39,6 +39,7 @@ from grstats.agent.known import (
     applier_held,
     connected,
     departed,
+    group_label,
     member_ids,
     served_view,
     server_of,
@@ -139,6 +140,7 @@ def group_status(  # noqa: PLR0913  (every input of the verdict is explicit)
         throttled="YES" if held else "NO",
         throttled_by=",".join(sorted(by)),
         as_of=now_us,
+        group_label=group_label(state, local, view) if in_view else "",
     )
     return group, rows
 

@@ -24,15 +24,15 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bgrstats/proto/grstats.proto\x12\ngrstats.v1\"\x8c\x04\n\x06\x43ounts\x12\x1d\n\x15transactions_in_queue\x18\x01 \x01(\x04\x12\x1c\n\x14transactions_checked\x18\x02 \x01(\x04\x12\x1a\n\x12\x63onflicts_detected\x18\x03 \x01(\x04\x12$\n\x1ctransactions_rows_validating\x18\x04 \x01(\x04\x12\x15\n\rgtids_present\x18\x05 \x01(\x08\x12*\n\"transactions_committed_all_members\x18\x06 \x01(\t\x12&\n\x1elast_conflict_free_transaction\x18\x07 \x01(\t\x12,\n$transactions_remote_in_applier_queue\x18\x08 \x01(\x04\x12#\n\x1btransactions_remote_applied\x18\t \x01(\x04\x12#\n\x1btransactions_local_proposed\x18\n \x01(\x04\x12#\n\x1btransactions_local_rollback\x18\x0b \x01(\x04\x12 \n\x13transactions_behind\x18\x0c \x01(\x04H\x00\x88\x01\x01\x12(\n\x07offsets\x18\r \x03(\x0b\x32\x17.grstats.v1.ClockOffset\x12\x17\n\x0foffsets_present\x18\x0e \x01(\x08\x42\x16\n\x14_transactions_behind\"B\n\x0b\x43lockOffset\x12\x0e\n\x06member\x18\x01 \x01(\x0c\x12\x11\n\toffset_us\x18\x02 \x01(\x12\x12\x10\n\x08\x64\x65lay_us\x18\x03 \x01(\x04\"\x82\x01\n\x06Member\x12\x11\n\tmember_id\x18\x01 \x01(\x0c\x12\x0c\n\x04host\x18\x02 \x01(\t\x12\x0c\n\x04port\x18\x03 \x01(\r\x12\r\n\x05state\x18\x04 \x01(\t\x12\x0c\n\x04role\x18\x05 \x01(\t\x12\x0f\n\x07version\x18\x06 \x01(\t\x12\x1b\n\x13\x63ommunication_stack\x18\x07 \x01(\t\"\x83\x01\n\x04View\x12#\n\x07members\x18\x01 \x03(\x0b\x32\x12.grstats.v1.Member\x12\x0f\n\x07view_id\x18\x02 \x01(\t\x12\x12\n\ngroup_name\x18\x03 \x01(\t\x12\x1b\n\x13single_primary_mode\x18\x04 \x01(\x08J\x04\x08\x05\x10\x06R\x0eserver_version\"\xae\x05\n\x07\x41pplier\x12\x1f\n\x17last_queued_transaction\x18\x01 \x01(\t\x12&\n\x1elast_queued_original_commit_us\x18\x02 \x01(\x04\x12\'\n\x1flast_queued_immediate_commit_us\x18\x03 \x01(\x04\x12\"\n\x1alast_queued_start_queue_us\x18\x04 \x01(\x04\x12 \n\x18last_queued_end_queue_us\x18\x05 \x01(\x04\x12\x1c\n\x14queueing_transaction\x18\x06 \x01(\t\x12#\n\x1bqueueing_original_commit_us\x18\x07 \x01(\x04\x12$\n\x1cqueueing_immediate_commit_us\x18\x08 \x01(\x04\x12\x1f\n\x17queueing_start_queue_us\x18\t \x01(\x04\x12 \n\x18last_applied_transaction\x18\n \x01(\t\x12\'\n\x1flast_applied_original_commit_us\x18\x0b \x01(\x04\x12(\n last_applied_immediate_commit_us\x18\x0c \x01(\x04\x12#\n\x1blast_applied_start_apply_us\x18\r \x01(\x04\x12!\n\x19last_applied_end_apply_us\x18\x0e \x01(\x04\x12\x1c\n\x14\x61pplying_transaction\x18\x0f \x01(\t\x12#\n\x1b\x61pplying_original_commit_us\x18\x10 \x01(\x04\x12$\n\x1c\x61pplying_immediate_commit_us\x18\x11 \x01(\x04\x12\x1f\n\x17\x61pplying_start_apply_us\x18\x12 \x01(\x04\x12\x1a\n\x12timestamps_unknown\x18\x13 \x01(\x08\"\x9b\x03\n\x06Server\x12\x11\n\tread_only\x18\x01 \x01(\x08\x12\x17\n\x0fsuper_read_only\x18\x02 \x01(\x08\x12\x19\n\x11\x66low_control_mode\x18\x03 \x01(\t\x12(\n flow_control_certifier_threshold\x18\x04 \x01(\r\x12&\n\x1e\x66low_control_applier_threshold\x18\x05 \x01(\r\x12\x1e\n\x16\x66low_control_min_quota\x18\x06 \x01(\r\x12\'\n\x1f\x66low_control_min_recovery_quota\x18\x07 \x01(\r\x12\x1e\n\x16\x66low_control_max_quota\x18\x08 \x01(\r\x12)\n!flow_control_member_quota_percent\x18\t \x01(\r\x12\x1b\n\x13\x66low_control_period\x18\n \x01(\r\x12!\n\x19\x66low_control_hold_percent\x18\x0b \x01(\r\x12$\n\x1c\x66low_control_release_percent\x18\x0c \x01(\r\"%\n\x06Health\x12\n\n\x02ok\x18\x01 \x01(\x08\x12\x0f\n\x07message\x18\x02 \x01(\t\"\xb0\x02\n\x06Update\x12\x0e\n\x06origin\x18\x01 \x01(\x0c\x12\x13\n\x0bincarnation\x18\x02 \x01(\x04\x12\x0f\n\x07version\x18\x03 \x01(\x04\x12\x12\n\nsent_at_us\x18\x04 \x01(\x04\x12$\n\x06\x63ounts\x18\n \x01(\x0b\x32\x12.grstats.v1.CountsH\x00\x12 \n\x04view\x18\x0b \x01(\x0b\x32\x10.grstats.v1.ViewH\x00\x12&\n\x07\x61pplier\x18\x0c \x01(\x0b\x32\x13.grstats.v1.ApplierH\x00\x12\x17\n\rgtid_executed\x18\r \x01(\tH\x00\x12$\n\x06health\x18\x0e \x01(\x0b\x32\x12.grstats.v1.HealthH\x00\x12$\n\x06server\x18\x0f \x01(\x0b\x32\x12.grstats.v1.ServerH\x00\x42\x07\n\x05value\"K\n\x05Stamp\x12\x1c\n\x03key\x18\x01 \x01(\x0e\x32\x0f.grstats.v1.Key\x12\x13\n\x0bincarnation\x18\x02 \x01(\x04\x12\x0f\n\x07version\x18\x03 \x01(\x04\"@\n\x0b\x44igestEntry\x12\x0e\n\x06origin\x18\x01 \x01(\x0c\x12!\n\x06stamps\x18\x02 \x03(\x0b\x32\x11.grstats.v1.Stamp\"\x9a\x01\n\x0f\x45xchangeRequest\x12\x0e\n\x06sender\x18\x01 \x01(\t\x12\x15\n\rsender_member\x18\x02 \x01(\x0c\x12\'\n\x06\x64igest\x18\x03 \x03(\x0b\x32\x17.grstats.v1.DigestEntry\x12#\n\x07updates\x18\x04 \x03(\x0b\x32\x12.grstats.v1.Update\x12\x12\n\nsent_at_us\x18\x05 \x01(\x04\"\x9c\x01\n\x10\x45xchangeResponse\x12#\n\x07updates\x18\x01 \x03(\x0b\x32\x12.grstats.v1.Update\x12\'\n\x06\x64igest\x18\x02 \x03(\x0b\x32\x17.grstats.v1.DigestEntry\x12\x16\n\x0ereceived_at_us\x18\x03 \x01(\x04\x12\x12\n\nsent_at_us\x18\x04 \x01(\x04\x12\x0e\n\x06member\x18\x05 \x01(\x0c\"\x1d\n\tPushReply\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x04\"h\n\x04\x43\x65ll\x12\x0e\n\x04text\x18\x01 \x01(\tH\x00\x12\x12\n\x08unsigned\x18\x02 \x01(\x04H\x00\x12\x10\n\x06signed\x18\x03 \x01(\x12H\x00\x12\x11\n\x07\x64\x65\x63imal\x18\x04 \x01(\x01H\x00\x12\x0e\n\x04null\x18\x05 \x01(\x08H\x00\x42\x07\n\x05value\"&\n\x03Row\x12\x1f\n\x05\x63\x65lls\x18\x01 \x03(\x0b\x32\x10.grstats.v1.Cell\"E\n\x05Table\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07\x63olumns\x18\x02 \x03(\t\x12\x1d\n\x04rows\x18\x03 \x03(\x0b\x32\x0f.grstats.v1.Row\"0\n\x0cQueryRequest\x12\x0e\n\x06tables\x18\x01 \x03(\t\x12\x10\n\x08\x65xtended\x18\x02 \x01(\x08\"K\n\x0bSourceFault\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x0b\n\x03\x66ix\x18\x03 \x01(\t\x12\x10\n\x08since_us\x18\x04 \x01(\x04\"\xaa\x01\n\rQueryResponse\x12!\n\x06tables\x18\x01 \x03(\x0b\x32\x11.grstats.v1.Table\x12\r\n\x05\x61gent\x18\x02 \x01(\t\x12\x0e\n\x06member\x18\x03 \x01(\x0c\x12\x14\n\x0cserved_at_us\x18\x04 \x01(\x04\x12-\n\x0csource_fault\x18\x05 \x01(\x0b\x32\x17.grstats.v1.SourceFault\x12\x12\n\ngroup_name\x18\x06 \x01(\t*\x80\x01\n\x03Key\x12\x13\n\x0fKEY_UNSPECIFIED\x10\x00\x12\x0e\n\nKEY_COUNTS\x10\x01\x12\x0c\n\x08KEY_VIEW\x10\x02\x12\x0f\n\x0bKEY_APPLIER\x10\x03\x12\x15\n\x11KEY_GTID_EXECUTED\x10\x04\x12\x0e\n\nKEY_HEALTH\x10\x05\x12\x0e\n\nKEY_SERVER\x10\x06\x32\x8d\x01\n\x06Gossip\x12\x45\n\x08\x45xchange\x12\x1b.grstats.v1.ExchangeRequest\x1a\x1c.grstats.v1.ExchangeResponse\x12<\n\x04Push\x12\x1b.grstats.v1.ExchangeRequest\x1a\x15.grstats.v1.PushReply(\x01\x32\x44\n\x05Query\x12;\n\x04Read\x12\x18.grstats.v1.QueryRequest\x1a\x19.grstats.v1.QueryResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1bgrstats/proto/grstats.proto\x12\ngrstats.v1\"\x8c\x04\n\x06\x43ounts\x12\x1d\n\x15transactions_in_queue\x18\x01 \x01(\x04\x12\x1c\n\x14transactions_checked\x18\x02 \x01(\x04\x12\x1a\n\x12\x63onflicts_detected\x18\x03 \x01(\x04\x12$\n\x1ctransactions_rows_validating\x18\x04 \x01(\x04\x12\x15\n\rgtids_present\x18\x05 \x01(\x08\x12*\n\"transactions_committed_all_members\x18\x06 \x01(\t\x12&\n\x1elast_conflict_free_transaction\x18\x07 \x01(\t\x12,\n$transactions_remote_in_applier_queue\x18\x08 \x01(\x04\x12#\n\x1btransactions_remote_applied\x18\t \x01(\x04\x12#\n\x1btransactions_local_proposed\x18\n \x01(\x04\x12#\n\x1btransactions_local_rollback\x18\x0b \x01(\x04\x12 \n\x13transactions_behind\x18\x0c \x01(\x04H\x00\x88\x01\x01\x12(\n\x07offsets\x18\r \x03(\x0b\x32\x17.grstats.v1.ClockOffset\x12\x17\n\x0foffsets_present\x18\x0e \x01(\x08\x42\x16\n\x14_transactions_behind\"B\n\x0b\x43lockOffset\x12\x0e\n\x06member\x18\x01 \x01(\x0c\x12\x11\n\toffset_us\x18\x02 \x01(\x12\x12\x10\n\x08\x64\x65lay_us\x18\x03 \x01(\x04\"\x82\x01\n\x06Member\x12\x11\n\tmember_id\x18\x01 \x01(\x0c\x12\x0c\n\x04host\x18\x02 \x01(\t\x12\x0c\n\x04port\x18\x03 \x01(\r\x12\r\n\x05state\x18\x04 \x01(\t\x12\x0c\n\x04role\x18\x05 \x01(\t\x12\x0f\n\x07version\x18\x06 \x01(\t\x12\x1b\n\x13\x63ommunication_stack\x18\x07 \x01(\t\"\x98\x01\n\x04View\x12#\n\x07members\x18\x01 \x03(\x0b\x32\x12.grstats.v1.Member\x12\x0f\n\x07view_id\x18\x02 \x01(\t\x12\x12\n\ngroup_name\x18\x03 \x01(\t\x12\x1b\n\x13single_primary_mode\x18\x04 \x01(\x08\x12\x13\n\x0bgroup_label\x18\x06 \x01(\tJ\x04\x08\x05\x10\x06R\x0eserver_version\"\xae\x05\n\x07\x41pplier\x12\x1f\n\x17last_queued_transaction\x18\x01 \x01(\t\x12&\n\x1elast_queued_original_commit_us\x18\x02 \x01(\x04\x12\'\n\x1flast_queued_immediate_commit_us\x18\x03 \x01(\x04\x12\"\n\x1alast_queued_start_queue_us\x18\x04 \x01(\x04\x12 \n\x18last_queued_end_queue_us\x18\x05 \x01(\x04\x12\x1c\n\x14queueing_transaction\x18\x06 \x01(\t\x12#\n\x1bqueueing_original_commit_us\x18\x07 \x01(\x04\x12$\n\x1cqueueing_immediate_commit_us\x18\x08 \x01(\x04\x12\x1f\n\x17queueing_start_queue_us\x18\t \x01(\x04\x12 \n\x18last_applied_transaction\x18\n \x01(\t\x12\'\n\x1flast_applied_original_commit_us\x18\x0b \x01(\x04\x12(\n last_applied_immediate_commit_us\x18\x0c \x01(\x04\x12#\n\x1blast_applied_start_apply_us\x18\r \x01(\x04\x12!\n\x19last_applied_end_apply_us\x18\x0e \x01(\x04\x12\x1c\n\x14\x61pplying_transaction\x18\x0f \x01(\t\x12#\n\x1b\x61pplying_original_commit_us\x18\x10 \x01(\x04\x12$\n\x1c\x61pplying_immediate_commit_us\x18\x11 \x01(\x04\x12\x1f\n\x17\x61pplying_start_apply_us\x18\x12 \x01(\x04\x12\x1a\n\x12timestamps_unknown\x18\x13 \x01(\x08\"\x9b\x03\n\x06Server\x12\x11\n\tread_only\x18\x01 \x01(\x08\x12\x17\n\x0fsuper_read_only\x18\x02 \x01(\x08\x12\x19\n\x11\x66low_control_mode\x18\x03 \x01(\t\x12(\n flow_control_certifier_threshold\x18\x04 \x01(\r\x12&\n\x1e\x66low_control_applier_threshold\x18\x05 \x01(\r\x12\x1e\n\x16\x66low_control_min_quota\x18\x06 \x01(\r\x12\'\n\x1f\x66low_control_min_recovery_quota\x18\x07 \x01(\r\x12\x1e\n\x16\x66low_control_max_quota\x18\x08 \x01(\r\x12)\n!flow_control_member_quota_percent\x18\t \x01(\r\x12\x1b\n\x13\x66low_control_period\x18\n \x01(\r\x12!\n\x19\x66low_control_hold_percent\x18\x0b \x01(\r\x12$\n\x1c\x66low_control_release_percent\x18\x0c \x01(\r\"%\n\x06Health\x12\n\n\x02ok\x18\x01 \x01(\x08\x12\x0f\n\x07message\x18\x02 \x01(\t\"\xb0\x02\n\x06Update\x12\x0e\n\x06origin\x18\x01 \x01(\x0c\x12\x13\n\x0bincarnation\x18\x02 \x01(\x04\x12\x0f\n\x07version\x18\x03 \x01(\x04\x12\x12\n\nsent_at_us\x18\x04 \x01(\x04\x12$\n\x06\x63ounts\x18\n \x01(\x0b\x32\x12.grstats.v1.CountsH\x00\x12 \n\x04view\x18\x0b \x01(\x0b\x32\x10.grstats.v1.ViewH\x00\x12&\n\x07\x61pplier\x18\x0c \x01(\x0b\x32\x13.grstats.v1.ApplierH\x00\x12\x17\n\rgtid_executed\x18\r \x01(\tH\x00\x12$\n\x06health\x18\x0e \x01(\x0b\x32\x12.grstats.v1.HealthH\x00\x12$\n\x06server\x18\x0f \x01(\x0b\x32\x12.grstats.v1.ServerH\x00\x42\x07\n\x05value\"K\n\x05Stamp\x12\x1c\n\x03key\x18\x01 \x01(\x0e\x32\x0f.grstats.v1.Key\x12\x13\n\x0bincarnation\x18\x02 \x01(\x04\x12\x0f\n\x07version\x18\x03 \x01(\x04\"@\n\x0b\x44igestEntry\x12\x0e\n\x06origin\x18\x01 \x01(\x0c\x12!\n\x06stamps\x18\x02 \x03(\x0b\x32\x11.grstats.v1.Stamp\"\x9a\x01\n\x0f\x45xchangeRequest\x12\x0e\n\x06sender\x18\x01 \x01(\t\x12\x15\n\rsender_member\x18\x02 \x01(\x0c\x12\'\n\x06\x64igest\x18\x03 \x03(\x0b\x32\x17.grstats.v1.DigestEntry\x12#\n\x07updates\x18\x04 \x03(\x0b\x32\x12.grstats.v1.Update\x12\x12\n\nsent_at_us\x18\x05 \x01(\x04\"\x9c\x01\n\x10\x45xchangeResponse\x12#\n\x07updates\x18\x01 \x03(\x0b\x32\x12.grstats.v1.Update\x12\'\n\x06\x64igest\x18\x02 \x03(\x0b\x32\x17.grstats.v1.DigestEntry\x12\x16\n\x0ereceived_at_us\x18\x03 \x01(\x04\x12\x12\n\nsent_at_us\x18\x04 \x01(\x04\x12\x0e\n\x06member\x18\x05 \x01(\x0c\"\x1d\n\tPushReply\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x04\"h\n\x04\x43\x65ll\x12\x0e\n\x04text\x18\x01 \x01(\tH\x00\x12\x12\n\x08unsigned\x18\x02 \x01(\x04H\x00\x12\x10\n\x06signed\x18\x03 \x01(\x12H\x00\x12\x11\n\x07\x64\x65\x63imal\x18\x04 \x01(\x01H\x00\x12\x0e\n\x04null\x18\x05 \x01(\x08H\x00\x42\x07\n\x05value\"&\n\x03Row\x12\x1f\n\x05\x63\x65lls\x18\x01 \x03(\x0b\x32\x10.grstats.v1.Cell\"E\n\x05Table\x12\x0c\n\x04name\x18\x01 \x01(\t\x12\x0f\n\x07\x63olumns\x18\x02 \x03(\t\x12\x1d\n\x04rows\x18\x03 \x03(\x0b\x32\x0f.grstats.v1.Row\"0\n\x0cQueryRequest\x12\x0e\n\x06tables\x18\x01 \x03(\t\x12\x10\n\x08\x65xtended\x18\x02 \x01(\x08\"K\n\x0bSourceFault\x12\x0c\n\x04kind\x18\x01 \x01(\t\x12\x0f\n\x07message\x18\x02 \x01(\t\x12\x0b\n\x03\x66ix\x18\x03 \x01(\t\x12\x10\n\x08since_us\x18\x04 \x01(\x04\"\xbf\x01\n\rQueryResponse\x12!\n\x06tables\x18\x01 \x03(\x0b\x32\x11.grstats.v1.Table\x12\r\n\x05\x61gent\x18\x02 \x01(\t\x12\x0e\n\x06member\x18\x03 \x01(\x0c\x12\x14\n\x0cserved_at_us\x18\x04 \x01(\x04\x12-\n\x0csource_fault\x18\x05 \x01(\x0b\x32\x17.grstats.v1.SourceFault\x12\x12\n\ngroup_name\x18\x06 \x01(\t\x12\x13\n\x0bgroup_label\x18\x07 \x01(\t*\x80\x01\n\x03Key\x12\x13\n\x0fKEY_UNSPECIFIED\x10\x00\x12\x0e\n\nKEY_COUNTS\x10\x01\x12\x0c\n\x08KEY_VIEW\x10\x02\x12\x0f\n\x0bKEY_APPLIER\x10\x03\x12\x15\n\x11KEY_GTID_EXECUTED\x10\x04\x12\x0e\n\nKEY_HEALTH\x10\x05\x12\x0e\n\nKEY_SERVER\x10\x06\x32\x8d\x01\n\x06Gossip\x12\x45\n\x08\x45xchange\x12\x1b.grstats.v1.ExchangeRequest\x1a\x1c.grstats.v1.ExchangeResponse\x12<\n\x04Push\x12\x1b.grstats.v1.ExchangeRequest\x1a\x15.grstats.v1.PushReply(\x01\x32\x44\n\x05Query\x12;\n\x04Read\x12\x18.grstats.v1.QueryRequest\x1a\x19.grstats.v1.QueryResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'grstats.proto.grstats_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_KEY']._serialized_start=3362
-  _globals['_KEY']._serialized_end=3490
+  _globals['_KEY']._serialized_start=3404
+  _globals['_KEY']._serialized_end=3532
   _globals['_COUNTS']._serialized_start=44
   _globals['_COUNTS']._serialized_end=568
   _globals['_CLOCKOFFSET']._serialized_start=570
@@ -40,39 +40,39 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_MEMBER']._serialized_start=639
   _globals['_MEMBER']._serialized_end=769
   _globals['_VIEW']._serialized_start=772
-  _globals['_VIEW']._serialized_end=903
-  _globals['_APPLIER']._serialized_start=906
-  _globals['_APPLIER']._serialized_end=1592
-  _globals['_SERVER']._serialized_start=1595
-  _globals['_SERVER']._serialized_end=2006
-  _globals['_HEALTH']._serialized_start=2008
-  _globals['_HEALTH']._serialized_end=2045
-  _globals['_UPDATE']._serialized_start=2048
-  _globals['_UPDATE']._serialized_end=2352
-  _globals['_STAMP']._serialized_start=2354
-  _globals['_STAMP']._serialized_end=2429
-  _globals['_DIGESTENTRY']._serialized_start=2431
-  _globals['_DIGESTENTRY']._serialized_end=2495
-  _globals['_EXCHANGEREQUEST']._serialized_start=2498
-  _globals['_EXCHANGEREQUEST']._serialized_end=2652
-  _globals['_EXCHANGERESPONSE']._serialized_start=2655
-  _globals['_EXCHANGERESPONSE']._serialized_end=2811
-  _globals['_PUSHREPLY']._serialized_start=2813
-  _globals['_PUSHREPLY']._serialized_end=2842
-  _globals['_CELL']._serialized_start=2844
-  _globals['_CELL']._serialized_end=2948
-  _globals['_ROW']._serialized_start=2950
-  _globals['_ROW']._serialized_end=2988
-  _globals['_TABLE']._serialized_start=2990
-  _globals['_TABLE']._serialized_end=3059
-  _globals['_QUERYREQUEST']._serialized_start=3061
-  _globals['_QUERYREQUEST']._serialized_end=3109
-  _globals['_SOURCEFAULT']._serialized_start=3111
-  _globals['_SOURCEFAULT']._serialized_end=3186
-  _globals['_QUERYRESPONSE']._serialized_start=3189
-  _globals['_QUERYRESPONSE']._serialized_end=3359
-  _globals['_GOSSIP']._serialized_start=3493
-  _globals['_GOSSIP']._serialized_end=3634
-  _globals['_QUERY']._serialized_start=3636
-  _globals['_QUERY']._serialized_end=3704
+  _globals['_VIEW']._serialized_end=924
+  _globals['_APPLIER']._serialized_start=927
+  _globals['_APPLIER']._serialized_end=1613
+  _globals['_SERVER']._serialized_start=1616
+  _globals['_SERVER']._serialized_end=2027
+  _globals['_HEALTH']._serialized_start=2029
+  _globals['_HEALTH']._serialized_end=2066
+  _globals['_UPDATE']._serialized_start=2069
+  _globals['_UPDATE']._serialized_end=2373
+  _globals['_STAMP']._serialized_start=2375
+  _globals['_STAMP']._serialized_end=2450
+  _globals['_DIGESTENTRY']._serialized_start=2452
+  _globals['_DIGESTENTRY']._serialized_end=2516
+  _globals['_EXCHANGEREQUEST']._serialized_start=2519
+  _globals['_EXCHANGEREQUEST']._serialized_end=2673
+  _globals['_EXCHANGERESPONSE']._serialized_start=2676
+  _globals['_EXCHANGERESPONSE']._serialized_end=2832
+  _globals['_PUSHREPLY']._serialized_start=2834
+  _globals['_PUSHREPLY']._serialized_end=2863
+  _globals['_CELL']._serialized_start=2865
+  _globals['_CELL']._serialized_end=2969
+  _globals['_ROW']._serialized_start=2971
+  _globals['_ROW']._serialized_end=3009
+  _globals['_TABLE']._serialized_start=3011
+  _globals['_TABLE']._serialized_end=3080
+  _globals['_QUERYREQUEST']._serialized_start=3082
+  _globals['_QUERYREQUEST']._serialized_end=3130
+  _globals['_SOURCEFAULT']._serialized_start=3132
+  _globals['_SOURCEFAULT']._serialized_end=3207
+  _globals['_QUERYRESPONSE']._serialized_start=3210
+  _globals['_QUERYRESPONSE']._serialized_end=3401
+  _globals['_GOSSIP']._serialized_start=3535
+  _globals['_GOSSIP']._serialized_end=3676
+  _globals['_QUERY']._serialized_start=3678
+  _globals['_QUERY']._serialized_end=3746
 # @@protoc_insertion_point(module_scope)

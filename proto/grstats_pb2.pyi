@@ -85,16 +85,18 @@ class Member(_message.Message):
     def __init__(self, member_id: _Optional[bytes] = ..., host: _Optional[str] = ..., port: _Optional[int] = ..., state: _Optional[str] = ..., role: _Optional[str] = ..., version: _Optional[str] = ..., communication_stack: _Optional[str] = ...) -> None: ...
 
 class View(_message.Message):
-    __slots__ = ("members", "view_id", "group_name", "single_primary_mode")
+    __slots__ = ("members", "view_id", "group_name", "single_primary_mode", "group_label")
     MEMBERS_FIELD_NUMBER: _ClassVar[int]
     VIEW_ID_FIELD_NUMBER: _ClassVar[int]
     GROUP_NAME_FIELD_NUMBER: _ClassVar[int]
     SINGLE_PRIMARY_MODE_FIELD_NUMBER: _ClassVar[int]
+    GROUP_LABEL_FIELD_NUMBER: _ClassVar[int]
     members: _containers.RepeatedCompositeFieldContainer[Member]
     view_id: str
     group_name: str
     single_primary_mode: bool
-    def __init__(self, members: _Optional[_Iterable[_Union[Member, _Mapping]]] = ..., view_id: _Optional[str] = ..., group_name: _Optional[str] = ..., single_primary_mode: _Optional[bool] = ...) -> None: ...
+    group_label: str
+    def __init__(self, members: _Optional[_Iterable[_Union[Member, _Mapping]]] = ..., view_id: _Optional[str] = ..., group_name: _Optional[str] = ..., single_primary_mode: _Optional[bool] = ..., group_label: _Optional[str] = ...) -> None: ...
 
 class Applier(_message.Message):
     __slots__ = ("last_queued_transaction", "last_queued_original_commit_us", "last_queued_immediate_commit_us", "last_queued_start_queue_us", "last_queued_end_queue_us", "queueing_transaction", "queueing_original_commit_us", "queueing_immediate_commit_us", "queueing_start_queue_us", "last_applied_transaction", "last_applied_original_commit_us", "last_applied_immediate_commit_us", "last_applied_start_apply_us", "last_applied_end_apply_us", "applying_transaction", "applying_original_commit_us", "applying_immediate_commit_us", "applying_start_apply_us", "timestamps_unknown")
@@ -301,17 +303,19 @@ class SourceFault(_message.Message):
     def __init__(self, kind: _Optional[str] = ..., message: _Optional[str] = ..., fix: _Optional[str] = ..., since_us: _Optional[int] = ...) -> None: ...
 
 class QueryResponse(_message.Message):
-    __slots__ = ("tables", "agent", "member", "served_at_us", "source_fault", "group_name")
+    __slots__ = ("tables", "agent", "member", "served_at_us", "source_fault", "group_name", "group_label")
     TABLES_FIELD_NUMBER: _ClassVar[int]
     AGENT_FIELD_NUMBER: _ClassVar[int]
     MEMBER_FIELD_NUMBER: _ClassVar[int]
     SERVED_AT_US_FIELD_NUMBER: _ClassVar[int]
     SOURCE_FAULT_FIELD_NUMBER: _ClassVar[int]
     GROUP_NAME_FIELD_NUMBER: _ClassVar[int]
+    GROUP_LABEL_FIELD_NUMBER: _ClassVar[int]
     tables: _containers.RepeatedCompositeFieldContainer[Table]
     agent: str
     member: bytes
     served_at_us: int
     source_fault: SourceFault
     group_name: str
-    def __init__(self, tables: _Optional[_Iterable[_Union[Table, _Mapping]]] = ..., agent: _Optional[str] = ..., member: _Optional[bytes] = ..., served_at_us: _Optional[int] = ..., source_fault: _Optional[_Union[SourceFault, _Mapping]] = ..., group_name: _Optional[str] = ...) -> None: ...
+    group_label: str
+    def __init__(self, tables: _Optional[_Iterable[_Union[Table, _Mapping]]] = ..., agent: _Optional[str] = ..., member: _Optional[bytes] = ..., served_at_us: _Optional[int] = ..., source_fault: _Optional[_Union[SourceFault, _Mapping]] = ..., group_name: _Optional[str] = ..., group_label: _Optional[str] = ...) -> None: ...

@@ -75,7 +75,13 @@ def test_applier_says_when_the_origin_has_no_timestamps() -> None:
 def test_dropped_fields_stay_reserved() -> None:
     """View.server_version (5) was dropped: its number and name are reserved, never reused."""
     view = {f.name: f.number for f in grstats_pb2.View.DESCRIPTOR.fields}
-    assert view == {"members": 1, "view_id": 2, "group_name": 3, "single_primary_mode": 4}
+    assert view == {
+        "members": 1,
+        "view_id": 2,
+        "group_name": 3,
+        "single_primary_mode": 4,
+        "group_label": 6,  # issue 32: appended after the reserved 5
+    }
     declared = descriptor_pb2.DescriptorProto()
     grstats_pb2.View.DESCRIPTOR.CopyToProto(declared)
     assert [(r.start, r.end) for r in declared.reserved_range] == [(5, 6)]
@@ -93,7 +99,7 @@ def test_the_generated_service_code_imports_grstats_proto() -> None:
 
 
 def test_query_response_fields_are_append_only() -> None:
-    """QueryResponse's fields keep their numbers; the source fault came fifth, the group name sixth."""
+    """QueryResponse's fields keep their numbers; the fault came fifth, the group name and label after."""
     response = {f.name: f.number for f in grstats_pb2.QueryResponse.DESCRIPTOR.fields}
     assert response == {
         "tables": 1,
@@ -102,6 +108,7 @@ def test_query_response_fields_are_append_only() -> None:
         "served_at_us": 4,
         "source_fault": 5,
         "group_name": 6,
+        "group_label": 7,
     }
     fault = {f.name: f.number for f in grstats_pb2.SourceFault.DESCRIPTOR.fields}
     assert fault == {"kind": 1, "message": 2, "fix": 3, "since_us": 4}

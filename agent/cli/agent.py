@@ -107,6 +107,7 @@ OVERRIDES = {
     "tls_ca": "tls.ca_file",
     "tls_require_client_cert": "tls.require_client_cert",
     "token_file": "token_file",
+    "group_label": "group_label",
 }
 
 
@@ -196,6 +197,12 @@ def register(subparsers: Subparsers) -> None:
         "--log-level",
         choices=("debug", "info", "warning", "error"),
         help="least severe level logged (default info)",
+    )
+    parser.add_argument(
+        "--group-label",
+        metavar="NAME",
+        help="the group's name for people (orders), shown beside its UUID everywhere, where "
+        "the member has no InnoDB Cluster metadata (its cluster_name wins)",
     )
     add_security_arguments(parser, agent=True)
     parser.set_defaults(handler=run_agent)

@@ -215,6 +215,8 @@ REPLICATION_GROUP_STATUS = Table(
         _yes_no("THROTTLED"),
         _text("THROTTLED_BY", "TEXT"),  # MEMBER_IDs, comma-separated
         _timestamp("AS_OF"),
+        # the group's human name: its InnoDB Cluster name, else the agents' group_label
+        _text("GROUP_LABEL", "VARCHAR(63)"),
     ),
 )
 

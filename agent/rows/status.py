@@ -52,6 +52,7 @@ class GroupStatusRow(Row):
     throttled: str = "NO"
     throttled_by: str = ""
     as_of: int = 0
+    group_label: str = ""
 
     def __post_init__(self) -> None:
         super(GroupStatusRow, self).__post_init__()

@@ -173,6 +173,7 @@ async def test_healthy_group_is_ok_and_tolerates_one_failure(memory: bool) -> No
             "THROTTLED": "NO",
             "THROTTLED_BY": "",
             "AS_OF": group.clock.us(),
+            "GROUP_LABEL": "",
         }
         for agent in group.agents:
             assert status(agent) == expected

@@ -104,6 +104,7 @@ def test_three_healthy_members_in_the_served_tables() -> None:
         "THROTTLED": "NO",
         "THROTTLED_BY": "",
         "AS_OF": NOW,
+        "GROUP_LABEL": "",
     }
     members = {row["MEMBER_ID"]: row for row in rows(tables, "replication_group_member_status")}
     assert list(members) == [A, B, C]

@@ -54,6 +54,7 @@ if TYPE_CHECKING:
 #: The type MySQL sends for each declared type (sql/field.h, Field::type()), by its first word.
 WIRE = {
     "CHAR": FIELD_TYPE.STRING,
+    "VARCHAR": FIELD_TYPE.VAR_STRING,
     "ENUM": FIELD_TYPE.STRING,
     "TEXT": FIELD_TYPE.BLOB,
     "LONGTEXT": FIELD_TYPE.BLOB,
