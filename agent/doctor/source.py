@@ -96,7 +96,12 @@ async def check_source(config: AgentConfig, timeout_s: float) -> SourceResult:
     if snapshot.fault is not None:  # GR not started: the member is known all the same
         checks = [*_stopped(mysql, snapshot.fault)[:-1], _member_line(snapshot)]
     else:
-        checks = [*_passed_lines(mysql), _group_line(snapshot), _member_line(snapshot)]
+        checks = [
+            *_passed_lines(mysql),
+            _group_line(snapshot),
+            _member_line(snapshot),
+            _name_line(config, snapshot, source.cluster_name_note, source.cluster_name_fix),
+        ]
     discovered = _discovered(config, snapshot) if config.discovery_enabled else ()
     return SourceResult(checks, snapshot.member_id, discovered)
 
@@ -170,6 +175,40 @@ def _member_line(snapshot: MemberSnapshot) -> Check:
     if not snapshot.health.ok:
         return Check.warning("mysql.member", message)
     return Check.ok("mysql.member", message)
+
+
+def _name_line(config: AgentConfig, snapshot: MemberSnapshot, note: str, fix: str) -> Check:
+    """Where the group's name comes from: the InnoDB Cluster metadata, else ``group_label``.
+
+    An account that may not read the metadata warns with the GRANT: the group would show its
+    InnoDB Cluster name with it.
+    """
+    # Imported here, as MySQLSource is: the MySQL driver loads only for a MySQL config.
+    from grstats.agent.sources.mysql import METADATA_DENIED, NO_CLUSTER  # noqa: PLC0415
+
+    assert config.mysql is not None
+    schema = config.mysql.metadata_schema
+    label = snapshot.view.group_label
+    if label:
+        return Check.ok("mysql.group_name", f"InnoDB Cluster {label!r} ({schema}.clusters)")
+    configured = (
+        f"the group is called {config.group_label!r} (group_label)"
+        if config.group_label
+        else "the group has no name: set group_label in the config to give it one"
+    )
+    if note == METADATA_DENIED:
+        return Check.warning(
+            "mysql.group_name",
+            f"the account may not read {schema}, MySQL Shell's InnoDB Cluster metadata, so "
+            f"the group's InnoDB Cluster name is unknown; {configured}",
+            f"{fix} (deploy/mysql/grstats-user.sql grants it)",
+        )
+    where = (
+        f"{schema} names no cluster of group {snapshot.view.group_name}"
+        if note == NO_CLUSTER
+        else f"not an InnoDB Cluster (no {schema})"
+    )
+    return Check.ok("mysql.group_name", f"{where}: {configured}")
 
 
 def _discovered(config: AgentConfig, snapshot: MemberSnapshot) -> tuple[str, ...]:

@@ -59,6 +59,7 @@ from grstats.agent.sources.mysql_records import (
     Record,
     ServerVariables,
     applier_row,
+    cluster_name,
     communication_info,
     has_columns,
     is_truncated,
@@ -97,6 +98,17 @@ QUERIES = {
     " WHERE CHANNEL_NAME = %s ORDER BY WORKER_ID",
     "communication": "SELECT * FROM {schema}.replication_group_communication_information",
 }
+#: MySQL Shell's clusters of the InnoDB Cluster metadata (2.x), read for the group's name;
+#: ``{metadata}`` is the configured metadata schema, an identifier MySQLSourceConfig checked.
+CLUSTERS_SQL = "SELECT cluster_name, attributes FROM {metadata}.clusters WHERE cluster_type = 'gr'"
+#: How long a read InnoDB Cluster name is kept: it changes only by Shell's cluster.rename().
+CLUSTER_NAME_TTL_S = 60.0
+#: Why a read gave no InnoDB Cluster name (``MySQLSource.cluster_name_note``), for the doctor.
+NO_METADATA = "no_metadata"
+METADATA_DENIED = "metadata_denied"
+NO_CLUSTER = "no_cluster"
+#: The errors of a server without Shell's metadata 2.x: no schema, table or column.
+_NO_METADATA_ERRORS = frozenset({1049, 1054, 1146})
 #: The first MySQL with replication_group_communication_information.
 COMMUNICATION_SINCE = (8, 0, 27)
 #: The member states in which it has a row (``fetch_row_data`` needs a running group
@@ -181,6 +193,13 @@ class MySQLSource:
         names = ", ".join(["%s"] * len(VARIABLE_NAMES))
         schema = f"`{config.schema}`"
         self._sql = {key: sql.format(schema=schema, names=names) for key, sql in QUERIES.items()}
+        self._sql["clusters"] = CLUSTERS_SQL.format(metadata=f"`{config.metadata_schema}`")
+        self._cluster_name: tuple[float, str, str] | None = None  # read at, group, name
+        #: Why the last read gave no InnoDB Cluster name: NO_METADATA, METADATA_DENIED,
+        #: NO_CLUSTER, or '' (it gave one, or the member is in no group).
+        self.cluster_name_note = ""
+        #: The GRANT that lets the account read the metadata, once a read was refused it.
+        self.cluster_name_fix = ""
         self._conn: Any = None
         self._failures = 0
         self._retry_at = 0.0
@@ -402,6 +421,7 @@ class MySQLSource:
                 view_id=stats_value.view_id,
                 group_name=variables.group_name,
                 single_primary_mode=variables.single_primary_mode,
+                group_label=await self._group_label(conn, variables.group_name),
             ),
             stats=stats_value,
             applier=applier,
@@ -413,6 +433,42 @@ class MySQLSource:
             member_weight=variables.member_weight,
             communication=await self._communication(conn, variables, view_members),
         )
+
+    async def _group_label(self, conn: Any, group_name: str) -> str:
+        """The group's InnoDB Cluster name, read at most every CLUSTER_NAME_TTL_S; '' if none.
+
+        A server without MySQL Shell's metadata 2.x, or an account that may not read it, has
+        none (``cluster_name_note`` says which, for ``grstats doctor``); the read stands.
+        """
+        cached = self._cluster_name
+        now = self._clock()
+        if cached is not None and cached[1] == group_name and now - cached[0] < CLUSTER_NAME_TTL_S:
+            return cached[2]
+        name, note = "", ""
+        if group_name:
+            try:
+                _, rows = await _records(conn, self._sql["clusters"])
+            except MySQLError as exc:
+                code = _code(exc)
+                if code in PRIVILEGE_ERRORS:
+                    note = METADATA_DENIED
+                    found = _ACCOUNT_RE.search(str(exc))
+                    user = self.config.user
+                    account = faults.account_name(*found.groups()) if found else ""
+                    account = account or faults.account_name(user, "%")
+                    self.cluster_name_fix = faults.grant_statement(
+                        self.config.metadata_schema, account
+                    )
+                elif code in _NO_METADATA_ERRORS:
+                    note = NO_METADATA
+                else:
+                    raise
+            else:
+                name = cluster_name(rows, group_name)
+                note = "" if name else NO_CLUSTER
+        self._cluster_name = (now, group_name, name)
+        self.cluster_name_note = note
+        return name
 
     async def _communication(
         self, conn: Any, variables: ServerVariables, view_members: Sequence[MemberRow]

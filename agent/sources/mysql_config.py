@@ -43,6 +43,9 @@ class MySQLSourceConfig:
             one of ``password_file`` and ``password_env``; neither means an empty password.
         schema: the schema every table is read from, ``performance_schema`` unless a test or a
             proxy exposes the same tables elsewhere.
+        metadata_schema: MySQL Shell's InnoDB Cluster metadata, whose ``clusters.cluster_name``
+            names the group (``mysql_innodb_cluster_metadata`` unless a test puts it elsewhere);
+            reading it needs ``SELECT`` on it, and a member without it has no name from it.
         connect_timeout_s: how long connecting (TCP, TLS and login) may take, in (0, 300].
         query_timeout_s: how long the queries of one read may take together, in (0, 300].
         backoff_initial_s: after a failure, how long the next connect waits, in [0, 3600];
@@ -62,6 +65,7 @@ class MySQLSourceConfig:
     password_file: Path | None = None
     password_env: str | None = None
     schema: str = "performance_schema"
+    metadata_schema: str = "mysql_innodb_cluster_metadata"
     connect_timeout_s: float = 5.0
     query_timeout_s: float = 5.0
     backoff_initial_s: float = 1.0
@@ -87,10 +91,12 @@ class MySQLSourceConfig:
             raise ConfigError(
                 "password_file and password_env: give at most one (neither: empty password)"
             )
-        if not isinstance(self.schema, str) or _SCHEMA_RE.fullmatch(self.schema) is None:
-            raise ConfigError(
-                f"schema: {self.schema!r} is not 1 to 64 characters of A-Z, a-z, 0-9, _ and $"
-            )
+        for key in ("schema", "metadata_schema"):
+            value = getattr(self, key)
+            if not isinstance(value, str) or _SCHEMA_RE.fullmatch(value) is None:
+                raise ConfigError(
+                    f"{key}: {value!r} is not 1 to 64 characters of A-Z, a-z, 0-9, _ and $"
+                )
         check_seconds("connect_timeout_s", self.connect_timeout_s, 0, MAX_TIMEOUT_S, open_low=True)
         check_seconds("query_timeout_s", self.query_timeout_s, 0, MAX_TIMEOUT_S, open_low=True)
         check_seconds("backoff_initial_s", self.backoff_initial_s, 0, MAX_BACKOFF_S)

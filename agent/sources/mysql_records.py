@@ -17,6 +17,7 @@ RECEIVED_TRANSACTION_SET minus ``gtid_executed``).
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -29,6 +30,7 @@ from grstats.agent.model import (
     CommunicationInfo,
     FlowControlSettings,
     ServerSettings,
+    is_group_label,
 )
 from grstats.agent.rows import (
     REPLICATION_GROUP_MEMBER_LAG,
@@ -456,3 +458,38 @@ def communication_info(record: Record | None) -> CommunicationInfo | None:
         single_leader_capable=bool(capable),
         failure_suspicions=text(suspicions) if suspicions in record else None,
     )
+
+
+def cluster_name(records: Sequence[Record], group_name: str) -> str:
+    """The InnoDB Cluster name of group ``group_name`` in MySQL Shell's metadata, else ''.
+
+    ``records`` are rows of ``mysql_innodb_cluster_metadata.clusters`` (metadata 2.x,
+    modules/adminapi/common/metadata/metadata-model-2.*.sql in mysql-shell) of type ``gr``:
+    ``cluster_name`` and ``attributes``, a JSON document whose
+    ``group_replication_group_name`` ties a cluster to its group (a ClusterSet's metadata holds
+    every cluster of the set). A lone cluster whose attributes name no group is taken as the
+    member's. A name that is not a group label (``is_group_label``) is not used.
+    """
+    names: list[str] = []
+    unnamed: list[str] = []
+    for record in records:
+        name = record.get("CLUSTER_NAME")
+        if isinstance(name, bytes):
+            name = name.decode("utf-8", "replace")
+        if not isinstance(name, str) or not is_group_label(name):
+            continue
+        attributes = record.get("ATTRIBUTES")
+        if isinstance(attributes, bytes):
+            attributes = attributes.decode("utf-8", "replace")
+        try:
+            parsed = json.loads(attributes) if isinstance(attributes, str) else None
+        except ValueError:
+            parsed = None
+        group = parsed.get("group_replication_group_name") if isinstance(parsed, dict) else None
+        if isinstance(group, str) and group.lower() == group_name.lower():
+            names.append(name)
+        elif group is None:
+            unnamed.append(name)
+    if names:
+        return names[0]
+    return unnamed[0] if len(unnamed) == 1 and len(records) == 1 else ""

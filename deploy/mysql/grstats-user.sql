@@ -1,4 +1,6 @@
--- The grstats agent's MySQL account: SELECT on performance_schema, nothing else.
+-- The grstats agent's MySQL account: SELECT on performance_schema, and on MySQL Shell's
+-- InnoDB Cluster metadata, whose cluster_name names the group (granted even where the schema
+-- does not exist: a group adopted into an InnoDB Cluster later shows its name then).
 --
 -- Run it once on the group's primary: Group Replication gives the account to every member.
 -- Each agent logs in from its own host over 127.0.0.1 (deploy/systemd/agent.toml). The
@@ -30,6 +32,7 @@ EXECUTE grstats_statement;
 DEALLOCATE PREPARE grstats_statement;
 
 GRANT SELECT ON performance_schema.* TO 'grstats'@'127.0.0.1';
+GRANT SELECT ON mysql_innodb_cluster_metadata.* TO 'grstats'@'127.0.0.1';
 
 SET @grstats_password = NULL;
 SET @grstats_statement = NULL;

@@ -47,6 +47,11 @@ def _ps57(mariadb: MariaDB) -> str:
     return load_schema(mariadb, "ps57")
 
 
+@pytest.fixture(name="metadata")
+def _metadata(mariadb: MariaDB) -> str:
+    return load_schema(mariadb, "md")
+
+
 @pytest.fixture(name="make_config")
 def _make_config(mariadb: MariaDB, accounts: Accounts) -> Callable[..., MySQLSourceConfig]:
     """Return a config factory for the test server: fast timeouts and backoff, any override."""

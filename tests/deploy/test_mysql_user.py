@@ -75,7 +75,7 @@ def test_header_shows_the_how_to() -> None:
 
 
 def test_account_has_select_on_performance_schema_only(server: MariaDB, tmp_path: Path) -> None:
-    """The account logs in over 127.0.0.1 and may read performance_schema and nothing else."""
+    """The account logs in over 127.0.0.1 and may read performance_schema and Shell's metadata only."""
     password_file = tmp_path / "mysql-password"
     password_file.write_text("5f0c1e2d3a4b5c6d7e8f90a1b2c3d4e5\n", encoding="utf-8")
     done = run_how_to(server, password_file)
@@ -83,9 +83,12 @@ def test_account_has_select_on_performance_schema_only(server: MariaDB, tmp_path
     with connect(server, "5f0c1e2d3a4b5c6d7e8f90a1b2c3d4e5") as conn, conn.cursor() as cursor:
         cursor.execute("SHOW GRANTS FOR CURRENT_USER")
         grants = [row[0] for row in cursor.fetchall()]
-        assert len(grants) == 2
+        assert len(grants) == 3
         assert grants[0].startswith("GRANT USAGE ON *.* TO `grstats`@`127.0.0.1`")
-        assert grants[1] == "GRANT SELECT ON `performance_schema`.* TO `grstats`@`127.0.0.1`"
+        assert sorted(grants[1:]) == [
+            "GRANT SELECT ON `mysql_innodb_cluster_metadata`.* TO `grstats`@`127.0.0.1`",
+            "GRANT SELECT ON `performance_schema`.* TO `grstats`@`127.0.0.1`",
+        ]
         with pytest.raises(pymysql.err.OperationalError) as denied:
             cursor.execute("SELECT user FROM mysql.user")
         assert denied.value.args[0] == 1142  # SELECT command denied

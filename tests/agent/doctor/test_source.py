@@ -75,17 +75,34 @@ def _bare_account(mariadb: MariaDB, accounts: Accounts) -> Iterator[str]:
 
 class TestRead:
     async def test_all_passes_and_names_the_member(
-        self, make_config: MakeConfig, ps80: str
+        self, make_config: MakeConfig, ps80: str, metadata: str
     ) -> None:
         """A member that reads well passes every line, the last one naming its server_uuid."""
-        config = make_config(ps80)
+        config = make_config(ps80, metadata_schema=metadata)
         result = await check_source(agent_config(config), timeout_s=3)
-        assert statuses(result.checks) == dict.fromkeys(STEPS, OK)
+        assert statuses(result.checks) == {**dict.fromkeys(STEPS, OK), "mysql.group_name": OK}
         assert result.member_id == LOCAL
-        connect, _, _, group, member = result.checks
+        connect, _, _, group, member, name = result.checks
         assert f"MySQL at {config.address} accepts the login of 'grstats'" in connect.message
         assert "ONLINE, SECONDARY, in group" in group.message
         assert member.message == f"the member's server_uuid is {LOCAL} at node2:3307"
+        assert name.message == f"InnoDB Cluster 'orders' ({metadata}.clusters)"
+
+    async def test_a_missing_metadata_grant_is_a_warning_with_the_grant(
+        self, make_config: MakeConfig, ps80: str, metadata: str, mariadb: MariaDB
+    ) -> None:
+        """An account that may not read the InnoDB Cluster metadata: a warning naming the GRANT."""
+        mariadb.execute(
+            "DROP DATABASE IF EXISTS md_denied; CREATE DATABASE md_denied;"
+            f"CREATE TABLE md_denied.clusters AS SELECT * FROM {metadata}.clusters"
+        )
+        config = make_config(ps80, metadata_schema="md_denied")
+        result = await check_source(agent_config(config, group_label="orders"), timeout_s=3)
+        (line,) = [check for check in result.checks if check.name == "mysql.group_name"]
+        assert line.status == WARNING
+        assert "the account may not read md_denied" in line.message
+        assert "the group is called 'orders' (group_label)" in line.message
+        assert line.fix.startswith("GRANT SELECT ON md_denied.* TO 'grstats'@'")
 
     async def test_discovers_the_other_members_agents(
         self, make_config: MakeConfig, ps80: str

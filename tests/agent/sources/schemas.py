@@ -1,7 +1,8 @@
 """The performance_schema look-alike schemas and accounts the MySQL source tests use.
 
 ``ps80`` is MySQL 8.0.27+, ``ps8026`` 8.0 before 8.0.27 (no MEMBER_COMMUNICATION_STACK) and
-``ps57`` MySQL 5.7, each filled from ``fixtures/*.sql``. The account ``grstats`` has only
+``ps57`` MySQL 5.7, each filled from ``fixtures/*.sql``; ``md`` is MySQL Shell's InnoDB Cluster
+metadata (``mysql_innodb_cluster_metadata``) naming the group of ``ps80``. The account ``grstats`` has only
 ``SELECT`` on them; ``grstats_x509`` must also log in over TLS with a client certificate.
 """
 
@@ -20,6 +21,7 @@ SCHEMAS = {
     "ps80": ("mysql80.sql",),
     "ps8026": ("mysql80.sql", "mysql8026.sql"),
     "ps57": ("mysql57.sql",),
+    "md": ("innodb_cluster_metadata.sql",),  # MySQL Shell's mysql_innodb_cluster_metadata
 }
 USER = "grstats"
 X509_USER = "grstats_x509"

@@ -34,6 +34,7 @@ from grstats.agent.model import (
 )
 from grstats.agent.rows import GROUP_REPLICATION_APPLIER, MemberRow, MemberStatsRow
 from grstats.agent.sources.mysql import NO_TIMESTAMPS_57, MySQLSource
+from grstats.agent.sources.mysql_records import cluster_name
 from tests.agent.sources.schemas import X509_USER
 from tests.mariadb import free_port, missing, run_script
 
@@ -988,3 +989,68 @@ class TestTls:
         assert (
             await read_once(make_config(ps80, host="localhost", ssl_ca=tls.ca))
         ).member_id == LOCAL
+
+
+class TestInnoDBClusterName:
+    """The group's label is its InnoDB Cluster name in MySQL Shell's metadata (issue 32)."""
+
+    async def test_the_metadata_names_the_group(
+        self, make_config: MakeConfig, ps80: str, metadata: str
+    ) -> None:
+        """Of a ClusterSet's clusters, the one whose attributes name the member's group."""
+        source = MySQLSource(make_config(ps80, metadata_schema=metadata))
+        async with source:
+            snapshot = await source.read()
+        assert snapshot.view.group_label == "orders"
+        assert source.cluster_name_note == ""
+
+    async def test_no_metadata_or_no_grant_gives_no_name(
+        self, make_config: MakeConfig, ps80: str, metadata: str, mariadb: MariaDB
+    ) -> None:
+        """Without the schema, or without SELECT on it, the read stands with no name and says why."""
+        missing = MySQLSource(make_config(ps80, metadata_schema="md_absent"))
+        async with missing:
+            assert (await missing.read()).view.group_label == ""
+        assert missing.cluster_name_note in {"no_metadata", "metadata_denied"}
+        mariadb.execute(
+            f"DROP DATABASE IF EXISTS md_denied; CREATE DATABASE md_denied;"
+            f"CREATE TABLE md_denied.clusters AS SELECT * FROM {metadata}.clusters"
+        )
+        denied = MySQLSource(make_config(ps80, metadata_schema="md_denied"))
+        async with denied:
+            snapshot = await denied.read()
+        assert snapshot.view.group_label == ""
+        assert snapshot.health == SourceHealth()
+        assert denied.cluster_name_note == "metadata_denied"
+
+    async def test_a_renamed_cluster_is_read_again_after_a_minute(
+        self, make_config: MakeConfig, ps80: str, metadata: str, mariadb: MariaDB
+    ) -> None:
+        """The name is kept CLUSTER_NAME_TTL_S, then read again (Shell's cluster.rename())."""
+        now = [1000.0]
+        source = MySQLSource(make_config(ps80, metadata_schema=metadata), clock=lambda: now[0])
+        async with source:
+            assert (await source.read()).view.group_label == "orders"
+            mariadb.execute(
+                f"UPDATE {metadata}.clusters SET cluster_name = 'payments'"
+                " WHERE cluster_name = 'orders'"
+            )
+            now[0] += 30
+            assert (await source.read()).view.group_label == "orders"
+            now[0] += 31
+            assert (await source.read()).view.group_label == "payments"
+
+
+def test_cluster_name_matches_the_group_or_a_lone_cluster() -> None:
+    """The cluster whose attributes name the group; a lone unnamed one; never another group's."""
+    other = {"CLUSTER_NAME": "dr", "ATTRIBUTES": '{"group_replication_group_name": "x"}'}
+    mine = {
+        "CLUSTER_NAME": "orders",
+        "ATTRIBUTES": f'{{"group_replication_group_name": "{GROUP.upper()}"}}',
+    }
+    lone = {"CLUSTER_NAME": "solo", "ATTRIBUTES": "{}"}
+    assert cluster_name([other, mine], GROUP) == "orders"
+    assert cluster_name([other], GROUP) == ""
+    assert cluster_name([lone], GROUP) == "solo"
+    assert cluster_name([lone, other], GROUP) == ""
+    assert cluster_name([{"CLUSTER_NAME": " bad", "ATTRIBUTES": None}], GROUP) == ""
