@@ -19,6 +19,7 @@ import sys
 import time
 import urllib.request
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import aiomysql  # type: ignore[import-untyped]
@@ -32,7 +33,6 @@ from tests.waiting import wait_until
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
-    from pathlib import Path
 
 pytestmark = pytest.mark.slow
 
@@ -394,6 +394,13 @@ EXPORTER_OFF = (
     "--no-collect.info_schema.query_response_time",
     "--no-collect.slave_status",
 )
+#: The exporter's Group Replication collectors, off by default.
+EXPORTER_GR = (
+    "--collect.perf_schema.replication_group_members",
+    "--collect.perf_schema.replication_group_member_stats",
+)
+#: The my.cnf example the README points mysqld_exporter at.
+EXPORTER_CNF = Path(__file__).parents[3] / "deploy" / "examples" / "mysqld-exporter.cnf"
 
 
 def scrape(port: int) -> str:
@@ -405,23 +412,24 @@ def scrape(port: int) -> str:
         return ""
 
 
-def test_mysqld_exporter_reads_the_agent(group: Group, tmp_path: Path) -> None:
-    """mysqld_exporter 0.14 is up, with every member's info and the asked member's stats."""
-    program = require("prometheus-mysqld-exporter", "prometheus-mysqld-exporter")
+@functools.cache
+def exporter_help(program: str) -> str:
+    """The installed exporter's --help text (0.15 and later list --mysqld.address)."""
+    done = subprocess.run(
+        [program, "--help"], capture_output=True, text=True, timeout=30, check=False
+    )
+    return done.stdout + done.stderr
+
+
+def exporter_series(
+    program: str, arguments: list[str], environment: dict[str, str], tmp_path: Path
+) -> tuple[list[str], str]:
+    """The series of a mysqld_exporter run once it reports mysql_up, and its log; it is stopped."""
     (web,) = free_ports(1)
-    environment = {
-        **os.environ,
-        "DATA_SOURCE_NAME": f"{USER}:{PASSWORD}@(127.0.0.1:{group.locked_port})/",
-    }
-    with (tmp_path / "exporter.log").open("wb") as log:  # the child keeps its own copy
+    log_path = tmp_path / "exporter.log"
+    with log_path.open("wb") as log:  # the child keeps its own copy
         exporter = subprocess.Popen(
-            [
-                program,
-                f"--web.listen-address=127.0.0.1:{web}",
-                "--collect.perf_schema.replication_group_members",
-                "--collect.perf_schema.replication_group_member_stats",
-                *EXPORTER_OFF,
-            ],
+            [program, f"--web.listen-address=127.0.0.1:{web}", *arguments],
             env=environment,
             stdout=log,
             stderr=log,
@@ -429,7 +437,7 @@ def test_mysqld_exporter_reads_the_agent(group: Group, tmp_path: Path) -> None:
     try:
 
         def exporter_log() -> str:
-            return (tmp_path / "exporter.log").read_text(encoding="utf-8", errors="replace")
+            return log_path.read_text(encoding="utf-8", errors="replace")
 
         def answered() -> str:
             """The exporter's /metrics once it reports mysql_up; fails at once if it exited."""
@@ -438,25 +446,56 @@ def test_mysqld_exporter_reads_the_agent(group: Group, tmp_path: Path) -> None:
             return text if "\nmysql_up " in text else ""
 
         text = wait_until(answered, 20, "mysqld_exporter reports mysql_up", detail=exporter_log)
-        series = [line for line in text.splitlines() if not line.startswith("#")]
-        failed = exporter_log()
-        assert "mysql_up 1" in series, failed
-        assert "mysql_exporter_last_scrape_error 0" in series, failed
-        info = [
-            s for s in series if s.startswith("mysql_perf_schema_replication_group_member_info{")
-        ]
-        assert len(info) == MEMBERS
-        for member_id in group.member_ids:
-            assert any(
-                f'member_id="{member_id}"' in s and 'member_state="ONLINE"' in s for s in info
-            )
-        checked = [
-            s for s in series if s.startswith("mysql_perf_schema_transactions_checked_total ")
-        ]
-        assert len(checked) == 1  # the asked member's own row (WHERE MEMBER_ID=@@server_uuid)
-        assert float(checked[0].split()[1]) > 0
-        assert any(s.startswith("mysql_perf_schema_transactions_in_queue ") for s in series)
-        assert any(s.startswith("mysql_version_info{") and "-grstats" in s for s in series)
+        return [line for line in text.splitlines() if not line.startswith("#")], exporter_log()
     finally:
         exporter.send_signal(signal.SIGTERM)
         exporter.wait(timeout=15)
+
+
+def assert_group_replication(series: list[str], group: Group, failed: str) -> None:
+    """The exporter is up, with every member's info and the asked member's stats."""
+    assert "mysql_up 1" in series, failed
+    assert "mysql_exporter_last_scrape_error 0" in series, failed
+    info = [s for s in series if s.startswith("mysql_perf_schema_replication_group_member_info{")]
+    assert len(info) == MEMBERS
+    for member_id in group.member_ids:
+        assert any(f'member_id="{member_id}"' in s and 'member_state="ONLINE"' in s for s in info)
+    checked = [s for s in series if s.startswith("mysql_perf_schema_transactions_checked_total ")]
+    assert len(checked) == 1  # the asked member's own row (WHERE MEMBER_ID=@@server_uuid)
+    assert float(checked[0].split()[1]) > 0
+    assert any(s.startswith("mysql_perf_schema_transactions_in_queue ") for s in series)
+    assert any(s.startswith("mysql_version_info{") and "-grstats" in s for s in series)
+
+
+def test_mysqld_exporter_reads_the_agent(group: Group, tmp_path: Path) -> None:
+    """mysqld_exporter 0.14 given DATA_SOURCE_NAME is up, with every member's info and own stats."""
+    program = require("prometheus-mysqld-exporter", "prometheus-mysqld-exporter")
+    if "--mysqld.address" in exporter_help(program):
+        pytest.skip("mysqld_exporter 0.15 and later ignore DATA_SOURCE_NAME")
+    environment = {
+        **os.environ,
+        "DATA_SOURCE_NAME": f"{USER}:{PASSWORD}@(127.0.0.1:{group.locked_port})/",
+    }
+    series, failed = exporter_series(program, [*EXPORTER_GR, *EXPORTER_OFF], environment, tmp_path)
+    assert_group_replication(series, group, failed)
+
+
+def test_mysqld_exporter_reads_the_agent_through_a_my_cnf(group: Group, tmp_path: Path) -> None:
+    """mysqld_exporter given deploy/examples' my.cnf (--config.my-cnf) reads the agent as above."""
+    program = require("prometheus-mysqld-exporter", "prometheus-mysqld-exporter")
+    example = EXPORTER_CNF.read_text(encoding="utf-8")
+    for line in ("user = grstats", "password = SECRET", "host = 127.0.0.1", "port = 7406"):
+        assert f"\n{line}\n" in example, line
+    my_cnf = tmp_path / "exporter.cnf"
+    my_cnf.write_text(
+        example.replace("user = grstats", f"user = {USER}")
+        .replace("password = SECRET", f"password = {PASSWORD}")
+        .replace("port = 7406", f"port = {group.locked_port}"),
+        encoding="utf-8",
+    )
+    my_cnf.chmod(0o600)
+    # 0.14 takes DATA_SOURCE_NAME over the file
+    environment = {k: v for k, v in os.environ.items() if k != "DATA_SOURCE_NAME"}
+    arguments = [f"--config.my-cnf={my_cnf}", *EXPORTER_GR, *EXPORTER_OFF]
+    series, failed = exporter_series(program, arguments, environment, tmp_path)
+    assert_group_replication(series, group, failed)
