@@ -6,7 +6,8 @@ them by column name. A column a newer agent adds is shown in the members' table 
 of the JSON document; a table an older agent lacks is :class:`StatusTableMissing`.
 
 The JSON document (``--format json``) is one object: ``status``, ``status_text``,
-``tolerance``, ``mode``, ``primary`` (MEMBER_IDs), ``group_name``, ``view_id``, ``as_of``
+``tolerance``, ``mode``, ``primary`` (MEMBER_IDs), ``group_name``, ``group_label`` (the
+group's human name, null when it has none or the agent is older), ``view_id``, ``as_of``
 (ISO 8601 in UTC with ``Z`` and microseconds, or null), ``throttled`` (bool),
 ``throttled_by`` (MEMBER_IDs), ``agent`` (the agent asked) and ``members``, each with
 ``member_id``, ``host``, ``port``, ``state``, ``role``, ``version``, ``connected`` (bool),
@@ -221,6 +222,7 @@ def document(status: GroupStatus) -> dict[str, Any]:
         "mode": status.group.get("MODE"),
         "primary": status.primary,
         "group_name": status.group.get("GROUP_NAME"),
+        "group_label": status.group.get("GROUP_LABEL") or None,
         "view_id": status.group.get("VIEW_ID"),
         "as_of": None if status.as_of_us is None else timestamp_iso(status.as_of_us),
         "throttled": _yes(status.group.get("THROTTLED")),
@@ -328,6 +330,7 @@ def summary(status: GroupStatus, zone: TimeZone = UTC_ZONE) -> list[tuple[str, s
         ("tolerance", status.text("TOLERANCE")),
         ("mode", status.text("MODE") or "unknown"),
         ("primary", _with_addresses(status, status.primary) or "none"),
+        *([("group label", label)] if (label := status.text("GROUP_LABEL")) else []),
         ("group name", status.text("GROUP_NAME")),
         ("view id", status.text("VIEW_ID")),
         ("as of", status.as_of(zone)),

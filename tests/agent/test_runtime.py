@@ -136,8 +136,11 @@ async def start_group(
     *,
     memory: bool = False,
     registries: Mapping[int, MemberRegistry] | None = None,
+    group_labels: Mapping[int, str] | None = None,
 ) -> Group:
     """Start ``members`` agents (the first ``started``) with the loop disabled: tests drive it.
+
+    ``group_labels`` gives some agents (by index) a ``group_label``.
 
     Over gRPC each listens on a free port of 127.0.0.1, and the started ones learn their
     peers once they are bound; with ``memory`` the agents are ``agent-N:7400`` on one
@@ -160,6 +163,9 @@ async def start_group(
             transport = faulty = FaultyTransport(GrpcTransport(limits))
             config = settings(limits=limits)
             links.append(faulty)
+        label = (group_labels or {}).get(index)
+        if label is not None:
+            config = dataclasses.replace(config, group_label=label)
         source = SimulatedSource(size, index, seed=1, group_start_s=START_S, clock=clock.s)
         registry = (registries or {}).get(index)
         agents.append(Agent(config, source, transport=transport, registry=registry, clock=clock.us))

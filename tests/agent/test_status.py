@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from grstats.agent.gossip import Counts, GossipState, Key
@@ -353,3 +354,20 @@ def test_a_clock_not_known_within_a_tenth_of_a_second_has_no_skew() -> None:
         )
         skew = {m.member_id: m.clock_skew_ms for m in members}
         assert skew == {A: 0, B: shown, C: 0}, error_us
+
+
+def test_the_group_label_is_the_served_views_else_the_most_common() -> None:
+    """The served view's label names the group; without one, most views' label, ties by name."""
+    view = three()
+    state = local_state(A, view)
+    learn(state, peer(B, replace(view, group_label="orders"), server=settings()), NOW)
+    learn(state, peer(C, replace(view, group_label="sales"), server=settings()), NOW)
+    tables = served_tables(state, local(A, view), NOW, SILENCE)
+    assert rows(tables, "replication_group_status")[0]["GROUP_LABEL"] == "orders"  # a tie
+    assert tables.group_label == "orders"
+    labelled = served_tables(state, local(A, replace(view, group_label="sales")), NOW, SILENCE)
+    assert rows(labelled, "replication_group_status")[0]["GROUP_LABEL"] == "sales"
+    other = replace(view, group_name="00000000-0000-0000-0000-000000000001", group_label="x")
+    learn(state, peer(C, other, server=settings()), NOW)
+    alone = served_tables(state, local(A, view), NOW, SILENCE)
+    assert rows(alone, "replication_group_status")[0]["GROUP_LABEL"] == "orders"

@@ -42,6 +42,7 @@ DOCUMENT_KEYS = {
     "mode",
     "primary",
     "group_name",
+    "group_label",
     "view_id",
     "as_of",
     "members",
@@ -94,6 +95,21 @@ async def _group() -> AsyncIterator[Group]:
     await stop_all(group)
 
 
+async def test_the_groups_label_from_any_agent(grstats: Grstats) -> None:
+    """One agent's group_label names the group in every agent's status, text and JSON (issue 32)."""
+    group = await start_group(3, group_labels={0: "orders"})
+    try:
+        await group.rounds(2)
+        for asked in group.agents:
+            done = await grstats("query", "status", "--node", asked.address, "--format", "json")
+            assert done.returncode == 0, done.stderr
+            assert json.loads(done.stdout)["group_label"] == "orders"
+        text = await grstats("query", "status", "--node", group.agents[2].address)
+        assert "group label: orders\n" in text.stdout
+    finally:
+        await stop_all(group)
+
+
 async def test_json_is_the_documented_document(group: Group, grstats: Grstats) -> None:
     """--format json prints one object with exactly the documented keys: OK, tolerance 1, 3 members."""
     asked = group.agents[1]
@@ -111,6 +127,7 @@ async def test_json_is_the_documented_document(group: Group, grstats: Grstats) -
         "mode": "single-primary",
         "primary": [primary],
         "group_name": local.view.group_name,
+        "group_label": None,
         "view_id": local.view.view_id,
         "throttled": False,
         "throttled_by": [],
