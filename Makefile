@@ -10,15 +10,21 @@ TEST_WORKERS ?= 2
 PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
 
 .DEFAULT_GOAL := help
-.PHONY: help install system-deps demo test check lint format bench proto clean
+.PHONY: help install system-deps demo test check lint format bench proto dist clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
 
-$(VENV)/.installed: pyproject.toml
+# The demo's environment: grstats and its Spark extra, nothing else.
+$(VENV)/.installed-demo: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "grstats needs Python >= 3.11: run make PYTHON=python3.11 ...")'
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet -e '.[spark]'
+	@touch $@
+
+# Everything the tests and the checks need besides.
+$(VENV)/.installed: $(VENV)/.installed-demo pyproject.toml
 	$(PIP) install --quiet -e '.[spark,test,dev]'
 	@touch $@
 
@@ -48,7 +54,7 @@ system-deps: ## install the system packages the tests need (MariaDB server and c
 	  fi; \
 	fi
 
-demo: $(VENV)/.installed ## the main job: a simulated 3-member group, a crash, a killed agent, collector, Spark report
+demo: $(VENV)/.installed-demo ## the main job: a simulated 3-member group, a crash, a killed agent, collector, Spark report
 	$(BIN)/grstats demo
 
 test: $(VENV)/.installed system-deps ## run the whole test suite (about 7 minutes on 2 cores)
@@ -84,6 +90,9 @@ bench: $(VENV)/.installed-bench ## run the benchmarks (not part of make test); f
 
 proto: $(VENV)/.installed ## regenerate the committed gRPC code (grstats.proto) from proto/grstats.proto
 	$(BIN)/python proto/generate.py
+
+dist: $(VENV)/.installed ## the release files in dist/: the sdist and the wheel (built from the sdist)
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m build --outdir dist .
 
 clean: ## remove the virtual environment and caches
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis .benchmarks *.egg-info

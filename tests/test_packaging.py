@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import subprocess
 import sys
+import tarfile
 import time
 import tomllib
 import venv
@@ -85,16 +87,42 @@ def folder_bytes(folder: Path) -> int:
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The wheel of grstats, built from this checkout as pip builds it."""
-    out = tmp_path_factory.mktemp("wheel")
-    run(sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--wheel-dir", out, ROOT)
+def release(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
+    """The sdist and the wheel ``make dist`` builds (the wheel from the sdist), and the log."""
+    out = tmp_path_factory.mktemp("dist")
+    environ = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    done = subprocess.run(
+        [sys.executable, "-m", "build", "--outdir", str(out), str(ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+        cwd=NEUTRAL_CWD,
+        env=environ,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    (sdist,) = out.glob("grstats-*.tar.gz")
     (built,) = out.glob("grstats-*.whl")
-    return built
+    return sdist, built, done.stdout + done.stderr
+
+
+@pytest.fixture(scope="module")
+def wheel(release: tuple[Path, Path, str]) -> Path:
+    """The wheel of grstats, built from this checkout's sdist as ``make dist`` builds it."""
+    return release[1]
+
+
+def test_the_release_builds_without_warnings(release: tuple[Path, Path, str]) -> None:
+    """The build of the sdist and the wheel (make dist) prints no warning, packaging or other."""
+    sdist, _, log = release
+    assert [line for line in log.splitlines() if "warning" in line.lower()] == []
+    with tarfile.open(sdist) as archive:
+        names = archive.getnames()
+    assert f"{sdist.name.removesuffix('.tar.gz')}/agent/sim/scenarios/steady.toml" in names
 
 
 def test_the_package_list_names_every_package_folder() -> None:
-    """pyproject.toml's packages are exactly the root and every folder below it with an __init__.py."""
+    """pyproject.toml's packages are the root, every folder with an __init__.py, and the scenarios."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"][
         "setuptools"
     ]
@@ -105,7 +133,9 @@ def test_the_package_list_names_every_package_folder() -> None:
         for init in (ROOT / name).rglob("__init__.py")
         if "__pycache__" not in init.parts
     }
-    assert set(config["packages"]) == {"grstats", *folders}
+    data_only = {"grstats.agent.sim.scenarios"}  # the built-in scenarios' TOML files
+    assert set(config["packages"]) == {"grstats", *folders, *data_only}
+    assert not any((ROOT / "agent" / "sim" / "scenarios").glob("*.py"))
 
 
 @pytest.mark.slow
