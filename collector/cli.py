@@ -38,7 +38,9 @@ each: --group LABEL=HOST:PORT[,HOST:PORT...] (repeat it), or --config FILE with 
 tables of label and nodes (both may be given; --node may not be mixed with them). Labels are
 1-64 of A-Z a-z 0-9 _ . - and unique. Every group is polled on the same tick, each on its own:
 a group whose agents are slow or down never delays another's snapshot. Every record names its
-group: group_label (the label) and group_name (group_replication_group_name).
+group: group_label (the label given; for --node, the group's label the agent answers, its
+InnoDB Cluster name or the agents' group_label, else "default"), agent_group_label (the
+agent's answer, "" when none) and group_name (group_replication_group_name).
 
 The spool is a directory of segment files (segment-<sequence>.open while written, .sealed
 once complete): checksummed msgpack records, sealed when a segment reaches --segment-size or
@@ -193,10 +195,12 @@ def parse_size(text: str) -> int:
 def settings_from(args: argparse.Namespace) -> tuple[Fleet, SpoolSettings, Limits]:
     """Return the groups, spool and loop settings of ``args``; CliError (exit 2) names the flag.
 
-    The one group of ``--node`` is labelled :data:`DEFAULT_GROUP_LABEL`; the groups of
-    ``--config`` come first, then those of ``--group``, in the order given.
+    The one group of ``--node`` is given no label (its records take the agents' label, its
+    metrics :data:`DEFAULT_GROUP_LABEL`); the groups of ``--config`` come first, then those
+    of ``--group``, in the order given.
     """
     specs = group_specs(args)
+    named = not args.node
     try:
         return (
             Fleet(
@@ -205,7 +209,7 @@ def settings_from(args: argparse.Namespace) -> tuple[Fleet, SpoolSettings, Limit
                         spec.nodes,
                         interval_s=args.interval,
                         timeout_s=args.timeout,
-                        group_label=spec.label,
+                        group_label=spec.label if named else None,
                     )
                     for spec in specs
                 )
@@ -295,7 +299,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         metrics = CollectorMetrics(writer.directory)
         for group in fleet.groups:
-            metrics.group(group.group_label)  # its series are there from the first scrape
+            metrics.group(group.label)  # its series are there from the first scrape
         if listen is not None:
             server = _serve_metrics(metrics, listen, args.metrics_listen)
             logger.info("metrics_served", address=join_address(listen[0], server.port))

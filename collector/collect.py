@@ -23,7 +23,15 @@ if it is due by age. It keeps going when no agent of a group answers
 (``no_agent_answered`` with the group's label, logged when it starts and then once per summary
 period) and logs ``collector_summary`` every ``summary_every_s``. It does not close the spool
 writer: its owner does, which seals the open segment. Given metrics, it counts the snapshots,
-failed polls and failovers of each group (its poller's ``group_label``) as they happen.
+failed polls and failovers of each group (its poller's ``settings.label``) as they happen.
+
+A group is known by its poller's ``settings.label`` in the metrics, the logs and the progress:
+the label the operator gave it, ``default`` for the one group of ``--node``. That group's
+records are named by the label its agents answer
+(:func:`~grstats.collector.records.record_from_response`), which may come only after the
+first answers, or change; a metric's series keeps one label for the run, so the name the
+records took last is in the group's progress (:attr:`GroupProgress.group_label`), not in the
+metrics.
 """
 
 from __future__ import annotations
@@ -88,6 +96,8 @@ class GroupProgress:
         failovers: times its poller moved on from an agent that stopped answering.
         agent: the agent its next poll asks first.
         group_name: GR's group name in its last record ("" before one, or while unknown).
+        group_label: the ``group_label`` of its last record ("" before one): the label the
+            operator gave, or for the group of ``--node`` the one its agents answer.
     """
 
     snapshots: int = 0
@@ -96,6 +106,7 @@ class GroupProgress:
     failovers: int = 0
     agent: str = ""
     group_name: str = ""
+    group_label: str = ""
 
 
 @dataclass(slots=True)
@@ -113,7 +124,8 @@ class Progress:
         bytes: frame bytes appended.
         agent: the agent the next poll of the first group asks first.
         elapsed_s: seconds since the loop started.
-        groups: each group's progress, by label, in the order the groups were given.
+        groups: each group's progress, by its poller's ``settings.label``, in the order the
+            groups were given.
     """
 
     snapshots: int = 0
@@ -149,7 +161,7 @@ async def collect(  # noqa: PLR0913  (the loop's collaborators are explicit)
     """Poll every group each ``interval_s`` into ``writer`` until stopped; return progress.
 
     ``pollers`` has one poller per group, with distinct labels and one interval. ``metrics``
-    (when given) counts under each poller's ``settings.group_label``.
+    (when given) counts under each poller's ``settings.label``.
 
     Raises:
         ConfigError: no poller, two with one label, or pollers of different intervals.
@@ -194,7 +206,7 @@ class _Group:
 
     def __init__(self, poller: Poller, metrics: GroupMetrics | None) -> None:
         self.poller = poller
-        self.label = poller.settings.group_label
+        self.label = poller.settings.label
         self.metrics = metrics
         self.task: asyncio.Task[None] | None = None
         self.committing = False  # its poll has answered and waits for the spool
@@ -233,7 +245,7 @@ class _Run:
     ) -> None:
         self.interval_s = Fleet(tuple(poller.settings for poller in pollers)).interval_s
         self.groups = [
-            _Group(poller, None if metrics is None else metrics.group(poller.settings.group_label))
+            _Group(poller, None if metrics is None else metrics.group(poller.settings.label))
             for poller in pollers
         ]
         self.writer, self.limits = writer, limits
@@ -302,6 +314,7 @@ class _Run:
         self.progress.snapshots += 1
         group.progress.snapshots += 1
         group.progress.group_name = record["group_name"]
+        group.progress.group_label = record["group_label"]
         if group.metrics is not None:
             group.metrics.snapshot_written(record["collected_at_us"] / 1e6)
         group.failure_reported = False

@@ -35,7 +35,9 @@ little-endian integers; nulls: an Arrow validity bitmap, LSB first, or empty whe
 null), ``["float", data, nulls]`` (64-bit IEEE floats, little-endian) or
 ``["text", texts, codes]`` (texts: the distinct UTF-8 texts, the first being null; codes: a
 signed 32-bit little-endian index into them per row). Names are the decoder's output columns
-(:data:`TAKEN`) plus :data:`RECORD_COLUMNS`.
+(:data:`TAKEN`) plus :data:`RECORD_COLUMNS`. ONLY APPEND columns: a file written before a
+column of :data:`LATER_RECORD_COLUMNS` existed lacks it, and readers take every one of its rows
+as that column's value there (the file stays usable; the magic is unchanged).
 
 Imports only the standard library and msgpack: the collector runs without pyarrow.
 """
@@ -144,7 +146,11 @@ RECORD_COLUMNS: dict[str, str] = {
     "record_offset": "int",  # the record's frame offset in the segment
     "group_label": "text",  # DEFAULT_GROUP_LABEL where missing
     "group_name": "text",  # "" where missing
+    "agent_group_label": "text",  # "" where missing
 }
+#: Columns of RECORD_COLUMNS appended after columns files were first written, and the value of
+#: each row of a file without one (the value a record without the key has).
+LATER_RECORD_COLUMNS: dict[str, str] = {"agent_group_label": ""}
 
 
 def columns_path(segment: Path) -> Path:
@@ -414,6 +420,7 @@ class SegmentColumns:
         agent = record["agent"]
         label = record.get("group_label", DEFAULT_GROUP_LABEL)
         group = record.get("group_name", "")
+        agent_label = record.get("agent_group_label", "")
         if count:
             for sinks, cells in zip(layout.sinks, taken, strict=True):
                 for row in cells:
@@ -427,6 +434,7 @@ class SegmentColumns:
             self.columns["record_offset"].add_many(offset, count)
             self.columns["group_label"].add_many(label, count)
             self.columns["group_name"].add_many(group, count)
+            self.columns["agent_group_label"].add_many(agent_label, count)
         self.records += 1
         self.rows += count
 

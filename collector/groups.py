@@ -1,7 +1,8 @@
 """The groups one collector polls: labels, ``--group LABEL=HOST:PORT,...`` and ``[[groups]]`` files.
 
 A group is a label the operator chooses and the agents to ask, in failover order. The label
-names the group in every spool record (``group_label``) and in the collector's ``/metrics``.
+names the group in every spool record (``group_label``, whatever label its agents answer) and
+in the collector's ``/metrics``.
 Labels are 1 to 64 of ``A-Z a-z 0-9 _ . -``, unique among the groups of one collector.
 
 A collector config file (``grstats collect --config FILE``, TOML) holds the groups only; the

@@ -12,7 +12,10 @@ Series (Prometheus' text format, prometheus-client's HTTP server in a thread of 
 
 ``group_label`` is the operator's name of a group: the collector's one group of ``--node`` is
 ``default`` (:data:`~grstats.collector.poller.DEFAULT_GROUP_LABEL`), taken from
-:attr:`PollerSettings.group_label <grstats.collector.poller.PollerSettings.group_label>`. A
+:attr:`PollerSettings.label <grstats.collector.poller.PollerSettings.label>`. It stays
+``default`` when the agents of that group answer a label of their own, which names its
+records: a series keeps its labels for the whole run, and that label may come only after the
+first answers (the agents' own ``grstats_group_info{group_name, group_label}`` has it). A
 group's series exist from the start, the counters at 0 and the timestamp at 0 until its first
 snapshot, so that ``rate()`` sees the first increase and a collector that never collected has
 a last snapshot infinitely old. The timestamp is the snapshot's ``collected_at_us``, in

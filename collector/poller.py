@@ -42,7 +42,8 @@ if TYPE_CHECKING:
 INTERVAL_RANGE_S = (1.0, 3600.0)
 #: Longest time to wait for one agent's answer, seconds.
 MAX_TIMEOUT_S = 60.0
-#: The label of the one group of ``--node`` (its records' and its metrics' ``group_label``).
+#: The label of the one group of ``--node``: its metrics', logs' and progress' ``group_label``
+#: always, its records' while its agents answer no label of their own.
 DEFAULT_GROUP_LABEL = records.DEFAULT_GROUP_LABEL
 # Reconnect soon to an agent that comes back (gRPC's default backoff grows to 120 s).
 _CHANNEL_OPTIONS = [
@@ -59,16 +60,19 @@ class PollerSettings:
         nodes: the agents' ``host:port``, in the order they are tried; at least one.
         interval_s: seconds between snapshots, 1 to 3600.
         timeout_s: seconds to wait for one agent before trying the next, over 0 up to 60.
-        group_label: the operator's name of the group these agents serve; it labels the
-            group's records (``group_label``) and its series of the collector's ``/metrics``.
-            1 to 64 of ``A-Z a-z 0-9 _ . -``; default :data:`DEFAULT_GROUP_LABEL`
-            (``default``, the one group of ``--node``).
+        group_label: the operator's name of the group these agents serve (``--group``,
+            ``[[groups]]``), 1 to 64 of ``A-Z a-z 0-9 _ . -``; it names the group in its
+            records (``group_label``), whatever label the agents answer. None (default: the
+            one group of ``--node``, not named by the operator): each record takes the label
+            its agent answers (``QueryResponse.group_label``), :data:`DEFAULT_GROUP_LABEL`
+            while it answers none. The collector's own metrics, logs and progress name the
+            group by :attr:`label` either way.
     """
 
     nodes: tuple[str, ...]
     interval_s: float = 1.0
     timeout_s: float = 2.0
-    group_label: str = DEFAULT_GROUP_LABEL
+    group_label: str | None = None
 
     def __post_init__(self) -> None:
         if not self.nodes:
@@ -91,7 +95,18 @@ class PollerSettings:
             open_low=True,
             accepted=f"a number of seconds over 0 up to {MAX_TIMEOUT_S:g}",
         )
-        check_label("group_label", self.group_label)
+        if self.group_label is not None:
+            check_label("group_label", self.group_label)
+
+    @property
+    def label(self) -> str:
+        """The group's label in the collector's ``/metrics``, logs and progress: fixed for a run.
+
+        ``group_label``, or :data:`DEFAULT_GROUP_LABEL` when none was given. The label the
+        agents answer is not taken here: it may come only after the first answers, and may
+        change, while a series' labels must not.
+        """
+        return DEFAULT_GROUP_LABEL if self.group_label is None else self.group_label
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,7 +115,7 @@ class Fleet:
 
     Attributes:
         groups: one :class:`PollerSettings` per group, in the order given; at least one,
-            labels unique, one ``interval_s``.
+            labels (:attr:`PollerSettings.label`) unique, one ``interval_s``.
     """
 
     groups: tuple[PollerSettings, ...]
@@ -110,14 +125,14 @@ class Fleet:
             raise ConfigError("groups: () is empty; give at least one group to poll")
         labels: set[str] = set()
         for group in self.groups:
-            if group.group_label in labels:
+            if group.label in labels:
                 raise ConfigError(
-                    f"group_label: {group.group_label!r} names two groups; labels are unique"
+                    f"group_label: {group.label!r} names two groups; labels are unique"
                 )
-            labels.add(group.group_label)
+            labels.add(group.label)
             if group.interval_s != self.interval_s:
                 raise ConfigError(
-                    f"interval_s: {group.interval_s!r} of group {group.group_label!r} is not "
+                    f"interval_s: {group.interval_s!r} of group {group.label!r} is not "
                     f"the {self.interval_s!r} of the first; one collector has one interval"
                 )
 

@@ -9,15 +9,25 @@ Schema version 1 (the ``schema`` key)::
         "agent_member": str,      # that agent's member (server_uuid), "" while it knows none
         "served_at_us": int,      # the agent's clock when it answered
         "tables": {name: {"columns": [str, ...], "rows": [[cell, ...], ...]}},
-        "group_label": str,       # the operator's label of the group (--group LABEL=...,
-                                  # [[groups]] label); "default" for the one group of --node
+        "group_label": str,       # the group's name: the operator's label of it (--group
+                                  # LABEL=..., [[groups]] label) when given; for the one group
+                                  # of --node, its agent_group_label when that is a group
+                                  # label (agent.model.is_group_label), else "default"
         "group_name": str,        # group_replication_group_name as the agent asked reports
                                   # it (QueryResponse.group_name), "" while it knows none
+        "agent_group_label": str, # the group's label as the agent asked answers it
+                                  # (QueryResponse.group_label: its InnoDB Cluster name or the
+                                  # agents' configured group_label), "" when it knows none
     }
 
 ``group_label`` and ``group_name`` were appended (schema still 1): records written before them
 lack both keys, and readers take a missing key as :data:`DEFAULT_GROUP_LABEL` and ``""``. One
 spool holds the records of every group the collector polls; ``group_label`` tells them apart.
+``agent_group_label`` was appended after them (schema still 1): readers take a missing key as
+``""``. Before it, ``group_label`` was always the collector's label (``default`` for
+``--node``); it is still the group's name in the spool, the collector's label winning, but a
+``--node`` record's may now be the agents' label, of the agents' rules (1 to 63 printable
+characters: spaces and non-ASCII letters too), not only ``default``.
 
 ``tables`` holds the four tables of :data:`TABLE_NAMES` with the extended columns (CONNECTED,
 IN_VIEW, LAST_SEEN, AGE_MS, SOURCE) after MySQL's. Cells are msgpack natives: ``str``,
@@ -47,7 +57,8 @@ if TYPE_CHECKING:
 SCHEMA_VERSION = 1
 #: Every record schema version this code reads.
 KNOWN_SCHEMAS = frozenset({1})
-#: The ``group_label`` of the one group of ``--node`` (and of records older than the key).
+#: The ``group_label`` of the one group of ``--node`` while its agents answer no label (and of
+#: records older than the key).
 DEFAULT_GROUP_LABEL = "default"
 #: The tables every record holds, in the order the collector asks for them.
 TABLE_NAMES: tuple[str, ...] = (
@@ -74,11 +85,15 @@ def record_from_response(
     *,
     agent: str,
     collected_at_us: int,
-    group_label: str = DEFAULT_GROUP_LABEL,
+    group_label: str | None = None,
 ) -> Record:
     """Return the record of one Query.Read answer asked of ``agent`` at ``collected_at_us``.
 
-    ``group_label`` is the operator's label of the group ``agent`` belongs to.
+    ``group_label`` is the operator's label of the group ``agent`` belongs to; it names the
+    group in the record whatever the agent answers. None (the one group of ``--node``, which
+    the operator did not name): the record's ``group_label`` is the label the agent answers
+    (``response.group_label``) when it is a group label, else :data:`DEFAULT_GROUP_LABEL`.
+    ``agent_group_label`` is the agent's answer either way.
 
     Raises:
         RecordError: a table of :data:`TABLE_NAMES` is missing, a row does not have one cell
@@ -88,6 +103,7 @@ def record_from_response(
     # Imported here: the agent's wire conversions bring protobuf and the gossip core, which
     # ingest's executors, reading records, never need (docs/benchmarks.md, "Spark ingest").
     from grstats.agent.convert import table_from_wire  # noqa: PLC0415
+    from grstats.agent.model import is_group_label  # noqa: PLC0415
 
     wire = {table.name: table for table in response.tables}
     tables: dict[str, dict[str, Any]] = {}
@@ -109,6 +125,10 @@ def record_from_response(
                 ]
             )
         tables[name] = {"columns": columns, "rows": cells}
+    answered = response.group_label
+    if group_label is None:
+        # An answer that is not a label (not printable, too long) names nothing: the default.
+        group_label = answered if is_group_label(answered) else DEFAULT_GROUP_LABEL
     return {
         "schema": SCHEMA_VERSION,
         "collected_at_us": collected_at_us,
@@ -118,6 +138,7 @@ def record_from_response(
         "tables": tables,
         "group_label": group_label,
         "group_name": response.group_name,
+        "agent_group_label": answered,
     }
 
 

@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 STORED_COLUMNS = frozenset(
     out for taken in columns_file.TAKEN.values() for out, _ in taken
 ) | frozenset(columns_file.RECORD_COLUMNS)
+#: The columns of STORED_COLUMNS that a file written before they existed lacks.
+LATER_COLUMNS = frozenset(columns_file.LATER_RECORD_COLUMNS)
 
 
 class ColumnsUnusable(Exception):
@@ -50,7 +52,9 @@ class StoredColumns:
         rows: member rows (cells per column).
         columns: each column of :data:`STORED_COLUMNS` as the file stores it:
             ``["int", data, nulls]``, ``["float", data, nulls]`` or ``["text", texts, codes]``
-            (:mod:`grstats.collector.columns` describes them).
+            (:mod:`grstats.collector.columns` describes them); a column of
+            :data:`LATER_COLUMNS` is missing from a file written before it existed (each row
+            has its value of :data:`~grstats.collector.columns.LATER_RECORD_COLUMNS`).
     """
 
     name: str
@@ -152,6 +156,6 @@ def _checked(segment: Path, data: bytes, segment_size: int) -> StoredColumns:
             f"made for a segment whose last frame, at offset {offset}, has CRC-32 {crc:#010x}"
         )
     count, stored = body["rows"], body["columns"]
-    if set(stored) != STORED_COLUMNS:
+    if not STORED_COLUMNS - LATER_COLUMNS <= set(stored) <= STORED_COLUMNS:
         raise ColumnsUnusable(f"columns {sorted(stored)} are not the member rows'")
     return StoredColumns(segment.name, body["records"], count, stored)

@@ -35,7 +35,7 @@ import pyarrow.compute as pc
 
 from grstats.agent.gtid import GtidError, GtidSet
 from grstats.collector import segment_reader
-from grstats.collector.columns import TAKEN, tuple_getter
+from grstats.collector.columns import LATER_RECORD_COLUMNS, TAKEN, tuple_getter
 from grstats.collector.errors import SegmentCorrupt
 from grstats.collector.records import KNOWN_SCHEMAS, TABLE_NAMES, check_schema
 from grstats.collector.segment_reader import ColumnsUnusable, StoredColumns
@@ -110,6 +110,7 @@ ARROW_MEMBER_ROWS = pa.schema(
         ("record_offset", pa.int64()),
         ("group_label", pa.string()),
         ("group_name", pa.string()),
+        ("agent_group_label", pa.string()),
     ]
 )
 
@@ -208,6 +209,9 @@ def read_columns(segment: Path | str, segment_size: int) -> DecodedSegment:
 def _from_columns(stored: StoredColumns) -> DecodedSegment:
     count = stored.rows
     read = {column: _stored_column(spec, count) for column, spec in stored.columns.items()}
+    for column, value in LATER_RECORD_COLUMNS.items():  # a file written before the column
+        if column not in read:
+            read[column] = pa.array([value.encode()] * count, pa.binary())
     batch = _assemble(read, count, stored.name)
     return DecodedSegment(
         stored.name, pa.Table.from_batches([batch], ARROW_MEMBER_ROWS), stored.records
@@ -338,6 +342,7 @@ class _Builder:
         self.offset: list[int] = []
         self.group_label: list[bytes] = []
         self.group_name: list[bytes] = []
+        self.agent_group_label: list[bytes] = []
         self.records = 0
 
     def add(self, record: dict[bytes, Any], offset: int) -> None:
@@ -374,6 +379,7 @@ class _Builder:
         # Records written before they named their group: the default label, no group name.
         self.group_label.extend([record.get(b"group_label", _DEFAULT_LABEL)] * count)
         self.group_name.extend([record.get(b"group_name", b"")] * count)
+        self.agent_group_label.extend([record.get(b"agent_group_label", b"")] * count)
         self.records += 1
         if self.records >= BATCH_RECORDS:
             self._to_arrow()
@@ -397,6 +403,7 @@ class _Builder:
             "record_offset": pa.array(self.offset, pa.int64()),
             "group_label": pa.array(self.group_label, pa.binary()),
             "group_name": pa.array(self.group_name, pa.binary()),
+            "agent_group_label": pa.array(self.agent_group_label, pa.binary()),
         }
         for kept, outputs, struct in zip(
             self.kept, self.plan.outputs, self.plan.structs, strict=True
@@ -418,7 +425,8 @@ def _assemble(read: Mapping[str, pa.Array], count: int, segment: str) -> pa.Reco
     """One batch of member rows from their columns as read, for the decoder and the columns file.
 
     ``read`` holds, for ``count`` rows: ``collected_at`` and ``served_at`` (int64 µs),
-    ``agent``, ``group_label`` and ``group_name`` (UTF-8 as binary), ``record_offset``
+    ``agent``, ``group_label``, ``group_name`` and ``agent_group_label`` (UTF-8 as binary),
+    ``record_offset``
     (int64), and each output column of :data:`TAKEN` as :func:`_cell_type` reads it (one a
     record layout lacks may be left out: it is null).
     """
@@ -445,6 +453,7 @@ def _assemble(read: Mapping[str, pa.Array], count: int, segment: str) -> pa.Reco
     columns["record_offset"] = read["record_offset"]
     columns["group_label"] = read["group_label"].cast(pa.string())
     columns["group_name"] = read["group_name"].cast(pa.string())
+    columns["agent_group_label"] = read["agent_group_label"].cast(pa.string())
     return pa.record_batch([columns[field.name] for field in ARROW_MEMBER_ROWS], ARROW_MEMBER_ROWS)
 
 

@@ -20,9 +20,12 @@ unwieldy (``last_applied_original_commit`` for LAST_APPLIED_TRANSACTION_ORIGINAL
   ``connected``, ``in_view``, ``last_seen``, ``age_ms``;
 * lineage: ``segment`` (the spool segment's file name) and ``record_offset`` (the frame's byte
   offset in it);
-* the group: ``group_label`` (the operator's name of the group, as the collector was given it;
-  ``default`` for records written before records named their group) and ``group_name`` (GR's
-  group name as the agent reported it, "" when unknown). Several groups share one table.
+* the group: ``group_label`` (the group's name: the collector's label of it when given, else,
+  for its one group of ``--node``, the label the agent answered, ``default`` when none; and
+  ``default`` for records written before records named their group), ``group_name`` (GR's
+  group name as the agent reported it, "" when unknown) and ``agent_group_label`` (the group's
+  label as the agent answered it, its InnoDB Cluster name or the agents' ``group_label``; ""
+  when none, and for records written before the key). Several groups share one table.
 
 Timestamps are UTC; MySQL's zero timestamp is null.
 
@@ -75,7 +78,11 @@ MEMBER_ROWS = from_arrow_schema(ARROW_MEMBER_ROWS)
 
 #: The columns appended after the first release, and the value of rows written before them
 #: (:func:`grstats.spark.table.read_member_rows` fills them in for older data files).
-LATER_COLUMNS: dict[str, str] = {"group_label": "default", "group_name": ""}
+LATER_COLUMNS: dict[str, str] = {
+    "group_label": "default",
+    "group_name": "",
+    "agent_group_label": "",
+}
 
 #: The column names of MEMBER_ROWS, in order.
 MEMBER_ROW_COLUMNS: tuple[str, ...] = tuple(MEMBER_ROWS.fieldNames())

@@ -489,7 +489,8 @@ def read_member_rows(spark: SparkSession, table_dir: Path | str) -> DataFrame:
     Only files named by a commit are read, so a load in progress or an interrupted one is never
     seen. A directory without commits gives an empty DataFrame. Data files written before a
     column of :data:`LATER_COLUMNS` existed read as that column's default (``group_label``
-    ``default``, ``group_name`` ""), so older tables need no migration.
+    ``default``, ``group_name`` and ``agent_group_label`` ""), so older tables need no
+    migration.
 
     Raises:
         TableError: the log is broken (a missing commit, an unreadable entry).

@@ -32,6 +32,15 @@ _TOP_ONLY = ("format", "empty", "table", "settings")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
+def group_heading(label: str, name: str) -> str:
+    """A group as people name it: its label, then GR's group name when known, ``orders (8a84...)``.
+
+    ``label`` is the rows' ``group_label``: the collector's label of the group, or the label its
+    agents answered (the InnoDB Cluster name, the agents' ``group_label``), else ``default``.
+    """
+    return f"{label} ({name})" if name else label
+
+
 def group_dirs(labels: Iterable[str]) -> dict[str, str]:
     """Return a directory name for each label: the label made file-safe, unique among them."""
     dirs: dict[str, str] = {}
@@ -169,10 +178,10 @@ def render_fleet(
         "</table>",
     ]
     for entry in groups:
-        name = f" ({entry['group_name']})" if entry["group_name"] else ""
+        heading = group_heading(entry["group_label"], entry["group_name"])
         parts += [
             f"<section id='{_anchor(entry)}'>",
-            f"<h2>Group {html.escape(entry['group_label'] + name)}</h2>",
+            f"<h2>Group {html.escape(heading)}</h2>",
             body(pages[entry["group_label"]], anchor=f"{_anchor(entry)}-")
             .replace("<h3>", "<h4>")
             .replace("</h3>", "</h4>")

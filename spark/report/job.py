@@ -20,6 +20,7 @@ from grstats.spark.report.fleet import (
     fleet_summary,
     group_dirs,
     group_entry,
+    group_heading,
     render_fleet,
 )
 from grstats.spark.report.inputs import (
@@ -35,6 +36,7 @@ from grstats.spark.report.summary import (
     FORMAT,
     build_summary,
     empty_summary,
+    named,
     range_summary,
     settings_summary,
 )
@@ -150,8 +152,8 @@ def run_report(
         return _write_empty(config, source, out, step)
     collected = _compute(source, config, step)
     if len(groups) == 1:
-        (label,) = groups
-        result, _ = _write_group(config, collected.of_group(label), out, step)
+        ((label, name),) = groups.items()
+        result, _ = _write_group(config, collected.of_group(label), out, step, group=(label, name))
         return result
     return _write_fleet(config, collected, groups, step)
 
@@ -169,14 +171,20 @@ def _write_empty(config: ReportConfig, source: Source, out: Path, step: _Progres
     )
 
 
-def _write_group(
+def _write_group(  # noqa: PLR0913  (what one group's report needs, explicit)
     config: ReportConfig,
     collected: _Collected,
     out: Path,
     step: _Progress,
     tables_dir: str = "tables",
+    *,
+    group: tuple[str, str],
 ) -> tuple[ReportResult, PageData]:
-    """Write the report of one group's ``collected`` tables into ``out``; return it and its page."""
+    """Write the report of one group's ``collected`` tables into ``out``; return it and its page.
+
+    ``group`` is the group's label and GR's group name ("" when unknown): the page's heading
+    and summary.json name the group by them.
+    """
     html_path, summary_path = out / "report.html", out / "summary.json"
     text = range_text(config)
     tables = collected.rows
@@ -188,8 +196,9 @@ def _write_group(
         write_parquet(tables_path / name, schema, tables[name])
     step(f"wrote {tables_dir}/ ({sum(len(rows) for rows in tables.values()):,} rows)")
     source = collected.source
-    summary = build_summary(
-        config, tables, collected.bucket_s, source.name, source.percentile_method
+    summary = named(
+        build_summary(config, tables, collected.bucket_s, source.name, source.percentile_method),
+        *group,
     )
     summary_path.write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     settings = (
@@ -198,7 +207,7 @@ def _write_group(
         f"{source.percentile_method}"
     )
     page = PageData(
-        title=TITLE,
+        title=f"{TITLE}: group {group_heading(*group)}",
         range_text=f"{text}: {summary['range']['snapshots']:,} snapshots from "
         f"{summary['range']['first_snapshot']} to {summary['range']['last_snapshot']}, "
         f"{len(summary['members'])} members",
@@ -237,11 +246,10 @@ def _write_fleet(
             directory,
             step.within(f"group {label!r}: "),
             f"{GROUPS_DIR}/{dirs[label]}/tables",
+            group=(label, name),
         )
         entries.append(group_entry(label, name, dirs[label], result.summary))
-        pages[label] = dataclasses.replace(
-            page, title=f"Group {label}" + (f" ({name})" if name else "")
-        )
+        pages[label] = dataclasses.replace(page, title=f"Group {group_heading(label, name)}")
     source = collected.source
     top = {
         "format": FORMAT,

@@ -207,6 +207,8 @@ def read_rows(path: str, start_us: int | None, end_us: int | None) -> pa.Table:
     present = set(pq.read_schema(path).names)
     table = pq.read_table(path, columns=[name for name in ROW_INPUTS if name in present])
     for name, default in LATER_COLUMNS.items():
+        if name not in ROW_INPUTS:
+            continue
         if name not in present:
             table = table.append_column(name, pa.array([default] * table.num_rows, pa.string()))
         elif table.column(name).null_count:

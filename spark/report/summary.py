@@ -2,7 +2,9 @@
 
 Layout (``format`` 1; keys are only ever added)::
 
-    {"format": 1, "empty": false, "table": "...", "range": {...},
+    {"format": 1, "empty": false, "table": "...",
+     "group_label": "orders", "group_name": "8a84f397-...",  # "" when GR's name is unknown
+     "range": {...},
      "settings": {..., "source": "rows" or "rollups", "percentiles": "how"},
      "group": {FIGURES columns}, "members": [{FIGURES columns}, ...],
      "unreachable_episodes": [...], "not_connected_episodes": [...],
@@ -11,6 +13,8 @@ Layout (``format`` 1; keys are only ever added)::
      "tables": {"figures": {"csv": "tables/figures.csv", "parquet": "tables/figures", "rows": n}}}
 
 Times are ISO 8601 UTC with a Z; durations and rates are numbers; unknown figures are null.
+``group_label`` is the rows' (the collector's label of the group, or the label its agents
+answered, else ``default``); it and ``group_name`` were added to format 1.
 """
 
 from __future__ import annotations
@@ -70,6 +74,16 @@ def empty_summary(
     }
 
 
+def named(summary: Mapping[str, Any], label: str, name: str) -> dict[str, Any]:
+    """``summary`` naming its group: ``group_label`` and ``group_name`` after ``table``."""
+    found: dict[str, Any] = {}
+    for key, value in summary.items():
+        found[key] = value
+        if key == "table":
+            found |= {"group_label": label, "group_name": name}
+    return found
+
+
 def build_summary(
     config: ReportConfig,
     tables: Mapping[str, Sequence[Mapping[str, Any]]],
@@ -77,7 +91,10 @@ def build_summary(
     source: str = "rows",
     percentiles: str = PERCENTILE_METHOD,
 ) -> dict[str, Any]:
-    """Return summary.json's content from the collected result tables (by table name)."""
+    """Return summary.json's content from the collected result tables (by table name).
+
+    The group's ``group_label`` and ``group_name`` are :func:`named`'s to add.
+    """
     figures = tables["figures"]
     group = next(row for row in figures if row["scope"] == "group")
     throttling = tables["throttling_episodes"]

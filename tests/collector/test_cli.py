@@ -78,14 +78,16 @@ def agents_of_open_segment(spool: Path) -> list[str]:
 
 
 Agents = tuple[list[int], list[subprocess.Popen[bytes]]]
+#: The agents of the shared fixture name their group (QueryResponse.group_label).
+AGENTS_LABEL = ("--group-label", "orders")
 
 
 @contextlib.contextmanager
-def three_agents(directory: Path) -> Iterator[Agents]:
-    """Three agent processes of a simulated group that all hear each other."""
+def three_agents(directory: Path, *extra: str) -> Iterator[Agents]:
+    """Three agent processes of a simulated group that all hear each other (``extra``: flags)."""
     ports = free_ports(3)
     start = int(time.time())
-    processes = [start_agent(i, ports, start, directory) for i in range(3)]
+    processes = [start_agent(i, ports, start, directory, *extra) for i in range(3)]
     try:
         wait_until(
             lambda: all(len(members(port)) == 3 for port in ports),
@@ -103,8 +105,8 @@ def three_agents(directory: Path) -> Iterator[Agents]:
 
 @pytest.fixture(name="agents", scope="module")
 def _agents(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Agents]:
-    """Three agents shared by the tests that only read from them."""
-    with three_agents(tmp_path_factory.mktemp("agents")) as agents:
+    """Three agents shared by the tests that only read from them; they name their group orders."""
+    with three_agents(tmp_path_factory.mktemp("agents"), *AGENTS_LABEL) as agents:
         yield agents
 
 
@@ -167,7 +169,7 @@ def test_failover_and_sigterm_seal(tmp_path: Path, own_agents: Agents) -> None:
 def test_count_and_json_summary(
     tmp_path: Path, agents: Agents, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """--count 2 --format json stops by itself after two snapshots, sealed, with a JSON summary."""
+    """--count 2 --format json stops after two snapshots, sealed, named by the agents' label."""
     ports, _ = agents
     spool = tmp_path / "spool"
     done = run_collect(
@@ -182,7 +184,9 @@ def test_count_and_json_summary(
         1,
         str(spool),
     )
-    assert len(records(spool)) == 2
+    found = records(spool)
+    assert [(r["group_label"], r["agent_group_label"]) for r in found] == [("orders", "orders")] * 2
+    assert summary["groups"]["default"]["group_label"] == "orders"  # keyed as the metrics are
     (segment,) = sealed_segments(spool)
     assert columns_path(segment).exists()  # the member rows as columns, for ingest
 
@@ -224,7 +228,8 @@ def test_groups_of_a_config_file_and_flags(
     assert summary["groups"]["down"]["snapshots"] == 0
     assert summary["groups"]["down"]["failed_polls"] >= 1
     found = records(spool)
-    assert [r["group_label"] for r in found] == ["up", "up"]
+    assert [r["group_label"] for r in found] == ["up", "up"]  # the collector's label wins
+    assert [r["agent_group_label"] for r in found] == ["orders", "orders"]
     assert len({r["group_name"] for r in found}) == 1
     assert found[0]["group_name"]
     unanswered = [e for e in log_events(done.stderr) if e["event"] == "no_agent_answered"]

@@ -248,6 +248,15 @@ def test_the_builder_counts_every_record(
     assert texts[1] in (b"east", b"default")
 
 
+def test_the_builder_keeps_the_agents_label() -> None:
+    """agent_group_label is kept per row; a record from before the key gives ""."""
+    columns = SegmentColumns()
+    columns.add(make_record(1, group=("sales", "x"), agent_label="orders"), 8)
+    columns.add(make_record(2, group=("sales", "x")), 100)
+    texts, codes = columns.columns["agent_group_label"].encode()[1:]
+    assert [texts[code] for code in array("i", codes)] == [b"orders"] * 3 + [b""] * 3
+
+
 def test_a_record_is_not_changed_by_the_builder() -> None:
     """The builder only reads the records it is given (the writer encodes them after)."""
     record = make_record(3)

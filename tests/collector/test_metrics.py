@@ -331,8 +331,10 @@ def test_an_address_in_use_exits_1_naming_the_flag(
 
 class TestGroupLabel:
     def test_default_is_default(self) -> None:
-        """The one group of --node is labelled default."""
-        assert PollerSettings(("db1:7400",)).group_label == DEFAULT_GROUP_LABEL == "default"
+        """The one group of --node, given no label, is labelled default in the metrics."""
+        settings = PollerSettings(("db1:7400",))
+        assert (settings.group_label, settings.label) == (None, DEFAULT_GROUP_LABEL)
+        assert DEFAULT_GROUP_LABEL == "default"
 
     @pytest.mark.parametrize("label", ["", "a\nb", "a b", "x" * 65, "é", 7])
     def test_bad_label_is_refused(self, label: object) -> None:

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import zlib
 from typing import TYPE_CHECKING
 
 import msgpack  # type: ignore[import-untyped]
 import pytest
 
+from grstats.collector import columns as columns_file
 from grstats.collector.columns import columns_path
 from grstats.collector.errors import SegmentCorrupt
 from grstats.collector.segment_reader import (
+    LATER_COLUMNS,
     STORED_COLUMNS,
     ColumnsUnusable,
     SegmentFrames,
@@ -32,6 +35,23 @@ def test_a_sealed_segment_gives_its_columns(tmp_path: Path) -> None:
     assert isinstance(stored, StoredColumns)
     assert (stored.name, stored.records, stored.rows) == (segment.name, 5, 15)
     assert set(stored.columns) == STORED_COLUMNS
+
+
+def test_a_columns_file_from_before_a_later_column_is_used(tmp_path: Path) -> None:
+    """A file written before agent_group_label existed still gives its columns, without it."""
+    (segment,) = write_spool(tmp_path, [[make_record(s) for s in range(2)]])
+    path = columns_path(segment)
+    body = columns_file.parse(path.read_bytes())
+    del body["columns"]["agent_group_label"]
+    packed = msgpack.packb(body, use_bin_type=True)
+    path.write_bytes(columns_file.MAGIC + columns_file.HEADER.pack(zlib.crc32(packed)) + packed)
+    stored = read_segment(segment)
+    assert isinstance(stored, StoredColumns)
+    assert (
+        set(stored.columns)
+        == STORED_COLUMNS - LATER_COLUMNS
+        == STORED_COLUMNS - {"agent_group_label"}
+    )
 
 
 def test_without_a_usable_columns_file_it_gives_the_frames(tmp_path: Path) -> None:

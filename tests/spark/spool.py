@@ -40,12 +40,14 @@ def make_record(
     members: Iterable[str] = MEMBER_IDS,
     *,
     group: tuple[str, str] | None = None,
+    agent_label: str | None = None,
     **cells: Any,
 ) -> dict[str, Any]:
     """A record collected ``second`` seconds after T0; ``cells`` override columns by name.
 
     ``group`` (label, GR group name) adds the group keys; without it the record is one written
-    before records named their group.
+    before records named their group. ``agent_label`` adds ``agent_group_label`` (the group's
+    label as the agent answered it); without it the record is one written before that key.
     """
     now = T0_US + second * 1_000_000
     tables: dict[str, dict[str, Any]] = {
@@ -96,7 +98,10 @@ def make_record(
         "agent_member": MEMBER_IDS[0],
         "served_at_us": now + 1500,
         "tables": tables,
-    } | ({} if group is None else {"group_label": group[0], "group_name": group[1]})
+    } | (
+        ({} if group is None else {"group_label": group[0], "group_name": group[1]})
+        | ({} if agent_label is None else {"agent_group_label": agent_label})
+    )
 
 
 def write_spool(spool: Path, segments: list[list[dict[str, Any]]]) -> list[Path]:
@@ -197,6 +202,7 @@ def expected_rows(segments: Iterable[Path]) -> list[dict[str, Any]]:
                     "record_offset": offset,
                     "group_label": record.get("group_label", "default"),
                     "group_name": record.get("group_name", ""),
+                    "agent_group_label": record.get("agent_group_label", ""),
                 }
                 rows.append(row)
     return rows

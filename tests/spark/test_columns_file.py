@@ -94,6 +94,14 @@ SEGMENTS: dict[str, Callable[[], list[dict[str, Any]]]] = {
         make_record(1),
         make_record(2, group=("west", "")),
     ],
+    "agents that name their group, and records from before they did": lambda: [
+        make_record(
+            1, group=("orders", "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"), agent_label="orders"
+        ),
+        make_record(2, group=("sales", ""), agent_label="Orders EU"),
+        make_record(3, group=("default", ""), agent_label=""),
+        make_record(4),
+    ],
     "nulls where cells are often set": lambda: [
         set_cell(
             set_cell(make_record(7), MEMBERS, 0, "MEMBER_PORT", None), STATS, 1, "VIEW_ID", None
@@ -302,6 +310,19 @@ class TestRefused:
         path.write_bytes(columns_file.MAGIC + columns_file.HEADER.pack(zlib.crc32(packed)) + packed)
         with pytest.raises(ColumnsUnusable, match=reason):
             read(segment)
+
+    def test_a_file_from_before_agent_group_label(self, tmp_path: Path) -> None:
+        """A file without the later agent_group_label column is used: its rows read it as ""."""
+        (segment,) = write_spool(tmp_path, [[make_record(s, group=("east", "")) for s in range(3)]])
+        path = columns_path(segment)
+        body = columns_file.parse(path.read_bytes())
+        del body["columns"]["agent_group_label"]
+        packed = msgpack.packb(body, use_bin_type=True)
+        path.write_bytes(columns_file.MAGIC + columns_file.HEADER.pack(zlib.crc32(packed)) + packed)
+        rows = read(segment).rows
+        assert rows.equals(decode_segment(segment).rows)
+        assert set(rows.column("agent_group_label").to_pylist()) == {""}
+        assert rows.to_pylist() == expected_rows([segment])
 
     def test_a_code_past_the_texts(self, tmp_path: Path) -> None:
         """A text code that points past the file's texts is refused, not read as garbage."""

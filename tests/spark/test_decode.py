@@ -112,6 +112,20 @@ class TestDecodeSegment:
         ]
         assert rows == expected_rows([segment])
 
+    def test_records_carry_the_agents_label_or_none(self, tmp_path: Path) -> None:
+        """agent_group_label comes from the record; records from before the key get ""."""
+        records = [
+            make_record(1, group=("sales", ""), agent_label="orders"),
+            make_record(2, group=("default", "")),
+        ]
+        (segment,) = write_spool(tmp_path, [records])
+        rows = decode_segment(segment).rows.to_pylist()
+        assert [(row["group_label"], row["agent_group_label"]) for row in rows[::3]] == [
+            ("sales", "orders"),
+            ("default", ""),
+        ]
+        assert rows == expected_rows([segment])
+
     def test_the_default_label_is_the_collectors(self) -> None:
         """Records without a label are read as the label the collector gives its --node group."""
         assert poller.DEFAULT_GROUP_LABEL == DEFAULT_GROUP_LABEL

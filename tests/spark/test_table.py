@@ -124,16 +124,23 @@ def test_a_table_without_commits_reads_as_empty(spark: SparkSession, tmp_path: P
 def test_a_table_written_before_the_group_columns_still_reads(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    """Data files without group_label and group_name read as 'default' and "" beside newer ones."""
+    """Files without the group columns read them as 'default', "" and "" beside newer ones."""
     older = tmp_path / "older"
     (segment,) = write_spool(older, [[make_record(1)]])
     new_spool = tmp_path / "newer"
-    (new_segment,) = write_spool(new_spool, [[make_record(2, group=("east", "g-1"))]])
+    (new_segment,) = write_spool(
+        new_spool, [[make_record(2, group=("east", "g-1"), agent_label="orders")]]
+    )
     table = tmp_path / "table"
     files = []
     for number, (path, rows) in enumerate(
         [
-            (segment, decode_segment(segment).rows.drop_columns(["group_label", "group_name"])),
+            (
+                segment,
+                decode_segment(segment).rows.drop_columns(
+                    ["group_label", "group_name", "agent_group_label"]
+                ),
+            ),
             (new_segment, decode_segment(new_segment).rows),
         ],
         start=1,
@@ -145,10 +152,12 @@ def test_a_table_written_before_the_group_columns_still_reads(
         TableLog(table).commit(commit(number, [relative], path.name))
     frame = read_member_rows(spark, table)
     assert frame.schema == MEMBER_ROWS
-    got = sorted((r.group_label, r.group_name, r.member_id) for r in frame.collect())
+    got = sorted(
+        (r.group_label, r.group_name, r.agent_group_label, r.member_id) for r in frame.collect()
+    )
     assert got == sorted(
-        [("default", "", member) for member in MEMBER_IDS]
-        + [("east", "g-1", member) for member in MEMBER_IDS]
+        [("default", "", "", member) for member in MEMBER_IDS]
+        + [("east", "g-1", "orders", member) for member in MEMBER_IDS]
     )
 
 

@@ -111,6 +111,26 @@ class TestFleetReport:
         assert "<section id='group-west'>" in page
         assert page.count("<svg") == 6  # each group's three charts
 
+    def test_each_page_names_its_group(self, reports: Reports) -> None:
+        """A group's page and summary.json name it by its label, then GR's group name if known."""
+        base = reports.fleet_dir.parent
+        pages = {
+            "alone": base / "report-east" / "report.html",
+            "in the fleet": reports.fleet_dir / "groups" / "east" / "report.html",
+        }
+        for where, path in pages.items():
+            page = path.read_text(encoding="utf-8")
+            heading = f"<h1>Group Replication report: group east ({EAST[1]})</h1>"
+            assert heading in page, where
+        west = (base / "report-west" / "report.html").read_text(encoding="utf-8")
+        assert "<h1>Group Replication report: group west</h1>" in west  # no GR name known
+        for summary in (reports.alone["east"], reports.chosen):
+            assert (summary["group_label"], summary["group_name"]) == EAST
+        assert (reports.alone["west"]["group_label"], reports.alone["west"]["group_name"]) == WEST
+        fleet = (reports.fleet_dir / "report.html").read_text(encoding="utf-8")
+        assert f"<h2>Group east ({EAST[1]})</h2>" in fleet
+        assert "<h2>Group west</h2>" in fleet
+
     def test_group_restricts_the_report_to_one_group(self, reports: Reports) -> None:
         """--group east gives the single-group report of east, as if the table held only east."""
         assert "groups" not in reports.chosen
