@@ -19,6 +19,7 @@ default that a 9-member group never comes near::
     sql_max_rows = 100000         # rows one SQL result may have, 1-10000000 (then error 1104)
     sql_max_join_size = 100000    # row combinations one SQL statement may examine (then 1104)
     sql_max_result_bytes = 16777216  # bytes one SQL result may take, 64 KiB-1 GiB (then 1104)
+    sql_max_cost = 400000         # one SQL statement's estimated CPU, about us (then 1104)
     sql_max_allowed_packet = 16384   # longest SQL statement text, 1 KiB-1 GiB (then 1153)
     sql_failed_connections_threshold = 3  # failed SQL logins from a host before delays (0: off)
     sql_min_connection_delay_ms = 1000    # the first delay, then 1 s more per failure ...
@@ -89,6 +90,8 @@ MAX_SQL_QUERY_TIMEOUT_S = 3600.0
 MAX_SQL_ROWS = 10_000_000
 #: The most row combinations a SQL statement may be allowed to examine.
 MAX_SQL_JOIN_SIZE = 10**12
+#: The most a SQL statement may be allowed to cost (grstats.agent.sql.bounds' units).
+MAX_SQL_COST = 10**12
 #: The bounds of a SQL result's size, in bytes.
 MIN_SQL_RESULT_BYTES = 64 * 1024
 MAX_SQL_RESULT_BYTES = 1024 * MIB
@@ -125,8 +128,9 @@ class LimitsConfig:
             a group's life; those unseen for ``retention_s`` are purged), 9..10000.
         sql_connections_per_host: connections to the SQL endpoint (``sql_listen``) one client
             host may hold at once, 1..100000; one more is refused with MySQL's error 1040.
-        sql_query_timeout_s: how long one SQL statement may run, 0.1..3600 s; then it is
-            interrupted with MySQL's error 3024 and the connection stays open.
+        sql_query_timeout_s: how long a client waits for one SQL statement, 0.1..3600 s; then
+            it gets MySQL's error 3024 and the connection stays open. The statement, bounded
+            by ``sql_max_cost``, still runs to its end on the worker; its result is dropped.
         sql_max_rows: the most rows one SQL result may have, 1..10000000; a larger one is
             refused with error 1104 (add a WHERE or a LIMIT).
         sql_max_join_size: MySQL's ``max_join_size``: the most row combinations a statement
@@ -134,10 +138,17 @@ class LimitsConfig:
             runs), 1..10**12; more is refused with error 1104 before it runs.
         sql_max_result_bytes: the most bytes one SQL result's values may take, 64 KiB..1 GiB;
             more is refused with error 1104.
+        sql_max_cost: the most one SQL statement may cost, estimated before it is parsed,
+            planned and run (:mod:`grstats.agent.sql.bounds`), in units of about a
+            microsecond of CPU, 1..10**12; more is refused with error 1104 before it starts.
+            The endpoint's one worker thread runs each statement to its end (nothing
+            interrupts sqlglot's executor): this bounds how long one holds it.
         sql_max_allowed_packet: MySQL's ``max_allowed_packet``: the longest statement text
             (one client packet), 1 KiB..1 GiB; a longer one is read and dropped, answered with
             error 1153, and the connection stays open. 16 KiB by default (MySQL's is 64 MiB):
-            sqlglot's parse and plan of a statement take memory and time in proportion to it.
+            sqlglot's parse and plan of a statement take memory and time in proportion to it
+            (``sql_max_cost`` bounds them too: a longer text may need a larger one). It is
+            also the longest string a function may build (longer is NULL, as MySQL's).
         sql_failed_connections_threshold: failed SQL logins from one client host before each
             further login from it is delayed, as MySQL's connection_control plugin does;
             0..2147483647, 0 turns the delays off.
@@ -163,6 +174,7 @@ class LimitsConfig:
     sql_max_rows: int = 100_000
     sql_max_join_size: int = 100_000
     sql_max_result_bytes: int = 16 * MIB
+    sql_max_cost: int = 400_000
     sql_max_allowed_packet: int = 16 * 1024
     sql_failed_connections_threshold: int = 3
     sql_min_connection_delay_ms: int = MIN_CONNECTION_DELAY_MS
@@ -206,6 +218,7 @@ class LimitsConfig:
         _check_count(
             "sql_max_allowed_packet", self.sql_max_allowed_packet, MIN_SQL_PACKET, MAX_SQL_PACKET
         )
+        _check_count("sql_max_cost", self.sql_max_cost, 1, MAX_SQL_COST)
         _check_count(
             "sql_failed_connections_threshold",
             self.sql_failed_connections_threshold,

@@ -162,8 +162,8 @@ class SqlEndpoint:
             await server.aclose()
         executor, self._executor = self._executor, None
         if executor is not None:
-            # A statement still running was interrupted by its session when the server
-            # cancelled its connection (session._Job); queued ones are cancelled here.
+            # A statement still running ends by itself (bounded by limits.sql_max_cost, see
+            # session._Job) with no one to answer; queued ones are cancelled here.
             executor.shutdown(wait=False, cancel_futures=True)
 
     @property

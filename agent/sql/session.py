@@ -13,12 +13,13 @@ information_schema and ``SELECT @@var`` itself) with grstats's rules:
 * nothing a client can make long runs on the event loop: a statement's text longer than
   :data:`PARSE_ON_LOOP_CHARS` is parsed on the endpoint's worker thread; mysql-mimic's
   information_schema queries (SHOW, DESCRIBE too) and its static queries (a SELECT without
-  FROM) run there as the queries over the served tables do. Every one of them has
-  ``limits.sql_query_timeout_s`` (past it the thread is interrupted and the client gets 3024),
-  ``limits.sql_max_join_size`` (a SELECT whose tables' sizes multiply to more row
-  combinations is refused with 1104 before it runs, as MySQL's ``max_join_size``),
-  ``limits.sql_max_rows`` and ``limits.sql_max_result_bytes`` (a larger result is 1104);
-  the text itself is bounded by ``limits.sql_max_allowed_packet`` (1153, in the endpoint);
+  FROM) run there as the queries over the served tables do. Every one of them is bounded
+  before it runs (:mod:`.bounds`: ``limits.sql_max_join_size`` as MySQL's ``max_join_size``,
+  ``limits.sql_max_cost`` for its planning and running, 1104), so the thread, which nothing
+  interrupts, is held a bounded time; its client waits ``limits.sql_query_timeout_s`` (then
+  3024, and the result is dropped). ``limits.sql_max_rows`` and
+  ``limits.sql_max_result_bytes`` bound its result (1104); the text itself is bounded by
+  ``limits.sql_max_allowed_packet`` (1153, in the endpoint);
 * a query's tables are read from the :class:`SqlSource` on the event loop (only the tables it
   names), then sqlglot's executor runs it on the worker thread, on plain lists;
 * ``SELECT`` of ``*`` or of columns from one table with no other clause skips the executor
@@ -37,18 +38,13 @@ length or decimals, nor its schema and table: clients see them as 0 or empty.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
-import os
 import re
-import sys
 import time
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
-import sqlglot
 from mysql_mimic.constants import INFO_SCHEMA
 from mysql_mimic.errors import SQLSTATES, ErrorCode, MysqlError
 from mysql_mimic.results import ResultColumn, infer_type
@@ -58,11 +54,12 @@ from mysql_mimic.utils import find_dbs, find_tables
 from mysql_mimic.variables import SYSTEM_VARIABLES, GlobalVariables, SessionVariables
 from sqlglot import exp
 from sqlglot.errors import OptimizeError, ParseError, SqlglotError, TokenError
-from sqlglot.executor import execute as sqlglot_execute
 from sqlglot.executor.python import PythonExecutor
 from sqlglot.executor.table import Table as EngineTable
 from sqlglot.executor.table import ensure_tables
 from sqlglot.optimizer import optimize
+from sqlglot.optimizer.merge_subqueries import merge_subqueries
+from sqlglot.optimizer.optimizer import RULES
 from sqlglot.planner import Plan
 from sqlglot.schema import ensure_schema
 
@@ -73,16 +70,21 @@ from grstats.agent.sql import variables as member_variables
 from grstats.agent.sql.bounds import (
     ER_TOO_BIG_SELECT,
     check_join_size,
+    check_plan,
     check_result,
     check_rows,
+    check_run,
+    check_text,
+    engine_env,
+    for_engine,
+    longest_text,
+    parser_exhausted,
 )
 
 if TYPE_CHECKING:
     import concurrent.futures
-    from collections.abc import Callable, Iterator, Mapping, Sequence
-    from contextlib import AbstractContextManager
+    from collections.abc import Callable, Mapping, Sequence
     from datetime import timezone
-    from types import CodeType, FrameType
 
     from mysql_mimic.results import AllowedResult
     from mysql_mimic.schema import InfoSchema
@@ -94,8 +96,6 @@ if TYPE_CHECKING:
     from grstats.agent.sql.bounds import SqlLimits
 
 T = TypeVar("T")
-#: The events of a ``sys.settrace`` hook.
-TraceEvent = Literal["call", "line", "return", "exception", "opcode"]
 
 #: MySQL's error codes (include/mysqld_error.h) and their SQLSTATEs where not HY000.
 ER_NO_DB_ERROR = 1046
@@ -351,11 +351,9 @@ class GrstatsSession(Session):
         self._deadline = loop.time() + self._limits.sql_query_timeout_s
         try:
             if len(sql) <= PARSE_ON_LOOP_CHARS:
-                expressions = self._parse(sql)
+                expressions = self._parse_in(sql)
             else:
-                expressions = await self._off_loop(
-                    lambda interruptible: self._parse_in(sql, interruptible)
-                )
+                expressions = await self._off_loop(functools.partial(self._parse_in, sql))
             result: AllowedResult = None
             for expression in expressions:
                 query = Query(
@@ -370,11 +368,16 @@ class GrstatsSession(Session):
         finally:
             self._deadline = None
 
-    def _parse_in(
-        self, sql: str, interruptible: Callable[[], AbstractContextManager[None]]
-    ) -> list[exp.Expression]:
-        with interruptible():
+    def _parse_in(self, sql: str) -> list[exp.Expression]:
+        """The statements of ``sql``, its parse bounded before it starts (:mod:`.bounds`).
+
+        A parse out of Python's stack (a deep nesting) is 1064, as MySQL's parser out of its.
+        """
+        check_text(sql, self._limits)
+        try:
             return self._parse(sql)
+        except RecursionError:
+            raise parser_exhausted(sql) from None
 
     @property
     def time_zone(self) -> TimeZone:
@@ -564,10 +567,13 @@ class GrstatsSession(Session):
             functools.partial(_run, expression, snapshot, zone, self._limits)
         )
 
-    async def _off_loop(self, work: Callable[[Callable[[], AbstractContextManager[None]]], T]) -> T:
+    async def _off_loop(self, work: Callable[[], T]) -> T:
         """Run ``work`` on the worker thread within the time limit (3024 past it).
 
-        sqlglot's errors become MySQL's; a MySQL error ``work`` raises reaches the client.
+        ``work`` is bounded before it starts (:mod:`.bounds`): past the time, or cancelled
+        (KILL QUERY, the connection closing), a job that has not started never does, and one
+        that has runs to its end and its result is dropped. sqlglot's errors become MySQL's;
+        a MySQL error ``work`` raises reaches the client, from inside the executor too.
         """
         job = _Job(work)
         loop = asyncio.get_running_loop()
@@ -595,6 +601,9 @@ class GrstatsSession(Session):
                 ER_BAD_FIELD_ERROR, f"Unknown column '{unresolved.group(1)}' in 'field list'"
             ) from None
         except SqlglotError as error:
+            cause = _mysql_cause(error)
+            if cause is not None:
+                raise cause from None
             raise sql_error(ErrorCode.UNKNOWN_ERROR, str(error)) from None
         except Exception as error:  # noqa: BLE001  (sqlglot's executor fails in its own ways)
             raise sql_error(
@@ -863,15 +872,21 @@ def _projections(
 # -- the worker thread's work ------------------------------------------------------------
 
 
-def _run_static(
-    expression: exp.Expression,
-    limits: SqlLimits,
-    interruptible: Callable[[], AbstractContextManager[None]],
-) -> AllowedResult:
+#: sqlglot's optimizer rules but merge_subqueries, which copies a derived table's expressions
+#: into each reference to them: planning (bounded on the statement as written) would then grow
+#: with the copies. The executor runs a derived table as a step of its own instead.
+_RULES = tuple(rule for rule in RULES if rule is not merge_subqueries)
+
+
+def _run_static(expression: exp.Expression, limits: SqlLimits) -> AllowedResult:
     """mysql-mimic's static query (``SELECT 1``, ``SELECT DATABASE()``): rows and names."""
-    check_join_size(expression, lambda _: 1, limits)
-    with interruptible():
-        result = sqlglot_execute(expression)
+
+    def size_of(_: exp.Table) -> int:
+        return 1
+
+    check_join_size(expression, size_of, limits)
+    planned = check_plan(expression, limits)
+    result = _bounded_execute(expression, _Source({}, {}, None, size_of, 0), planned, limits)
     check_result(result.rows, limits)
     return result.rows, result.columns
 
@@ -881,14 +896,17 @@ def _run_info_schema(
     info: InfoSchema,
     size_of: Callable[[exp.Table], int],
     limits: SqlLimits,
-    interruptible: Callable[[], AbstractContextManager[None]],
 ) -> AllowedResult:
     """mysql-mimic's ``InfoSchema.query``, bounded: the rows and the names."""
     check_join_size(expression, size_of, limits)
-    with interruptible():
-        # InfoSchema.query: COLLATE removed (sqlglot's executor has none), then execute().
-        expression = expression.transform(_remove_collate)
-        result = sqlglot_execute(expression, schema=INFO_SCHEMA, tables=info.tables)
+    planned = check_plan(expression, limits)
+    longest = max(
+        (longest_text(table.rows) for tables in info.tables.values() for table in tables.values()),
+        default=0,
+    )
+    # InfoSchema.query: COLLATE removed (sqlglot's executor has none), then execute().
+    source = _Source(INFO_SCHEMA, info.tables, None, size_of, longest)
+    result = _bounded_execute(expression.transform(_remove_collate), source, planned, limits)
     check_result(result.rows, limits)
     return result.rows, result.columns
 
@@ -901,24 +919,61 @@ def _remove_collate(node: exp.Expression) -> exp.Expression:
     return node
 
 
+@dataclass(frozen=True, slots=True)
+class _Source:
+    """What a statement runs over: sqlglot's schema and tables, their sizes, longest text."""
+
+    schema: dict[str, Any]
+    tables: dict[str, Any]
+    dialect: str | None
+    size_of: Callable[[exp.Table], int]
+    longest: int
+
+
+def _bounded_execute(
+    expression: exp.Expression, source: _Source, planned: int, limits: SqlLimits
+) -> EngineTable:
+    """The ``execute()`` of sqlglot, bounded: checked before it runs (:func:`check_run`).
+
+    ``planned`` is what planning costs (:func:`check_plan`). The functions that could build
+    a huge value are bounded (:func:`engine_env`).
+    """
+    engine_tables = ensure_tables(source.tables, dialect=source.dialect)
+    optimized = optimize(
+        expression,
+        ensure_schema(source.schema, dialect=source.dialect),
+        leave_tables_isolated=True,
+        dialect=source.dialect,
+        rules=_RULES,
+    )
+    check_run(optimized, source.size_of, source.longest, planned, limits)
+    plan = Plan(for_engine(optimized))
+    executor = PythonExecutor(env=engine_env(limits), tables=engine_tables)  # type: ignore[no-untyped-call]
+    result: EngineTable = executor.execute(plan)  # type: ignore[no-untyped-call]
+    return result
+
+
 def _run(
     expression: exp.Expression,
     snapshot: Mapping[tuple[str, str], tuple[tuple[Column, ...], list[tuple[Value, ...]]]],
     zone: TimeZone,
     limits: SqlLimits,
-    interruptible: Callable[[], AbstractContextManager[None]],
 ) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
     """Run ``expression`` over ``snapshot`` with sqlglot's executor: the names and the rows.
 
     TIMESTAMP(6) values are MySQL's text in ``zone``, as the session compares them. The
-    statement is bounded by ``limits`` before it runs (its join size) and after (its rows and
-    bytes).
+    statement is bounded by ``limits`` before it runs (its join size, its cost: :mod:`.bounds`)
+    and after (its rows and bytes).
     """
-    check_join_size(
-        expression, lambda table: len(snapshot.get((table.db, table.name), ((), []))[1]), limits
-    )
+
+    def size_of(table: exp.Table) -> int:
+        return len(snapshot.get((table.db, table.name), ((), []))[1])
+
+    check_join_size(expression, size_of, limits)
+    planned = check_plan(expression, limits)
     schema: dict[str, Any] = {}  # {db: {table: {column: type}}}
     tables: dict[str, dict[str, EngineTable]] = {}
+    longest = 0
     for (db, name), (columns, values) in snapshot.items():
         names = tuple(column.name.lower() for column in columns)
         schema.setdefault(db, {})[name] = {
@@ -931,86 +986,46 @@ def _run(
                 for row in values
             ]
         tables.setdefault(db, {})[name] = EngineTable(names, rows)
-    # sqlglot's execute(), with only the executor's loops interruptible; COLLATE as in
-    # information_schema queries (the executor has no collations).
-    engine_tables = ensure_tables(tables, dialect=_DIALECT)
-    optimized = optimize(
-        expression.transform(_remove_collate),
-        ensure_schema(schema, dialect=_DIALECT),
-        leave_tables_isolated=True,
-        dialect=_DIALECT,
-    )
-    plan = Plan(optimized)
-    with interruptible():
-        result = PythonExecutor(tables=engine_tables).execute(plan)  # type: ignore[no-untyped-call]
+        longest = max(longest, longest_text(rows))
+    # COLLATE as in information_schema queries (the executor has no collations).
+    source = _Source(schema, tables, _DIALECT, size_of, longest)
+    result = _bounded_execute(expression.transform(_remove_collate), source, planned, limits)
     rows = list(result.rows)
     check_result(rows, limits)
     return tuple(result.columns), rows
 
 
-class _Interrupted(BaseException):
-    """Raised in the worker thread to stop a query past its time.
+def _mysql_cause(error: BaseException) -> MysqlError | None:
+    """The MySQL error a bounded function raised in sqlglot's executor (which wraps it), if any."""
+    cause = error.__cause__
+    while cause is not None:
+        if isinstance(cause, MysqlError):
+            return cause
+        cause = cause.__cause__
+    return None
 
-    A BaseException: sqlglot's executor wraps every Exception of a step in its own error.
-    """
 
-
-#: Where sqlglot's executor code lives: a stopped query is interrupted only in its frames.
-_SQLGLOT_DIR = str(Path(sqlglot.__file__).parent) + os.sep
-
-
-def _in_sqlglot(code: CodeType) -> bool:
-    """Whether ``code`` is sqlglot's (the executor's loops call into it all the time)."""
-    return code.co_filename.startswith(_SQLGLOT_DIR)
+class _Interrupted(Exception):
+    """Raised by a job stopped before it started: its work never runs."""
 
 
 class _Job(Generic[T]):
-    """``work`` for the worker thread, which :meth:`stop` interrupts in its loops.
+    """``work`` for the worker thread, which :meth:`stop` keeps from starting.
 
-    sqlglot's executor is pure Python with no way to cancel it: without this a query past its
-    time would go on holding the endpoint's one thread (the client has its 3024 already).
-    ``work`` is given :meth:`interruptible`, and runs its unbounded part (the executor's loops
-    over rows) in it. There a trace hook (``sys.settrace``, call events only) raises
-    :class:`_Interrupted` once the job is stopped, at the next call into ``interruptible``
-    code (sqlglot's). Only there: code that the interpreter runs on the thread's behalf (a
-    garbage-collection callback, a ``__del__``) is never interrupted, where the error would be
-    reported as unraisable and lost (an asynchronous exception, tried first, landed there).
-    The hook slows what it covers about threefold, so the planning, bounded by the statement's
-    length (0.2 s for a 96-table join), runs outside it.
+    Nothing interrupts sqlglot's executor once it runs: every statement is bounded before it
+    starts instead (:mod:`.bounds`), so a stopped job that has started holds the thread a
+    bounded time, and its result is dropped by the session that stopped it.
     """
 
-    def __init__(
-        self,
-        work: Callable[[Callable[[], AbstractContextManager[None]]], T],
-        interruptible: Callable[[CodeType], bool] = _in_sqlglot,
-    ) -> None:
+    def __init__(self, work: Callable[[], T]) -> None:
         self._work = work
-        self._interruptible = interruptible
         self._stopped = False
 
     def __call__(self) -> T:
         if self._stopped:
             raise _Interrupted
-        return self._work(self.interruptible)
-
-    @contextlib.contextmanager
-    def interruptible(self) -> Iterator[None]:
-        """Run the block so that :meth:`stop` interrupts it (the worker thread's own call)."""
-        if self._stopped:
-            raise _Interrupted
-        outer = sys.gettrace()  # a debugger's or coverage's, called on as before
-
-        def trace(frame: FrameType, event: TraceEvent, arg: object) -> Any:
-            if self._stopped and self._interruptible(frame.f_code):
-                raise _Interrupted  # the hook is unset by it, and the query ends here
-            return outer(frame, event, arg) if outer is not None else None
-
-        sys.settrace(trace)
-        try:
-            yield
-        finally:
-            sys.settrace(outer)
+        return self._work()
 
     def stop(self) -> None:
-        """Stop the work: it will not start, or it raises at its next call into the executor."""
+        """Stop the work: it will not start (one that has started runs to its end)."""
         self._stopped = True

@@ -44,6 +44,8 @@ INFO_JOIN = "SELECT COUNT(*) FROM information_schema.columns a, information_sche
 #: A 40 KB static statement: its parse took 0.4 s and its execution 1.7 s on the event loop.
 LONG_SUM = "SELECT " + "+".join(["1"] * 20_000)
 TIMEOUT = "Query execution was interrupted, maximum statement execution time exceeded"
+#: A cost past any statement's here: what sql_max_cost refuses runs, and is slow enough.
+UNBOUNDED = 10**9
 
 
 class LoopLag:
@@ -174,32 +176,98 @@ async def test_a_heavy_information_schema_join_is_refused_before_it_runs(group: 
     assert lag.max_s < MAX_LAG_S
 
 
-async def test_an_information_schema_query_past_its_time_is_interrupted(group: Group) -> None:
-    """An allowed information_schema join runs off the loop: 3024 at its time, RSS comes back."""
+async def test_a_costly_information_schema_join_is_refused_before_it_runs(group: Group) -> None:
+    """Within sql_max_join_size but past sql_max_cost, the join gets 1104 at once, on time."""
+    async with serving(group.agents[0], sql_max_join_size=1_000_000) as served:
+        started = time.monotonic()
+        errors, lag = await refused_on_time(served, INFO_JOIN)
+    assert time.monotonic() - started < 2
+    ((code, message),) = errors
+    assert code == 1104
+    assert message.startswith("The statement would cost more than limits.sql_max_cost = 400000")
+    assert "to run over" in message
+    assert lag.max_s < MAX_LAG_S
+
+
+async def past_its_time(served: Served, sql: str) -> tuple[tuple[int, str], float, float, LoopLag]:
+    """Send ``sql``: its error, when it came, when the connection answered ``SELECT 1`` again.
+
+    The worker runs a statement past its time to its end (its cost is bounded): until then
+    the ``SELECT 1`` queued behind it gets 3024 too, and is sent again.
+    """
+
+    def run() -> tuple[tuple[int, str], float, float]:
+        connection = served.connect()
+        try:
+            started = time.monotonic()
+            error = error_of(connection, sql)
+            errored = time.monotonic() - started
+            while time.monotonic() - started < 30:
+                with contextlib.suppress(pymysql.err.OperationalError):
+                    assert rows_of(connection, "SELECT 1") == [(1,)]
+                    return error, errored, time.monotonic() - started
+            raise AssertionError("the worker never came back")
+        finally:
+            connection.close()
+
+    async with LoopLag().measuring() as lag:
+        error, errored, answered = await asyncio.to_thread(run)
+    return error, errored, answered, lag
+
+
+async def test_an_information_schema_query_past_its_time_gets_3024(group: Group) -> None:
+    """An allowed information_schema join runs off the loop: 3024 at its time, before the join ends."""
     async with serving(
-        group.agents[0], sql_query_timeout_s=0.3, sql_max_join_size=1_000_000
+        group.agents[0],
+        sql_query_timeout_s=0.3,
+        sql_max_join_size=1_000_000,
+        sql_max_cost=UNBOUNDED,
     ) as served:
         gc.collect()
         idle_mb = rss_mb()
-        errors, lag = await refused_on_time(served, INFO_JOIN)
+        error, errored, answered, lag = await past_its_time(served, INFO_JOIN)
         gc.collect()
         assert rss_mb() - idle_mb < 50
-    assert errors == [(3024, TIMEOUT)]
+    assert error == (3024, TIMEOUT)
+    assert errored < 1.0 < answered  # the join (175,000 combinations) takes longer
     assert lag.max_s < MAX_LAG_S
 
 
 # -- the statement's text ------------------------------------------------------------------
 
 
-async def test_a_long_static_statement_is_parsed_and_run_off_the_loop(group: Group) -> None:
-    """A 40 KB SELECT 1+1+...: parsed and run on the worker, 3024 at its time (parse and all)."""
-    async with serving(
-        group.agents[0], sql_query_timeout_s=0.3, sql_max_allowed_packet=65_536
-    ) as served:
+async def test_a_long_static_statement_is_refused_before_it_is_parsed(group: Group) -> None:
+    """A 40 KB SELECT 1+1+...: 1104 for its parse's cost, told from its tokens, on time."""
+    async with serving(group.agents[0], sql_max_allowed_packet=65_536) as served:
         started = time.monotonic()
         errors, lag = await refused_on_time(served, LONG_SUM, repeat=2)
     assert time.monotonic() - started < 2
-    assert errors == [(3024, TIMEOUT)] * 2
+    message = (
+        "The statement would cost more than limits.sql_max_cost = 400000 (parsing its "
+        f"{len(LONG_SUM)} characters: {len(LONG_SUM) * 5 + 40_000 * 48}); simplify it, or "
+        "narrow it with WHERE"
+    )
+    assert errors == [(1104, message)] * 2
+    assert lag.max_s < MAX_LAG_S
+
+
+async def test_a_long_static_statement_is_parsed_off_the_loop(group: Group) -> None:
+    """Its parse within sql_max_cost, the 40 KB SELECT 1+1+... is parsed on the worker: 1436, too deep."""
+    async with serving(
+        group.agents[0], sql_max_allowed_packet=65_536, sql_max_cost=UNBOUNDED
+    ) as served:
+        started = time.monotonic()
+        errors, lag = await refused_on_time(served, LONG_SUM)
+    assert time.monotonic() - started < 5
+    assert errors == [
+        (
+            1436,
+            (
+                "Thread stack overrun: the statement's expressions nest 20001 deep, more than "
+                "the 100 grstats evaluates; simplify it"
+            ),
+        )
+    ]
     assert lag.max_s < MAX_LAG_S
 
 
@@ -207,13 +275,13 @@ async def test_a_statement_past_max_allowed_packet_gets_1153(group: Group) -> No
     """A text longer than sql_max_allowed_packet is dropped unread and answered with 1153."""
     async with serving(group.agents[0], sql_max_allowed_packet=4096) as served:
         errors, lag = await refused_on_time(served, "SELECT " + "+".join(["1"] * 3000))
-        short = "SELECT " + "+".join(["1"] * 500)
+        short = "SELECT LENGTH('" + "x" * 3000 + "')"
 
         def within() -> list[tuple[Any, ...]]:
             with served.connect() as connection:
                 return rows_of(connection, short)
 
-        assert await asyncio.to_thread(within) == [(500,)]
+        assert await asyncio.to_thread(within) == [(3000,)]
     assert errors == [(1153, "Got a packet bigger than 'max_allowed_packet' bytes")]
     assert lag.max_s < MAX_LAG_S
 
@@ -371,6 +439,7 @@ def test_default_limits() -> None:
     """The new [limits] keys have their documented defaults and bounds."""
     limits = LimitsConfig()
     assert limits.sql_max_join_size == 100_000
+    assert limits.sql_max_cost == 400_000
     assert limits.sql_max_result_bytes == 16 * 2**20
     assert limits.sql_max_allowed_packet == 16_384
     assert (
@@ -384,6 +453,7 @@ def test_default_limits() -> None:
     ("key", "value", "message"),
     [
         ("sql_max_join_size", 0, "limits.sql_max_join_size: 0 is not in 1..1000000000000"),
+        ("sql_max_cost", 0, "limits.sql_max_cost: 0 is not in 1..1000000000000"),
         (
             "sql_max_allowed_packet",
             100,

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import contextlib
+import functools
 import struct
 import sys
 import threading
@@ -24,8 +25,10 @@ from zoneinfo import ZoneInfo
 
 import pymysql  # type: ignore[import-untyped]
 import pytest
+import sqlglot
 from mysql_mimic.server import MysqlServer
 from pymysql.constants import FIELD_TYPE  # type: ignore[import-untyped]
+from sqlglot import exp
 
 from grstats.agent.limits import LimitsConfig
 from grstats.agent.rows import (
@@ -39,7 +42,7 @@ from grstats.agent.rows import (
 )
 from grstats.agent.rows.render import cell_text
 from grstats.agent.rows.zone import parse_time_zone
-from grstats.agent.sql import catalog, session
+from grstats.agent.sql import bounds, catalog, session
 from grstats.agent.sql.session import GrstatsSession, SqlIdentity
 from tests.agent.test_runtime import start_group, stop_all
 
@@ -90,6 +93,8 @@ class Limits:
     sql_max_rows: int = 100_000
     sql_max_join_size: int = 100_000
     sql_max_result_bytes: int = 16 * 1024 * 1024
+    sql_max_allowed_packet: int = 16 * 1024
+    sql_max_cost: int = 400_000
 
 
 class AgentSource:
@@ -551,30 +556,73 @@ async def test_unknown_database_on_init_db(client: Client) -> None:
 
 # -- limits --------------------------------------------------------------------------------
 
-#: A 3-row table joined with itself 12 times: 531441 rows, many seconds of the executor.
+#: A 3-row table joined with itself 11 times: 177,147 row combinations, about 1.5 s of the
+#: executor (within Limits(sql_max_join_size=10**7, sql_max_cost=10**8); past the defaults).
 CROSS_JOIN = "SELECT COUNT(*) FROM " + ", ".join(
-    f"grstats.replication_group_members AS t{i}" for i in range(12)
+    f"grstats.replication_group_members AS t{i}" for i in range(11)
 )
+TIMEOUT = (3024, "Query execution was interrupted, maximum statement execution time exceeded")
+#: What a slow statement needs: its join and its cost allowed, a short time.
+SLOW = Limits(sql_query_timeout_s=0.3, sql_max_join_size=10**7, sql_max_cost=10**8)
 
 
-async def test_timeout_interrupts_the_query_and_frees_the_thread() -> None:
-    """A query past sql_query_timeout_s gets 3024 in time and the next query runs at once."""
-    # 0.5 s: the next query, on the executor too, once took over 0.2 s with both cores busy
-    async with serving(Limits(sql_query_timeout_s=0.5, sql_max_join_size=10**7)) as endpoint:
+async def answered(client: Client, sql: str, within_s: float) -> tuple[list[Any], float]:
+    """The rows of ``sql`` once the worker is free (3024 meanwhile), and how long that took."""
+    started = time.monotonic()
+    while time.monotonic() - started < within_s:
+        with contextlib.suppress(pymysql.err.OperationalError):
+            return await client.rows(sql), time.monotonic() - started
+    raise AssertionError(f"{sql} was not answered within {within_s} s")
+
+
+async def test_timeout_answers_3024_and_the_bounded_work_ends() -> None:
+    """Past sql_query_timeout_s a query gets 3024 at once; the worker ends its work, then answers."""
+    async with serving(SLOW) as endpoint:
         client = await endpoint.connect()
         try:
             started = time.monotonic()
-            assert await client.error(CROSS_JOIN) == (
-                3024,
-                "Query execution was interrupted, maximum statement execution time exceeded",
+            assert await client.error(CROSS_JOIN) == TIMEOUT
+            errored = time.monotonic() - started
+            rows, waited = await answered(
+                client, "SELECT COUNT(*) FROM grstats.replication_group_members t", 30
             )
-            assert time.monotonic() - started < 2
-            started = time.monotonic()
-            rows = await client.rows("SELECT COUNT(*) FROM grstats.replication_group_members t")
             assert rows == [("3",)]
-            assert time.monotonic() - started < 1
+            assert errored < 1.0 < errored + waited  # 3024 came before the join ended
         finally:
             client.connection.close()
+
+
+async def test_a_query_stopped_before_it_starts_never_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A query queued behind a running one gets 3024 at its time and never starts; the running one ends."""
+    started: list[str] = []
+    running_one = threading.Event()
+    run = session._run
+
+    def spied(expression: Any, *args: Any) -> Any:
+        started.append(expression.sql())
+        running_one.set()
+        return run(expression, *args)
+
+    monkeypatch.setattr(session, "_run", spied)
+    queued = "SELECT COUNT(*) AS queued FROM grstats.replication_group_members t"
+    async with serving(SLOW) as endpoint:
+        first, second = await endpoint.connect(), await endpoint.connect()
+        try:
+            running = asyncio.create_task(first.error(CROSS_JOIN))
+            assert await asyncio.to_thread(running_one.wait, 5)  # the join is on the worker
+            assert await second.error(queued) == TIMEOUT
+            assert await running == TIMEOUT
+            rows, _ = await answered(
+                second, "SELECT COUNT(*) FROM grstats.replication_group_members x", 30
+            )
+            assert rows == [("3",)]
+            assert not [sql for sql in started if "queued" in sql]
+            assert len(started) == 2  # the join, then the last query
+        finally:
+            first.connection.close()
+            second.connection.close()
 
 
 async def test_row_limit() -> None:
@@ -631,42 +679,68 @@ def test_wire_types_of_every_declared_type() -> None:
             )
 
 
-def _outside() -> int:
-    """Stands for code run on the thread's behalf (a gc callback): never interrupted."""
-    return 1
+def test_a_stopped_job_never_starts() -> None:
+    """A job stopped before the worker takes it raises and never calls its work."""
+    calls: list[int] = []
+    job = session._Job(lambda: calls.append(1))
+    job.stop()
+    with pytest.raises(session._Interrupted):
+        job()
+    assert calls == []
 
 
-def _inside() -> int:
-    """Stands for the executor's code: where a stopped job is interrupted."""
-    return 1
+def test_a_started_job_runs_to_its_end() -> None:
+    """A job stopped while it runs (its work bounded) ends it and returns; its caller drops it."""
+    running, release = threading.Event(), threading.Event()
 
+    def work() -> str:
+        running.set()
+        release.wait(5)
+        return "done"
 
-async def test_a_stopped_job_is_interrupted_only_in_the_executors_code() -> None:
-    """A stopped job raises at its next call into interruptible code, never in other code on its thread."""
-    calls = {"outside": 0, "inside": 0}
-    looping = threading.Event()
-
-    def work(interruptible: Callable[[], contextlib.AbstractContextManager[None]]) -> None:
-        deadline = time.monotonic() + 10
-        with interruptible():
-            while time.monotonic() < deadline:
-                for _ in range(20):
-                    calls["outside"] += _outside()
-                looping.set()
-                calls["inside"] += _inside()
-
-    job = session._Job(work, interruptible=lambda code: code is _inside.__code__)
+    job = session._Job(work)
     with concurrent.futures.ThreadPoolExecutor(1) as executor:
-        running = asyncio.get_running_loop().run_in_executor(executor, job)
-        assert await asyncio.to_thread(looping.wait, 2)
-        started = time.monotonic()
+        future = executor.submit(job)
+        assert running.wait(5)
         job.stop()
-        with pytest.raises(session._Interrupted) as raised:
-            await asyncio.wait_for(running, 2)
-        assert time.monotonic() - started < 1
-        assert [entry.name for entry in raised.traceback][-2:] == ["_inside", "trace"]
-        assert calls["outside"] == 20 * (calls["inside"] + 1)  # every call outside came back
-        assert executor.submit(sys.gettrace).result(2) is None  # the thread's hook is gone
+        release.set()
+        assert future.result(5) == "done"
+
+
+def test_the_executor_runs_under_no_trace_hook(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inside sqlglot's executor the worker thread has its own trace function (none is added)."""
+    seen: list[object] = []
+    env = bounds.engine_env
+
+    def spied_env(limits: Any) -> dict[str, Any]:
+        functions = env(limits)
+        length = functions.get("LENGTH", len)
+
+        def traced_length(value: Any) -> Any:
+            seen.append(sys.gettrace())
+            return length(value)
+
+        return {**functions, "LENGTH": traced_length}
+
+    monkeypatch.setattr(session, "engine_env", spied_env)
+    columns = catalog.table_columns("grstats", "replication_group_members")
+    assert columns is not None
+    row: tuple[Value, ...] = tuple(
+        3306 if c.kind is Kind.INTEGER else None if c.kind is Kind.TIMESTAMP else "m"
+        for c in columns
+    )
+    snapshot = {("grstats", "replication_group_members"): (columns, [row])}
+    expression = sqlglot.parse_one(
+        "SELECT LENGTH(MEMBER_ID) FROM grstats.replication_group_members", read="mysql"
+    )
+    assert isinstance(expression, exp.Select)
+    work = functools.partial(
+        session._run, expression, snapshot, parse_time_zone("+00:00"), LimitsConfig()
+    )
+    with concurrent.futures.ThreadPoolExecutor(1) as executor:
+        outside = executor.submit(sys.gettrace).result(5)
+        assert executor.submit(session._Job(work)).result(5) == (("_col_0",), [(1,)])
+    assert seen == [outside]
 
 
 async def test_set_time_zone_as_mysql_takes_it(endpoint: Endpoint, client: Client) -> None:
