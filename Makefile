@@ -34,13 +34,15 @@ $(VENV)/.installed-bench: $(VENV)/.installed
 
 install: $(VENV)/.installed ## create .venv and install grstats (editable, with Spark) and its test and dev tools
 
-system-deps: ## install the system packages the tests need (MariaDB server and client, tmux, Prometheus, mysqld_exporter, iproute2, iptables, libfaketime), if missing
+system-deps: ## install the system packages the tests need (MariaDB server and client, tmux, Prometheus, Alertmanager, npm, mysqld_exporter, iproute2, iptables, libfaketime), if missing
 	@missing=""; \
 	command -v mariadbd >/dev/null || test -x /usr/sbin/mariadbd || missing="$$missing mariadb-server"; \
 	command -v mariadb >/dev/null || missing="$$missing mariadb-client"; \
 	command -v prometheus-mysqld-exporter >/dev/null || missing="$$missing prometheus-mysqld-exporter"; \
 	command -v tmux >/dev/null || missing="$$missing tmux"; \
 	command -v prometheus >/dev/null || missing="$$missing prometheus"; \
+	command -v amtool >/dev/null || missing="$$missing prometheus-alertmanager"; \
+	command -v npm >/dev/null || missing="$$missing npm"; \
 	command -v ip >/dev/null || missing="$$missing iproute2"; \
 	command -v iptables >/dev/null || missing="$$missing iptables"; \
 	ls /usr/lib/*/faketime/libfaketimeMT.so.1 >/dev/null 2>&1 || missing="$$missing libfaketime"; \
@@ -57,7 +59,13 @@ system-deps: ## install the system packages the tests need (MariaDB server and c
 demo: $(VENV)/.installed-demo ## the main job: a simulated 3-member group, a crash, a killed agent, collector, Spark report
 	$(BIN)/grstats demo
 
-test: $(VENV)/.installed system-deps ## run the whole test suite (about 7 minutes on 2 cores)
+# Grafana's published dashboard types, pinned: tests/deploy/test_grafana_schema.py checks the
+# dashboards against them.
+GRAFANA_SCHEMA := tests/deploy/grafana_schema/node_modules/.package-lock.json
+$(GRAFANA_SCHEMA): tests/deploy/grafana_schema/package-lock.json | system-deps
+	npm ci --prefix tests/deploy/grafana_schema --no-audit --no-fund
+
+test: $(VENV)/.installed system-deps $(GRAFANA_SCHEMA) ## run the whole test suite (about 7 minutes on 2 cores)
 	$(BIN)/pytest $(PYTEST_PARALLEL)
 
 check: lint ## lint, then the tests that need no Spark, no subprocess and no server (under 2 minutes): the loop while editing

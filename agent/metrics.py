@@ -8,12 +8,17 @@ series:
   --extended`` prints), one series per member and metric, labelled ``group_name`` (GR's
   ``group_replication_group_name``) and ``member_id`` (its server_uuid) **only**: a label that
   changed with the relay path a row arrived by, or with a role, would start a new series and
-  break ``rate()``. What may change is on ``grstats_member_info{group_name, member_id,
-  member_host, member_port, member_role, member_version, source} 1`` (``source``: the agent
-  the row came through, ``local`` for the agent's own member), to join on::
+  break ``rate()``. The member's address and version are on ``grstats_member_info{group_name,
+  member_id, member_host, member_port, member_version} 1``, which changes only when the member
+  is moved or upgraded (its role is ``grstats_member_primary``, which a failover does not
+  relabel), to join on::
 
       grstats_applier_lag_seconds
-        * on (group_name, member_id) group_left (member_host) grstats_member_info
+        * on (group_name, member_id) group_left (member_host, member_port) grstats_member_info
+
+  The agent the row came through is a series of its own, the one that changes with the relay
+  path: ``grstats_member_source_info{group_name, member_id, source} 1`` (``local`` for the
+  agent's own member, else the relaying agent's address).
 
   ``grstats_agent_up`` (1 while the member is connected, WL#2860's CONNECTED),
   ``grstats_member_in_view``, ``grstats_member_state{state}`` (1 for the current MEMBER_STATE,
@@ -31,7 +36,9 @@ series:
   heard keeps every series, at its last values, with ``grstats_agent_up`` 0, so that an alert
   on it does not go silent with the member. A member's stats series start once its stats were heard.
 * **The group's verdict** (:mod:`grstats.agent.status`, MySQL Shell's ``cluster.status()``),
-  labelled ``group_name``: ``grstats_group_status{status}`` (1 for the current status of
+  labelled ``group_name``: ``grstats_group_info{group_label} 1`` (the group's human name, its
+  InnoDB Cluster name or the agents' ``group_label``, ``''`` when none: alerts name the group
+  by it), ``grstats_group_status{status}`` (1 for the current status of
   :data:`~grstats.agent.rows.status.STATUSES`, 0 for the five others),
   ``grstats_group_tolerance`` (how many more members can fail with quorum kept),
   ``grstats_group_members_not_active`` (Shell's "N members are not active": the known members

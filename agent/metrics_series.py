@@ -8,8 +8,12 @@ and how to aggregate them; this module holds the rules of their labels:
 * every series of a member is labelled ``group_name`` and ``member_id`` only (and ``state``
   on ``grstats_member_state``): labels that name the member, never how its row arrived, so a
   member keeps one series per metric for as long as the agent runs;
-* what may change about a member (host, port, role, version, the agent its row came through)
-  is on ``grstats_member_info``, whose value is always 1, to join on;
+* the member's address and version are on ``grstats_member_info``, whose value is always 1,
+  to join on: labels that change only when the member itself is moved or upgraded, never
+  with a failover (the role is ``grstats_member_primary``) or a relay path;
+* the agent its row came through (``source``) is on a series of its own,
+  ``grstats_member_source_info``: the one series that changes with the relay path, so that
+  no other series churns with it;
 * no series of a member or of the group while the group's name is unknown (``''``), so that
   a label never changes from ``''`` to a name;
 * a member's stats series start once its stats were heard: MySQL's empty row for a member
@@ -76,15 +80,13 @@ STATS_GAUGES = {
 
 #: The labels of every series of a member (grstats_member_state adds ``state``).
 MEMBER_LABELS = ("group_name", "member_id")
-#: The labels of grstats_member_info: what may change about a member.
-INFO_LABELS = (
-    *MEMBER_LABELS,
-    "member_host",
-    "member_port",
-    "member_role",
-    "member_version",
-    "source",
-)
+#: The labels of grstats_member_info: the member's address and version, which change only when
+#: the member itself is moved or upgraded (not its role: that flips at every failover, and is
+#: grstats_member_primary).
+INFO_LABELS = (*MEMBER_LABELS, "member_host", "member_port", "member_version")
+#: The labels of grstats_member_source_info: the agent the member's row came through, which
+#: changes with the relay path (kept off every other series for that reason).
+SOURCE_LABELS = (*MEMBER_LABELS, "source")
 #: The labels of the group's series (grstats_group_status adds ``status``).
 GROUP_LABELS = ("group_name",)
 
@@ -148,9 +150,15 @@ def member_families(served: Served, group: str) -> list[Metric]:
     members = _by_member(served, _MEMBERS)
     info = GaugeMetricFamily(
         "grstats_member_info",
-        "1 for each member: its host, port, role, version and the agent its row came through "
-        "(source; local for the agent's own member). Join on group_name and member_id.",
+        "1 for each member: its host, port and version (MEMBER_HOST, MEMBER_PORT, "
+        "MEMBER_VERSION). Join on group_name and member_id.",
         labels=INFO_LABELS,
+    )
+    source = GaugeMetricFamily(
+        "grstats_member_source_info",
+        "1 for each member: the agent its row came through (source; local for the agent's "
+        "own member). Changes with the relay path. Join on group_name and member_id.",
+        labels=SOURCE_LABELS,
     )
     up = _gauge(
         "grstats_agent_up",
@@ -178,12 +186,11 @@ def member_families(served: Served, group: str) -> list[Metric]:
                 *labels,
                 str(row.get("MEMBER_HOST") or ""),
                 "" if port is None else str(port),
-                str(row.get("MEMBER_ROLE") or ""),
                 str(row.get("MEMBER_VERSION") or ""),
-                str(row.get("SOURCE") or ""),
             ],
             1.0,
         )
+        source.add_metric([*labels, str(row.get("SOURCE") or "")], 1.0)
         up.add_metric(labels, _flag(row["CONNECTED"] == "YES"))
         in_view.add_metric(labels, _flag(row["IN_VIEW"] == "YES"))
         primary.add_metric(labels, _flag(row["MEMBER_ROLE"] == "PRIMARY"))
@@ -191,7 +198,7 @@ def member_families(served: Served, group: str) -> list[Metric]:
             state.add_metric([*labels, name], _flag(row["MEMBER_STATE"] == name))
         if isinstance(row.get("AGE_MS"), int):
             age.add_metric(labels, row["AGE_MS"] / 1000)
-    return [info, up, in_view, state, primary, age, *_stats_families(served, group)]
+    return [info, source, up, in_view, state, primary, age, *_stats_families(served, group)]
 
 
 def _stats_families(served: Served, group: str) -> list[Metric]:

@@ -120,17 +120,26 @@ async def test_every_members_counters_and_gauges(group: Group) -> None:
     info = families["grstats_member_info"]
     assert info.type == "gauge"
     assert {s.value for s in info.samples} == {1.0}
-    sources = {s.labels["member_id"]: s.labels["source"] for s in info.samples}
+    members = {row["MEMBER_ID"]: row for row in served_rows(scraped, "replication_group_members")}
+    assert {s.labels["member_id"] for s in info.samples} == set(members)
+    for sample in info.samples:  # no role (it flips on failover) and no source (the relay path)
+        row = members[sample.labels["member_id"]]
+        assert sample.labels == {
+            "group_name": group_name,
+            "member_id": row["MEMBER_ID"],
+            "member_host": row["MEMBER_HOST"],
+            "member_port": str(row["MEMBER_PORT"]),
+            "member_version": row["MEMBER_VERSION"],
+        }
+    source = families["grstats_member_source_info"]
+    assert source.type == "gauge"
+    assert {s.value for s in source.samples} == {1.0}
+    assert all(set(s.labels) == {"group_name", "member_id", "source"} for s in source.samples)
+    sources = {s.labels["member_id"]: s.labels["source"] for s in source.samples}
     assert sources[scraped.member_id] == "local"
     assert {sources[a.member_id] for a in group.agents[:2]} == {a.address for a in group.agents[:2]}
-    members = {row["MEMBER_ID"]: row for row in served_rows(scraped, "replication_group_members")}
-    for sample in info.samples:
-        row = members[sample.labels["member_id"]]
-        assert sample.labels["member_host"] == row["MEMBER_HOST"]
-        assert sample.labels["member_port"] == str(row["MEMBER_PORT"])
-        assert sample.labels["member_role"] == row["MEMBER_ROLE"]
-        assert sample.labels["member_version"] == row["MEMBER_VERSION"]
-        assert sample.labels["group_name"] == group_name
+    primary = by_member(families["grstats_member_primary"])
+    assert primary == {m: float(row["MEMBER_ROLE"] == "PRIMARY") for m, row in members.items()}
 
 
 async def test_agent_up_stays_at_zero_for_a_silent_agent(group: Group) -> None:

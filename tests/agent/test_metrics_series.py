@@ -1,8 +1,10 @@
-"""Stable series: one label set per member and metric while relay paths change (issue 14, part 1).
+"""Stable series: one label set per member and metric while relay paths change (issues 14 and 32).
 
 Agents run on a :class:`MemoryNetwork` whose links the tests cut and heal, so a member's row
 reaches an agent now directly, now through another agent; /metrics is rendered on the test's
 loop after every period (prometheus-client's own text, parsed back) and every sample is kept.
+Only ``grstats_member_source_info`` may change its labels (its ``source`` is the relay path);
+the info gauges ``grstats_member_info`` and ``grstats_group_info`` keep one label set each.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ if TYPE_CHECKING:
 GROUP_SERIES = frozenset(
     {
         "grstats_member_info",
+        "grstats_member_source_info",
+        "grstats_group_info",
         "grstats_group_status",
         "grstats_group_tolerance",
         "grstats_group_throttled",
@@ -44,6 +48,7 @@ GROUP_SERIES = frozenset(
 ALWAYS = frozenset(
     {
         "grstats_member_info",
+        "grstats_member_source_info",
         "grstats_agent_up",
         "grstats_member_in_view",
         "grstats_member_state",
@@ -54,6 +59,15 @@ ALWAYS = frozenset(
         "grstats_applier_queue_transactions",
     }
 )
+
+#: The families whose label sets the relay-path test follows: every member's, and the info gauges.
+TRACKED = MEMBER_SERIES | {
+    "grstats_member_info",
+    "grstats_member_source_info",
+    "grstats_group_info",
+}
+#: The one family whose labels change with the relay path (its ``source``).
+MOVING = "grstats_member_source_info"
 
 Labels = frozenset[tuple[str, str]]
 
@@ -88,12 +102,13 @@ class Seen:
     def add(self, agent: str, families: dict[str, Metric]) -> None:
         """Note one scrape of ``agent``."""
         for family in families.values():
-            if family.name not in MEMBER_SERIES | {"grstats_member_info"}:
+            if family.name not in TRACKED:
                 continue
             members = set()
             for sample in family.samples:
                 labels: Labels = frozenset(sample.labels.items())
-                member, state = sample.labels["member_id"], sample.labels.get("state", "")
+                member = sample.labels.get("member_id", "")  # '' on grstats_group_info
+                state = sample.labels.get("state", "")
                 members.add(member)
                 self.label_sets[(agent, family.name, member, state)].add(labels)
                 before = self.values.get((agent, sample.name, labels))
@@ -146,10 +161,14 @@ async def test_one_label_set_per_member_while_relay_paths_change() -> None:
         for agent in group.agents:
             await agent.stop(grace_s=0)
     changed = {key: sets for key, sets in seen.label_sets.items() if len(sets) > 1}
-    assert {key[1] for key in changed} == {"grstats_member_info"}  # only the info may change
+    assert {key[1] for key in changed} == {MOVING}  # only the relay path's own series moves
+    for agent in group.agents:  # the info gauges: one label set per member (and group) each
+        for member in everyone:
+            assert len(seen.label_sets[(agent.address, "grstats_member_info", member, "")]) == 1
+        assert len(seen.label_sets[(agent.address, "grstats_group_info", "", "")]) == 1
     sources = {
         dict(labels)["source"]
-        for labels in seen.label_sets[(a, "grstats_member_info", group.agents[2].member_id, "")]
+        for labels in seen.label_sets[(a, MOVING, group.agents[2].member_id, "")]
     }
     assert len(sources) > 1, sources  # the path did change: the test can see a moving label
     assert seen.decreased == []

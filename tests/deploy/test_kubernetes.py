@@ -51,7 +51,7 @@ API_VERSIONS = {
     "PodMonitor": "monitoring.coreos.com/v1",
 }
 #: deploy/'s folders whose YAML files (rules, their tests, provisioning) other tests check.
-CHECKED_ELSEWHERE = frozenset({"prometheus", "grafana"})
+CHECKED_ELSEWHERE = frozenset({"prometheus", "grafana", "alertmanager"})
 #: The workloads whose pods serve /metrics: (kind, name, container).
 SCRAPED = (
     ("StatefulSet", "mysql", "grstats"),

@@ -2,10 +2,11 @@
 
 ``promtool check rules`` and ``promtool test rules`` run on deploy/prometheus (promtool comes
 with Debian's ``prometheus`` package; required under CI, skipped elsewhere when missing). The
-other tests read the files: every alert has a severity, a summary and a description, and a
-unit test where it fires and one where it does not; recording rules follow
-level:metric:operations; the dashboard reads its data source from ``${DS_PROMETHEUS}`` and
-names only recording rules that the rules file defines.
+other tests read the files: every alert has a severity, a summary and a description naming
+its member (host:port, labels ``member``) and group (its name, ``group``), and a unit test
+where it fires and one where it does not; recording rules follow level:metric:operations;
+the rates are unit-tested at a 15 s and a 60 s scrape interval; the dashboard reads its data
+source from ``${DS_PROMETHEUS}`` and names only recording rules that the rules file defines.
 """
 
 from __future__ import annotations
@@ -37,12 +38,22 @@ RECORD_NAME = re.compile(
 KEY_RECORDS = (
     "group_name_member_id:grstats_agent_up:max",
     "group_name_member_id:grstats_applier_lag_seconds:max",
-    "group_name_member_id:grstats_transactions_remote_applied:max_rate1m",
+    "group_name_member_id:grstats_transactions_remote_applied:max_rate5m",
     "group_name_member_id:grstats_member_info:max",
     "group_name_status:grstats_group_status:max",
     "group_name_state:grstats_member_state:sum",
     "group_name:grstats_group_tolerance:min",
+    "job_instance_group_name_member_id_member_group:grstats_member_source_info:max",
 )
+#: The names member alerts join (labels member and group), and group alerts (group).
+MEMBER_NAMES = "group_name_member_id_member_group:grstats_member_info:max"
+GROUP_NAMES = "group_name_group:grstats_group_info:max"
+#: The agent's own alerts: about a target (instance), naming its member once it has read it.
+AGENT_ALERTS = frozenset({"GrstatsAgentDown", "GrstatsSourceDown"})
+#: The scrape intervals the rules are unit-tested at (the header states 1 s to 75 s).
+SCRAPE_INTERVALS = ("15s", "1m")
+#: The longest scrape interval the header allows: a rate's window is at least 4 times it.
+LONGEST_SCRAPE_S = 75
 
 
 def rule_groups() -> list[dict[str, Any]]:
@@ -145,6 +156,17 @@ def test_promtool_test_rules_fails_on_a_wrong_expectation(tmp_path: Path) -> Non
     assert "FAILED" in done.stdout + done.stderr
 
 
+def about(rule: dict[str, Any]) -> set[str]:
+    """The labels an alert's summary and description must name: what the alert is about."""
+    if rule["alert"] in AGENT_ALERTS:
+        return {"instance", "member", "group"}
+    if MEMBER_NAMES in rule["expr"]:
+        return {"member", "group"}
+    if GROUP_NAMES in rule["expr"]:
+        return {"group"}
+    return {"instance", "group"}  # the collector's
+
+
 @pytest.mark.parametrize("rule", alerts(), ids=lambda rule: rule["alert"])
 def test_alert_has_severity_summary_and_description(rule: dict[str, Any]) -> None:
     """Each alert has labels.severity, a summary and a description naming what it is about."""
@@ -152,14 +174,34 @@ def test_alert_has_severity_summary_and_description(rule: dict[str, Any]) -> Non
     assert rule["labels"]["severity"] in SEVERITIES
     annotations = rule["annotations"]
     assert set(annotations) >= {"summary", "description"}
-    used = set(re.findall(r"\$labels\.(\w+)", str(annotations)))
-    kinds = ({"group_name", "member_id"}, {"group_name"}, {"instance"})
-    about = next((labels for labels in kinds if labels <= used), None)
-    assert about is not None, f"{rule['alert']} names no member, group or instance"
-    for label in about:
-        assert f"$labels.{label}" in annotations["summary"]
-        assert f"$labels.{label}" in annotations["description"]
+    for label in about(rule):
+        assert f"$labels.{label}" in annotations["summary"], label
+        assert f"$labels.{label}" in annotations["description"], label
     assert re.fullmatch(r"\d+m", rule["for"]), "alerts wait whole minutes before they fire"
+
+
+@pytest.mark.parametrize("rule", alerts(), ids=lambda rule: rule["alert"])
+def test_alert_joins_the_names(rule: dict[str, Any]) -> None:
+    """A member alert joins the members' names, a group alert the groups'; agents' their target's."""
+    expr = " ".join(rule["expr"].split())
+    joins = {
+        MEMBER_NAMES: "* on (group_name, member_id) group_left (member, group)",
+        GROUP_NAMES: "* on (group_name) group_left (group)",
+        KEY_RECORDS[-1]: "* on (job, instance) group_left (group_name, member_id, member, group)",
+    }
+    if rule["alert"] in AGENT_ALERTS:
+        names = KEY_RECORDS[-1]
+        assert "or on (job, instance)" in expr, "an agent that never read its member alerts too"
+    elif "member_id" in expr:
+        names = MEMBER_NAMES
+    elif "group_name" in expr:
+        names = GROUP_NAMES
+    else:
+        assert rule["alert"] == "GrstatsCollectorStalled"
+        assert "label_replace(" in expr
+        assert '"group", "$1", "group_label"' in expr
+        return
+    assert f"{joins[names]} {names}" in expr, expr
 
 
 @pytest.mark.parametrize("rule", alerts(), ids=lambda rule: rule["alert"])
@@ -173,6 +215,90 @@ def test_alert_has_unit_tests_where_it_fires_and_where_it_does_not(rule: dict[st
     ]
     assert any(check.get("exp_alerts") for check in checks), f"{rule['alert']} never fires"
     assert any(not check.get("exp_alerts") for check in checks), f"{rule['alert']} always fires"
+
+
+def expected_alerts(alertname: str | None = None) -> list[dict[str, str]]:
+    """The labels of every alert the unit tests expect (named ``alertname``, when given)."""
+    return [
+        alert["exp_labels"]
+        for case in unit_tests()
+        for check in case.get("alert_rule_test", [])
+        if alertname in (None, check["alertname"])
+        for alert in check.get("exp_alerts") or []
+    ]
+
+
+def alert_labels(rule: dict[str, Any], *, knows_its_member: bool = True) -> set[str]:
+    """The labels the alert carries (an agent's names its member once it has read it)."""
+    member = {"group_name", "member_id", "member", "group"}
+    if rule["alert"] in AGENT_ALERTS:
+        return {"severity", "job", "instance"} | (member if knows_its_member else set())
+    if MEMBER_NAMES in rule["expr"]:
+        return {"severity"} | member
+    if GROUP_NAMES in rule["expr"]:
+        return {"severity", "group_name", "group"}
+    return {"severity", "job", "instance", "group_label", "group"}  # the collector's
+
+
+@pytest.mark.parametrize("rule", alerts(), ids=lambda rule: rule["alert"])
+def test_alert_labels_in_unit_tests_name_member_and_group(rule: dict[str, Any]) -> None:
+    """Where a unit test expects the alert, its labels name the member and the group."""
+    expected = expected_alerts(rule["alert"])
+    assert expected
+    for labels in expected:
+        knows = "member_id" in labels
+        assert set(labels) == alert_labels(rule, knows_its_member=knows), labels
+        if "member" in labels:
+            address = re.fullmatch(r"[\w.-]+:\d+", labels["member"])
+            assert address is not None or labels["member"] == labels["member_id"], labels
+        if "group" in labels:
+            assert labels["group"], labels
+
+
+def test_unit_tests_show_names_and_their_fallbacks() -> None:
+    """Alerts name a member by host:port or else member_id, a group by label or else group_name."""
+    expected = expected_alerts()
+    members = [labels for labels in expected if "member" in labels]
+    assert any(labels["member"] != labels["member_id"] for labels in members)
+    assert any(labels["member"] == labels["member_id"] for labels in members)
+    groups = [labels for labels in expected if "group_name" in labels]
+    assert any(labels["group"] != labels["group_name"] for labels in groups)
+    assert any(labels["group"] == labels["group_name"] for labels in groups)
+
+
+def test_rates_have_a_window_of_4_scrape_intervals() -> None:
+    """Every rate() of the rules spans at least 4 of the longest scrape interval the header allows."""
+    windows = [
+        window
+        for rule in records() + alerts()
+        for window in re.findall(r"\brate\([^\[]*\[(\w+)\]", rule["expr"])
+    ]
+    assert len(windows) == 5, windows
+    for window in windows:
+        minutes = re.fullmatch(r"(\d+)m", window)
+        assert minutes is not None, window
+        assert int(minutes[1]) * 60 >= 4 * LONGEST_SCRAPE_S, window
+    assert f"any scrape interval from 1 s to {LONGEST_SCRAPE_S} s" in RULES.read_text(
+        encoding="utf-8"
+    )
+
+
+@pytest.mark.parametrize("interval", SCRAPE_INTERVALS)
+@pytest.mark.parametrize(
+    "rule", [rule for rule in records() if "rate(" in rule["expr"]], ids=lambda rule: rule["record"]
+)
+def test_rate_is_unit_tested_at_each_scrape_interval(rule: dict[str, Any], interval: str) -> None:
+    """Each rate record has a non-empty expected value in a unit test at 15 s and at 60 s."""
+    values = [
+        sample["value"]
+        for case in unit_tests()
+        if case["interval"] == interval
+        for check in case.get("promql_expr_test", [])
+        if check["expr"] == rule["record"]
+        for sample in check["exp_samples"]
+    ]
+    assert values, f"{rule['record']} has no expected value at a {interval} scrape interval"
+    assert all(value > 0 for value in values)
 
 
 @pytest.mark.parametrize("name", KEY_RECORDS)
@@ -221,7 +347,8 @@ def test_dashboard_is_for_grafana_10_with_a_data_source_variable() -> None:
     variables = {variable["name"]: variable for variable in board["templating"]["list"]}
     assert variables["DS_PROMETHEUS"]["type"] == "datasource"
     assert variables["DS_PROMETHEUS"]["query"] == "prometheus"
-    assert variables["group"]["query"] == "label_values(grstats_member_info, group_name)"
+    assert variables["group"]["query"].startswith("query_result(")  # names: test_grafana_live
+    assert "grstats_group_info" in variables["group"]["query"]
     assert variables["member"]["query"] == (
         'label_values(grstats_member_info{group_name="$group"}, member_id)'
     )
