@@ -32,6 +32,7 @@ import yaml
 
 from grstats.agent.cli.demo import free_ports
 from tests.deploy.files import DEPLOY
+from tests.deploy.grafana import variable_options
 from tests.programs import require
 from tests.waiting import wait_until
 
@@ -60,6 +61,7 @@ source = "simulated"
 period_s = 1
 silence_periods = 2
 log_format = "json"
+group_label = "orders"
 
 [simulated]
 scenario = "steady"
@@ -241,7 +243,7 @@ def scraped(stack: Stack) -> bool:
     """Whether all 4 targets are up, scraped 3 times (rates have 2 samples), rates recorded."""
     up = stack.query('up{job=~"grstats.*"} == 1')
     thrice = stack.query('count_over_time(up{job=~"grstats.*"}[1m]) >= 3')
-    rates = stack.query("group_name_member_id:grstats_transactions_checked:max_rate1m")
+    rates = stack.query("group_name_member_id:grstats_transactions_checked:max_rate5m")
     return len(up) == len(thrice) == MEMBERS + 1 and len(rates) == MEMBERS
 
 
@@ -270,9 +272,9 @@ def test_every_dashboard_query_parses_and_most_return_data(stack: Stack) -> None
     assert stack.api_answer("/api/v1/query", query="sum(up")["status"] == "error"  # it can fail
     board = json.loads(DASHBOARD.read_text(encoding="utf-8"))
     variables = {variable["name"]: variable for variable in board["templating"]["list"]}
-    groups = label_values(stack, variables["group"]["query"])
+    groups = variable_options(stack, variables["group"])  # (text, value): value is the UUID
     assert len(groups) == 1, groups
-    group = groups[0]
+    group = groups[0].value
     members = label_values(stack, variables["member"]["query"].replace("$group", group))
     assert len(members) == MEMBERS, members
     substitutions = {
@@ -305,11 +307,18 @@ def test_every_dashboard_query_parses_and_most_return_data(stack: Stack) -> None
 
 
 def test_killed_agent_fires_member_nobody_hears(stack: Stack) -> None:
-    """SIGKILL one agent: GrstatsMemberUnheard fires for its member, and only for it."""
+    """SIGKILL one agent: GrstatsMemberUnheard fires for its member only, both alerts name it."""
     victim = stack.metrics[-1]
-    own = stack.query(f'grstats_member_info{{instance="{victim}", source="local"}}')
+    own = stack.query(f'grstats_member_source_info{{instance="{victim}", source="local"}}')
     assert len(own) == 1, own
     member = own[0]["metric"]["member_id"]
+    (info,) = stack.query(f'group_name_member_id:grstats_member_info:max{{member_id="{member}"}}')
+    names = {
+        "group_name": own[0]["metric"]["group_name"],
+        "member_id": member,
+        "member": f"{info['metric']['member_host']}:{info['metric']['member_port']}",
+        "group": "orders",  # the agents' group_label
+    }
     wait_until(
         lambda: not firing(stack, "GrstatsMemberUnheard"),
         10,
@@ -331,6 +340,7 @@ def test_killed_agent_fires_member_nobody_hears(stack: Stack) -> None:
     unheard = firing(stack, "GrstatsMemberUnheard")
     assert [alert["member_id"] for alert in unheard] == [member], unheard
     assert unheard[0]["severity"] == "warning"
+    assert {key: unheard[0][key] for key in names} == names
     print(f"GrstatsMemberUnheard fired {took:.1f} s after the kill")  # for the record (pytest -s)
     wait_until(
         lambda: [alert["instance"] for alert in firing(stack, "GrstatsAgentDown")] == [victim],
@@ -338,3 +348,5 @@ def test_killed_agent_fires_member_nobody_hears(stack: Stack) -> None:
         "GrstatsAgentDown fires for the killed agent's target",
         detail=stack.logs,
     )
+    (down,) = firing(stack, "GrstatsAgentDown")  # names the member its agent read before dying
+    assert {key: down.get(key) for key in names} == names, down
