@@ -29,7 +29,9 @@ if TYPE_CHECKING:
 
 EPILOG = """\
 Flags override the same keys of the config file. Every agent of one simulated group is started
-with the same --scenario, --members, --seed and --group-start, and its own --member-index (0..N-1).
+with the same --scenario, --members, --seed, --group-start and --group-name, and its own
+--member-index (0..N-1). Two simulated groups of one fleet differ in --group-name (or scenario,
+or seed): their group and member UUIDs follow from those three.
 
 examples:
   grstats agent --config deploy/examples/agent-mysql.toml
@@ -95,6 +97,7 @@ OVERRIDES = {
     "members": "simulated.members",
     "seed": "simulated.seed",
     "group_start": "simulated.group_start_s",
+    "group_name": "simulated.group_name",
     "host": "mysql.host",
     "port": "mysql.port",
     "user": "mysql.user",
@@ -179,6 +182,12 @@ def register(subparsers: Subparsers) -> None:
     simulated.add_argument("--seed", type=int, metavar="K", help="the group's seed")
     simulated.add_argument(
         "--group-start", type=float, metavar="UNIX_SECONDS", help="when the group started"
+    )
+    simulated.add_argument(
+        "--group-name",
+        metavar="NAME",
+        help="the simulated group's name (orders): its UUIDs follow from it, the scenario and "
+        "the seed, and it is its label, as an InnoDB Cluster's name is (default: none)",
     )
     mysql = parser.add_argument_group("--source mysql")
     mysql.add_argument("--host", metavar="HOST", help="the member's MySQL server")

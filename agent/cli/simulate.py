@@ -25,7 +25,7 @@ from grstats.agent.rows import (
     render,
 )
 from grstats.agent.rows.render import json_objects
-from grstats.agent.sim.group import TICKS_PER_SECOND, SimulatedGroup
+from grstats.agent.sim.group import TICKS_PER_SECOND, SimulatedGroup, check_group_name
 from grstats.agent.sim.scenario import list_scenarios, load_scenario
 from grstats.agent.sim.summary import SIMULATION_SUMMARY, summary_rows
 from grstats.agent.sim.views import group_rows, snapshot
@@ -57,6 +57,7 @@ examples:
   grstats simulate --scenario crash-rejoin --seconds 90
   grstats simulate --scenario steady --seconds 10 --format vertical --time-zone Europe/Paris
   grstats simulate --scenario slow-secondary --members 5 --seconds 300 --seed 7 --format json
+  grstats simulate --scenario steady --group-name east --seconds 10 --format json
 """
 
 
@@ -68,7 +69,7 @@ def register(subparsers: Subparsers) -> None:
         description="Run a deterministic model of a Group Replication group of 1-9 members for "
         "SECONDS simulated seconds, as fast as it can, and print every member's rows: the ground "
         "truth the agents, the collector and the reports are checked against. The same scenario, "
-        "members, seed and start always give the same output.",
+        "members, seed, group name and start always give the same output.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -81,6 +82,12 @@ def register(subparsers: Subparsers) -> None:
     )
     parser.add_argument("--seconds", type=float, metavar="S", help="simulated seconds to run")
     parser.add_argument("--seed", type=int, default=1, metavar="K", help="random seed (default 1)")
+    parser.add_argument(
+        "--group-name",
+        metavar="NAME",
+        help="the group's name, as an agent's --group-name: the group's and members' UUIDs "
+        "follow from it, the scenario and the seed (default: none)",
+    )
     parser.add_argument(
         "--start",
         type=float,
@@ -115,9 +122,10 @@ def run(args: argparse.Namespace) -> int:
         scenario = load_scenario(args.scenario)
         if args.members is not None:
             scenario = scenario.with_members(args.members)
+        name = "" if args.group_name is None else check_group_name("--group-name", args.group_name)
     except ConfigError as exc:
         raise CliError(str(exc), code=2) from exc
-    group = SimulatedGroup(scenario, args.seed, int(args.start * 1_000_000))
+    group = SimulatedGroup(scenario, args.seed, int(args.start * 1_000_000), name)
     _run(group, int(args.seconds * TICKS_PER_SECOND))
     tables = ground_truth(group)
     if args.format == "json":

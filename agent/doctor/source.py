@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 from grstats.agent.address import join_address
 from grstats.agent.doctor.checklist import Check
 from grstats.agent.errors import SourceError
-from grstats.agent.sim.group import stable_uuid
 from grstats.agent.sources.fault import fault_of
 
 if TYPE_CHECKING:
@@ -74,7 +73,7 @@ async def check_source(config: AgentConfig, timeout_s: float) -> SourceResult:
     if config.mysql is None:
         simulated = config.simulated
         assert simulated is not None
-        member = stable_uuid("member", simulated.seed, simulated.member_index)
+        member = simulated.member_uuid()
         message = (
             f"MySQL: not checked, source is simulated (member {simulated.member_index} of "
             f"scenario {simulated.scenario!r}, server_uuid {member})"

@@ -1,8 +1,10 @@
 """The simulated group: a deterministic model of a Group Replication group, stepped in ticks.
 
-The whole group's state is a function of (scenario, seed, group start, tick): every agent
-process steps its own copy from the group's start and they all agree on GTIDs and certification
-outcomes. One tick is 0.1 s. Each tick:
+The whole group's state is a function of (scenario, seed, group start, group name, tick): every
+agent process steps its own copy from the group's start and they all agree on GTIDs and
+certification outcomes. The group's UUID and its members' follow from the scenario's name, the
+seed and the group's name (:func:`group_uuid`, :func:`member_uuid`), so two groups of one fleet
+that differ in any of them share no UUID. One tick is 0.1 s. Each tick:
 
 1. the scenario's events for the tick happen (crash, start, stop, partition, heal, rate, capacity);
 2. failure detection: a member nobody hears is suspected after ``suspicion_s`` (UNREACHABLE in the
@@ -65,6 +67,8 @@ from dataclasses import dataclass, field
 from itertools import accumulate, islice
 from typing import TYPE_CHECKING
 
+from grstats.agent.errors import ConfigError
+from grstats.agent.model import LABEL_RULE, is_group_label
 from grstats.agent.rows import MemberState, encode_version
 from grstats.agent.sim.flow_control import Quota, StatsMessage, StatsTable, next_quota
 from grstats.agent.sim.gno import GnoAssigner
@@ -102,6 +106,32 @@ def stable_uuid(*parts: object) -> str:
     return str(uuid.UUID(bytes=digest, version=4))
 
 
+def check_group_name(field: str, name: object) -> str:
+    """Return ``name`` if it may name a simulated group; else ConfigError names ``field``.
+
+    The rule is a group label's (:data:`~grstats.agent.model.LABEL_RULE`): the name is also
+    the group's label, as an InnoDB Cluster's name is.
+    """
+    if not (isinstance(name, str) and is_group_label(name)):
+        raise ConfigError(f"{field}: {name!r} is not a group name ({LABEL_RULE})")
+    return name
+
+
+def group_uuid(scenario: str, seed: int, name: str = "") -> str:
+    """Return the group_replication_group_name of the simulated group (scenario, seed, name).
+
+    ``scenario`` is the scenario's ``name``, ``name`` the group's name ('' when it has none):
+    two groups differ in their UUIDs when they differ in any of the three, and every agent of
+    one group, given the same three, computes the same UUIDs.
+    """
+    return stable_uuid("group", scenario, seed, name)
+
+
+def member_uuid(scenario: str, seed: int, index: int, name: str = "") -> str:
+    """Return the server_uuid of member ``index`` of the simulated group (scenario, seed, name)."""
+    return stable_uuid("member", scenario, seed, name, index)
+
+
 @dataclass(slots=True)
 class GroupTotals:
     """Ground truth that only the simulator knows: time spent per state, throttling, totals."""
@@ -115,22 +145,26 @@ class GroupTotals:
 class SimulatedGroup:
     """A Group Replication group of 1-9 members, advanced one tick at a time.
 
-    Build it with the scenario (already sized), a seed and the group's start time (µs since the
-    epoch); :meth:`advance_to` steps it to a tick; read members
-    through :mod:`grstats.agent.sim.views`.
+    Build it with the scenario (already sized), a seed, the group's start time (µs since the
+    epoch) and its name, if any; :meth:`advance_to` steps it to a tick; read members
+    through :mod:`grstats.agent.sim.views`. The group's UUID (``group_name``, GR's
+    group_replication_group_name) and its members' follow from the scenario's name, the seed
+    and ``name`` (:func:`group_uuid`, :func:`member_uuid`); ``name`` is also the group's
+    label (``GroupView.group_label``), '' for none.
     """
 
-    def __init__(self, scenario: Scenario, seed: int, start_us: int) -> None:
+    def __init__(self, scenario: Scenario, seed: int, start_us: int, name: str = "") -> None:
         self.scenario = scenario
         self.seed = seed
         self.start_us = start_us
+        self.name = check_group_name("group_name", name) if name else ""
         self.tick = 0  #: ticks done: the group's time is start_us + tick * TICK_US
-        self.group_name = stable_uuid("group", seed)
+        self.group_name = group_uuid(scenario.name, seed, self.name)
         size = scenario.members
         self.members = [
             SimMember(
                 index=i,
-                uuid=stable_uuid("member", seed, i),
+                uuid=member_uuid(scenario.name, seed, i, self.name),
                 port=BASE_PORT + i,
                 capacity_tps=scenario.capacity_of(i),
                 rate_tps=scenario.workload.rate_tps,
@@ -141,8 +175,8 @@ class SimulatedGroup:
         self.by_uuid_order = sorted(range(size), key=lambda i: self.members[i].uuid)
         # GCS view id: bootstrap time in 100 ns units plus a random 0-999, then a counter
         # that the bootstrap and every join increase (Gcs_xcom_state_exchange::state_exchange,
-        # Gcs_xcom_view_identifier::init).
-        self.view_fixed = start_us * 10 + random.Random(seed).randrange(1000)  # noqa: S311
+        # Gcs_xcom_view_identifier::init); the random part is the group's own.
+        self.view_fixed = start_us * 10 + random.Random(self.group_name).randrange(1000)  # noqa: S311
         self.view_number = size
         for member in self.members:
             member.view_id = self.view_id

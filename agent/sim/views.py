@@ -33,6 +33,10 @@ primary_election_primary_process.cc) and on a multi-primary member when it turns
 (``group_replication_exit_state_action=READ_ONLY``). So only a writer is read-write: an ONLINE
 member of a multi-primary group, or the ONLINE primary that the simulator lets write (its
 applier queue empty); every other member has both ON.
+
+The group's name (``SimulatedGroup.name``, ``[simulated] group_name``) is its label
+(``GroupView.group_label``), as a real group's InnoDB Cluster name is, before the group
+starts too; a group without one has none ('').
 """
 
 from __future__ import annotations
@@ -110,6 +114,7 @@ def snapshot(group: SimulatedGroup, index: int, last_known: bool = False) -> Mem
             view_id=_view_id(member),
             group_name=group.group_name,
             single_primary_mode=group.scenario.single_primary,
+            group_label=group.name,
         ),
         stats=_stats_row(group, member),
         applier=_applier_row(group, member),
@@ -409,7 +414,11 @@ def not_started(group: SimulatedGroup, index: int) -> MemberSnapshot:
     return MemberSnapshot(
         member_id=group.members[index].uuid,
         read_at_us=group.start_us,
-        view=GroupView(members=(MemberRow(),), single_primary_mode=group.scenario.single_primary),
+        view=GroupView(
+            members=(MemberRow(),),
+            single_primary_mode=group.scenario.single_primary,
+            group_label=group.name,
+        ),
         stats=MemberStatsRow(),
         applier=ApplierStatusRow(member_id=group.members[index].uuid),
         gtid_executed=GtidSet(),

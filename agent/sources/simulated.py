@@ -31,9 +31,12 @@ PAUSE_EVERY_S = 0.0002
 class SimulatedSource:
     """A :class:`~grstats.agent.sources.base.StatsSource` for member ``member_index`` of a sim.
 
-    Every agent of one simulated group is given the same scenario (sized to the group), seed and
-    group start: each steps its own copy of the whole group to the present and reads its own
-    member, and all of them agree, because the group is a function of those and of the time.
+    Every agent of one simulated group is given the same scenario (sized to the group), seed,
+    group start and group name: each steps its own copy of the whole group to the present and
+    reads its own member, and all of them agree, because the group is a function of those and
+    of the time. The group's UUID and its members' follow from the scenario's name, the seed and
+    the group name (:func:`~grstats.agent.sim.group.group_uuid`), and the name is the group's
+    label in every snapshot ('' without one).
     A member whose server is down (``crash`` in the scenario) raises SourceUnavailable, as a
     real server that is down would (fault ``server_down``); before the group starts, Group
     Replication is not started: a read returns the member OFFLINE, with the fault
@@ -58,6 +61,7 @@ class SimulatedSource:
         clock: Callable[[], float] = time.time,
         *,
         step_ahead: bool = False,
+        group_name: str = "",
     ) -> None:
         if not 0 <= member_index < scenario.members:
             raise ConfigError(
@@ -66,7 +70,7 @@ class SimulatedSource:
             )
         self.member_index = member_index
         self._clock = clock
-        self._group = SimulatedGroup(scenario, seed, int(group_start_s * 1_000_000))
+        self._group = SimulatedGroup(scenario, seed, int(group_start_s * 1_000_000), group_name)
         self._closed = False
         self._step_ahead = step_ahead
         self._stepper: asyncio.Task[None] | None = None

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from grstats.agent.checks import check_int, check_number
 from grstats.agent.errors import ConfigError
 from grstats.agent.limits import GROUP_MAX_MEMBERS
+from grstats.agent.model import LABEL_RULE, is_group_label
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -42,6 +43,12 @@ class SimulatedSourceConfig:
         group_start_s: when the group starts, in UNIX seconds. It has no default: agents of one
             group must agree on it, and a start long ago makes the first read replay the group
             from then on.
+        group_name: the group's name (``orders``), a group label
+            (:data:`~grstats.agent.model.LABEL_RULE`); None (the default): none. The group's
+            UUID and its members' follow from the scenario's name, the seed and this name, so
+            two groups of one fleet that differ in any of them never share a UUID; the name is
+            also the group's label, as an InnoDB Cluster's name is (it wins over
+            ``group_label``).
     """
 
     scenario: str = "steady"
@@ -49,6 +56,7 @@ class SimulatedSourceConfig:
     members: int | None = None
     seed: int = 1
     group_start_s: float
+    group_name: str | None = None
 
     def __post_init__(self) -> None:
         if not isinstance(self.scenario, str) or not self.scenario.strip():
@@ -70,6 +78,9 @@ class SimulatedSourceConfig:
             MAX_UNIX_S,
             accepted=f"a UNIX time in [0, {MAX_UNIX_S}] seconds",
         )
+        name = self.group_name
+        if name is not None and not (isinstance(name, str) and is_group_label(name)):
+            raise ConfigError(f"simulated.group_name: {name!r} is not a group name ({LABEL_RULE})")
 
     def sized_scenario(self) -> Scenario:
         """Load the scenario and size it to ``members``; ConfigError names the key at fault.
@@ -120,4 +131,16 @@ class SimulatedSourceConfig:
             self.group_start_s,
             clock=clock,
             step_ahead=True,
+            group_name=self.group_name or "",
         )
+
+    def member_uuid(self) -> str:
+        """Return the server_uuid of member ``member_index`` (loads the scenario, for its name).
+
+        Raises:
+            ConfigError: as :meth:`sized_scenario`.
+        """
+        from grstats.agent.sim.group import member_uuid  # noqa: PLC0415 (the simulator on demand)
+
+        scenario = self.sized_scenario()
+        return member_uuid(scenario.name, self.seed, self.member_index, self.group_name or "")

@@ -20,7 +20,7 @@ import pytest
 
 from grstats.agent.cli.demo import free_ports
 from grstats.agent.log import GRPC_VERBOSITY, quiet_grpc_core
-from grstats.agent.sim.group import stable_uuid
+from grstats.agent.sim.group import member_uuid
 from tests.certs import make_certs
 
 if TYPE_CHECKING:
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 PYTHON = [sys.executable, "-m", "grstats"]
-UUIDS = [stable_uuid("member", 1, index) for index in range(2)]
+UUIDS = [member_uuid("steady", 1, index) for index in range(2)]
 #: A line of gRPC's C core: severity, date, time, thread, file:line (absl's log prefix).
 CORE_LINE = re.compile(r"^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [\w.]+:\d+\] ", re.MULTILINE)
 

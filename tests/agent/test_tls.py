@@ -29,7 +29,7 @@ from grstats.agent.gossip import Counts, Key, Stamp
 from grstats.agent.identity import certified_members, member_uri, refusal
 from grstats.agent.runtime import Agent
 from grstats.agent.security import Security
-from grstats.agent.sim.group import stable_uuid
+from grstats.agent.sim.group import member_uuid
 from grstats.agent.sim.scenario import load_scenario
 from grstats.agent.sources.simulated import SimulatedSource
 from grstats.agent.tls import CertificateFiles, TlsConfig
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 
     from grstats.agent.gossip import Update
 
-UUIDS = [stable_uuid("member", 1, index) for index in range(3)]
+UUIDS = [member_uuid("steady", 1, index) for index in range(3)]
 TOKEN = "s3cret-token-of-the-group-0123456789"  # noqa: S105  (a test's token)
 CHECKED = 987_654_321  # a COUNT_TRANSACTIONS_CHECKED no simulated member reaches
 

@@ -16,7 +16,7 @@ from structlog.testing import capture_logs
 from grstats.agent.cli.demo import free_ports
 from grstats.agent.errors import ConfigError
 from grstats.agent.runtime import Agent
-from grstats.agent.sim.group import stable_uuid
+from grstats.agent.sim.group import group_uuid
 from grstats.agent.sim.scenario import load_scenario
 from grstats.agent.sources.simulated import SimulatedSource
 from grstats.collector.collect import Limits, collect
@@ -117,9 +117,9 @@ async def test_rows_are_attributed_to_their_group(
         assert len(mine) == progress.groups[label].snapshots == 3
         # A record polled before the agent's first read of its member names no group yet ("",
         # as the agent reports it; CI saw it under load); every name given is the group's own.
-        assert {r["group_name"] for r in mine} - {""} == {stable_uuid("group", seed)}
-        assert mine[-1]["group_name"] == stable_uuid("group", seed)
-        assert progress.groups[label].group_name == stable_uuid("group", seed)
+        assert {r["group_name"] for r in mine} - {""} == {group_uuid("steady", seed)}
+        assert mine[-1]["group_name"] == group_uuid("steady", seed)
+        assert progress.groups[label].group_name == group_uuid("steady", seed)
         assert {r["agent"] for r in mine} == {agents[0 if label == "east" else 1].address}
         members = {a.member_id for a in agents}
         for record in mine:

@@ -10,7 +10,7 @@ import pytest
 
 from grstats.agent.convert import table_to_wire
 from grstats.agent.rows import EXTENDED_COLUMNS, TABLES, Column, Kind
-from grstats.agent.sim.group import stable_uuid
+from grstats.agent.sim.group import group_uuid
 from grstats.collector.errors import RecordError, UnknownSchema
 from grstats.collector.records import (
     DEFAULT_GROUP_LABEL,
@@ -51,7 +51,7 @@ async def test_record_names_its_group(group: Group) -> None:
     """The record carries the operator's label and GR's group name as the agent serves it."""
     agent = group.agents[2]
     response = await read_all(agent.address)
-    assert response.group_name == stable_uuid("group", 1)  # start_group's simulator seed
+    assert response.group_name == group_uuid("slow-secondary", 1)  # start_group's seed
     record = record_from_response(
         response, agent=agent.address, collected_at_us=1, group_label="orders"
     )
@@ -65,7 +65,7 @@ async def test_plain_answer_names_the_group_too(group: Group) -> None:
     async with grpc.aio.insecure_channel(group.agents[0].address) as channel:
         request = pb.QueryRequest(tables=["replication_group_members"])
         response: pb.QueryResponse = await pb_grpc.QueryStub(channel).Read(request, timeout=5)
-    assert response.group_name == stable_uuid("group", 1)
+    assert response.group_name == group_uuid("slow-secondary", 1)
 
 
 async def test_record_of_a_real_answer(group: Group) -> None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from grstats.agent.clock import now_us
 from grstats.agent.config import AgentConfig
 from grstats.agent.runtime import Agent
-from grstats.agent.sim.group import stable_uuid
+from grstats.agent.sim.group import member_uuid
 from grstats.agent.sim.scenario import load_scenario
 from grstats.agent.sources import SimulatedSourceConfig
 from grstats.agent.sources.simulated import SimulatedSource
@@ -31,8 +31,8 @@ if TYPE_CHECKING:
     from grstats.agent.security import Security
 
 SEED = 1
-#: The simulated members' server_uuids (seed 1), which the certificates name.
-UUIDS = [stable_uuid("member", SEED, index) for index in range(3)]
+#: The simulated members' server_uuids (steady, seed 1), which the certificates name.
+UUIDS = [member_uuid("steady", SEED, index) for index in range(3)]
 TOKEN = "d0ctor-token-of-the-group-0123456789"  # noqa: S105  (a test's token)
 
 

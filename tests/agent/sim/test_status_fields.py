@@ -8,7 +8,7 @@ import pytest
 
 from grstats.agent.model import FlowControlSettings, MemberSnapshot
 from grstats.agent.rows import MemberState
-from grstats.agent.sim.group import TICKS_PER_SECOND, SimulatedGroup, stable_uuid
+from grstats.agent.sim.group import TICKS_PER_SECOND, SimulatedGroup, member_uuid
 from grstats.agent.sim.scenario import Scenario, from_mapping, load_scenario
 from grstats.agent.sim.views import not_started, received_set, snapshot
 
@@ -258,7 +258,7 @@ class TestReadOnly:
 
     def test_new_primary_stays_read_only_until_its_backlog_is_applied(self) -> None:
         """A new primary with a backlog keeps super_read_only ON until it has applied it."""
-        elected = min((1, 2), key=lambda i: stable_uuid("member", SEED, i))
+        elected = min((1, 2), key=lambda i: member_uuid("t", SEED, i))
         group = group_of(
             scenario(
                 workload={"rate_tps": 3000},

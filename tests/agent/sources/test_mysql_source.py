@@ -34,7 +34,7 @@ from grstats.agent.model import (
 )
 from grstats.agent.rows import GROUP_REPLICATION_APPLIER, MemberRow, MemberStatsRow
 from grstats.agent.sources.mysql import NO_TIMESTAMPS_57, MySQLSource
-from grstats.agent.sources.mysql_records import cluster_name
+from grstats.agent.sources.mysql_records import Record, cluster_name
 from tests.agent.sources.schemas import X509_USER
 from tests.mariadb import free_port, missing, run_script
 
@@ -1043,12 +1043,12 @@ class TestInnoDBClusterName:
 
 def test_cluster_name_matches_the_group_or_a_lone_cluster() -> None:
     """The cluster whose attributes name the group; a lone unnamed one; never another group's."""
-    other = {"CLUSTER_NAME": "dr", "ATTRIBUTES": '{"group_replication_group_name": "x"}'}
-    mine = {
+    other: Record = {"CLUSTER_NAME": "dr", "ATTRIBUTES": '{"group_replication_group_name": "x"}'}
+    mine: Record = {
         "CLUSTER_NAME": "orders",
         "ATTRIBUTES": f'{{"group_replication_group_name": "{GROUP.upper()}"}}',
     }
-    lone = {"CLUSTER_NAME": "solo", "ATTRIBUTES": "{}"}
+    lone: Record = {"CLUSTER_NAME": "solo", "ATTRIBUTES": "{}"}
     assert cluster_name([other, mine], GROUP) == "orders"
     assert cluster_name([other], GROUP) == ""
     assert cluster_name([lone], GROUP) == "solo"

@@ -8,9 +8,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from grstats.agent.cli.agent import config_from
+from grstats.agent.cli.errors import CliError
+from grstats.agent.config import load_config
 from grstats.agent.errors import ConfigError
 from grstats.agent.sources import SimulatedSourceConfig
 from grstats.agent.sources.simulated import SimulatedSource
+from grstats.cli import build_parser
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -43,6 +47,10 @@ class TestSimulatedSourceConfig:
             ("seed", "1", "simulated.seed: '1' is not in 0..9223372036854775807"),
             ("group_start_s", -1, "simulated.group_start_s: -1 is not a UNIX time in [0, 253402300799] seconds"),
             ("group_start_s", float("inf"), "simulated.group_start_s: inf is not a UNIX time"),
+            ("group_name", "", "simulated.group_name: '' is not a group name (1 to 63 printable characters, no spaces at either end)"),
+            ("group_name", " east", "simulated.group_name: ' east' is not a group name"),
+            ("group_name", "x" * 64, "simulated.group_name: 'xxxx"),
+            ("group_name", 7, "simulated.group_name: 7 is not a group name"),
         ],
     )  # fmt: skip
     def test_bad_value_names_key_and_range(self, key: str, value: Any, message: str) -> None:
@@ -70,6 +78,36 @@ class TestSimulatedSourceConfig:
         source = simulated(member_index=1).build(clock=lambda: START + 5)
         snapshot = await source.read()
         assert snapshot.member_id == source.group.members[1].uuid
+
+    async def test_group_name_names_the_group(self) -> None:
+        """group_name reaches the built group: its UUIDs, and its label in every read."""
+        section = simulated(member_index=1, group_name="orders")
+        source = section.build(clock=lambda: START + 5)
+        assert source.group.name == "orders"
+        assert section.member_uuid() == source.group.members[1].uuid
+        assert source.group.members[1].uuid != simulated(member_index=1).member_uuid()
+        assert (await source.read()).view.group_label == "orders"
+        unnamed = simulated(member_index=1).build(clock=lambda: START + 5)
+        assert unnamed.group.name == ""
+        assert (await unnamed.read()).view.group_label == ""
+
+    def test_group_name_from_file_and_flag(self, tmp_path: Path) -> None:
+        """[simulated] group_name is read from the file, and --group-name overrides it."""
+        path = tmp_path / "agent.toml"
+        path.write_text(
+            'source = "simulated"\n[simulated]\nmember_index = 0\ngroup_start_s = 0\n'
+            'group_name = "orders"\n'
+        )
+        config = load_config(path)
+        assert config.simulated is not None
+        assert config.simulated.group_name == "orders"
+        args = build_parser().parse_args(["agent", "--config", str(path), "--group-name", "east"])
+        flagged = config_from(args).simulated
+        assert flagged is not None
+        assert flagged.group_name == "east"
+        args = build_parser().parse_args(["agent", "--config", str(path), "--group-name", "a "])
+        with pytest.raises(CliError, match=r"^simulated.group_name: 'a ' is not a group name"):
+            config_from(args)
 
     def test_member_index_beyond_the_scenario(self) -> None:
         """Without members, member_index is checked against the scenario's own size."""

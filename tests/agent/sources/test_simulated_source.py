@@ -91,6 +91,22 @@ async def test_before_the_group_starts() -> None:
     assert read.fault.kind == "gr_not_started"
 
 
+async def test_the_group_name_is_the_label() -> None:
+    """A named group's reads carry its name as group_label, before its start too; its UUIDs are its own."""
+    clock = Clock(START - 1)
+    steady = load_scenario("steady")
+    named = SimulatedSource(steady, 0, 3, START, clock, group_name="orders")
+    assert (await named.read()).view.group_label == "orders"
+    clock.now = START + 2
+    read = await named.read()
+    assert (read.view.group_label, read.view.group_name) == ("orders", named.group.group_name)
+    unnamed = source(0, Clock(START + 2), "steady")
+    assert (await unnamed.read()).view.group_label == ""
+    assert read.member_id != unnamed.group.members[0].uuid
+    with pytest.raises(ConfigError, match=r"^group_name: ' orders' is not a group name"):
+        SimulatedSource(steady, 0, 3, START, group_name=" orders")
+
+
 def test_member_index_out_of_the_group() -> None:
     """A member index outside the group is a ConfigError naming member_index."""
     with pytest.raises(ConfigError, match=r"^member_index: 3"):

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import tomllib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -28,7 +29,7 @@ import pytest
 import tests.spark.report.test_ground_truth as single
 from grstats.agent.limits import DEFAULT_LIMITS
 from grstats.agent.runtime import Agent
-from grstats.agent.sim.group import stable_uuid
+from grstats.agent.sim.group import group_uuid
 from grstats.agent.sim.scenario import load_scenario
 from grstats.agent.sources.simulated import SimulatedSource
 from grstats.agent.transports import FaultyTransport, GrpcTransport
@@ -239,7 +240,8 @@ class TestTheFleet:
     def test_groups_name_their_gr_group(self, fleet):
         """The groups list, by label, each with the GR group name its agents reported."""
         assert [(g["group_label"], g["group_name"]) for g in fleet.summary["groups"]] == [
-            (label, stable_uuid("group", GROUPS[label][2])) for label in ("east", "west")
+            (label, group_uuid(tomllib.loads(GROUPS[label][0])["name"], GROUPS[label][2]))
+            for label in ("east", "west")
         ]
         assert fleet.summary["range"]["snapshots"] == 2 * ROUNDS
 
