@@ -15,12 +15,13 @@ PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
 
-# The demo's environment: grstats and its Spark extra, nothing else.
+# The demo's environment: grstats and its Spark extra, nothing else, installed as a user
+# installs it (not editable: setuptools' editable mode warns about this checkout's layout).
 $(VENV)/.installed-demo: pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "grstats needs Python >= 3.11: run make PYTHON=python3.11 ...")'
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
-	$(PIP) install --quiet -e '.[spark]'
+	$(PIP) install --quiet '.[spark]'
 	@touch $@
 
 # Everything the tests and the checks need besides.
