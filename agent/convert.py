@@ -14,7 +14,14 @@ from grstats.agent.errors import AgentError, ConfigError
 from grstats.agent.gossip import ClockOffset, Counts, Key, Stamp, Update
 from grstats.agent.gtid import GtidError, GtidSet
 from grstats.agent.limits import DEFAULT_LIMITS
-from grstats.agent.messages import Answer, Gossip, SourceReport
+from grstats.agent.messages import (
+    OWN_BUILD,
+    UNSAID_REVISION,
+    AgentBuild,
+    Answer,
+    Gossip,
+    SourceReport,
+)
 from grstats.agent.model import (
     LABEL_RULE,
     FlowControlSettings,
@@ -49,6 +56,12 @@ MAX_TEXT = 1024
 MAX_SENDER_CHARS = 255
 #: Longest ``SourceFault.kind`` accepted (the kinds are short snake_case words).
 MAX_FAULT_KIND = 64
+#: Longest ``agent_version`` accepted (a PEP 440 version, local part included, is far shorter).
+MAX_AGENT_VERSION = 64
+#: What an ``agent_version`` may be, in words (errors name it).
+AGENT_VERSION_RULE = (
+    f"at most {MAX_AGENT_VERSION} printable ASCII characters without spaces, or empty"
+)
 
 _KEYS = {
     Key.COUNTS: pb.KEY_COUNTS,
@@ -419,6 +432,32 @@ def digest_from_wire(
     return digest
 
 
+# -- which grstats an agent runs ----------------------------------------------------------
+
+
+def build_from_wire(version: str, revision: int) -> AgentBuild:
+    """Return what an agent said it runs; raise WireError naming the bad field.
+
+    ``version`` must follow :data:`AGENT_VERSION_RULE` (it becomes a metric's label and a log
+    field); ``''`` is an agent that did not say. ``revision`` 0 is an agent older than the
+    field: :data:`~grstats.agent.messages.UNSAID_REVISION`. Any other revision is taken, newer
+    ones too (their agent speaks a contract this one reads in part, as proto3 allows).
+    """
+    if version == OWN_BUILD.version and revision == OWN_BUILD.revision:
+        return OWN_BUILD  # the usual case: a peer of this very release
+    if len(version) > MAX_AGENT_VERSION or not all("!" <= char <= "~" for char in version):
+        raise WireError(f"agent_version: {version[:80]!r} is not {AGENT_VERSION_RULE}")
+    return AgentBuild(version, revision or UNSAID_REVISION)
+
+
+def query_build_from_wire(response: pb.QueryResponse) -> AgentBuild:
+    """Return which grstats the agent that gave ``response`` runs; raise WireError if bad.
+
+    An answer of an agent older than the fields reads as an unknown version of revision 1.
+    """
+    return build_from_wire(response.agent_version, response.protocol_revision)
+
+
 # -- messages between agents --------------------------------------------------------------
 
 
@@ -430,6 +469,8 @@ def gossip_to_wire(message: Gossip) -> pb.ExchangeRequest:
         digest=digest_to_wire(message.digest),
         updates=[update_to_wire(update) for update in message.updates],
         sent_at_us=message.sent_at_us,
+        agent_version=message.build.version,
+        protocol_revision=message.build.revision,
     )
 
 
@@ -446,6 +487,7 @@ def gossip_from_wire(
     sender_member = (  # empty: the sender does not know its member yet (never read it)
         uuid_from_bytes(request.sender_member, "sender_member") if request.sender_member else ""
     )
+    build = build_from_wire(request.agent_version, request.protocol_revision)
     updates = updates_from_wire(
         request.updates, max_updates=limits.max_updates, max_gtid_text=limits.max_gtid_text
     )
@@ -455,6 +497,7 @@ def gossip_from_wire(
         updates=tuple(updates),
         sent_at_us=request.sent_at_us,
         digest={} if pushed else digest_from_wire(request.digest),
+        build=build,
     )
 
 
@@ -466,6 +509,8 @@ def answer_to_wire(answer: Answer) -> pb.ExchangeResponse:
         received_at_us=answer.received_at_us,
         sent_at_us=answer.sent_at_us,
         member=uuid_to_bytes(answer.member) if answer.member else b"",
+        agent_version=answer.build.version,
+        protocol_revision=answer.build.revision,
     )
 
 
@@ -473,6 +518,7 @@ def answer_from_wire(
     response: pb.ExchangeResponse, limits: LimitsConfig = DEFAULT_LIMITS, request_bytes: int = 0
 ) -> Answer:
     """Return the answer of ``response``; raise WireError naming the first bad field."""
+    build = build_from_wire(response.agent_version, response.protocol_revision)
     updates = updates_from_wire(
         response.updates, max_updates=limits.max_updates, max_gtid_text=limits.max_gtid_text
     )
@@ -483,6 +529,7 @@ def answer_from_wire(
         received_at_us=response.received_at_us,
         sent_at_us=response.sent_at_us,
         request_bytes=request_bytes,
+        build=build,
     )
 
 

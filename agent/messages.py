@@ -5,6 +5,10 @@
 says of the answering agent's source. Only the wire modules turn them into protobuf
 (``ExchangeRequest``, ``ExchangeResponse`` and ``QueryResponse.source_fault``, see
 :mod:`grstats.agent.convert`). The in-memory transport hands gossip over as it is.
+
+Every message between agents, and every Query answer, says which grstats version the
+sending agent runs and which revision of the wire contract it speaks (:class:`AgentBuild`,
+:data:`PROTOCOL_REVISION`); docs/upgrades.md says which agents interoperate.
 """
 
 from __future__ import annotations
@@ -12,9 +16,46 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from grstats import __version__
+
 if TYPE_CHECKING:
     from grstats.agent.gossip import Digest, Update
     from grstats.agent.sources.fault import SourceFault
+
+#: The revision of the wire contract (proto/grstats.proto) this agent speaks. Bump it by one
+#: with every field or enum value appended to the contract (tests/test_proto.py pins the
+#: contract of each revision), and add a line to docs/upgrades.md's list of revisions.
+#: 1: every agent before ``protocol_revision`` existed (it sends none); 2: agents say their
+#: version and revision (ExchangeRequest, ExchangeResponse and QueryResponse).
+PROTOCOL_REVISION = 2
+#: The revision of an agent that says none: one older than the field (proto3 reads it as 0).
+UNSAID_REVISION = 1
+
+
+@dataclass(frozen=True, slots=True)
+class AgentBuild:
+    """Which grstats an agent runs, as its messages say.
+
+    Attributes:
+        version: its grstats version (``grstats.__version__``); ``''`` when it did not say
+            (an agent of revision 1).
+        revision: the wire contract's revision it speaks (:data:`PROTOCOL_REVISION` of its
+            release); :data:`UNSAID_REVISION` when it did not say.
+    """
+
+    version: str = __version__
+    revision: int = PROTOCOL_REVISION
+
+    @property
+    def newer(self) -> bool:
+        """Whether it speaks a newer revision than this agent (this one ignores its new fields)."""
+        return self.revision > PROTOCOL_REVISION
+
+
+#: What this agent says of itself.
+OWN_BUILD = AgentBuild()
+#: What an agent older than the fields is taken to run: an unknown version of revision 1.
+UNSAID_BUILD = AgentBuild("", UNSAID_REVISION)
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +69,8 @@ class Gossip:
             then what changed); on an exchange, its own values the receiver lacks.
         sent_at_us: the sender's clock when it sent (for the clock-offset estimate).
         digest: on an exchange, the stamps of everything the sender holds; empty on a push.
+        build: the grstats the sending agent runs (this agent's own, unless decoded from
+            the wire).
     """
 
     sender: str
@@ -35,6 +78,7 @@ class Gossip:
     updates: tuple[Update, ...]
     sent_at_us: int
     digest: Digest = field(default_factory=dict)
+    build: AgentBuild = OWN_BUILD
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +93,8 @@ class Answer:
         sent_at_us: the answerer's clock when it answered.
         request_bytes: the size of the request on the wire, filled in by the transport that
             sent it (0 for one that encodes nothing); for the metrics only.
+        build: the grstats the answering agent runs (this agent's own, unless decoded from
+            the wire).
     """
 
     updates: tuple[Update, ...] = ()
@@ -57,6 +103,7 @@ class Answer:
     received_at_us: int = 0
     sent_at_us: int = 0
     request_bytes: int = 0
+    build: AgentBuild = OWN_BUILD
 
 
 @dataclass(frozen=True, slots=True)

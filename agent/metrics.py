@@ -54,7 +54,11 @@ series:
   of every read, failed ones included), ``grstats_peers_heard`` (the other members whose agent
   it hears now); messages and bytes sent per ``peer`` (an address) and ``kind`` (push,
   exchange), received per sending ``member_id`` (``unknown`` for a member it does not know),
-  failed pushes and exchanges, the round trip of each exchange, period overruns.
+  failed pushes and exchanges, the round trip of each exchange, period overruns; and which
+  grstats each other member's agent runs, as its messages to this agent say:
+  ``grstats_peer_info{member_id, version, protocol_revision} 1`` (``version="unknown"`` and
+  ``protocol_revision="1"`` for an agent older than the fields; docs/upgrades.md), one series
+  per member heard directly, relabelled only when that agent is upgraded or downgraded.
 
 No series of a member or of the group is served while the group's name is unknown (the agent's
 member in no group and no other member's view heard), so that ``group_name`` never changes from
@@ -128,8 +132,9 @@ class AgentMetrics:
     """The agent's own figures, and the registry ``/metrics`` serves.
 
     The agent calls :meth:`sent`, :meth:`received`, :meth:`failed`, :meth:`round_trip`,
-    :meth:`overran` and :meth:`source_read` from its event loop; all are cheap (a dict lookup
-    and an add) and thread-safe, since scrapes read them from the HTTP server's thread.
+    :meth:`overran`, :meth:`source_read`, :meth:`peer_build` and :meth:`peer_gone` from its
+    event loop; all are cheap (a dict lookup and an add) and thread-safe, since scrapes read
+    them from the HTTP server's thread.
     """
 
     def __init__(self) -> None:
@@ -201,6 +206,14 @@ class AgentMetrics:
             "Periods that ended after the next one should have started.",
             registry=self.registry,
         )
+        self._peer_info = Gauge(
+            "grstats_peer_info",
+            "1, labelled with the grstats version and protocol revision each other member's "
+            "agent says it runs (unknown and 1: an agent older than the fields).",
+            ("member_id", "version", "protocol_revision"),
+            registry=self.registry,
+        )
+        self._peer_labels: dict[str, tuple[str, str, str]] = {}  # member -> its series' labels
 
     def source_read(self, seconds: float, *, ok: bool) -> None:
         """Note one read of the agent's own member: its duration and whether it succeeded."""
@@ -230,6 +243,26 @@ class AgentMetrics:
     def overran(self) -> None:
         """Count one period overrun."""
         self._overruns.inc()
+
+    def peer_build(self, member: str, version: str, revision: int) -> None:
+        """Say which grstats ``member``'s agent runs (``version`` ``''``: it did not say).
+
+        The member's series is replaced only when what it runs changed.
+        """
+        labels = (member, version or "unknown", str(revision))
+        before = self._peer_labels.get(member)
+        if before == labels:
+            return
+        if before is not None:
+            self._peer_info.remove(*before)
+        self._peer_info.labels(*labels).set(1)
+        self._peer_labels[member] = labels
+
+    def peer_gone(self, member: str) -> None:
+        """Drop ``member``'s ``grstats_peer_info`` series (the member was forgotten)."""
+        before = self._peer_labels.pop(member, None)
+        if before is not None:
+            self._peer_info.remove(*before)
 
     def prepare(self, valid_s: float) -> None:
         """Render ``/metrics`` ahead, on the agent's loop (mid-period); see ``Exposition``."""

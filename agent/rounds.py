@@ -23,6 +23,14 @@ since an earlier run, and without it the peers would drop its values as stale
 The receiving half is here too (:meth:`PeerRounds.take`, :meth:`PeerRounds.answer`): a
 transport's server half hands it what peers send. Failures of a peer are expected: they are
 logged, counted, and the round goes on.
+
+Every message and answer from a peer says which grstats its agent runs
+(:class:`~grstats.agent.messages.AgentBuild`): the rounds keep it per member
+(:attr:`PeerRounds.builds`), serve it as ``grstats_peer_info``, and log ``peer_version``
+(info) when a member's agent is first heard or runs another build than before, and
+``peer_protocol_newer`` (a warning) when it speaks a newer protocol revision than this agent:
+this agent then ignores the fields it does not know, and is the one to upgrade
+(docs/upgrades.md).
 """
 
 from __future__ import annotations
@@ -36,7 +44,7 @@ from grstats.agent.gossip import ClockOffset, Counts, Key, MergeResult, Stamp
 from grstats.agent.gossip.clocks import SKEW_WARN_US, compose, skews
 from grstats.agent.gossip.state import self_listing_view
 from grstats.agent.known import departed, served_view
-from grstats.agent.messages import Answer, Gossip
+from grstats.agent.messages import PROTOCOL_REVISION, AgentBuild, Answer, Gossip
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -60,6 +68,8 @@ class PeerRounds:
         offset_errors: member -> the most its offset can be wrong by, µs.
         direct: member -> this agent's own last estimate of its clock.
         unreachable: peers whose last push or exchange failed (skipped for exchanges).
+        builds: member -> which grstats its agent runs, as its last message to this agent
+            said (members heard directly only).
     """
 
     def __init__(
@@ -84,6 +94,7 @@ class PeerRounds:
         self._clock = clock
         self._metrics = metrics
         self._agents: dict[str, str] = {}  # member -> its agent's address, as heard directly
+        self.builds: dict[str, AgentBuild] = {}
         #: member -> its agent's address as the registry remembers it (set at the agent's start)
         self.remembered: Mapping[str, str] = {}
         self._peer_digests: dict[str, Digest] = {}
@@ -253,6 +264,9 @@ class PeerRounds:
         for table in (*tables, self._skewed):
             for member_id in [member_id for member_id in table if member_id not in known]:
                 del table[member_id]
+        for member_id in [member_id for member_id in self.builds if member_id not in known]:
+            del self.builds[member_id]
+            self._metrics.peer_gone(member_id)
         peers = set(self.peers())
         for peer in [peer for peer in self._peer_digests if peer not in peers]:
             del self._peer_digests[peer]
@@ -337,6 +351,7 @@ class PeerRounds:
         self._metrics.round_trip(peer, max(0, arrived - sent) / 1_000_000)
         self.unreachable.discard(peer)
         self.merge(list(answer.updates), peer, answer.member)
+        self._heard_build(answer.member, answer.build, peer)
         self._refuted(state.refute(answer.digest, arrived), peer)
         self._peer_digests[peer] = answer.digest
         responder = answer.member
@@ -387,6 +402,44 @@ class PeerRounds:
         if sender and member in state.known_members() and sender in self.peers():
             self._agents[member] = sender
         self.merge(list(message.updates), sender, member)
+        self._heard_build(member, message.build, sender)
+
+    def _heard_build(self, member: str, build: AgentBuild, via: str) -> None:
+        """Keep which grstats ``member``'s agent runs; log and relabel only when it changed.
+
+        Only a known member other than this agent's own is kept (what a message claims must
+        not grow the map), after the message was merged: its view may have made it known.
+        """
+        if self.builds.get(member) == build:
+            return  # the usual case: one dict lookup per message
+        if not member or member == self._member.member_id:
+            return
+        if member not in self._member.state.known_members():
+            return
+        before = self.builds.get(member)
+        self.builds[member] = build
+        self._metrics.peer_build(member, build.version, build.revision)
+        fields: dict[str, object] = {
+            "member": member,
+            "agent": via,
+            "version": build.version or None,  # None: an agent older than the field
+            "protocol_revision": build.revision,
+            "own_protocol_revision": PROTOCOL_REVISION,
+        }
+        if before is not None:  # its agent was upgraded, downgraded or replaced
+            fields["was_version"] = before.version or None
+            fields["was_protocol_revision"] = before.revision
+        self._member.log.info("peer_version", **fields)
+        if build.newer:
+            self._member.log.warning(
+                "peer_protocol_newer",
+                member=member,
+                agent=via,
+                version=build.version,
+                protocol_revision=build.revision,
+                own_protocol_revision=PROTOCOL_REVISION,
+                message="this agent is older than its peer: upgrade it",
+            )
 
     def _label(self, member: str) -> str:
         """The ``member_id`` label of a sender: its UUID if known, so that labels stay bounded."""

@@ -50,6 +50,7 @@ from grstats.agent.limits import (
     client_host,
 )
 from grstats.agent.log import ThrottledWarning
+from grstats.agent.messages import OWN_BUILD
 from grstats.agent.served import Served, Table
 from grstats.proto import grstats_pb2 as pb
 from grstats.proto import grstats_pb2_grpc as pb_grpc
@@ -378,7 +379,7 @@ def _decoded(request: bytes, limits: LimitsConfig, *, pushed: bool) -> Gossip | 
 
 
 class QueryServicer(pb_grpc.QueryServicer):  # type: ignore[misc]
-    """Serves the tables this agent knows, and whether it can read its own member.
+    """Serves the tables this agent knows, whether it can read its own member, and its build.
 
     The plain tables change only when the agent's knowledge does (``Node.tables`` returns the
     same object until then): their wire encoding is made once per change and each answer is
@@ -428,6 +429,8 @@ class QueryServicer(pb_grpc.QueryServicer):  # type: ignore[misc]
             served_at_us=self._clock(),
             group_name=tables.group_name if isinstance(tables, Served) else "",
             group_label=tables.group_label if isinstance(tables, Served) else "",
+            agent_version=OWN_BUILD.version,
+            protocol_revision=OWN_BUILD.revision,
         )
         if self._reporter is not None:
             fault = source_report_to_wire(self._reporter.source_report())

@@ -219,32 +219,40 @@ class DigestEntry(_message.Message):
     def __init__(self, origin: _Optional[bytes] = ..., stamps: _Optional[_Iterable[_Union[Stamp, _Mapping]]] = ...) -> None: ...
 
 class ExchangeRequest(_message.Message):
-    __slots__ = ("sender", "sender_member", "digest", "updates", "sent_at_us")
+    __slots__ = ("sender", "sender_member", "digest", "updates", "sent_at_us", "agent_version", "protocol_revision")
     SENDER_FIELD_NUMBER: _ClassVar[int]
     SENDER_MEMBER_FIELD_NUMBER: _ClassVar[int]
     DIGEST_FIELD_NUMBER: _ClassVar[int]
     UPDATES_FIELD_NUMBER: _ClassVar[int]
     SENT_AT_US_FIELD_NUMBER: _ClassVar[int]
+    AGENT_VERSION_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_REVISION_FIELD_NUMBER: _ClassVar[int]
     sender: str
     sender_member: bytes
     digest: _containers.RepeatedCompositeFieldContainer[DigestEntry]
     updates: _containers.RepeatedCompositeFieldContainer[Update]
     sent_at_us: int
-    def __init__(self, sender: _Optional[str] = ..., sender_member: _Optional[bytes] = ..., digest: _Optional[_Iterable[_Union[DigestEntry, _Mapping]]] = ..., updates: _Optional[_Iterable[_Union[Update, _Mapping]]] = ..., sent_at_us: _Optional[int] = ...) -> None: ...
+    agent_version: str
+    protocol_revision: int
+    def __init__(self, sender: _Optional[str] = ..., sender_member: _Optional[bytes] = ..., digest: _Optional[_Iterable[_Union[DigestEntry, _Mapping]]] = ..., updates: _Optional[_Iterable[_Union[Update, _Mapping]]] = ..., sent_at_us: _Optional[int] = ..., agent_version: _Optional[str] = ..., protocol_revision: _Optional[int] = ...) -> None: ...
 
 class ExchangeResponse(_message.Message):
-    __slots__ = ("updates", "digest", "received_at_us", "sent_at_us", "member")
+    __slots__ = ("updates", "digest", "received_at_us", "sent_at_us", "member", "agent_version", "protocol_revision")
     UPDATES_FIELD_NUMBER: _ClassVar[int]
     DIGEST_FIELD_NUMBER: _ClassVar[int]
     RECEIVED_AT_US_FIELD_NUMBER: _ClassVar[int]
     SENT_AT_US_FIELD_NUMBER: _ClassVar[int]
     MEMBER_FIELD_NUMBER: _ClassVar[int]
+    AGENT_VERSION_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_REVISION_FIELD_NUMBER: _ClassVar[int]
     updates: _containers.RepeatedCompositeFieldContainer[Update]
     digest: _containers.RepeatedCompositeFieldContainer[DigestEntry]
     received_at_us: int
     sent_at_us: int
     member: bytes
-    def __init__(self, updates: _Optional[_Iterable[_Union[Update, _Mapping]]] = ..., digest: _Optional[_Iterable[_Union[DigestEntry, _Mapping]]] = ..., received_at_us: _Optional[int] = ..., sent_at_us: _Optional[int] = ..., member: _Optional[bytes] = ...) -> None: ...
+    agent_version: str
+    protocol_revision: int
+    def __init__(self, updates: _Optional[_Iterable[_Union[Update, _Mapping]]] = ..., digest: _Optional[_Iterable[_Union[DigestEntry, _Mapping]]] = ..., received_at_us: _Optional[int] = ..., sent_at_us: _Optional[int] = ..., member: _Optional[bytes] = ..., agent_version: _Optional[str] = ..., protocol_revision: _Optional[int] = ...) -> None: ...
 
 class PushReply(_message.Message):
     __slots__ = ("accepted",)
@@ -303,7 +311,7 @@ class SourceFault(_message.Message):
     def __init__(self, kind: _Optional[str] = ..., message: _Optional[str] = ..., fix: _Optional[str] = ..., since_us: _Optional[int] = ...) -> None: ...
 
 class QueryResponse(_message.Message):
-    __slots__ = ("tables", "agent", "member", "served_at_us", "source_fault", "group_name", "group_label")
+    __slots__ = ("tables", "agent", "member", "served_at_us", "source_fault", "group_name", "group_label", "agent_version", "protocol_revision")
     TABLES_FIELD_NUMBER: _ClassVar[int]
     AGENT_FIELD_NUMBER: _ClassVar[int]
     MEMBER_FIELD_NUMBER: _ClassVar[int]
@@ -311,6 +319,8 @@ class QueryResponse(_message.Message):
     SOURCE_FAULT_FIELD_NUMBER: _ClassVar[int]
     GROUP_NAME_FIELD_NUMBER: _ClassVar[int]
     GROUP_LABEL_FIELD_NUMBER: _ClassVar[int]
+    AGENT_VERSION_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_REVISION_FIELD_NUMBER: _ClassVar[int]
     tables: _containers.RepeatedCompositeFieldContainer[Table]
     agent: str
     member: bytes
@@ -318,4 +328,6 @@ class QueryResponse(_message.Message):
     source_fault: SourceFault
     group_name: str
     group_label: str
-    def __init__(self, tables: _Optional[_Iterable[_Union[Table, _Mapping]]] = ..., agent: _Optional[str] = ..., member: _Optional[bytes] = ..., served_at_us: _Optional[int] = ..., source_fault: _Optional[_Union[SourceFault, _Mapping]] = ..., group_name: _Optional[str] = ..., group_label: _Optional[str] = ...) -> None: ...
+    agent_version: str
+    protocol_revision: int
+    def __init__(self, tables: _Optional[_Iterable[_Union[Table, _Mapping]]] = ..., agent: _Optional[str] = ..., member: _Optional[bytes] = ..., served_at_us: _Optional[int] = ..., source_fault: _Optional[_Union[SourceFault, _Mapping]] = ..., group_name: _Optional[str] = ..., group_label: _Optional[str] = ..., agent_version: _Optional[str] = ..., protocol_revision: _Optional[int] = ...) -> None: ...

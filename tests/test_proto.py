@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import subprocess
 import sys
 from pathlib import Path
 
 from google.protobuf import descriptor_pb2
 
+from grstats.agent.messages import PROTOCOL_REVISION
 from grstats.proto import grstats_pb2
 
 ROOT = Path(__file__).parent.parent
@@ -109,6 +111,103 @@ def test_query_response_fields_are_append_only() -> None:
         "source_fault": 5,
         "group_name": 6,
         "group_label": 7,
+        "agent_version": 8,  # protocol revision 2
+        "protocol_revision": 9,
     }
     fault = {f.name: f.number for f in grstats_pb2.SourceFault.DESCRIPTOR.fields}
     assert fault == {"kind": 1, "message": 2, "fix": 3, "since_us": 4}
+
+
+def test_exchange_fields_are_append_only() -> None:
+    """ExchangeRequest and ExchangeResponse keep their numbers; the version and revision came sixth and seventh."""
+    request = {f.name: f.number for f in grstats_pb2.ExchangeRequest.DESCRIPTOR.fields}
+    assert request == {
+        "sender": 1,
+        "sender_member": 2,
+        "digest": 3,
+        "updates": 4,
+        "sent_at_us": 5,
+        "agent_version": 6,  # protocol revision 2
+        "protocol_revision": 7,
+    }
+    response = {f.name: f.number for f in grstats_pb2.ExchangeResponse.DESCRIPTOR.fields}
+    assert response == {
+        "updates": 1,
+        "digest": 2,
+        "received_at_us": 3,
+        "sent_at_us": 4,
+        "member": 5,
+        "agent_version": 6,  # protocol revision 2
+        "protocol_revision": 7,
+    }
+
+
+#: The fields each protocol revision appended (message, field); revision 1 is every agent
+#: before the revision existed (main at d38a8b3 and older).
+ADDED_AT: dict[int, frozenset[tuple[str, str]]] = {
+    2: frozenset(
+        {
+            ("ExchangeRequest", "agent_version"),
+            ("ExchangeRequest", "protocol_revision"),
+            ("ExchangeResponse", "agent_version"),
+            ("ExchangeResponse", "protocol_revision"),
+            ("QueryResponse", "agent_version"),
+            ("QueryResponse", "protocol_revision"),
+        }
+    ),
+}
+#: The wire contract's fingerprint at each revision (:func:`contract_fingerprint`).
+CONTRACT_AT = {
+    1: "317ec6ef931a0e19",  # as main at d38a8b3 declares it
+    2: "5062183cd34b1412",
+}
+
+
+def contract_fingerprint(revision: int) -> str:
+    """A digest of what the wire carries at ``revision``: messages' fields, enums, services.
+
+    Names, numbers, types, labels and oneofs count; comments, options and JSON names do not.
+    Fields appended after ``revision`` (:data:`ADDED_AT`) are left out.
+    """
+    later = set().union(*(added for r, added in ADDED_AT.items() if r > revision))
+    declared = descriptor_pb2.FileDescriptorProto()
+    grstats_pb2.DESCRIPTOR.CopyToProto(declared)
+    lines = [declared.package]
+    for message in declared.message_type:
+        assert not message.nested_type, "nested messages: extend this fingerprint"
+        lines.append(f"message {message.name}")
+        lines += [
+            f"  {f.name} {f.number} {f.label} {f.type} {f.type_name} "
+            f"{f.oneof_index if f.HasField('oneof_index') else '-'} {f.proto3_optional}"
+            for f in message.field
+            if (message.name, f.name) not in later
+        ]
+        lines += [f"  oneof {oneof.name}" for oneof in message.oneof_decl]
+        lines += [f"  reserved {r.start}-{r.end}" for r in message.reserved_range]
+        lines += [f"  reserved {name}" for name in message.reserved_name]
+    for enum in declared.enum_type:
+        lines.append(f"enum {enum.name}")
+        lines += [f"  {value.name} {value.number}" for value in enum.value]
+    for service in declared.service:
+        lines.append(f"service {service.name}")
+        lines += [
+            f"  {m.name} {m.input_type} {m.output_type} {m.client_streaming} {m.server_streaming}"
+            for m in service.method
+        ]
+    return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
+
+
+def test_every_contract_change_comes_with_a_protocol_revision() -> None:
+    """The contract is the one pinned at PROTOCOL_REVISION: a change needs the next revision (docs/upgrades.md)."""
+    assert max(CONTRACT_AT) == PROTOCOL_REVISION
+    assert contract_fingerprint(PROTOCOL_REVISION) == CONTRACT_AT[PROTOCOL_REVISION], (
+        "proto/grstats.proto changed: bump PROTOCOL_REVISION in agent/messages.py, list the "
+        "appended fields in ADDED_AT, pin the new fingerprint in CONTRACT_AT and say so in "
+        "docs/upgrades.md"
+    )
+
+
+def test_each_revision_is_the_contract_without_later_fields() -> None:
+    """Each earlier revision is today's contract without the fields appended since: append-only."""
+    for revision, pinned in CONTRACT_AT.items():
+        assert contract_fingerprint(revision) == pinned, revision
