@@ -385,7 +385,7 @@ def _own_nodes(select: exp.Select) -> Iterable[exp.Expr]:
         roots += [join.args.get("on"), join.args.get("using")]
     for root in roots:
         for tree in root if isinstance(root, list) else [root]:
-            if isinstance(tree, exp.Expr):
+            if isinstance(tree, exp.Expression):  # exp.Expr is a typing base in sqlglot 30
                 for node in tree.walk(prune=lambda node: isinstance(node, _QUERIES)):
                     if not isinstance(node, exp.Identifier):
                         yield node
