@@ -23,6 +23,10 @@ import pytest
 from grstats import __version__
 from grstats.agent.cli.demo import free_ports
 
+#: One worker builds the release once: two builds at once in this checkout race on its
+#: egg-info (setuptools writes it in the source tree).
+pytestmark = pytest.mark.xdist_group("packaging")
+
 ROOT = Path(__file__).resolve().parent.parent
 #: The folders of the repository that are subpackages of grstats (./X is grstats.X).
 PACKAGE_FOLDERS = ("agent", "collector", "spark", "proto")
