@@ -35,7 +35,7 @@ is refused. The rule, applied by the sessions (:mod:`.session`) at each step:
    bytes is 1104 (:func:`check_result`; mysql-mimic buffers a whole result).
 
 Costs are in units of about a microsecond of CPU on the machine the constants were measured
-on (sqlglot 30.3, CPython 3.11, a 2-core VM), with a margin: each constant's comment says
+on (sqlglot 30.30, CPython 3.11, a 2-core VM), with a margin: each constant's comment says
 what it stands for, and a statement's measured CPU was 0.2 to 0.75 of its estimate. At the
 default ``sql_max_cost`` (400,000) the worst statements accepted took 0.15-0.4 s of CPU there
 with both cores busy (tests/agent/sql/test_bounds.py), and the slowest text accepted 0.2-0.3 s
