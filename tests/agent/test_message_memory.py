@@ -76,7 +76,9 @@ async def test_large_messages_keep_the_period_and_memory_returns(
         assert any(a.startswith("RESOURCE_EXHAUSTED") for a in answers)
         assert any(a.startswith("INVALID_ARGUMENT") and "gtid_executed" in a for a in answers)
         assert "OK" in answers
-        await wait_until_async(lambda: rss_mb() < idle + 50, 3, f"RSS within 50 MB of {idle:.0f}")
+        # Within 10 s: in a pytest worker of some 500 MB after thousands of tests, the agent's
+        # trims (every TRIM_EVERY_S) took more than 3 s twice in loaded runs.
+        await wait_until_async(lambda: rss_mb() < idle + 50, 10, f"RSS within 50 MB of {idle:.0f}")
     finally:
         await stop_all(group)
 
