@@ -10,7 +10,7 @@ TEST_WORKERS ?= 2
 PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
 
 .DEFAULT_GOAL := help
-.PHONY: help install system-deps demo test check lint format bench proto dist clean
+.PHONY: help install system-deps demo test check lint format bench proto dist deb clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -46,6 +46,7 @@ system-deps: ## install the system packages the tests need (MariaDB server and c
 	command -v npm >/dev/null || missing="$$missing npm"; \
 	command -v ip >/dev/null || missing="$$missing iproute2"; \
 	command -v iptables >/dev/null || missing="$$missing iptables"; \
+	command -v lintian >/dev/null || missing="$$missing lintian"; \
 	ls /usr/lib/*/faketime/libfaketimeMT.so.1 >/dev/null 2>&1 || missing="$$missing libfaketime"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
@@ -96,12 +97,24 @@ bench: $(VENV)/.installed-bench ## run the benchmarks (not part of make test); f
 	$(BIN)/python -m tests.benchmarks.bench_collector_fleet --json bench-results/collector_fleet.json
 	$(BIN)/python tests/benchmarks/bench_spark.py --json bench-results/spark.json
 	$(BIN)/python tests/benchmarks/bench_fleet_spark.py --json bench-results/fleet_spark.json
+	$(MAKE) dist
+	$(BIN)/python -m tests.benchmarks.bench_release --json bench-results/release.json
 
 proto: $(VENV)/.installed ## regenerate the committed gRPC code (grstats.proto) from proto/grstats.proto
 	$(BIN)/python proto/generate.py
 
-dist: $(VENV)/.installed ## the release files in dist/: the sdist and the wheel (built from the sdist)
+# The release files: the sdist, the wheel (built from the sdist) and, from that wheel, the
+# single-file executable for this machine (no Python needed on the host; Spark stays in the
+# wheel's extra). deploy/release/build-binary.sh freezes it with PyInstaller.
+dist: $(VENV)/.installed ## the release files in dist/: the sdist, the wheel, and the single-file executable grstats-VERSION-linux-ARCH
+	rm -rf dist
 	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m build --outdir dist .
+	PYTHON=$(BIN)/python bash deploy/release/build-binary.sh dist/grstats-*.whl dist
+
+# The Debian package of that executable (deploy/debian/build-deb.sh): /usr/bin/grstats, the
+# units of deploy/systemd, the user grstats, /etc/grstats's example configs (conffiles).
+deb: dist ## the Debian package dist/grstats_VERSION_ARCH.deb of the executable (deploy/README.md: the Debian package)
+	bash deploy/debian/build-deb.sh dist/grstats-*-linux-"$$(uname -m)" dist
 
 clean: ## remove the virtual environment and caches
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis .benchmarks *.egg-info

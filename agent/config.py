@@ -399,7 +399,11 @@ def default_state_dir(
     xdg = env.get("XDG_STATE_HOME", "")
     if not Path(xdg).is_absolute():
         home = env.get("HOME")
-        xdg = str((Path(home) if home else Path.home()) / ".local" / "state")
+        try:
+            xdg = str((Path(home) if home else Path.home()) / ".local" / "state")
+        except RuntimeError as exc:  # no $HOME and no passwd entry for the user
+            message = "state_dir: no default without a home directory: set state_dir or --state-dir"
+            raise ConfigError(message) from exc
     return Path(xdg) / "grstats" / str(port)
 
 

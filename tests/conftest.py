@@ -66,6 +66,7 @@ _SHARED_FIXTURES = frozenset({"spark", "spark_cluster"})
 _PROCESS_OR_SERVER = (
     "netns/",
     "deploy/",
+    "release/",
     "spark/test_class_archive.py",
     "spark/test_cluster.py",
     "spark/test_extra.py",

@@ -242,12 +242,19 @@ def time_zone_setting(
     return UTC_ZONE
 
 
-def default_client_config(environ: Mapping[str, str]) -> Path:
-    """``$XDG_CONFIG_HOME/grstats/client.toml``; ``~/.config`` when it is unset or relative."""
+def default_client_config(environ: Mapping[str, str]) -> Path | None:
+    """``$XDG_CONFIG_HOME/grstats/client.toml``; ``~/.config`` when it is unset or relative.
+
+    None when there is no home to look in: no ``$HOME`` and no passwd entry for the user (a
+    bare container or chroot running the single-file executable).
+    """
     base = environ.get("XDG_CONFIG_HOME", "")
     if not Path(base).is_absolute():
         home = environ.get("HOME")
-        base = str((Path(home) if home else Path.home()) / ".config")
+        try:
+            base = str((Path(home) if home else Path.home()) / ".config")
+        except RuntimeError:  # Path.home(): "Could not determine home directory"
+            return None
     return Path(base) / "grstats" / "client.toml"
 
 
@@ -258,7 +265,7 @@ def _config_file(flag: str | None, env: Mapping[str, str]) -> tuple[Path | None,
     if env.get(CLIENT_CONFIG_ENV):
         return Path(env[CLIENT_CONFIG_ENV]), CLIENT_CONFIG_ENV
     found = default_client_config(env)
-    return (found, "") if found.is_file() else (None, "")
+    return (found, "") if found is not None and found.is_file() else (None, "")
 
 
 def _named(path: Path | None) -> str:

@@ -241,6 +241,17 @@ class TestStateDir:
         """Another user gets ${XDG_STATE_HOME:-~/.local/state}/grstats/<port>."""
         assert default_state_dir(7400, environ, root=False) == Path(expected)
 
+    def test_no_home_asks_for_a_state_dir(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Without $HOME or a passwd entry (a bare chroot), a user's agent is told to set state_dir."""
+
+        def no_home() -> Path:
+            raise RuntimeError("Could not determine home directory.")
+
+        monkeypatch.setattr(Path, "home", no_home)
+        with pytest.raises(ConfigError, match=r"^state_dir: .* set state_dir or --state-dir"):
+            default_state_dir(7400, {}, root=False)
+        assert default_state_dir(7400, {}, root=True) == Path("/var/lib/grstats/7400")
+
     def test_two_agents_of_one_host_get_two_directories(
         self, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     ) -> None:

@@ -58,7 +58,12 @@ def bash() -> str:
 
 def test_the_scripts_are_there() -> None:
     """deploy/ has the certificate script and the spark-submit script."""
-    assert {path.name for path in SCRIPTS} == {"make-certs.sh", "submit.sh"}
+    assert {path.name for path in SCRIPTS} == {
+        "make-certs.sh",
+        "submit.sh",
+        "build-binary.sh",
+        "build-deb.sh",
+    }
 
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda path: path.name)

@@ -54,7 +54,14 @@ class Child:
 
 
 def grstats_command(*args: str) -> list[str]:
-    """The command line of ``grstats ARGS`` run by this very interpreter."""
+    """The command line of ``grstats ARGS`` run by this very grstats.
+
+    In the single-file executable (frozen: ``sys.frozen`` is set) ``sys.executable`` is that
+    executable, which runs ``grstats`` and knows no ``-m``; elsewhere it is the interpreter,
+    which runs the installed package as ``-m grstats``.
+    """
+    if getattr(sys, "frozen", False):
+        return [sys.executable, *args]
     return [sys.executable, "-m", "grstats", *args]
 
 
@@ -85,7 +92,7 @@ class Children:
         with contextlib.ExitStack() as files:
             errors = files.enter_context(log.open("wb"))
             output = errors if stdout is None else files.enter_context(stdout.open("wb"))
-            process = subprocess.Popen(  # noqa: S603  (our own interpreter and module)
+            process = subprocess.Popen(  # noqa: S603  (this very grstats: grstats_command)
                 list(argv),
                 stdin=subprocess.DEVNULL,
                 stdout=output,

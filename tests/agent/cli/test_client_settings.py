@@ -165,6 +165,18 @@ class TestSources:
         args = parse("status", "--client-config", str(flagged))
         assert client_settings(args, environ).node == "flagged:1"
 
+    def test_no_home_means_no_default_file(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        """Without $HOME or a passwd entry (a bare chroot), there is no default client config."""
+
+        def no_home() -> Path:
+            raise RuntimeError("Could not determine home directory.")
+
+        monkeypatch.setattr(Path, "home", no_home)
+        assert default_client_config({}) is None
+        assert client_settings(parse("status"), {"GRSTATS_NODE": "db1:7400"}).node == "db1:7400"
+        with pytest.raises(CliError, match=r"^--node: missing"):
+            client_settings(parse("status"), {})
+
 
 class TestTimeZone:
     def test_flag_beats_environment_beats_file_and_utc_by_default(

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Builds the single-file grstats executable (no Python needed on the host) from a wheel of
+# grstats: installs the wheel and PyInstaller (requirements.txt) in a virtual environment of
+# its own, freezes grstats.spec, and writes OUTDIR/grstats-VERSION-linux-ARCH and, beside it,
+# OUTDIR/grstats-VERSION-linux-ARCH.glibc: the oldest glibc it runs with (the newest symbol
+# version any bundled library needs; the build host's libpython decides it). The executable
+# runs on hosts whose glibc is at least that: build on the oldest distribution you run.
+# Used by `make dist` and by the tests (tests/release/conftest.py), so both build it alike.
+# Usage: deploy/release/build-binary.sh WHEEL OUTDIR   (PYTHON: the Python to build with)
+set -euo pipefail
+if (($# != 2)); then
+  echo "usage: $0 WHEEL OUTDIR" >&2
+  exit 2
+fi
+here="$(cd "$(dirname "$0")" && pwd)"
+wheel="$(realpath "$1")"
+out="$2"
+python="${PYTHON:-python3}"
+work="$(mktemp -d -t grstats-binary.XXXXXX)"
+trap 'rm -rf "$work"' EXIT
+
+"$python" -m venv "$work/venv"
+py="$work/venv/bin/python"
+"$py" -m pip install --quiet --disable-pip-version-check "$wheel" -r "$here/requirements.txt"
+version="$(cd "$work" && "$py" -c 'import grstats; print(grstats.__version__)')"
+(cd "$work" && "$py" -m PyInstaller --noconfirm --log-level WARN \
+  --distpath "$work/dist" --workpath "$work/build" "$here/grstats.spec")
+mkdir -p "$out"
+target="$out/grstats-$version-linux-$(uname -m)"
+mv "$work/dist/grstats" "$target"
+mv "$work/dist/grstats.glibc" "$target.glibc"
+echo "built $target: $(du -m "$target" | cut -f1) MB, runs with glibc >= $(cat "$target.glibc")" >&2
+echo "$target"

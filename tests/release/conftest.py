@@ -1,0 +1,69 @@
+"""The release files the tests of tests/release use: built once, on the worker that runs them.
+
+``release_binary`` is the single-file executable ``make dist`` builds, made by the same script
+(deploy/release/build-binary.sh) from a wheel built from this checkout. Setting
+GRSTATS_RELEASE_BINARY to an executable already built uses it instead (a rerun while editing).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD_BINARY = ROOT / "deploy" / "release" / "build-binary.sh"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test here runs on the packaging worker, which builds the release files once."""
+    for item in items:
+        if item.path.is_relative_to(Path(__file__).parent):
+            item.add_marker(pytest.mark.xdist_group("packaging"))
+
+
+def _build(args: list[str], cwd: Path, timeout: float) -> str:
+    environ = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    environ["PYTHON"] = sys.executable
+    done = subprocess.run(
+        args, capture_output=True, text=True, timeout=timeout, check=False, cwd=cwd, env=environ
+    )
+    assert done.returncode == 0, f"{args} exited {done.returncode}\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+@pytest.fixture(scope="session")
+def release_binary(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The single-file grstats executable for this machine, as ``make dist`` builds it."""
+    given = os.environ.get("GRSTATS_RELEASE_BINARY")
+    if given:
+        return Path(given)
+    out = tmp_path_factory.mktemp("release")
+    # The wheel from a copy of the checkout: a build in the checkout writes its egg-info there,
+    # which test_packaging's own build would race.
+    source = out / "source"
+    source.mkdir()
+    git = shutil.which("git") or "git"
+    archive = subprocess.run(
+        [git, "-C", str(ROOT), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        capture_output=True,
+        check=True,
+    ).stdout.split(b"\0")
+    for name in filter(None, archive):
+        relative = Path(name.decode())
+        if not (ROOT / relative).is_file():
+            continue
+        (source / relative).parent.mkdir(parents=True, exist_ok=True)
+        (source / relative).write_bytes((ROOT / relative).read_bytes())
+    _build(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(out), "."],
+        source,
+        600,
+    )
+    (wheel,) = out.glob("grstats-*.whl")
+    printed = _build(["bash", str(BUILD_BINARY), str(wheel), str(out)], out, 900)
+    return Path(printed.strip().splitlines()[-1])
