@@ -35,7 +35,7 @@ $(VENV)/.installed-bench: $(VENV)/.installed
 
 install: $(VENV)/.installed ## create .venv and install grstats (editable, with Spark) and its test and dev tools
 
-system-deps: ## install the system packages the tests need (MariaDB server and client, tmux, Prometheus, Alertmanager, npm, mysqld_exporter, iproute2, iptables, libfaketime), if missing
+system-deps: ## install the system packages the tests need (MariaDB server and client, tmux, Prometheus, Alertmanager, npm, mysqld_exporter, iproute2, iptables, libfaketime, lintian, binutils), if missing
 	@missing=""; \
 	command -v mariadbd >/dev/null || test -x /usr/sbin/mariadbd || missing="$$missing mariadb-server"; \
 	command -v mariadb >/dev/null || missing="$$missing mariadb-client"; \
@@ -47,6 +47,7 @@ system-deps: ## install the system packages the tests need (MariaDB server and c
 	command -v ip >/dev/null || missing="$$missing iproute2"; \
 	command -v iptables >/dev/null || missing="$$missing iptables"; \
 	command -v lintian >/dev/null || missing="$$missing lintian"; \
+	command -v objdump >/dev/null || missing="$$missing binutils"; \
 	ls /usr/lib/*/faketime/libfaketimeMT.so.1 >/dev/null 2>&1 || missing="$$missing libfaketime"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
