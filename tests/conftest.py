@@ -14,6 +14,7 @@ from pathlib import Path
 os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 
 import pytest
+from _pytest.nodeid import coerce_node_id
 from hypothesis import HealthCheck, settings
 
 # 200 examples a property, in CI too. The strategies draw from small domains on purpose (a
@@ -57,8 +58,13 @@ sys.meta_path.insert(0, _BareFolderImports())
 
 
 #: Session fixtures too costly to build once per xdist worker: a test that uses one runs on the
-#: worker that holds it (``make test`` runs ``pytest -n 2 --dist loadgroup``).
-_SHARED_FIXTURES = frozenset({"spark", "spark_cluster"})
+#: worker that holds it (``make test`` runs ``pytest -n 2 --dist loadgroup``). A Spark session
+#: (the ``spark`` fixture, one JVM) is built on each worker that runs a test needing one: the
+#: Spark tests are a third of the suite, and on one worker they alone took longer than the rest.
+_SHARED_FIXTURES = frozenset({"spark_cluster"})
+#: Groups of tests that share what one worker builds, started first (the longest first) so that
+#: the other worker fills in around them: the release files, then the standalone cluster.
+_GROUPS_FIRST = ("packaging", "spark_cluster", "grafana-live")
 
 #: What ``make check`` (``pytest --check``) leaves out besides the spark, mysql and slow marks:
 #: the folders and files whose tests start processes (grstats, Spark, systemd, Prometheus,
@@ -120,6 +126,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
+def _group_rank(nodeid: str) -> int:
+    group = nodeid.rpartition("@")[2] if "@" in nodeid else ""
+    return _GROUPS_FIRST.index(group) if group in _GROUPS_FIRST else len(_GROUPS_FIRST)
+
+
+def _name_groups(items: list[pytest.Item]) -> None:
+    """Suffix each grouped test's node id with ``@group``, which loadgroup schedules by.
+
+    pytest-xdist 3.8 does it by assigning ``item._nodeid``, which pytest 9.2 no longer reads
+    (its node ids are ``item._id``): without this every ``xdist_group`` was ignored, and two
+    workers built the same release files at once.
+    """
+    for item in items:
+        names = sorted({str(mark.args[0]) for mark in item.iter_markers("xdist_group")})
+        if names and "@" not in item.nodeid:
+            item._id = coerce_node_id(f"{item.nodeid}@{'_'.join(names)}")
+
+
 def _needs_process_or_server(item: pytest.Item, tests: Path) -> bool:
     if any(item.get_closest_marker(mark) for mark in ("spark", "mysql", "slow")):
         return True
@@ -130,10 +154,13 @@ def _needs_process_or_server(item: pytest.Item, tests: Path) -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Group the Spark tests on one xdist worker; with ``--check``, keep the quick tests only."""
+    """Group the cluster's tests on one xdist worker, groups first; with ``--check``, quick tests only."""
     for item in items:
         if _SHARED_FIXTURES.intersection(getattr(item, "fixturenames", ())):
-            item.add_marker(pytest.mark.xdist_group("spark"))
+            item.add_marker(pytest.mark.xdist_group("spark_cluster"))
+    if getattr(config.option, "loadgroup", False):  # an xdist worker of --dist loadgroup
+        _name_groups(items)
+        items.sort(key=lambda item: _group_rank(item.nodeid))  # stable: same order on each worker
     if config.getoption("check"):
         tests = Path(__file__).parent
         left = [item for item in items if _needs_process_or_server(item, tests)]

@@ -1,5 +1,6 @@
 """The release files the tests of tests/release use: built once, on the worker that runs them.
 
+Each module here marks its tests ``xdist_group("packaging")``, so that one worker builds them.
 ``release_binary`` is the single-file executable ``make dist`` builds, made by the same script
 (deploy/release/build-binary.sh) from a wheel built from this checkout. Setting
 GRSTATS_RELEASE_BINARY to an executable already built uses it instead (a rerun while editing).
@@ -17,13 +18,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 BUILD_BINARY = ROOT / "deploy" / "release" / "build-binary.sh"
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test here runs on the packaging worker, which builds the release files once."""
-    for item in items:
-        if item.path.is_relative_to(Path(__file__).parent):
-            item.add_marker(pytest.mark.xdist_group("packaging"))
 
 
 def _build(args: list[str], cwd: Path, timeout: float) -> str:

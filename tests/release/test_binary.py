@@ -57,6 +57,9 @@ SPARK_HINT = "pip install 'grstats[spark]'"
 #: (it takes a few; more on a busy machine, as each start and query unpacks the executable).
 SERVE_TIMEOUT_S = 60.0
 
+#: The packaging worker builds the executable once for this module and test_deb.py.
+pytestmark = pytest.mark.xdist_group("packaging")
+
 
 def _run(args: list[str], cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     """Run ``args`` with an empty environment (as ``env -i``) and capture its output."""

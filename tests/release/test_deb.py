@@ -30,7 +30,8 @@ from tests.deploy.files import (
 )
 from tests.programs import require
 
-pytestmark = pytest.mark.slow
+#: The packaging worker builds the executable once for this module and test_binary.py.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("packaging")]
 
 BUILD_DEB = DEPLOY / "debian" / "build-deb.sh"
 SYSTEMD = DEPLOY / "systemd"
