@@ -34,6 +34,22 @@ COMMAND_MODULES: tuple[str, ...] = (
     "grstats.spark.cli",
 )
 
+#: The module of each command (the agent's adds two): ``grstats COMMAND ...`` imports only
+#: that one, so that a long-running agent does not hold every other command's code (the
+#: demo's, the doctor's, the collector's, the simulator's for a MySQL member: some 2.5 MB).
+COMMANDS: dict[str, str] = {
+    "agent": "grstats.agent.cli.agent",
+    "members": "grstats.agent.cli.agent",
+    "demo": "grstats.agent.cli.demo",
+    "doctor": "grstats.agent.cli.doctor",
+    "query": "grstats.agent.cli.query",
+    "collect": "grstats.collector.cli",
+    "spool": "grstats.collector.spool_cli",
+    "simulate": "grstats.agent.cli.simulate",
+    "version": "grstats.agent.cli.version",
+    "spark": "grstats.spark.cli",
+}
+
 DESCRIPTION = """\
 grstats shows every MySQL Group Replication member's health from wherever you stand.
 
@@ -50,8 +66,12 @@ Run 'grstats COMMAND --help' for the options of one command.
 """
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """Return the top-level parser with every registered subcommand attached."""
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """Return the top-level parser with every registered subcommand attached.
+
+    With ``command``, one of :data:`COMMANDS`, only its module's subcommands are attached:
+    they parse their arguments, and print their help and errors, as in the whole parser.
+    """
     parser = argparse.ArgumentParser(
         prog="grstats",
         description=DESCRIPTION,
@@ -60,7 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("-V", "--version", action="version", version=f"grstats {__version__}")
     subparsers = parser.add_subparsers(title="commands", metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    modules = (COMMANDS[command],) if command in COMMANDS else COMMAND_MODULES
+    for name in modules:
         importlib.import_module(name).register(subparsers)
     return parser
 
@@ -71,11 +92,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     # gRPC's C core reads GRPC_VERBOSITY once, at import: the subcommands import it below.
     quiet_grpc_core()
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    # The first word names the command (an option there, or a mistyped command: every one).
+    parser = build_parser(words[0] if words else None)
+    args = parser.parse_args(words)
     handler: Callable[[argparse.Namespace], int] | None = getattr(args, "handler", None)
     if handler is None:
-        parser.print_help()
+        build_parser().print_help()  # every command's
         return 2
     try:
         return handler(args)

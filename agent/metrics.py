@@ -31,8 +31,10 @@ series:
   collection, so it is not a counter, though mysqld_exporter exposes it as one);
   ``grstats_applier_lag_seconds``, ``grstats_member_transactions_behind`` (ProxySQL's
   ``transactions_behind``; both absent while NULL), ``grstats_member_throttling`` (1 while
-  flow control holds that writer back) and ``grstats_member_clock_skew_seconds`` (its clock
-  minus the median of the members' clocks; absent while unknown). A member whose agent is not
+  flow control holds that writer back), ``grstats_member_clock_skew_seconds`` (its clock
+  minus the median of the members' clocks; absent while unknown) and
+  ``grstats_member_errant_transactions`` (GTIDs it executed that the group lacks, which make
+  MySQL refuse its next join; absent while unknown). A member whose agent is not
   heard keeps every series, at its last values, with ``grstats_agent_up`` 0, so that an alert
   on it does not go silent with the member. A member's stats series start once its stats were heard.
 * **The group's verdict** (:mod:`grstats.agent.status`, MySQL Shell's ``cluster.status()``),

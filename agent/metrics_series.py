@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
+from grstats.agent.gtid import GtidSet
 from grstats.agent.rows import STATUSES
 
 if TYPE_CHECKING:
@@ -248,7 +249,22 @@ def _stats_families(served: Served, group: str) -> list[Metric]:
         throttling.add_metric([group, member_id], _flag(row["THROTTLING"] == "YES"))
         if row.get("CLOCK_SKEW_MS") is not None:
             skew.add_metric([group, member_id], row["CLOCK_SKEW_MS"] / 1000)
-    return [*families, lag, behind, throttling, skew]
+    return [*families, lag, behind, throttling, skew, _errant_family(served, group)]
+
+
+def _errant_family(served: Served, group: str) -> Metric:
+    """How many GTIDs each member executed that the group lacks (ERRANT_TRANSACTIONS)."""
+    errant = _gauge(
+        "grstats_member_errant_transactions",
+        "Transactions the member executed that the group does not have (GTIDs of "
+        "ERRANT_TRANSACTIONS of replication_group_member_status): above 0, MySQL refuses the "
+        "member's next join; no series while unknown.",
+    )
+    for member_id, row in _by_member(served, _MEMBER_STATUS).items():
+        if row.get("ERRANT_TRANSACTIONS") is not None:
+            count = GtidSet.parse(row["ERRANT_TRANSACTIONS"]).count()
+            errant.add_metric([group, member_id], float(count))
+    return errant
 
 
 def group_families(served: Served, group: str, thresholds: tuple[int, int]) -> list[Metric]:

@@ -26,6 +26,10 @@ mode is QUOTA reports more than the *writer's* thresholds waiting for certificat
 messages still flow count: GR counts holds from the messages of the last period, so counts
 older than two of the writer's periods (one period, plus one for the gossip) hold no one back.
 A member whose variables were never heard is judged with MySQL's defaults.
+
+ERRANT_TRANSACTIONS is each member's last sampled ``gtid_executed`` judged against the other
+members' samples of the same instant (:mod:`grstats.agent.errant`), the samples' times moved
+to this agent's clock by the members' offsets.
 """
 
 from __future__ import annotations
@@ -33,12 +37,14 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from grstats.agent.errant import ExecutedSample, errant_transactions
 from grstats.agent.gossip import Counts, Key
 from grstats.agent.gossip.clocks import RELIABLE_US, skews
 from grstats.agent.known import (
     applier_held,
     connected,
     departed,
+    executed_of,
     group_label,
     member_ids,
     served_view,
@@ -59,6 +65,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from grstats.agent.gossip import GossipState
+    from grstats.agent.gtid import GtidSet
     from grstats.agent.model import MemberSnapshot
 
 #: How many of the writer's flow-control periods a member's counts stay fresh enough to hold
@@ -97,6 +104,7 @@ def group_status(  # noqa: PLR0913  (every input of the verdict is explicit)
         for m in members
     }
     held, by = _flow_control(in_view, counts, servers)
+    errant = _errant(state, members, view.group_name, offsets)
     rows = [
         _member_row(
             shown[m],
@@ -106,6 +114,7 @@ def group_status(  # noqa: PLR0913  (every input of the verdict is explicit)
             lag=_lag(state, local, m, now_us + offsets.get(m, 0)),
             behind=transactions_behind(state, local, m),
             throttling=m in held,
+            errant=errant.get(m),
         )
         for m in members
     ]
@@ -198,6 +207,22 @@ def _counts(
     return heard.update.value.row, max(0, now_us - seen)
 
 
+def _errant(
+    state: GossipState, members: list[str], group_name: str, offsets: Mapping[str, int]
+) -> dict[str, GtidSet | None]:
+    """Each member's errant GTIDs from its last sampled gtid_executed, on this agent's clock.
+
+    The group's UUIDs are its name only: agents do not read group_replication_view_change_uuid,
+    whose GTIDs every member that was in the group holds (:mod:`grstats.agent.errant`).
+    """
+    samples = {}
+    for m in members:
+        executed, sent_us = executed_of(state, m)
+        if sent_us:
+            samples[m] = ExecutedSample(executed, sent_us - offsets.get(m, 0))
+    return errant_transactions(samples, (group_name,))
+
+
 def _flow_control(
     in_view: Mapping[str, MemberRow],
     counts: Mapping[str, tuple[MemberStatsRow, int] | None],
@@ -237,6 +262,7 @@ def _member_row(  # noqa: PLR0913  (one row from several sources)
     lag: float | None,
     behind: int | None,
     throttling: bool,
+    errant: GtidSet | None = None,
 ) -> MemberStatusRow:
     stats, age_us = counts if counts is not None else (None, None)
     return MemberStatusRow(
@@ -255,6 +281,7 @@ def _member_row(  # noqa: PLR0913  (one row from several sources)
         read_only=_on_off(server.read_only) if server else None,
         super_read_only=_on_off(server.super_read_only) if server else None,
         throttling="YES" if throttling else "NO",
+        errant_transactions=None if errant is None else str(errant),
     )
 
 

@@ -37,6 +37,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "grstats.agent.rows",
             "grstats.agent.model",
             "grstats.agent.verdict",
+            "grstats.agent.errant",
             "grstats.agent.sources.fault",  # why a source fails: a value errors and model name
         ),
     ),

@@ -13,10 +13,15 @@ group's human name, null when it has none or the agent is older), ``view_id``, `
 ``member_id``, ``host``, ``port``, ``state``, ``role``, ``version``, ``connected`` (bool),
 ``age_ms``, ``applier_lag_seconds``, ``applier_queue``, ``certifier_queue``,
 ``transactions_behind``, ``read_only`` and ``super_read_only`` (bool, or null when unknown),
-``throttling`` (bool) and ``clock_skew_ms`` (its clock minus the median of the members', null
-when unknown), and ``agent_source``: whether the agent asked can read its own
-member (:func:`source_document`). When it cannot and knows no member at all, the agent's
-verdict is UNKNOWN and its sentence says why (:func:`~grstats.agent.verdict.source_unknown`).
+``throttling`` (bool), ``clock_skew_ms`` (its clock minus the median of the members', null
+when unknown) and ``errant_transactions`` (the GTIDs it executed that the group lacks, as one
+line; ``''`` for none, null when unknown or the agent is older), and ``agent_source``:
+whether the agent asked can read its own member (:func:`source_document`). When it cannot
+and knows no member at all, the agent's verdict is UNKNOWN and its sentence says why
+(:func:`~grstats.agent.verdict.source_unknown`).
+
+The summary has an ``errant`` line while some member executed transactions the group lacks
+(:func:`errant_members`): the member and the GTIDs, which make MySQL refuse its next join.
 
 Every ``grstats query`` answer also gives :func:`source_line`, the one warning line printed on
 standard error (and on the watch screen) while the agent asked cannot read its member. The JSON
@@ -81,6 +86,7 @@ MEMBER_KEYS = {
     "super_read_only": "SUPER_READ_ONLY",
     "throttling": "THROTTLING",
     "clock_skew_ms": "CLOCK_SKEW_MS",
+    "errant_transactions": "ERRANT_TRANSACTIONS",
 }
 
 
@@ -210,6 +216,8 @@ def member_document(member: Mapping[str, Value]) -> dict[str, Any]:
         found[key] = _yes(found[key])
     for key in ("read_only", "super_read_only"):
         found[key] = _on(found[key])
+    errant = found["errant_transactions"]
+    found["errant_transactions"] = None if errant is None else _one_line_set(str(errant))
     return found
 
 
@@ -337,6 +345,7 @@ def summary(status: GroupStatus, zone: TimeZone = UTC_ZONE) -> list[tuple[str, s
         ("agent", status.agent),
         ("throttled", throttled),
         *([("clock skew", skewed)] if skewed else []),
+        *([("errant", errant)] if (errant := errant_members(status)) else []),
     ]
 
 
@@ -351,6 +360,25 @@ def clock_skewed(status: GroupStatus) -> str:
         for member in status.members
         if isinstance(skew := member.get("CLOCK_SKEW_MS"), int) and abs(skew) * 1000 > SKEW_WARN_US
     )
+
+
+def errant_members(status: GroupStatus) -> str:
+    """The members that executed transactions the group lacks, with the GTIDs ('' if none).
+
+    ``127.0.0.1:13308 has 5b1e...:1-3 the group lacks (a rejoin is refused)``, one member after
+    another separated by ``; `` (see :mod:`grstats.agent.errant`).
+    """
+    return "; ".join(
+        f"{address(member) or member.get('MEMBER_ID')} has {_one_line_set(errant)} the group "
+        "lacks (a rejoin is refused)"
+        for member in status.members
+        if isinstance(errant := member.get("ERRANT_TRANSACTIONS"), str) and errant
+    )
+
+
+def _one_line_set(text: str) -> str:
+    """A GTID set's text on one line, as ``gtid_executed`` prints with ``,`` between UUIDs."""
+    return ",".join(part.strip() for part in text.split(","))
 
 
 def render_status(

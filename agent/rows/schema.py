@@ -243,6 +243,9 @@ REPLICATION_GROUP_MEMBER_STATUS = Table(
         # grstats: the member's clock minus the median of the members' clocks, ms (see
         # agent.gossip.clocks), at most 24 days either way; NULL while its clock is not known
         Column("CLOCK_SKEW_MS", "INTEGER", nullable=True, kind=Kind.INTEGER),
+        # grstats: the GTIDs of the member's gtid_executed the group does not have, MySQL's
+        # text ('' for none; see agent.errant); NULL while no set of the same instant is known
+        _text("ERRANT_TRANSACTIONS", "LONGTEXT", nullable=True),
     ),
 )
 

@@ -9,7 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from grstats.agent.rows.domains import RowValueError, is_uuid
+from grstats.agent.gtid import GtidSet
+from grstats.agent.rows.domains import RowValueError, canonical_gtid_text, is_uuid
 from grstats.agent.rows.row import Row
 from grstats.agent.rows.schema import (
     REPLICATION_GROUP_MEMBER_STATUS,
@@ -93,6 +94,7 @@ class MemberStatusRow(Row):
     super_read_only: str | None = None
     throttling: str = "NO"
     clock_skew_ms: int | None = None
+    errant_transactions: str | None = None
 
     def __post_init__(self) -> None:
         super(MemberStatusRow, self).__post_init__()
@@ -107,3 +109,8 @@ class MemberStatusRow(Row):
         ):
             if flag not in (None, "ON", "OFF"):
                 raise RowValueError(column, flag, "ON, OFF or NULL")
+        if self.errant_transactions is not None:
+            text = canonical_gtid_text(
+                "ERRANT_TRANSACTIONS", self.errant_transactions, GtidSet.parse, "a GTID set"
+            )
+            object.__setattr__(self, "errant_transactions", text)

@@ -64,12 +64,13 @@ import random
 import uuid
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from itertools import accumulate, islice
+from itertools import accumulate
 from typing import TYPE_CHECKING
 
 from grstats.agent.errors import ConfigError
 from grstats.agent.model import LABEL_RULE, is_group_label
 from grstats.agent.rows import MemberState, encode_version
+from grstats.agent.sim.certification import certification
 from grstats.agent.sim.flow_control import Quota, StatsMessage, StatsTable, next_quota
 from grstats.agent.sim.gno import GnoAssigner
 from grstats.agent.sim.member import AppliedTransaction, SimMember
@@ -183,7 +184,8 @@ class SimulatedGroup:
             member.known_members = tuple(range(size))
         self.primary: int | None = 0 if scenario.single_primary else None
         self.log = TxLog(TICK_US)
-        self.certification: dict[int, int] = {}  # key -> commit µs << 4 | origin
+        #: key -> commit µs << VERSION_SHIFT | SNAPSHOT_FULL | origin
+        self.certification = certification(scenario.workload.key_space, start_us)
         self.conflicts = 0
         self.positives_by_origin = [0] * size
         self.gnos = GnoAssigner(scenario.timing.block_size)
@@ -282,7 +284,7 @@ class SimulatedGroup:
         while self._events and self._events[0].at < end:
             self._happen(self._events.pop(0), seconds)
 
-    def _happen(self, event: Event, seconds: float) -> None:  # noqa: C901  (one branch per action)
+    def _happen(self, event: Event, seconds: float) -> None:  # noqa: C901, PLR0912  (one branch per action)
         member = self.members[event.member]
         if event.action == "crash" and member.server_up:
             member.server_up = False
@@ -314,6 +316,8 @@ class SimulatedGroup:
             member.capacity_tps = event.value
         elif event.action == "force-members" and member.online:
             self._force_members(event.members, seconds)
+        elif event.action == "errant-write" and member.server_up and not member.in_view:
+            member.errant += int(event.value)
 
     def _force_members(self, members: tuple[int, ...], seconds: float) -> None:
         """``group_replication_force_members``: the view becomes ``members``, without quorum.
@@ -431,7 +435,13 @@ class SimulatedGroup:
         """START GROUP_REPLICATION: join, recover what was missed, counters from 0.
 
         MySQL builds a new ``Certifier`` and ``Pipeline_stats_member_collector`` at each START.
+        A member with errant transactions is refused: ERROR, out of the view (scenario.py).
         """
+        if member.errant:
+            member.status = MemberState.ERROR
+            member.partitioned = False
+            member.unreachable_since = member.rejoin_at = None
+            return
         member.in_view = True
         member.partitioned = False
         member.unreachable_since = None
@@ -591,8 +601,7 @@ class SimulatedGroup:
             # transaction's GTID to its snapshot): all that was certified before it, or not.
             full = sum(member.applied_by_origin) == self.totals.committed
             stamp = committed << VERSION_SHIFT | (SNAPSHOT_FULL if full else 0) | origin
-            for key in keys:
-                certification[key] = stamp
+            certification.write(keys, stamp)
             rank = self._next_gno_rank(origin)
             member.applied_by_origin[origin] += 1  # the origin commits its own at once
             self.last_positive = (origin, rank)
@@ -870,16 +879,9 @@ class SimulatedGroup:
             if last > self.log.base
             else -1
         )
-        items = iter(self.certification.items())
-        kept: dict[int, int] = {}
-        while part := list(islice(items, GC_PART)):
-            kept.update(
-                (key, version)
-                for key, version in part
-                if version >> VERSION_SHIFT > stable_us or version == equal
-            )
-            yield
-        self.certification = kept
+        # version >> VERSION_SHIFT > stable_us, exactly: version >= below
+        below = (stable_us + 1) << VERSION_SHIFT
+        yield from self.certification.sweep(below, equal, GC_PART)
 
     def group_state(self, member: SimMember) -> str:
         """MEMBER_STATE of ``member`` as the group shows it; OFFLINE or ERROR once it is out."""

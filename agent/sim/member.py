@@ -45,6 +45,8 @@ class SimMember:
     down_since_us: int | None = None  #: when the server crashed
     rows_validating_when_down: int = 0  #: its certification database size then
     rejoin_at: float | None = None
+    #: transactions written on it out of the group (errant-write), GNOs 1.. of its own uuid
+    errant: int = 0
     view_id: str = ""
     #: uuids of the view the member last joined, for its own picture while partitioned
     known_members: tuple[int, ...] = ()

@@ -35,9 +35,10 @@ A scenario file looks like this (every key but ``name`` and ``description`` is o
     [[events]]
     at = 60                          # seconds after the group starts
     action = "crash"                 # crash, start, stop, partition, heal, rate, capacity,
-                                     # force-members
+                                     # force-members, errant-write
     member = 1                       # 0-based member index
-    value = 0                        # rate_tps or capacity_tps for rate and capacity
+    value = 0                        # rate_tps or capacity_tps for rate and capacity;
+                                     # errant-write: transactions (default 1)
     members = [0, 1]                 # force-members only: the new membership
 
 A writer's commits go through flow control as MySQL's do (``Flow_control_module::do_wait``):
@@ -60,8 +61,19 @@ majority of the view can talk: a member that is cut off or crashed stays UNREACH
 writes block, while the members that can talk are not a majority. ``force-members`` is
 ``SET GLOBAL group_replication_force_members`` run on ``member``: the view becomes the listed
 members (they must include ``member``), whatever the quorum; the others leave it as if
-expelled. It does nothing unless ``member`` is ONLINE in the view and reachable. Built-in
-scenarios live beside this module and are found by name; any other path is read as a file.
+expelled. It does nothing unless ``member`` is ONLINE in the view and reachable.
+
+``errant-write`` is a write on ``member`` while it is out of the group (stopped, or in ERROR
+after an expulsion) and someone turned its ``super_read_only`` off: ``value`` transactions
+(1 by default) with the member's own server_uuid, GNOs from 1 on, that no other member gets.
+It does nothing while the member is in the view (GR certifies a write there, under the
+group's name) or its server is down. When such a member starts (or rejoins on its own), the
+group refuses it as MySQL does: its executed set is not a subset of the group's
+(``Plugin_gcs_events_handler::compare_member_transaction_sets``, plugin/group_replication/
+src/gcs_event_handlers.cc: "This member has more executed transactions than those present in
+the group"), so it goes to ERROR, lists only itself, and is not in the others' view. The
+simulator leaves out the short view in which it joins and leaves. Built-in scenarios live
+beside this module and are found by name; any other path is read as a file.
 """
 
 from __future__ import annotations
@@ -89,6 +101,7 @@ ACTIONS = {
     "rate": True,
     "capacity": True,
     "force-members": False,
+    "errant-write": False,
 }
 MODES = ("single-primary", "multi-primary")
 #: The first version with group_replication_view_change_uuid (WL#14539).
@@ -389,6 +402,13 @@ class _Reader:
             )
         return tuple(sorted(set(members)))
 
+    def errant_count(self, item: dict[str, Any], where: str) -> float:
+        """Return how many transactions an errant-write writes: a whole number, 1 by default."""
+        value = item.get("value", 1)
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 1_000_000:
+            raise self.fail(f"{where}.value", value, "a whole number in 1..1000000")
+        return float(value)
+
     def events(self) -> list[Event]:
         raw = self.data.get("events", [])
         if not isinstance(raw, list):
@@ -409,7 +429,9 @@ class _Reader:
                     at=self.number(item, f"{where}.at", 0, 0, 10**7),
                     action=action,
                     member=member,
-                    value=self.number(item, f"{where}.value", 0, 0, 1_000_000),
+                    value=self.errant_count(item, where)
+                    if action == "errant-write"
+                    else self.number(item, f"{where}.value", 0, 0, 1_000_000),
                     members=self.membership(item, where, action, member),
                 )
             )

@@ -118,7 +118,9 @@ def snapshot(group: SimulatedGroup, index: int, last_known: bool = False) -> Mem
         ),
         stats=_stats_row(group, member),
         applier=_applier_row(group, member),
-        gtid_executed=executed_set(group, member.applied_by_origin, member.views_upto),
+        gtid_executed=executed_set(group, member.applied_by_origin, member.views_upto).union(
+            errant_set(member)
+        ),
         transactions_behind=sum(_waiting(group, member, *_received_span(group, member))),
         server=_server(group, member),
         member_weight=DEFAULT_MEMBER_WEIGHT,
@@ -174,6 +176,11 @@ def executed_set(group: SimulatedGroup, counts: list[int], views: int = 0) -> Gt
             used = min(after, count + 1) - first
             intervals.append((group.group_name, "", start, start + used - 1))
     return GtidSet(intervals)
+
+
+def errant_set(member: SimMember) -> GtidSet:
+    """Return the transactions written on the member out of the group (errant-write events)."""
+    return GtidSet([(member.uuid, "", 1, member.errant)]) if member.errant else GtidSet()
 
 
 def received_set(group: SimulatedGroup, member: SimMember) -> GtidSet:

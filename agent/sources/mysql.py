@@ -37,16 +37,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Self
 
-import aiomysql  # type: ignore[import-untyped]
-from pymysql.constants import CLIENT, FIELD_TYPE  # type: ignore[import-untyped]
-from pymysql.converters import decoders  # type: ignore[import-untyped]
-from pymysql.err import MySQLError  # type: ignore[import-untyped]
-
 from grstats.agent.errors import SourceDataError, SourceError, SourceUnavailable
 from grstats.agent.model import CommunicationInfo, GroupView, MemberSnapshot, SourceHealth
 from grstats.agent.rows import GROUP_REPLICATION_APPLIER, ApplierStatusRow
 from grstats.agent.sources import fault as faults
 from grstats.agent.sources.mysql_config import MySQLSourceConfig, read_password, tls_context
+from grstats.agent.sources.mysql_driver import CLIENT, FIELD_TYPE, MySQLError, aiomysql, decoders
 from grstats.agent.sources.mysql_records import (
     APPLY_COLUMNS,
     CONNECTION_STATUS,

@@ -22,9 +22,9 @@ from tests.waiting import wait_until_async
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def rss_mb() -> float:
-    """This process's resident set, in MB."""
-    return int(Path("/proc/self/statm").read_text(encoding="ascii").split()[1]) * 4096 / 1e6
+def rss_mb(pid: int | str = "self") -> float:
+    """A process's resident set (this process's by default), in MB."""
+    return int(Path(f"/proc/{pid}/statm").read_text(encoding="ascii").split()[1]) * 4096 / 1e6
 
 
 def _idle_rss_mb() -> float:
