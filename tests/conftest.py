@@ -12,6 +12,12 @@ from pathlib import Path
 # logged "skipping fork() handlers" and the JVM gateway exited before sending its port (once,
 # in CI=true .ci/run). Nothing in the tests forks and then uses gRPC in the child.
 os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+# Every JVM the tests start (the ``grstats spark`` commands they run, the demo's) compiles with
+# C1 alone, as the tests' own Spark session does (tests/spark/conftest.py): the tests' jobs are
+# small, and C2's compiler threads took more CPU than they saved, CPU that the other test
+# worker needs. A small report: 17.3 -> 10.8 s of CPU, 11.8 -> 9.8 s of wall (docs/benchmarks.md,
+# "Test suite"). Each JVM notes it on stderr ("Picked up JAVA_TOOL_OPTIONS: ...").
+os.environ.setdefault("JAVA_TOOL_OPTIONS", "-XX:TieredStopAtLevel=1")
 
 import pytest
 from _pytest.nodeid import coerce_node_id
