@@ -45,7 +45,9 @@ series:
   ``grstats_group_tolerance`` (how many more members can fail with quorum kept),
   ``grstats_group_members_not_active`` (Shell's "N members are not active": the known members
   not ONLINE, a member once in the view until ``grstats members forget``),
-  ``grstats_group_throttled`` (1 while flow control holds some writer back) and
+  ``grstats_group_throttled`` (1 while flow control holds some writer back),
+  ``grstats_stable_set_stalled_seconds`` (how long the stable set has not advanced while
+  transactions are certified, from 120 s; 0 while it advances) and
   ``grstats_flow_control_applier_threshold`` / ``..._certifier_threshold`` (the thresholds the
   verdict judges the queues with: the writers' settings, MySQL's 25000 when unknown), so that
   an alert compares a queue with them.

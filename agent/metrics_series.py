@@ -268,7 +268,7 @@ def _errant_family(served: Served, group: str) -> Metric:
 
 
 def group_families(served: Served, group: str, thresholds: tuple[int, int]) -> list[Metric]:
-    """The group's verdict: status, tolerance, throttled, members not active, the thresholds."""
+    """The group's verdict: status, tolerance, throttled, not active, stable set, thresholds."""
     status = GaugeMetricFamily(
         "grstats_group_status",
         "1 for the group's current status, 0 for the others: MySQL Shell's cluster.status() "
@@ -300,8 +300,17 @@ def group_families(served: Served, group: str, thresholds: tuple[int, int]) -> l
         "agents' group_label; '' when none). Join on group_name to name a group's series.",
         labels=(*GROUP_LABELS, "group_label"),
     )
+    stalled = GaugeMetricFamily(
+        "grstats_stable_set_stalled_seconds",
+        "How long TRANSACTIONS_COMMITTED_ALL_MEMBERS has not advanced while transactions were "
+        "certified, from two broadcast rounds (120 s) on; 0 while it advances "
+        "(STABLE_SET_STALLED_S of replication_group_status). The certification info grows "
+        "meanwhile; STABLE_SET_HELD_BY names the members holding it back.",
+        labels=GROUP_LABELS,
+    )
     for row in _named(served, _GROUP_STATUS)[:1]:  # one row
         info.add_metric([group, str(row.get("GROUP_LABEL") or "")], 1.0)
+        stalled.add_metric([group], float(row.get("STABLE_SET_STALLED_S") or 0))
         for name in STATUSES:
             status.add_metric([group, name], _flag(row["STATUS"] == name))
         tolerance.add_metric([group], float(row["TOLERANCE"]))
@@ -324,7 +333,16 @@ def group_families(served: Served, group: str, thresholds: tuple[int, int]) -> l
         labels=GROUP_LABELS,
     )
     certifier_threshold.add_metric([group], float(certifier))
-    return [info, status, tolerance, throttled, not_active, applier_threshold, certifier_threshold]
+    return [
+        info,
+        status,
+        tolerance,
+        throttled,
+        not_active,
+        stalled,
+        applier_threshold,
+        certifier_threshold,
+    ]
 
 
 def _gauge(name: str, text: str) -> GaugeMetricFamily:

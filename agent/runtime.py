@@ -45,6 +45,7 @@ from grstats.agent.registry_sync import RegistrySync
 from grstats.agent.rounds import PeerRounds
 from grstats.agent.security import Security
 from grstats.agent.server import SERVICE_NAMES, build_server
+from grstats.agent.stable_set import StableSetWatch
 from grstats.agent.status import flow_control_thresholds
 from grstats.agent.tables import ServedTables
 from grstats.agent.transports.base import ServingTransport
@@ -120,6 +121,7 @@ class Agent:
         )
         self.registry_sync = RegistrySync(registry, self.member, config, clock=clock)
         self.liveness = Liveness(self.member)  # logs members turning CONNECTED NO, and back
+        self.stable_set = StableSetWatch()  # fed each read (run_period), asked by the status
         self._tables = ServedTables(
             config,
             self.member,
@@ -127,6 +129,7 @@ class Agent:
             self.rounds.offset_errors,
             clock=clock,
             address=lambda: self.address,
+            stable_set=self.stable_set,
         )
         self._health = health.aio.HealthServicer()
         self._server: grpc.aio.Server | None = None
@@ -272,6 +275,11 @@ class Agent:
         """
         self.periods += 1
         await self._read_source()
+        snapshot = self.member.snapshot
+        if snapshot is not None:
+            own = snapshot.own_row()
+            online = own is not None and own.member_state == "ONLINE"
+            self.stable_set.observe(snapshot.read_at_us, snapshot.stats, online=online)
         await self.rounds.run()
         self.liveness.check(
             self._clock(), self._config.silence_us, self.rounds.agents, self.rounds.offsets

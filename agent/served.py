@@ -64,6 +64,7 @@ if TYPE_CHECKING:
     from grstats.agent.gossip import GossipState, Heard
     from grstats.agent.model import MemberSnapshot
     from grstats.agent.rows import GroupStatusRow, MemberStatusRow, Row, Value
+    from grstats.agent.stable_set import Stall
 
 #: One served table: its columns and its rows.
 Table = tuple[tuple[Column, ...], list[tuple["Value", ...]]]
@@ -117,11 +118,13 @@ def served_tables(  # noqa: PLR0913  (every input of the tables is explicit)
     offset_errors_us: Mapping[str, int] | None = None,
     extended: bool = False,
     cannot_read: tuple[str, str] | None = None,
+    stall: Stall | None = None,
 ) -> Served:
     """Return every served table, by name: columns and rows in MEMBER_ID order.
 
     Each table is built when first looked up (see :class:`Served`). ``cannot_read`` is (the
-    agent's address, why) while the agent cannot read its own member (for the verdict).
+    agent's address, why) while the agent cannot read its own member (for the verdict);
+    ``stall`` the stable set's stall its member shows (:mod:`grstats.agent.stable_set`).
     """
     offsets = offsets_us or {}
     view = freshest_view(state, local)
@@ -166,6 +169,7 @@ def served_tables(  # noqa: PLR0913  (every input of the tables is explicit)
                     offsets_us=offsets,
                     offset_errors_us=offset_errors_us,
                     cannot_read=cannot_read,
+                    stall=stall,
                 )
             )
         return verdict[0]

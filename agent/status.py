@@ -27,6 +27,12 @@ messages still flow count: GR counts holds from the messages of the last period,
 older than two of the writer's periods (one period, plus one for the gossip) hold no one back.
 A member whose variables were never heard is judged with MySQL's defaults.
 
+A stalled stable set (:mod:`grstats.agent.stable_set`: TRANSACTIONS_COMMITTED_ALL_MEMBERS
+unchanged for two broadcast rounds while transactions were certified) is held back by the
+view's UNREACHABLE members, whose sets never reach the certifier; with none, by the members
+whose last sampled ``gtid_executed`` lacks transactions every other member's sample has (an
+applier that stopped).
+
 ERRANT_TRANSACTIONS is each member's last sampled ``gtid_executed`` judged against the other
 members' samples of the same instant (:mod:`grstats.agent.errant`), the samples' times moved
 to this agent's clock by the members' offsets.
@@ -67,6 +73,7 @@ if TYPE_CHECKING:
     from grstats.agent.gossip import GossipState
     from grstats.agent.gtid import GtidSet
     from grstats.agent.model import MemberSnapshot
+    from grstats.agent.stable_set import Stall
 
 #: How many of the writer's flow-control periods a member's counts stay fresh enough to hold
 #: writers back: the period of GR's step, plus one for the gossip's own delay.
@@ -86,11 +93,13 @@ def group_status(  # noqa: PLR0913  (every input of the verdict is explicit)
     offsets_us: Mapping[str, int] | None = None,
     offset_errors_us: Mapping[str, int] | None = None,
     cannot_read: tuple[str, str] | None = None,
+    stall: Stall | None = None,
 ) -> tuple[GroupStatusRow, list[MemberStatusRow]]:
     """Return the group's verdict and one row per known member, in MEMBER_ID order.
 
     ``cannot_read`` is (the agent's address, why) while the agent cannot read its own member:
-    an UNKNOWN verdict then says so (:func:`~grstats.agent.verdict.source_unknown`).
+    an UNKNOWN verdict then says so (:func:`~grstats.agent.verdict.source_unknown`). ``stall``
+    is the stable set's stall as the agent's member shows it, None while it advances.
     """
     offsets = offsets_us or {}
     view, origin = served_view(state, local)
@@ -151,7 +160,34 @@ def group_status(  # noqa: PLR0913  (every input of the verdict is explicit)
         as_of=now_us,
         group_label=group_label(state, local, view) if in_view else "",
     )
+    if stall is not None and in_view:
+        group = replace(
+            group,
+            stable_set_stalled_s=stall.for_us // 1_000_000,
+            stable_set_held_by=",".join(_holding_back(state, in_view)),
+            rows_validating_per_minute=stall.rows_per_minute,
+        )
     return group, rows
+
+
+def _holding_back(state: GossipState, in_view: Mapping[str, MemberRow]) -> list[str]:
+    """The members of the view that hold the stable set back (see the module docstring)."""
+    unreachable = [m for m, row in in_view.items() if row.member_state == "UNREACHABLE"]
+    if unreachable:
+        return sorted(unreachable)
+    executed = {m: executed_of(state, m) for m in in_view}
+    sampled = {m: found for m, (found, sent_us) in executed.items() if sent_us}
+    behind = []
+    for member, own in sampled.items():
+        others = [found for m, found in sampled.items() if m != member]
+        if not others:
+            continue
+        common = others[0]
+        for found in others[1:]:
+            common = common & found
+        if not (common - own).is_empty():
+            behind.append(member)
+    return sorted(behind)
 
 
 def flow_control_thresholds(

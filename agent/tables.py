@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from grstats.agent.config import AgentConfig
     from grstats.agent.local import LocalMember
     from grstats.agent.served import Served
+    from grstats.agent.stable_set import StableSetWatch
 
 
 class ServedTables:
@@ -27,7 +28,7 @@ class ServedTables:
     ``offsets`` are the members' clock offsets and ``offset_errors`` how far each may be wrong
     (both kept up to date by the rounds); ``address``
     gives the agent's address once it serves (named by an UNKNOWN verdict of an agent that
-    cannot read its member).
+    cannot read its member); ``stable_set`` watches its member's stable set.
     """
 
     def __init__(  # noqa: PLR0913  (the agent's parts the tables are built from)
@@ -39,8 +40,10 @@ class ServedTables:
         *,
         clock: Clock,
         address: Callable[[], str],
+        stable_set: StableSetWatch | None = None,
     ) -> None:
         self.config = config
+        self._stable_set = stable_set
         self._address = address
         self._member = member
         self._offsets = offsets
@@ -72,10 +75,11 @@ class ServedTables:
     def _build(self, extended: bool) -> Served:
         state = self._member.state
         silence = int(self.config.silence_periods * self.config.period_s * 1_000_000)
+        now_us = self._clock()
         return served_tables(
             state,
             self._member.snapshot,
-            self._clock(),
+            now_us,
             silence,
             offsets_us=self._offsets,
             offset_errors_us=self._offset_errors,
@@ -85,4 +89,5 @@ class ServedTables:
                 if self._member.fault is None
                 else (self._address(), self._member.fault.message)
             ),
+            stall=self._stable_set.stall(now_us) if self._stable_set is not None else None,
         )

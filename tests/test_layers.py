@@ -38,6 +38,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "grstats.agent.model",
             "grstats.agent.verdict",
             "grstats.agent.errant",
+            "grstats.agent.stable_set",
             "grstats.agent.sources.fault",  # why a source fails: a value errors and model name
         ),
     ),

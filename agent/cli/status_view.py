@@ -9,7 +9,8 @@ The JSON document (``--format json``) is one object: ``status``, ``status_text``
 ``tolerance``, ``mode``, ``primary`` (MEMBER_IDs), ``group_name``, ``group_label`` (the
 group's human name, null when it has none or the agent is older), ``view_id``, ``as_of``
 (ISO 8601 in UTC with ``Z`` and microseconds, or null), ``throttled`` (bool),
-``throttled_by`` (MEMBER_IDs), ``agent`` (the agent asked) and ``members``, each with
+``throttled_by`` (MEMBER_IDs), ``agent`` (the agent asked), ``stable_set_stalled`` (null while
+TRANSACTIONS_COMMITTED_ALL_MEMBERS advances, else :func:`stall_document`) and ``members``, each with
 ``member_id``, ``host``, ``port``, ``state``, ``role``, ``version``, ``connected`` (bool),
 ``age_ms``, ``applier_lag_seconds``, ``applier_queue``, ``certifier_queue``,
 ``transactions_behind``, ``read_only`` and ``super_read_only`` (bool, or null when unknown),
@@ -236,6 +237,7 @@ def document(status: GroupStatus) -> dict[str, Any]:
         "throttled": _yes(status.group.get("THROTTLED")),
         "throttled_by": status.throttled_by,
         "agent": status.agent,
+        "stable_set_stalled": stall_document(status),
         "members": [member_document(member) for member in status.members],
         "agent_source": source_document(status.source),
     }
@@ -346,6 +348,7 @@ def summary(status: GroupStatus, zone: TimeZone = UTC_ZONE) -> list[tuple[str, s
         ("throttled", throttled),
         *([("clock skew", skewed)] if skewed else []),
         *([("errant", errant)] if (errant := errant_members(status)) else []),
+        *([("stable set", stalled)] if (stalled := stable_set_stalled(status)) else []),
     ]
 
 
@@ -373,6 +376,44 @@ def errant_members(status: GroupStatus) -> str:
         "lacks (a rejoin is refused)"
         for member in status.members
         if isinstance(errant := member.get("ERRANT_TRANSACTIONS"), str) and errant
+    )
+
+
+def stall_document(status: GroupStatus) -> dict[str, Any] | None:
+    """The stable set's stall for JSON: seconds, held_back_by, rows_validating_per_minute.
+
+    None while TRANSACTIONS_COMMITTED_ALL_MEMBERS advances (or the agent is older).
+    """
+    seconds = status.group.get("STABLE_SET_STALLED_S")
+    if seconds is None:
+        return None
+    return {
+        "seconds": seconds,
+        "held_back_by": ids(status.text("STABLE_SET_HELD_BY")),
+        "rows_validating_per_minute": status.group.get("ROWS_VALIDATING_PER_MINUTE"),
+    }
+
+
+def stable_set_stalled(status: GroupStatus) -> str:
+    """The warning while the stable set does not advance ('' while it does).
+
+    ``not advanced for 150 s while transactions are certified; held back by <id> (host:port,
+    UNREACHABLE); ROWS_VALIDATING +30000 per minute`` (see :mod:`grstats.agent.stable_set`).
+    """
+    stall = stall_document(status)
+    if stall is None:
+        return ""
+    states = {str(m.get("MEMBER_ID")): str(m.get("MEMBER_STATE")) for m in status.members}
+    held = ", ".join(
+        f"{member} ({', '.join(filter(None, (status.address_of(member), states.get(member))))})"
+        for member in stall["held_back_by"]
+    )
+    rate = stall["rows_validating_per_minute"]
+    return (
+        f"not advanced for {stall['seconds']} s while transactions are certified"
+        f"{'; held back by ' + held if held else ''}"
+        f"{f'; ROWS_VALIDATING {rate:+d} per minute' if isinstance(rate, int) else ''}"
+        " (certification info grows until that member catches up or leaves the group)"
     )
 
 

@@ -18,6 +18,7 @@ Value: TypeAlias = str | int | float | None
 _CHAR_RE = re.compile(r"CHAR\((\d+)\)")
 _INT_RANGES = {
     "BIGINT UNSIGNED": (0, BIGINT_UNSIGNED_MAX),
+    "BIGINT": (-(1 << 63), (1 << 63) - 1),
     "INTEGER": (-(1 << 31), (1 << 31) - 1),
     "TIMESTAMP(6)": (0, 253_402_300_799_999_999),  # up to 9999-12-31 23:59:59.999999
 }

@@ -217,6 +217,12 @@ REPLICATION_GROUP_STATUS = Table(
         _timestamp("AS_OF"),
         # the group's human name: its InnoDB Cluster name, else the agents' group_label
         _text("GROUP_LABEL", "VARCHAR(63)"),
+        # seconds TRANSACTIONS_COMMITTED_ALL_MEMBERS has not advanced while transactions were
+        # certified, from two broadcast rounds on (agent.stable_set); NULL while it advances
+        Column("STABLE_SET_STALLED_S", "BIGINT UNSIGNED", nullable=True, kind=Kind.INTEGER),
+        _text("STABLE_SET_HELD_BY", "TEXT"),  # MEMBER_IDs holding it back, comma-separated
+        # COUNT_TRANSACTIONS_ROWS_VALIDATING's growth over the last minute while it is stalled
+        Column("ROWS_VALIDATING_PER_MINUTE", "BIGINT", nullable=True, kind=Kind.INTEGER),
     ),
 )
 

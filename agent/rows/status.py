@@ -54,6 +54,9 @@ class GroupStatusRow(Row):
     throttled_by: str = ""
     as_of: int = 0
     group_label: str = ""
+    stable_set_stalled_s: int | None = None
+    stable_set_held_by: str = ""
+    rows_validating_per_minute: int | None = None
 
     def __post_init__(self) -> None:
         super(GroupStatusRow, self).__post_init__()
@@ -65,6 +68,7 @@ class GroupStatusRow(Row):
             raise RowValueError("THROTTLED", self.throttled, "YES or NO")
         _ids("PRIMARY_MEMBERS", self.primary_members)
         _ids("THROTTLED_BY", self.throttled_by)
+        _ids("STABLE_SET_HELD_BY", self.stable_set_held_by)
 
     @property
     def primaries(self) -> tuple[str, ...]:

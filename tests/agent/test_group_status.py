@@ -183,6 +183,9 @@ async def test_healthy_group_is_ok_and_tolerates_one_failure(memory: bool) -> No
             "THROTTLED_BY": "",
             "AS_OF": group.clock.us(),
             "GROUP_LABEL": "",
+            "STABLE_SET_STALLED_S": None,
+            "STABLE_SET_HELD_BY": "",
+            "ROWS_VALIDATING_PER_MINUTE": None,
         }
         for agent in group.agents:
             assert status(agent) == expected

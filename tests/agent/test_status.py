@@ -106,6 +106,9 @@ def test_three_healthy_members_in_the_served_tables() -> None:
         "THROTTLED_BY": "",
         "AS_OF": NOW,
         "GROUP_LABEL": "",
+        "STABLE_SET_STALLED_S": None,
+        "STABLE_SET_HELD_BY": "",
+        "ROWS_VALIDATING_PER_MINUTE": None,
     }
     members = {row["MEMBER_ID"]: row for row in rows(tables, "replication_group_member_status")}
     assert list(members) == [A, B, C]

@@ -50,6 +50,7 @@ DOCUMENT_KEYS = {
     "throttled_by",
     "agent",
     "agent_source",
+    "stable_set_stalled",
 }
 MEMBER_KEYS = {
     "member_id",
@@ -134,6 +135,7 @@ async def test_json_is_the_documented_document(group: Group, grstats: Grstats) -
         "throttled_by": [],
         "agent": asked.address,
         "agent_source": {"ok": True},
+        "stable_set_stalled": None,
     }
     assert ISO_UTC.fullmatch(found["as_of"])
     as_of = datetime.fromisoformat(found["as_of"])
