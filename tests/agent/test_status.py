@@ -6,12 +6,15 @@ from dataclasses import replace
 from typing import Any
 
 from grstats.agent.gossip import Counts, GossipState, Key
+from grstats.agent.gtid import GtidSet
 from grstats.agent.model import FlowControlSettings, ServerSettings
 from grstats.agent.rows import MemberStatsRow
 from grstats.agent.served import served_tables
 from grstats.agent.sources import GroupView, MemberSnapshot
+from grstats.agent.stable_set import Stall
 from grstats.agent.status import group_status
 from tests.agent.test_served import (
+    GROUP,
     NOW,
     SECOND,
     SILENCE,
@@ -374,3 +377,36 @@ def test_the_group_label_is_the_served_views_else_the_most_common() -> None:
     learn(state, peer(C, other, server=settings()), NOW)
     alone = served_tables(state, local(A, view), NOW, SILENCE)
     assert rows(alone, "replication_group_status")[0]["GROUP_LABEL"] == "orders"
+
+
+class TestStableSetHolders:
+    """Who holds a stalled stable set back (agent/status.py's rule; the stall itself is given)."""
+
+    STALL = Stall(for_us=150 * SECOND, certified=4000, rows_per_minute=1200)
+
+    def test_an_applier_behind_holds_it_when_no_member_is_unreachable(self) -> None:
+        """C's sampled gtid_executed lacks what A and B both have: C is named."""
+        view = three()
+        state = local_state(A, view)
+        for other, text in ((B, "1-900"), (C, "1-400")):
+            heard = peer(other, view)
+            heard.record_local(Key.GTID_EXECUTED, GtidSet.parse(f"{GROUP}:{text}"), NOW)
+            learn(state, heard, NOW)
+        state.record_local(Key.GTID_EXECUTED, GtidSet.parse(f"{GROUP}:1-950"), NOW)
+        group, _ = group_status(state, local(A, view), NOW, SILENCE, stall=self.STALL)
+        assert (group.stable_set_stalled_s, group.stable_set_held_by) == (150, C)
+        assert group.rows_validating_per_minute == 1200
+
+    def test_an_unreachable_member_is_named_before_any_applier(self) -> None:
+        """C UNREACHABLE in the view: C alone, whatever the sets."""
+        view = group_view(member(A, role="PRIMARY"), member(B), member(C, state="UNREACHABLE"))
+        state = local_state(A, view)
+        learn(state, peer(B, view), NOW)
+        group, _ = group_status(state, local(A, view), NOW, SILENCE, stall=self.STALL)
+        assert group.stable_set_held_by == C
+
+    def test_no_stall_no_columns(self) -> None:
+        """While the stable set advances the columns are NULL and ''."""
+        view = three()
+        group, _ = group_status(local_state(A, view), local(A, view), NOW, SILENCE)
+        assert (group.stable_set_stalled_s, group.stable_set_held_by) == (None, "")
