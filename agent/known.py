@@ -166,7 +166,25 @@ def freshest_view(state: GossipState, local: MemberSnapshot | None) -> GroupView
 
 
 def departed(state: GossipState, member: str) -> MemberRow:
-    """A member outside the served view: OFFLINE, with its last host and port (WL#2860)."""
+    """A member outside the served view: OFFLINE, with its last host and port (WL#2860).
+
+    ERROR when the member's own last view says so: a member that left the group on an error,
+    or whose join the group refused (``Plugin_gcs_events_handler::handle_joining_members``
+    ends such a join in ERROR), shows itself ERROR, alone, in its own
+    ``replication_group_members``; its agent reports that view, and every agent serves it, so
+    that the operator (and ``GrstatsMemberError``) sees the error and not a clean leave.
+    """
+    own = state.origins.get(member)
+    heard = own.values.get(Key.VIEW) if own is not None else None
+    if heard is not None and isinstance(heard.update.value, GroupView):
+        for row in heard.update.value.members:
+            if row.member_id == member and row.member_state == "ERROR":
+                return MemberRow(
+                    member_id=member,
+                    member_host=row.member_host,
+                    member_port=row.member_port,
+                    member_state="ERROR",
+                )
     for origin in state.origins.values():
         heard = origin.values.get(Key.VIEW)
         if heard is not None and isinstance(heard.update.value, GroupView):

@@ -18,7 +18,7 @@ from tests.agent.test_runtime import start_group, stop_all
 
 
 async def test_errant_write_is_named_before_the_rejoin_is_refused() -> None:
-    """Every agent names member 2 and its own-UUID GTIDs from 40 s; at 50 s its join fails: ERROR."""
+    """Every agent names member 2 and its own-UUID GTIDs from 40 s; at 50 s its join fails: ERROR everywhere."""
     group = await start_group(3, scenario="errant-write", memory=True)
     try:
         await run_to(group, 39)  # stopped, written on, not sampled since the write
@@ -57,7 +57,17 @@ async def test_errant_write_is_named_before_the_rejoin_is_refused() -> None:
             assert view is not None
             assert errant not in {row.member_id for row in view.members}
         for agent in group.agents:
-            assert states(agent)[errant] == "OFFLINE"  # known, outside the group's view
+            assert states(agent)[errant] == "ERROR"  # outside the group's view, ERROR in its own
+            assert (
+                value(
+                    rendered(agent),
+                    "grstats_member_state",
+                    group_name=group_name,
+                    member_id=errant,
+                    state="ERROR",
+                )
+                == 1.0
+            )
             assert member_status(agent)[errant]["ERRANT_TRANSACTIONS"] == expected
             assert status(agent)["STATUS"] == "OK_NO_TOLERANCE_PARTIAL"
     finally:
