@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, TypeVar
 from grstats.agent.gossip import Counts, Key
 from grstats.agent.gtid import GtidSet
 from grstats.agent.model import GroupView, ServerSettings
-from grstats.agent.rows import ApplierStatusRow, MemberRow, MemberStatsRow, lag_seconds
+from grstats.agent.rows import ApplierStatusRow, MemberRow, MemberStatsRow
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -234,9 +234,7 @@ def applier_of(
     row = applier_held(state, local, member)
     if row is None:
         return ApplierStatusRow(member_id=member, transactions_behind=behind)
-    return replace(
-        row, applier_lag_seconds=lag_seconds(row, member_now_us), transactions_behind=behind
-    )
+    return replace(row.with_lag(member_now_us), transactions_behind=behind)
 
 
 def transactions_behind(

@@ -29,7 +29,8 @@ series:
   (``grstats_certifier_queue_transactions``, ``grstats_applier_queue_transactions``,
   ``grstats_certification_rows``: the certification database shrinks at every garbage
   collection, so it is not a counter, though mysqld_exporter exposes it as one);
-  ``grstats_applier_lag_seconds``, ``grstats_member_transactions_behind`` (ProxySQL's
+  ``grstats_applier_lag_seconds``, ``grstats_applier_stage_seconds{stage}`` (the lag by
+  stage: transport, waiting, apply), ``grstats_member_transactions_behind`` (ProxySQL's
   ``transactions_behind``; both absent while NULL), ``grstats_member_throttling`` (1 while
   flow control holds that writer back), ``grstats_member_clock_skew_seconds`` (its clock
   minus the median of the members' clocks; absent while unknown) and

@@ -202,6 +202,10 @@ def member_families(served: Served, group: str) -> list[Metric]:
     return [info, source, up, in_view, state, primary, age, *_stats_families(served, group)]
 
 
+#: The stage label of grstats_applier_stage_seconds -> its column of replication_group_member_lag.
+_STAGES = {"transport": "TRANSPORT_SECONDS", "waiting": "WAITING_SECONDS", "apply": "APPLY_SECONDS"}
+
+
 def _stats_families(served: Served, group: str) -> list[Metric]:
     """MySQL's counters and gauges, the applier lag, transactions behind and throttling."""
     heard = {
@@ -218,14 +222,6 @@ def _stats_families(served: Served, group: str) -> list[Metric]:
         for member_id, row in heard.items():
             gauge.add_metric([group, member_id], float(row[column]))
         families.append(gauge)
-    lag = _gauge(
-        "grstats_applier_lag_seconds",
-        "How far the member's applier is behind: APPLIER_LAG_SECONDS (WL#7374 times; 0 with "
-        "nothing queued or applying); no series while unknown.",
-    )
-    for member_id, row in _by_member(served, _LAG).items():
-        if row.get("APPLIER_LAG_SECONDS") is not None:
-            lag.add_metric([group, member_id], float(row["APPLIER_LAG_SECONDS"]))
     behind = _gauge(
         "grstats_member_transactions_behind",
         "Transactions the member received from the group and has not applied: ProxySQL's "
@@ -249,7 +245,38 @@ def _stats_families(served: Served, group: str) -> list[Metric]:
         throttling.add_metric([group, member_id], _flag(row["THROTTLING"] == "YES"))
         if row.get("CLOCK_SKEW_MS") is not None:
             skew.add_metric([group, member_id], row["CLOCK_SKEW_MS"] / 1000)
-    return [*families, lag, behind, throttling, skew, _errant_family(served, group)]
+    return [
+        *families,
+        *_lag_families(served, group),
+        behind,
+        throttling,
+        skew,
+        _errant_family(served, group),
+    ]
+
+
+def _lag_families(served: Served, group: str) -> list[Metric]:
+    """The applier lag, whole and by stage (replication_group_member_lag)."""
+    lag = _gauge(
+        "grstats_applier_lag_seconds",
+        "How far the member's applier is behind: APPLIER_LAG_SECONDS (WL#7374 times; 0 with "
+        "nothing queued or applying); no series while unknown.",
+    )
+    stages = GaugeMetricFamily(
+        "grstats_applier_stage_seconds",
+        "The lag by stage (WL#7374 times of replication_group_member_lag): transport, the last "
+        "queued transaction's original commit to queued (TRANSPORT_SECONDS); waiting, the last "
+        "applied one's queued to start of apply (WAITING_SECONDS); apply, its start to end of "
+        "apply (APPLY_SECONDS); no series while unknown (MySQL 5.7 gives none).",
+        labels=(*MEMBER_LABELS, "stage"),
+    )
+    for member_id, row in _by_member(served, _LAG).items():
+        if row.get("APPLIER_LAG_SECONDS") is not None:
+            lag.add_metric([group, member_id], float(row["APPLIER_LAG_SECONDS"]))
+        for stage, column in _STAGES.items():
+            if row.get(column) is not None:
+                stages.add_metric([group, member_id, stage], float(row[column]))
+    return [lag, stages]
 
 
 def _errant_family(served: Served, group: str) -> Metric:

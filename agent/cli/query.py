@@ -71,7 +71,9 @@ EPILOG = """\
 what:
   members  replication_group_members: MEMBER_STATE and MEMBER_ROLE as Group Replication has them
   stats    replication_group_member_stats: every member's counters, even of members that are down
-  lag      the WL#7374 applier fields of every member and APPLIER_LAG_SECONDS
+  lag      the WL#7374 applier fields of every member, APPLIER_LAG_SECONDS and the lag by
+           stage: TRANSPORT_SECONDS (original commit to queued), WAITING_SECONDS (queued to
+           start of apply) and APPLY_SECONDS (start to end); NULL for a MySQL 5.7 member
   gtids    every member's gtid_executed, all sampled on the same mark of the wall clock
            (every 60 s), and SAMPLED_AT, when
   status   the group's verdict as MySQL Shell's cluster.status() gives it (OK, OK_PARTIAL,

@@ -11,6 +11,7 @@ from grstats.agent.rows.applier import (
     TRANSACTION_FIELDS,
     ApplierStatusRow,
     lag_seconds,
+    stage_seconds,
 )
 from grstats.agent.rows.domains import (
     ZERO_TIMESTAMP,
@@ -92,6 +93,7 @@ __all__ = [
     "render_json",
     "render_table",
     "render_vertical",
+    "stage_seconds",
     "timestamp_text",
     "version_string",
 ]

@@ -61,6 +61,9 @@ class ApplierStatusRow(Row):
     applying_transaction_start_apply_timestamp: int = 0
     applier_lag_seconds: float | None = None
     transactions_behind: int | None = None
+    transport_seconds: float | None = None
+    waiting_seconds: float | None = None
+    apply_seconds: float | None = None
 
     def __post_init__(self) -> None:
         super(ApplierStatusRow, self).__post_init__()
@@ -91,8 +94,63 @@ class ApplierStatusRow(Row):
         return all(getattr(self, field) is None for field in TRANSACTION_FIELDS)
 
     def with_lag(self, now_us: int) -> ApplierStatusRow:
-        """Return this row with APPLIER_LAG_SECONDS computed at ``now_us`` (see lag_seconds)."""
-        return replace(self, applier_lag_seconds=lag_seconds(self, now_us))
+        """Return this row with APPLIER_LAG_SECONDS at ``now_us`` and the lag by stage."""
+        transport, waiting, apply = stage_seconds(self)
+        return replace(
+            self,
+            applier_lag_seconds=lag_seconds(self, now_us),
+            transport_seconds=transport,
+            waiting_seconds=waiting,
+            apply_seconds=apply,
+        )
+
+
+def stage_seconds(row: ApplierStatusRow) -> tuple[float | None, float | None, float | None]:
+    """Return the lag by stage, in seconds: (transport, waiting, apply); None where not known.
+
+    From WL#7374's times of the ``group_replication_applier`` channel, each stage measured on
+    one transaction, as the worklog keeps them:
+
+    * transport: the last queued transaction, from its original commit to the end of its
+      queueing (sent, certified and written to the channel's relay log);
+    * apply: the last applied transaction, from the start to the end of its apply;
+    * waiting: the last applied transaction, from its original commit to the start of its
+      apply, less the transport. Exact when it is also the last queued transaction (the
+      applier keeps up); otherwise MySQL no longer keeps its own queueing times, and the last
+      queued transaction's transport stands for its own (an estimate, never below 0).
+
+    MySQL 5.7 has none of these columns (every transaction NULL): all three are None. A time
+    not set (0) makes its stage None. Clock skew between members can make transport (and so
+    waiting) negative: returned as is, as for APPLIER_LAG_SECONDS.
+    """
+    if row.timestamps_unknown:
+        return None, None, None
+    transport = _span(
+        row.last_queued_transaction,
+        row.last_queued_transaction_original_commit_timestamp,
+        row.last_queued_transaction_end_queue_timestamp,
+    )
+    apply = _span(
+        row.last_applied_transaction,
+        row.last_applied_transaction_start_apply_timestamp,
+        row.last_applied_transaction_end_apply_timestamp,
+    )
+    delivered = _span(
+        row.last_applied_transaction,
+        row.last_applied_transaction_original_commit_timestamp,
+        row.last_applied_transaction_start_apply_timestamp,
+    )
+    waiting = None if delivered is None or transport is None else round(delivered - transport, 6)
+    if waiting is not None and row.last_applied_transaction != row.last_queued_transaction:
+        waiting = max(0.0, waiting)  # another transaction's transport: below 0 means no wait
+    return transport, waiting, apply
+
+
+def _span(transaction: str | None, start_us: int, end_us: int) -> float | None:
+    """``end_us`` - ``start_us`` in seconds, None without a transaction or either time."""
+    if not transaction or not start_us or not end_us:
+        return None
+    return round((end_us - start_us) / 1_000_000, 6)
 
 
 def lag_seconds(row: ApplierStatusRow, now_us: int) -> float | None:

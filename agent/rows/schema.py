@@ -171,6 +171,12 @@ REPLICATION_GROUP_MEMBER_LAG = Table(
         # grstats: transactions received from the group and not applied yet, ProxySQL's
         # transactions_behind (see agent.model.MemberSnapshot); NULL when unknown
         Column("TRANSACTIONS_BEHIND", "BIGINT UNSIGNED", nullable=True, kind=Kind.INTEGER),
+        # grstats: the lag by stage, seconds (see agent.rows.applier.stage_seconds): the last
+        # queued transaction's original commit to the end of its queueing, the last applied
+        # one's wait before its apply and its apply; NULL when a time is unknown (MySQL 5.7)
+        Column("TRANSPORT_SECONDS", "DECIMAL(20,6)", nullable=True, kind=Kind.DECIMAL),
+        Column("WAITING_SECONDS", "DECIMAL(20,6)", nullable=True, kind=Kind.DECIMAL),
+        Column("APPLY_SECONDS", "DECIMAL(20,6)", nullable=True, kind=Kind.DECIMAL),
     ),
 )
 

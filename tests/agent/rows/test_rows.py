@@ -13,6 +13,7 @@ from grstats.agent.rows import (
     MemberStatsRow,
     RowValueError,
     lag_seconds,
+    stage_seconds,
 )
 
 ID = "d8a706aa-0000-1111-2222-333344445555"
@@ -247,3 +248,66 @@ class TestLag:
         applying = ApplierStatusRow(applying_transaction=f"{GROUP}:6")
         assert lag_seconds(row, now_us=10**12) is None
         assert lag_seconds(applying, now_us=10**12) is None
+
+
+class TestStages:
+    """The lag by stage from WL#7374's times (agent/rows/applier.py, stage_seconds)."""
+
+    def test_a_transaction_both_last_queued_and_last_applied_gives_each_stage(self) -> None:
+        """Committed at 1 s, queued by 1.25 s, applied from 3 s to 3.5 s: 0.25, 1.75, 0.5 s."""
+        row = ApplierStatusRow(
+            last_queued_transaction=f"{GROUP}:5",
+            last_queued_transaction_original_commit_timestamp=1_000_000,
+            last_queued_transaction_start_queue_timestamp=1_200_000,
+            last_queued_transaction_end_queue_timestamp=1_250_000,
+            last_applied_transaction=f"{GROUP}:5",
+            last_applied_transaction_original_commit_timestamp=1_000_000,
+            last_applied_transaction_start_apply_timestamp=3_000_000,
+            last_applied_transaction_end_apply_timestamp=3_500_000,
+        )
+        assert stage_seconds(row) == (0.25, 1.75, 0.5)
+        lagged = row.with_lag(10_000_000)
+        assert (lagged.transport_seconds, lagged.waiting_seconds, lagged.apply_seconds) == (
+            0.25,
+            1.75,
+            0.5,
+        )
+
+    def test_behind_the_last_queued_transport_stands_for_the_applied_ones(self) -> None:
+        """GTID 9 queued in 0.1 s; GTID 5, committed at 1 s, started at 6 s: waited 4.9 s."""
+        row = ApplierStatusRow(
+            last_queued_transaction=f"{GROUP}:9",
+            last_queued_transaction_original_commit_timestamp=8_000_000,
+            last_queued_transaction_end_queue_timestamp=8_100_000,
+            last_applied_transaction=f"{GROUP}:5",
+            last_applied_transaction_original_commit_timestamp=1_000_000,
+            last_applied_transaction_start_apply_timestamp=6_000_000,
+            last_applied_transaction_end_apply_timestamp=6_300_000,
+        )
+        transport, waiting, apply = stage_seconds(row)
+        assert (transport, apply) == (0.1, 0.3)
+        assert waiting == pytest.approx(4.9)
+
+    def test_mysql_57_and_unset_times_give_none(self) -> None:
+        """A 5.7 member (no WL#7374 columns) gives no stage; a time of 0 leaves its stage out."""
+        assert stage_seconds(ApplierStatusRow.unknown(ID)) == (None, None, None)
+        assert stage_seconds(ApplierStatusRow()) == (None, None, None)
+        queued_only = ApplierStatusRow(
+            last_queued_transaction=f"{GROUP}:2",
+            last_queued_transaction_original_commit_timestamp=1_000_000,
+            last_queued_transaction_end_queue_timestamp=1_400_000,
+        )
+        assert stage_seconds(queued_only) == (0.4, None, None)
+
+    def test_an_estimated_wait_below_zero_is_no_wait(self) -> None:
+        """Another transaction's transport longer than this one's delivery: it did not wait."""
+        row = ApplierStatusRow(
+            last_queued_transaction=f"{GROUP}:9",
+            last_queued_transaction_original_commit_timestamp=8_000_000,
+            last_queued_transaction_end_queue_timestamp=8_300_000,
+            last_applied_transaction=f"{GROUP}:8",
+            last_applied_transaction_original_commit_timestamp=7_000_000,
+            last_applied_transaction_start_apply_timestamp=7_200_000,
+            last_applied_transaction_end_apply_timestamp=7_250_000,
+        )
+        assert stage_seconds(row) == (0.3, 0.0, 0.05)

@@ -105,7 +105,7 @@ def test_mysql57_stats_is_the_first_nine_columns() -> None:
 
 
 def test_lag_table_uses_wl7374_names_in_mysql_order() -> None:
-    """The lag table is channel, member, the WL#7374 queue and apply columns, the lag, then behind."""
+    """The lag table: channel, member, the WL#7374 queue and apply columns, lag, behind, stages."""
     names = list(REPLICATION_GROUP_MEMBER_LAG.column_names)
     assert names == [
         "CHANNEL_NAME",
@@ -114,6 +114,9 @@ def test_lag_table_uses_wl7374_names_in_mysql_order() -> None:
         *APPLY_FACTS_6_1,
         "APPLIER_LAG_SECONDS",
         "TRANSACTIONS_BEHIND",
+        "TRANSPORT_SECONDS",
+        "WAITING_SECONDS",
+        "APPLY_SECONDS",
     ]
     for column in REPLICATION_GROUP_MEMBER_LAG.columns:
         if column.name.endswith("_TIMESTAMP"):

@@ -404,9 +404,12 @@ async def test_information_schema_columns(client: Client) -> None:
         ("LAST_QUEUED_TRANSACTION", "char", "char(90)", "YES"),
         ("LAST_QUEUED_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP", "timestamp", "timestamp(6)", "NO"),
     ]
-    assert rows[-7:-5] == [
+    assert rows[-10:-5] == [
         ("APPLIER_LAG_SECONDS", "decimal", "decimal(20,6)", "YES"),
         ("TRANSACTIONS_BEHIND", "bigint", "bigint unsigned", "YES"),
+        ("TRANSPORT_SECONDS", "decimal", "decimal(20,6)", "YES"),
+        ("WAITING_SECONDS", "decimal", "decimal(20,6)", "YES"),
+        ("APPLY_SECONDS", "decimal", "decimal(20,6)", "YES"),
     ]
     assert len(rows) == len(TABLES["replication_group_member_lag"].columns) + 5
 
