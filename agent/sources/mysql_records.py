@@ -96,12 +96,13 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ON_OFF = {"ON": True, "1": True, "OFF": False, "0": False}
 _INTEGER_RE = re.compile(r"-?[0-9]+")
 _QUEUE_PREFIXES = ("LAST_QUEUED_", "QUEUEING_")
-#: The lag table's columns that are not MySQL's but grstats's own, filled by the agent.
-_GRSTATS_COLUMNS = ("CHANNEL_NAME", "MEMBER_ID", "APPLIER_LAG_SECONDS", "TRANSACTIONS_BEHIND")
+#: The lag table's WL#7374 columns, MySQL's own: each a transaction or one of its times. The
+#: others (CHANNEL_NAME, MEMBER_ID, the lag, TRANSACTIONS_BEHIND, the lag by stage) are
+#: grstats's, filled by the agent.
 _LAG_COLUMNS = tuple(
     column.name
     for column in REPLICATION_GROUP_MEMBER_LAG.columns
-    if column.name not in _GRSTATS_COLUMNS
+    if column.name.endswith(("_TRANSACTION", "_TIMESTAMP"))
 )
 #: The WL#7374 columns (8.0+) the applier row is built from, per table.
 QUEUE_COLUMNS = tuple(name for name in _LAG_COLUMNS if name.startswith(_QUEUE_PREFIXES))
