@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING
 from grstats.agent.errant import ExecutedSample, errant_transactions
 from grstats.agent.gossip import Counts, Key
 from grstats.agent.gossip.clocks import RELIABLE_US, skews
+from grstats.agent.gtid import GtidSet
 from grstats.agent.known import (
     applier_held,
     connected,
@@ -71,7 +72,6 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from grstats.agent.gossip import GossipState
-    from grstats.agent.gtid import GtidSet
     from grstats.agent.model import MemberSnapshot
     from grstats.agent.stable_set import Stall
 
@@ -180,12 +180,7 @@ def _holding_back(state: GossipState, in_view: Mapping[str, MemberRow]) -> list[
     behind = []
     for member, own in sampled.items():
         others = [found for m, found in sampled.items() if m != member]
-        if not others:
-            continue
-        common = others[0]
-        for found in others[1:]:
-            common = common & found
-        if not (common - own).is_empty():
+        if others and not (GtidSet.intersection_of(others) - own).is_empty():
             behind.append(member)
     return sorted(behind)
 

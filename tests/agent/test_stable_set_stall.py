@@ -8,7 +8,7 @@ Agents run in memory on the test clock (tests/agent/test_group_status.py's harne
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -18,6 +18,7 @@ from grstats.agent.cli.status_view import (
     stable_set_stalled,
     stall_document,
 )
+from grstats.agent.rows import MemberStatsRow
 from grstats.agent.stable_set import STALLED_AFTER_US, StableSetWatch
 from tests.agent.test_group_status import (
     custom,
@@ -97,9 +98,8 @@ async def test_a_healthy_group_never_shows_a_stall() -> None:
             assert all(status(agent)["STABLE_SET_HELD_BY"] == "" for agent in group.agents)
 
 
-def _row(committed: str, checked: int, rows: int) -> Any:
-    from grstats.agent.rows import MemberStatsRow  # noqa: PLC0415
-
+def _row(committed: str, checked: int, rows: int) -> MemberStatsRow:
+    """A stats row with the stable set, CHECKED and ROWS_VALIDATING given."""
     return MemberStatsRow(
         transactions_committed_all_members=committed,
         count_transactions_checked=checked,
