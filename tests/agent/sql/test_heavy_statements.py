@@ -229,7 +229,8 @@ async def test_an_information_schema_query_past_its_time_gets_3024(group: Group)
         gc.collect()
         assert rss_mb() - idle_mb < 50
     assert error == (3024, TIMEOUT)
-    assert errored < 1.0 < answered  # the join (175,000 combinations) takes longer
+    # 3024 at its time (0.3 s), before the join (175,000 combinations) ends in the background
+    assert errored < min(1.0, answered)
     assert lag.max_s < MAX_LAG_S
 
 
