@@ -666,6 +666,7 @@ def _simulated(tmp_path_factory: pytest.TempPathFactory) -> list[pa.Table]:
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("rollup-simulated")  # one worker collects the segments (about 14 s)
 class TestSimulatedSegments:
     @pytest.mark.parametrize("settings", SETTINGS, ids=repr)
     def test_rollups_of_each_segment_equal_the_reference(

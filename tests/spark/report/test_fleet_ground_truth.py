@@ -55,7 +55,8 @@ if TYPE_CHECKING:
 
     from pyspark.sql import SparkSession
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+# One worker runs the module, so the fleet (about 27 s) is collected and reported once.
+pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.xdist_group("fleet-ground-truth")]
 
 EAST = """\
 name = "fleet-east"

@@ -50,7 +50,8 @@ if TYPE_CHECKING:
 
     from tests.agent.test_runtime import Group
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+# One worker runs the module, so its reports (about 17 s) are made once.
+pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.xdist_group("report-ground-truth")]
 
 SCENARIO = """\
 name = "report-ground-truth"
