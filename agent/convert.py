@@ -11,7 +11,8 @@ import uuid
 from typing import TYPE_CHECKING, Any
 
 from grstats.agent.errors import AgentError, ConfigError
-from grstats.agent.gossip import ClockOffset, Counts, Key, Stamp, Update
+from grstats.agent.events import MAX_EVENTS
+from grstats.agent.gossip import ClockOffset, Counts, Events, Key, Stamp, Update
 from grstats.agent.gtid import GtidError, GtidSet
 from grstats.agent.limits import DEFAULT_LIMITS
 from grstats.agent.messages import (
@@ -33,6 +34,7 @@ from grstats.agent.model import (
 from grstats.agent.rows import (
     TRANSACTION_FIELDS,
     ApplierStatusRow,
+    EventRow,
     Kind,
     MemberRow,
     MemberStatsRow,
@@ -42,9 +44,10 @@ from grstats.agent.sources.fault import SourceFault
 from grstats.proto import grstats_pb2 as pb
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
 
     from grstats.agent.gossip import Digest
+    from grstats.agent.gossip.updates import Value as GossipValue
     from grstats.agent.limits import LimitsConfig
     from grstats.agent.rows import Column, Value
 
@@ -54,6 +57,9 @@ MAX_MEMBERS = 9
 MAX_TEXT = 1024
 #: Longest ``sender`` address accepted (a host name is at most 253 characters, plus the port).
 MAX_SENDER_CHARS = 255
+#: Most events one EVENTS value may hold: the count an agent keeps of its member's
+#: (:data:`grstats.agent.events.MAX_EVENTS`).
+MAX_WIRE_EVENTS = MAX_EVENTS
 #: Longest ``SourceFault.kind`` accepted (the kinds are short snake_case words).
 MAX_FAULT_KIND = 64
 #: Longest ``agent_version`` accepted (a PEP 440 version, local part included, is far shorter).
@@ -70,6 +76,7 @@ _KEYS = {
     Key.GTID_EXECUTED: pb.KEY_GTID_EXECUTED,
     Key.HEALTH: pb.KEY_HEALTH,
     Key.SERVER: pb.KEY_SERVER,
+    Key.EVENTS: pb.KEY_EVENTS,
 }
 _KEYS_BACK = {number: key for key, number in _KEYS.items()}
 # Applier message field -> ApplierStatusRow field: the transactions and their times of WL#7374
@@ -185,9 +192,49 @@ def update_to_wire(update: Update) -> pb.Update:
         message.health.CopyFrom(pb.Health(ok=value.ok, message=value.message))
     elif update.key is Key.SERVER and isinstance(value, ServerSettings):
         message.server.CopyFrom(_server_to_wire(value))
+    elif update.key is Key.EVENTS and isinstance(value, Events):
+        message.events.CopyFrom(pb.Events(events=[_event_to_wire(e) for e in value.events]))
     else:
         raise TypeError(f"{update.key} cannot hold a {type(value).__name__}")
     return message
+
+
+def _event_to_wire(event: EventRow) -> pb.Event:
+    return pb.Event(
+        event_time_us=event.event_time,
+        member=uuid_to_bytes(event.member_id),
+        event_type=event.event_type,
+        old_value=event.old_value,
+        new_value=event.new_value,
+        view_id=event.view_id,
+        detail=event.detail,
+    )
+
+
+def _events(message: pb.Events, origin: str, where: str) -> Events:
+    """The origin's events; raise WireError naming the bad event's field."""
+    if len(message.events) > MAX_WIRE_EVENTS:
+        raise WireError(f"{where}: {len(message.events)} events is more than {MAX_WIRE_EVENTS}")
+    events = []
+    for i, event in enumerate(message.events):
+        at = f"{where}[{i}]"
+        _bounded(event.detail, MAX_TEXT, f"{at}.detail")
+        try:
+            events.append(
+                EventRow(
+                    event_time=event.event_time_us,
+                    member_id=uuid_from_bytes(event.member, f"{at}.member"),
+                    event_type=event.event_type,
+                    old_value=event.old_value,
+                    new_value=event.new_value,
+                    view_id=event.view_id,
+                    reported_by=origin,
+                    detail=event.detail,
+                )
+            )
+        except RowValueError as exc:
+            raise WireError(f"{at}: {exc}") from exc
+    return Events(tuple(events))
 
 
 def _server_to_wire(server: ServerSettings) -> pb.Server:
@@ -264,38 +311,45 @@ def update_from_wire(
     stamp = Stamp(message.incarnation, message.version)
     kind = message.WhichOneof("value")
     try:
-        if kind == "counts":
-            return Update(
-                origin,
-                stamp,
-                Key.COUNTS,
-                _counts(message.counts, origin, where, max_gtid_text),
-                message.sent_at_us,
-            )
-        if kind == "view":
-            return Update(
-                origin, stamp, Key.VIEW, _view(message.view, f"{where}.view"), message.sent_at_us
-            )
-        if kind == "applier":
-            return Update(
-                origin, stamp, Key.APPLIER, _applier(message.applier, origin), message.sent_at_us
-            )
-        if kind == "gtid_executed":
-            _bounded(message.gtid_executed, max_gtid_text, f"{where}.gtid_executed")
-            value = GtidSet.parse(message.gtid_executed)
-            return Update(origin, stamp, Key.GTID_EXECUTED, value, message.sent_at_us)
-        if kind == "health":
-            _bounded(message.health.message, MAX_TEXT, f"{where}.health.message")
-            health = SourceHealth(ok=message.health.ok, message=message.health.message)
-            return Update(origin, stamp, Key.HEALTH, health, message.sent_at_us)
-        if kind == "server":
-            server = _server(message.server, f"{where}.server")
-            return Update(origin, stamp, Key.SERVER, server, message.sent_at_us)
+        found = _value_from_wire(message, kind, origin, where, max_gtid_text)
     except (RowValueError, GtidError) as exc:
         raise WireError(f"{where}: {exc}") from exc
-    raise WireError(
-        f"{where}.value: no value set (one of counts, view, applier, gtid_executed, health, server)"
-    )
+    if found is None:
+        raise WireError(
+            f"{where}.value: no value set (one of counts, view, applier, gtid_executed, health, "
+            "server, events)"
+        )
+    return Update(origin, stamp, found[0], found[1], message.sent_at_us)
+
+
+def _value_from_wire(
+    message: pb.Update, kind: str | None, origin: str, where: str, max_gtid_text: int
+) -> tuple[Key, GossipValue] | None:
+    """The key and value of ``message``'s ``kind``, None for no (or an unknown) kind."""
+    decoders: dict[str, tuple[Key, Callable[[], GossipValue]]] = {
+        "counts": (Key.COUNTS, lambda: _counts(message.counts, origin, where, max_gtid_text)),
+        "view": (Key.VIEW, lambda: _view(message.view, f"{where}.view")),
+        "applier": (Key.APPLIER, lambda: _applier(message.applier, origin)),
+        "gtid_executed": (
+            Key.GTID_EXECUTED,
+            lambda: _gtid_set(message.gtid_executed, max_gtid_text, f"{where}.gtid_executed"),
+        ),
+        "health": (Key.HEALTH, lambda: _health(message.health, f"{where}.health")),
+        "server": (Key.SERVER, lambda: _server(message.server, f"{where}.server")),
+        "events": (Key.EVENTS, lambda: _events(message.events, origin, f"{where}.events")),
+    }
+    found = decoders.get(kind or "")
+    return None if found is None else (found[0], found[1]())
+
+
+def _gtid_set(text: str, limit: int, where: str) -> GtidSet:
+    _bounded(text, limit, where)
+    return GtidSet.parse(text)
+
+
+def _health(message: pb.Health, where: str) -> SourceHealth:
+    _bounded(message.message, MAX_TEXT, f"{where}.message")
+    return SourceHealth(ok=message.ok, message=message.message)
 
 
 def _bounded(text: str, limit: int, where: str) -> None:

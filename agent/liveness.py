@@ -17,6 +17,7 @@ Pure: no I/O, no clock of its own.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from grstats.agent.address import join_address
@@ -50,6 +51,15 @@ class Watcher(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """A member turned not connected (``silent``) or connected again, and why, in words."""
+
+    member_id: str
+    silent: bool
+    detail: str
+
+
 class Liveness:
     """The members found silent so far, and the two log lines of each change: see the module."""
 
@@ -69,12 +79,14 @@ class Liveness:
         silence_us: int,
         agents: Mapping[str, str],
         offsets: Mapping[str, int] | None = None,
-    ) -> None:
+    ) -> list[Turn]:
         """Log the members that turned not connected, or connected again, since the last call.
 
         ``agents`` maps members to their agents' addresses, as heard directly; ``offsets`` are
         the members' clock offsets (µs), which place their last reports on this agent's clock.
+        Returns the same changes (the agent records them as events).
         """
+        turns: list[Turn] = []
         state, log, local = self._local.state, self._local.log, self._local.snapshot
         offsets = offsets or {}
         if self._started_us is None:
@@ -95,6 +107,8 @@ class Liveness:
                         agent=agents.get(member_id),
                         silent_s=_seconds(now_us - since),
                     )
+                    silent_for = _seconds(now_us - since)
+                    turns.append(Turn(member_id, silent=False, detail=f"silent {silent_for} s"))
                 continue
             if member_id in self._silent:
                 continue
@@ -107,16 +121,20 @@ class Liveness:
             last_us = seen or heard_us or origin.first_seen_us
             self._silent[member_id] = last_us
             agent_heard = state.connected(member_id, now_us, silence_us)
+            reason = "server_not_read" if agent_heard else "agent_silent"
             log.warning(
                 "member_not_connected",
                 member_id=member_id,
                 member=_address(state, member_id),
                 agent=agents.get(member_id),
                 silent_s=_seconds(now_us - last_us),
-                reason="server_not_read" if agent_heard else "agent_silent",
+                reason=reason,
             )
+            detail = f"{reason}: nothing live heard for {_seconds(now_us - last_us)} s"
+            turns.append(Turn(member_id, silent=True, detail=detail))
         for member_id in [m for m in self._silent if m not in state.origins]:
             del self._silent[member_id]  # purged or forgotten: nothing more to say
+        return turns
 
 
 def _address(state: GossipState, member_id: str) -> str | None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from grstats import __version__
+from grstats.agent.gossip.updates import Key
 
 if TYPE_CHECKING:
     from grstats.agent.gossip import Digest, Update
@@ -26,8 +27,12 @@ if TYPE_CHECKING:
 #: with every field or enum value appended to the contract (tests/test_proto.py pins the
 #: contract of each revision), and add a line to docs/upgrades.md's list of revisions.
 #: 1: every agent before ``protocol_revision`` existed (it sends none); 2: agents say their
-#: version and revision (ExchangeRequest, ExchangeResponse and QueryResponse).
-PROTOCOL_REVISION = 2
+#: version and revision (ExchangeRequest, ExchangeResponse and QueryResponse); 3: the members'
+#: events (``Update.events``, ``Key.EVENTS``), a new kind of value that agents of revisions 1
+#: and 2 refuse, so it is sent only to agents of revision :data:`EVENTS_REVISION` or later.
+PROTOCOL_REVISION = 3
+#: The first revision whose agents take the EVENTS value.
+EVENTS_REVISION = 3
 #: The revision of an agent that says none: one older than the field (proto3 reads it as 0).
 UNSAID_REVISION = 1
 
@@ -45,6 +50,11 @@ class AgentBuild:
 
     version: str = __version__
     revision: int = PROTOCOL_REVISION
+
+    @property
+    def takes_events(self) -> bool:
+        """Whether it takes the members' EVENTS values (older agents refuse the whole message)."""
+        return self.revision >= EVENTS_REVISION
 
     @property
     def newer(self) -> bool:
@@ -79,6 +89,13 @@ class Gossip:
     sent_at_us: int
     digest: Digest = field(default_factory=dict)
     build: AgentBuild = OWN_BUILD
+
+
+def for_build(updates: tuple[Update, ...], build: AgentBuild | None) -> tuple[Update, ...]:
+    """``updates`` without those an agent running ``build`` (None: unknown yet) cannot take."""
+    if build is not None and build.takes_events:
+        return updates
+    return tuple(update for update in updates if update.key is not Key.EVENTS)
 
 
 @dataclass(frozen=True, slots=True)

@@ -64,6 +64,9 @@ series:
   ``grstats_peer_info{member_id, version, protocol_revision} 1`` (``version="unknown"`` and
   ``protocol_revision="1"`` for an agent older than the fields; docs/upgrades.md), one series
   per member heard directly, relabelled only when that agent is upgraded or downgraded.
+  From every member's events (:mod:`grstats.agent.events`), counted once each and only
+  those after this agent started: ``grstats_primary_changes_total{group_name}`` (primaries
+  elected) and ``grstats_member_state_changes_total{group_name, member_id, state}``.
 
 No series of a member or of the group is served while the group's name is unknown (the agent's
 member in no group and no other member's view heard), so that ``group_name`` never changes from
@@ -104,7 +107,7 @@ from grstats import __version__
 from grstats.agent.metrics_series import MEMBER_STATES, SeriesInput, table_series
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Callable, Iterator, Sequence
 
     from prometheus_client.core import Metric
 
@@ -219,6 +222,20 @@ class AgentMetrics:
             registry=self.registry,
         )
         self._peer_labels: dict[str, tuple[str, str, str]] = {}  # member -> its series' labels
+        self._primary_changes = Counter(
+            "grstats_primary_changes",
+            "Primaries elected in the group (MEMBER_ROLE events to PRIMARY) since this agent "
+            "started, as the members' events say.",
+            ("group_name",),
+            registry=self.registry,
+        )
+        self._state_changes = Counter(
+            "grstats_member_state_changes",
+            "MEMBER_STATE changes of each member since this agent started, per new state, as "
+            "the member's events say (UNREACHABLE as this agent's member saw it).",
+            ("group_name", "member_id", "state"),
+            registry=self.registry,
+        )
 
     def source_read(self, seconds: float, *, ok: bool) -> None:
         """Note one read of the agent's own member: its duration and whether it succeeded."""
@@ -268,6 +285,13 @@ class AgentMetrics:
         before = self._peer_labels.pop(member, None)
         if before is not None:
             self._peer_info.remove(*before)
+
+    def events(self, group_name: str, primaries: int, states: Sequence[tuple[str, str]]) -> None:
+        """Count primary elections and (member, state) changes newly found in the events."""
+        if primaries:
+            self._primary_changes.labels(group_name).inc(primaries)
+        for member, state in states:
+            self._state_changes.labels(group_name, member, state).inc()
 
     def prepare(self, valid_s: float) -> None:
         """Render ``/metrics`` ahead, on the agent's loop (mid-period); see ``Exposition``."""

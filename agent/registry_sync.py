@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from grstats.agent.gossip import Counts, Key
+from grstats.agent.gossip import Counts, Events, Key
 from grstats.agent.gtid import GtidSet
 from grstats.agent.model import GroupView
 from grstats.agent.registry import MemberRecord, RegistryError
@@ -162,6 +162,8 @@ def remembered_values(record: MemberRecord) -> dict[Key, Value]:
         values[Key.APPLIER] = record.applier
     if record.gtid_executed:
         values[Key.GTID_EXECUTED] = GtidSet.parse(record.gtid_executed)
+    if record.events:
+        values[Key.EVENTS] = Events(record.events)
     return values
 
 
@@ -181,6 +183,7 @@ def member_records(
         counts = state.value(member_id, Key.COUNTS)
         applier = state.value(member_id, Key.APPLIER)
         executed = state.value(member_id, Key.GTID_EXECUTED)
+        events = state.value(member_id, Key.EVENTS)
         port = member["MEMBER_PORT"]
         records.append(
             MemberRecord(
@@ -202,6 +205,9 @@ def member_records(
                 gtid_executed=str(executed.update.value)
                 if executed and isinstance(executed.update.value, GtidSet)
                 else "",
+                events=events.update.value.events
+                if events and isinstance(events.update.value, Events)
+                else (),
             )
         )
     return records

@@ -44,7 +44,7 @@ from grstats.agent.gossip import ClockOffset, Counts, Key, MergeResult, Stamp
 from grstats.agent.gossip.clocks import SKEW_WARN_US, compose, skews
 from grstats.agent.gossip.state import self_listing_view
 from grstats.agent.known import departed, served_view
-from grstats.agent.messages import PROTOCOL_REVISION, AgentBuild, Answer, Gossip
+from grstats.agent.messages import PROTOCOL_REVISION, AgentBuild, Answer, Gossip, for_build
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -207,8 +207,11 @@ class PeerRounds:
                 "unknown_members_refused", via=via, members=list(result.unknown)
             )
         self._refuted(result.refuted, via)
-        if result.accepted and self._restarted():
-            self.update_clocks()  # drop the estimates of a restarted agent's earlier run at once
+        if result.accepted and (self._restarted() or _shares_offsets(updates)):
+            # Drop the estimates of a restarted agent's earlier run at once, and take a
+            # member's new shared estimates at once (they ride only every 30 s or when they
+            # moved): a clock stepped at a restart is then placed right within the period.
+            self.update_clocks()
         return result
 
     def _restarted(self) -> bool:
@@ -289,18 +292,20 @@ class PeerRounds:
         sent = self._clock()
         news = tuple(h.update for h in own.values.values() if h.update.stamp > self._pushed_upto)
         self._pushed_upto = own.stamp
-        messages: dict[bool, Gossip] = {}
+        messages: dict[tuple[bool, bool], Gossip] = {}
 
-        def message(opening: bool) -> Gossip:
-            if opening not in messages:
+        def message(opening: bool, build: AgentBuild | None) -> Gossip:
+            kind = (opening, build is not None and build.takes_events)
+            if kind not in messages:
                 updates = tuple(h.update for h in own.values.values()) if opening else news
-                messages[opening] = Gossip(self.address, self._member.member_id, updates, sent)
-            return messages[opening]
+                updates = for_build(updates, build)
+                messages[kind] = Gossip(self.address, self._member.member_id, updates, sent)
+            return messages[kind]
 
         pushes: list[asyncio.Future[None]] = []
         try:
             for peer in peers:
-                pushed = message(not self._transport.streaming(peer))
+                pushed = message(not self._transport.streaming(peer), self._build_at(peer))
                 pushes.append(asyncio.ensure_future(self._push(peer, pushed)))
                 # One write per turn of the event loop: a query that arrives meanwhile waits
                 # for one peer's write, not for all of them (each costs gRPC about 0.5 ms).
@@ -333,6 +338,7 @@ class PeerRounds:
         # deliver each value once per relaying agent, and a broken link is still bridged.
         lacking = state.updates_for(self._peer_digests.get(peer, {}))
         own = tuple(update for update in lacking if update.origin == self._member.member_id)
+        own = for_build(own, self._build_at(peer))
         request = Gossip(self.address, self._member.member_id, own, sent, state.digest())
         try:
             answer = await self._transport.exchange(peer, request, self.config.rpc_timeout_s)
@@ -368,6 +374,11 @@ class PeerRounds:
             self.offsets[responder] = offset
             self._member.clock_offsets = self._shared_offsets()
 
+    def _build_at(self, peer: str) -> AgentBuild | None:
+        """What the agent at ``peer`` (an address) runs, as its messages said; None: unknown."""
+        member = next((m for m, address in self._agents.items() if address == peer), None)
+        return self.builds.get(member) if member is not None else None
+
     def _shared_offsets(self) -> tuple[ClockOffset, ...]:
         """This agent's own estimates, as its counts share them."""
         return tuple(self.direct[m] for m in sorted(self.direct))
@@ -387,7 +398,7 @@ class PeerRounds:
         self._metrics.received(self._label(request.sender_member), "exchange", size_bytes)
         state = self._member.state
         return Answer(
-            updates=tuple(state.updates_for(request.digest)),
+            updates=for_build(tuple(state.updates_for(request.digest)), request.build),
             digest=state.digest(),
             member=self._member.member_id,
             received_at_us=received,
@@ -444,6 +455,16 @@ class PeerRounds:
     def _label(self, member: str) -> str:
         """The ``member_id`` label of a sender: its UUID if known, so that labels stay bounded."""
         return member if member in self._member.state.origins else "unknown"
+
+
+def _shares_offsets(updates: list[Update]) -> bool:
+    """Whether ``updates`` hold counts that carry their origin's clock estimates anew."""
+    return any(
+        update.key is Key.COUNTS
+        and isinstance(update.value, Counts)
+        and update.value.offsets_present
+        for update in updates
+    )
 
 
 def _in_turn(peers: list[str], count: int, turn: int) -> list[str]:

@@ -35,6 +35,8 @@ from grpc_health.v1 import health, health_pb2
 from grstats.agent.address import join_address, split_address
 from grstats.agent.clock import now_us
 from grstats.agent.errors import ConfigError
+from grstats.agent.event_log import EventCounts, EventLog
+from grstats.agent.events import changes, liveness_event, source_event, throttle_event
 from grstats.agent.limits import RateLimiter
 from grstats.agent.liveness import Liveness
 from grstats.agent.local import LocalMember
@@ -46,7 +48,7 @@ from grstats.agent.rounds import PeerRounds
 from grstats.agent.security import Security
 from grstats.agent.server import SERVICE_NAMES, build_server
 from grstats.agent.stable_set import StableSetWatch
-from grstats.agent.status import flow_control_thresholds
+from grstats.agent.status import flow_control_thresholds, throttled_by
 from grstats.agent.tables import ServedTables
 from grstats.agent.transports.base import ServingTransport
 from grstats.agent.transports.rpc import GrpcTransport
@@ -61,8 +63,10 @@ if TYPE_CHECKING:
     from grstats.agent.gossip import GossipState
     from grstats.agent.model import MemberSnapshot
     from grstats.agent.registry import MemberRegistry
+    from grstats.agent.rows import EventRow
     from grstats.agent.served import Served
     from grstats.agent.sources.base import StatsSource
+    from grstats.agent.sources.fault import SourceFault
     from grstats.agent.sql import SqlEndpoint
     from grstats.agent.sql.session import SqlIdentity
     from grstats.agent.transports.base import Transport
@@ -122,6 +126,10 @@ class Agent:
         self.registry_sync = RegistrySync(registry, self.member, config, clock=clock)
         self.liveness = Liveness(self.member)  # logs members turning CONNECTED NO, and back
         self.stable_set = StableSetWatch()  # fed each read (run_period), asked by the status
+        self.event_log = EventLog(self.member.state, clock=clock)  # the member's events
+        self._event_counts = EventCounts(self.member.state, self.member.incarnation)
+        self._last_read: MemberSnapshot | None = None  # the last read that succeeded
+        self._throttled_by: tuple[str, ...] = ()  # whose queues throttle the member now
         self._tables = ServedTables(
             config,
             self.member,
@@ -274,18 +282,54 @@ class Agent:
         The round waits for the read at most :data:`READ_WAIT_PERIODS` (module docstring).
         """
         self.periods += 1
+        fault_before = self.member.fault
         await self._read_source()
         snapshot = self.member.snapshot
+        events: list[EventRow] = []
         if snapshot is not None:
             own = snapshot.own_row()
             online = own is not None and own.member_state == "ONLINE"
             self.stable_set.observe(snapshot.read_at_us, snapshot.stats, online=online)
+            if self._last_read is None or snapshot.read_at_us != self._last_read.read_at_us:
+                events += changes(self._last_read, snapshot)
+                self._last_read = snapshot
+        events += self._source_events(fault_before)
         await self.rounds.run()
-        self.liveness.check(
-            self._clock(), self._config.silence_us, self.rounds.agents, self.rounds.offsets
+        now = self._clock()
+        turns = self.liveness.check(
+            now, self._config.silence_us, self.rounds.agents, self.rounds.offsets
         )
+        for turn in turns:
+            found = liveness_event(
+                turn.member_id, self._last_read, now, silent=turn.silent, detail=turn.detail
+            )
+            events += [found] if found is not None else []
+        events += self._throttle_events(now)
+        self.event_log.add(events)
+        primaries, states = self._event_counts.update()
+        if primaries or states:
+            group_name = self._last_read.view.group_name if self._last_read else ""
+            self.metrics.events(group_name, primaries, states)
         if self.registry_sync.due():
             await self.flush()
+
+    def _source_events(self, fault_before: SourceFault | None) -> list[EventRow]:
+        """SOURCE_FAILED when this period's read began a fault, SOURCE_RECOVERED when it ended."""
+        fault, member = self.member.fault, self.member.member_id
+        if (fault is None) == (fault_before is None) or not member:
+            return []
+        view = self._last_read.view.view_id if self._last_read is not None else ""
+        why = fault.message if fault is not None else ""
+        return [source_event(member, self._clock(), view, failed=fault is not None, why=why)]
+
+    def _throttle_events(self, now: int) -> list[EventRow]:
+        """THROTTLE_STARTED or THROTTLE_STOPPED when flow control's hold on the member changed."""
+        by = throttled_by(self.member.state, self.member.snapshot, now, self.rounds.offsets)
+        if bool(by) == bool(self._throttled_by) or self._last_read is None:
+            self._throttled_by = by
+            return []
+        self._throttled_by = by
+        return [throttle_event(self._last_read.member_id, now, self._last_read.view.view_id, by)]
 
     async def _read_source(self) -> None:
         """Read the member, or go on waiting for the read still running; wait a bounded time."""

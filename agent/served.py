@@ -25,7 +25,9 @@ clock offsets it estimated. Rules (MySQL's where MySQL defines them):
   (when the member's agent last reported it: the same in every table, see
   :func:`~grstats.agent.known.reported`) and SOURCE;
 * ``replication_group_status`` and ``replication_group_member_status`` hold the group's verdict
-  (:mod:`grstats.agent.status`), built from the same inputs.
+  (:mod:`grstats.agent.status`), built from the same inputs;
+* ``replication_group_events`` holds every member's events (:mod:`grstats.agent.events`), on
+  their reporters' clocks, so that every agent serves the same rows.
 """
 
 from __future__ import annotations
@@ -33,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from grstats.agent.gossip import LOCAL, Key
+from grstats.agent.gossip import LOCAL, Events, Key
 from grstats.agent.known import (
     applier_of,
     connected,
@@ -47,6 +49,7 @@ from grstats.agent.known import (
 )
 from grstats.agent.rows import (
     EXTENDED_COLUMNS,
+    REPLICATION_GROUP_EVENTS,
     REPLICATION_GROUP_MEMBER_GTID_EXECUTED,
     REPLICATION_GROUP_MEMBER_LAG,
     REPLICATION_GROUP_MEMBER_STATS,
@@ -63,7 +66,7 @@ if TYPE_CHECKING:
 
     from grstats.agent.gossip import GossipState, Heard
     from grstats.agent.model import MemberSnapshot
-    from grstats.agent.rows import GroupStatusRow, MemberStatusRow, Row, Value
+    from grstats.agent.rows import EventRow, GroupStatusRow, MemberStatusRow, Row, Value
     from grstats.agent.stable_set import Stall
 
 #: One served table: its columns and its rows.
@@ -206,10 +209,28 @@ def served_tables(  # noqa: PLR0913  (every input of the tables is explicit)
                 REPLICATION_GROUP_MEMBER_STATUS.columns,
                 [row.values() for row in status()[1]],
             ),
+            REPLICATION_GROUP_EVENTS.name: lambda: (
+                REPLICATION_GROUP_EVENTS.columns,
+                [event.values() for event in group_events(state)],
+            ),
         },
         group_name=view.group_name if view.members else "",
         group_label=group_label(state, local, view) if view.members else "",
     )
+
+
+def group_events(state: GossipState) -> list[EventRow]:
+    """Every member's events as their agents keep them, ordered by time and reporter.
+
+    Not corrected by the clock offsets: EVENT_TIME is the reporter's own, so every agent
+    serves the same rows.
+    """
+    events: list[EventRow] = []
+    for origin in state.origins.values():
+        heard = origin.values.get(Key.EVENTS)
+        if heard is not None and isinstance(heard.update.value, Events):
+            events += heard.update.value.events
+    return sorted(events, key=lambda e: (e.event_time, e.reported_by, e.member_id, e.event_type))
 
 
 def _gtid_row(state: GossipState, member: str, offsets: Mapping[str, int]) -> GtidExecutedRow:

@@ -254,6 +254,28 @@ def _errant(
     return errant_transactions(samples, (group_name,))
 
 
+def throttled_by(
+    state: GossipState,
+    local: MemberSnapshot | None,
+    now_us: int,
+    offsets_us: Mapping[str, int] | None = None,
+) -> tuple[str, ...]:
+    """The members whose queues make flow control hold the local member's writers back.
+
+    Empty while it does not (the group verdict's THROTTLING of the local member's row, by the
+    same rule); for the events of flow control beginning and ceasing to throttle it.
+    """
+    if local is None:
+        return ()
+    offsets = offsets_us or {}
+    view, _ = served_view(state, local)
+    in_view = {row.member_id: row for row in view.members if row.member_id} if view.view_id else {}
+    counts = {m: _counts(state, local, m, now_us, offsets) for m in in_view}
+    servers = {m: server_of(state, local, m) for m in in_view}
+    held, by = _flow_control(in_view, counts, servers)
+    return tuple(sorted(by)) if local.member_id in held else ()
+
+
 def _flow_control(
     in_view: Mapping[str, MemberRow],
     counts: Mapping[str, tuple[MemberStatsRow, int] | None],

@@ -16,6 +16,7 @@ class Key(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     KEY_GTID_EXECUTED: _ClassVar[Key]
     KEY_HEALTH: _ClassVar[Key]
     KEY_SERVER: _ClassVar[Key]
+    KEY_EVENTS: _ClassVar[Key]
 KEY_UNSPECIFIED: Key
 KEY_COUNTS: Key
 KEY_VIEW: Key
@@ -23,6 +24,7 @@ KEY_APPLIER: Key
 KEY_GTID_EXECUTED: Key
 KEY_HEALTH: Key
 KEY_SERVER: Key
+KEY_EVENTS: Key
 
 class Counts(_message.Message):
     __slots__ = ("transactions_in_queue", "transactions_checked", "conflicts_detected", "transactions_rows_validating", "gtids_present", "transactions_committed_all_members", "last_conflict_free_transaction", "transactions_remote_in_applier_queue", "transactions_remote_applied", "transactions_local_proposed", "transactions_local_rollback", "transactions_behind", "offsets", "offsets_present")
@@ -176,8 +178,32 @@ class Health(_message.Message):
     message: str
     def __init__(self, ok: _Optional[bool] = ..., message: _Optional[str] = ...) -> None: ...
 
+class Event(_message.Message):
+    __slots__ = ("event_time_us", "member", "event_type", "old_value", "new_value", "view_id", "detail")
+    EVENT_TIME_US_FIELD_NUMBER: _ClassVar[int]
+    MEMBER_FIELD_NUMBER: _ClassVar[int]
+    EVENT_TYPE_FIELD_NUMBER: _ClassVar[int]
+    OLD_VALUE_FIELD_NUMBER: _ClassVar[int]
+    NEW_VALUE_FIELD_NUMBER: _ClassVar[int]
+    VIEW_ID_FIELD_NUMBER: _ClassVar[int]
+    DETAIL_FIELD_NUMBER: _ClassVar[int]
+    event_time_us: int
+    member: bytes
+    event_type: str
+    old_value: str
+    new_value: str
+    view_id: str
+    detail: str
+    def __init__(self, event_time_us: _Optional[int] = ..., member: _Optional[bytes] = ..., event_type: _Optional[str] = ..., old_value: _Optional[str] = ..., new_value: _Optional[str] = ..., view_id: _Optional[str] = ..., detail: _Optional[str] = ...) -> None: ...
+
+class Events(_message.Message):
+    __slots__ = ("events",)
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    events: _containers.RepeatedCompositeFieldContainer[Event]
+    def __init__(self, events: _Optional[_Iterable[_Union[Event, _Mapping]]] = ...) -> None: ...
+
 class Update(_message.Message):
-    __slots__ = ("origin", "incarnation", "version", "sent_at_us", "counts", "view", "applier", "gtid_executed", "health", "server")
+    __slots__ = ("origin", "incarnation", "version", "sent_at_us", "counts", "view", "applier", "gtid_executed", "health", "server", "events")
     ORIGIN_FIELD_NUMBER: _ClassVar[int]
     INCARNATION_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
@@ -188,6 +214,7 @@ class Update(_message.Message):
     GTID_EXECUTED_FIELD_NUMBER: _ClassVar[int]
     HEALTH_FIELD_NUMBER: _ClassVar[int]
     SERVER_FIELD_NUMBER: _ClassVar[int]
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
     origin: bytes
     incarnation: int
     version: int
@@ -198,7 +225,8 @@ class Update(_message.Message):
     gtid_executed: str
     health: Health
     server: Server
-    def __init__(self, origin: _Optional[bytes] = ..., incarnation: _Optional[int] = ..., version: _Optional[int] = ..., sent_at_us: _Optional[int] = ..., counts: _Optional[_Union[Counts, _Mapping]] = ..., view: _Optional[_Union[View, _Mapping]] = ..., applier: _Optional[_Union[Applier, _Mapping]] = ..., gtid_executed: _Optional[str] = ..., health: _Optional[_Union[Health, _Mapping]] = ..., server: _Optional[_Union[Server, _Mapping]] = ...) -> None: ...
+    events: Events
+    def __init__(self, origin: _Optional[bytes] = ..., incarnation: _Optional[int] = ..., version: _Optional[int] = ..., sent_at_us: _Optional[int] = ..., counts: _Optional[_Union[Counts, _Mapping]] = ..., view: _Optional[_Union[View, _Mapping]] = ..., applier: _Optional[_Union[Applier, _Mapping]] = ..., gtid_executed: _Optional[str] = ..., health: _Optional[_Union[Health, _Mapping]] = ..., server: _Optional[_Union[Server, _Mapping]] = ..., events: _Optional[_Union[Events, _Mapping]] = ...) -> None: ...
 
 class Stamp(_message.Message):
     __slots__ = ("key", "incarnation", "version")

@@ -39,6 +39,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "grstats.agent.verdict",
             "grstats.agent.errant",
             "grstats.agent.stable_set",
+            "grstats.agent.events",
             "grstats.agent.sources.fault",  # why a source fails: a value errors and model name
         ),
     ),
@@ -74,7 +75,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "grstats.agent.sql",
         ),
     ),
-    # runtime, rounds, local, registry_sync, tables, doctor, advertise
+    # runtime, rounds, local, registry_sync, tables, event_log, doctor, advertise
     ("agent runtime", ("grstats.agent",)),
     ("agent commands", ("grstats.agent.cli",)),
     ("collector", ("grstats.collector",)),

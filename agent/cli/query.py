@@ -36,6 +36,7 @@ from grstats.agent.cli.client_settings import (
     client_settings,
 )
 from grstats.agent.cli.errors import CliError
+from grstats.agent.cli.events import EVENTS_TABLE, EventFilter, check_member, follow, since_us
 from grstats.agent.cli.security import add_security_arguments
 from grstats.agent.cli.status_view import (
     STATUS_TABLES,
@@ -45,7 +46,9 @@ from grstats.agent.cli.status_view import (
     source_line,
     table_document,
 )
+from grstats.agent.clock import now_us
 from grstats.agent.convert import WireError, source_report_from_wire, table_from_wire
+from grstats.agent.messages import SourceReport
 from grstats.agent.rows import EXTENDED_COLUMNS, TABLES, Column, Kind, render
 from grstats.agent.rows.zone import UTC_ZONE
 from grstats.proto import grstats_pb2 as pb
@@ -53,7 +56,7 @@ from grstats.proto import grstats_pb2_grpc as pb_grpc
 
 if TYPE_CHECKING:
     from grstats.agent.cli.types import Subparsers
-    from grstats.agent.messages import SourceReport
+    from grstats.agent.rows import Value
     from grstats.agent.rows.zone import TimeZone
     from grstats.agent.security import Security
 
@@ -66,6 +69,8 @@ WHAT = {
 }
 #: The word that asks for the group's verdict (replication_group_status and its members).
 STATUS = "status"
+#: The word that asks for what happened to the members (replication_group_events).
+EVENTS = "events"
 
 EPILOG = """\
 what:
@@ -80,6 +85,16 @@ what:
            OK_NO_TOLERANCE, NO_QUORUM, ...), how many failures it tolerates, the mode, the
            primary, flow control, and each member's state, role, lag, queues, freshness
            and clock skew (CLOCK_SKEW_MS; a "clock skew" line names a member 0.5 s+ off)
+  events   what happened to the members, oldest first: state and role changes (a primary
+           elected), views, joins and leaves, an agent losing and regaining its server, flow
+           control beginning and ceasing to throttle a member, and a member's agent falling
+           silent and heard again (seen by another). Any agent has every member's events,
+           also those from while it was down itself; each is kept 7 days (at most the last
+           500 of each member). EVENT_TIME is on the clock of the member that reported it
+           (REPORTED_BY).
+           --since 15m|2h|7d|'2026-11-28 03:12' (in --time-zone) keeps the later ones,
+           --member MEMBER_ID one member's, --follow prints each new one as it comes (a line
+           each, or JSON Lines with --format json) until Ctrl-C
 
 --extended adds CONNECTED (its agent heard, its server read), IN_VIEW (is the member in the group's
 view), LAST_SEEN and AGE_MS (how fresh the row is) and SOURCE (the agent it came through).
@@ -120,6 +135,8 @@ examples:
   grstats query status --node db1:7400
   grstats query status --node db1:7400 --watch
   grstats query status --node db1:7400 --format json --watch 5 >> status.jsonl
+  grstats query events --node db1:7400 --since 2h
+  grstats query events --node db1:7400 --follow --format json >> events.jsonl
 """
 
 
@@ -133,7 +150,9 @@ def register(subparsers: Subparsers) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("what", choices=(*WHAT, STATUS), help="which table, or status")
+    parser.add_argument(
+        "what", choices=(*WHAT, STATUS, EVENTS), help="which table, status, or events"
+    )
     parser.add_argument(
         "--node",
         metavar="HOST:PORT",
@@ -160,6 +179,20 @@ def register(subparsers: Subparsers) -> None:
         help="status only: ask again every SECONDS (default 1) until Ctrl-C",
     )
     parser.add_argument(
+        "--since",
+        metavar="DURATION|TIME",
+        help="events only: those from this long ago (30s, 15m, 2h, 7d) or this time on "
+        "('2026-11-28 03:12:00' in --time-zone)",
+    )
+    parser.add_argument(
+        "--member", metavar="MEMBER_ID", help="events only: those of this member (its UUID)"
+    )
+    parser.add_argument(
+        "--follow",
+        action="store_true",
+        help="events only: then print each new event as it comes, until Ctrl-C",
+    )
+    parser.add_argument(
         "--timeout", type=float, default=5.0, metavar="S", help="seconds to wait (default 5)"
     )
     add_time_zone_argument(parser)
@@ -171,10 +204,13 @@ def run(args: argparse.Namespace) -> int:
     """Query the agent and print the table (or the verdict, see :func:`status`)."""
     if args.timeout <= 0:
         raise CliError(f"--timeout: {args.timeout:g} is not a positive number of seconds", code=2)
+    _check_event_flags(args)
     if args.what == STATUS:
         return status(args)
     if args.watch is not None:
         raise CliError(f"--watch: only 'grstats query {STATUS}' watches, not {args.what}", code=2)
+    if args.what == EVENTS:
+        return events(args)
     name = WHAT[args.what]
     settings = client_settings(args)
     node, security = settings.node, settings.security()
@@ -227,6 +263,49 @@ def status(args: argparse.Namespace) -> int:
     elapsed = time.monotonic() - started
     print(render_status(answer, args.format, elapsed, settings.time_zone), end="")
     warn_source(node, answer.source, settings.time_zone)
+    return 0
+
+
+def _check_event_flags(args: argparse.Namespace) -> None:
+    """--since, --member and --follow are the events' alone: CliError (exit 2) otherwise."""
+    if args.what == EVENTS:
+        return
+    for flag, given in (("--since", args.since), ("--member", args.member)):
+        if given is not None:
+            raise CliError(f"{flag}: only 'grstats query {EVENTS}' takes it", code=2)
+    if args.follow:
+        raise CliError(f"--follow: only 'grstats query {EVENTS}' follows", code=2)
+
+
+def events(args: argparse.Namespace) -> int:
+    """Print the members' events once, or follow them with ``--follow``."""
+    if args.extended:
+        raise CliError("--extended: events have no freshness columns", code=2)
+    settings = client_settings(args)
+    node, security, zone = settings.node, settings.security(), settings.time_zone
+    keep = EventFilter(since_us(args.since, now_us(), zone), check_member(args.member))
+
+    def fetch() -> tuple[list[str], list[tuple[Value, ...]]]:
+        response = asyncio.run(_read(node, (EVENTS_TABLE,), args.timeout, security))
+        table = next((t for t in response.tables if t.name == EVENTS_TABLE), None)
+        if table is None:
+            raise CliError(_older(node, EVENTS_TABLE))
+        return table_from_wire(table)
+
+    if args.follow:
+        if args.format == "vertical":
+            raise CliError("--format: --follow prints a line per event or JSON Lines", code=2)
+        return follow(fetch, keep, output_format=args.format, zone=zone)
+    started = time.monotonic()
+    names, rows = fetch()
+    columns = columns_named(EVENTS_TABLE, names)
+    kept = keep.rows(names, rows)
+    if args.format == "json":
+        print(
+            json.dumps(table_document(node, EVENTS_TABLE, SourceReport(), columns, kept), indent=2)
+        )
+    else:
+        print(render(columns, kept, args.format, time.monotonic() - started, zone), end="")
     return 0
 
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from grstats.agent.gossip.state import LOCAL, Digest, GossipState, Heard, MergeResult, Origin
-from grstats.agent.gossip.updates import ClockOffset, Counts, Key, Stamp, Update
+from grstats.agent.gossip.updates import ClockOffset, Counts, Events, Key, Stamp, Update
 
 __all__ = [
     "LOCAL",
     "ClockOffset",
     "Counts",
     "Digest",
+    "Events",
     "GossipState",
     "Heard",
     "Key",

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, TypeAlias
 if TYPE_CHECKING:
     from grstats.agent.gtid import GtidSet
     from grstats.agent.model import GroupView, ServerSettings, SourceHealth
-    from grstats.agent.rows import ApplierStatusRow, MemberStatsRow
+    from grstats.agent.rows import ApplierStatusRow, EventRow, MemberStatsRow
 
 
 class Key(enum.StrEnum):
@@ -41,6 +41,9 @@ class Key(enum.StrEnum):
     SERVER = (
         "server"  #: its read_only, super_read_only and flow-control variables, when they change
     )
+    #: its events (agent.events), the whole kept list, when one is added; sent only to agents
+    #: of protocol revision 3 or later (older ones refuse a value kind they do not know)
+    EVENTS = "events"
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -90,7 +93,21 @@ class Counts:
     offsets_present: bool = False
 
 
-Value: TypeAlias = "Counts | GroupView | ApplierStatusRow | GtidSet | SourceHealth | ServerSettings"
+@dataclass(frozen=True, slots=True)
+class Events:
+    """The EVENTS value: the origin's events as its agent keeps them, oldest first.
+
+    Each is an :class:`~grstats.agent.rows.EventRow` whose REPORTED_BY is the origin. The
+    whole list travels each time one is added: a receiver holds the newest list, so an agent
+    that was down, or restarted, has every member's kept events from one message each.
+    """
+
+    events: tuple[EventRow, ...] = ()
+
+
+Value: TypeAlias = (
+    "Counts | GroupView | ApplierStatusRow | GtidSet | SourceHealth | ServerSettings | Events"
+)
 
 
 @dataclass(frozen=True, slots=True)

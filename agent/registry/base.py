@@ -12,7 +12,13 @@ from typing import TYPE_CHECKING, Protocol
 
 from grstats.agent.errors import AgentError
 from grstats.agent.gtid import GtidSet
-from grstats.agent.rows import ApplierStatusRow, MemberState, MemberStatsRow, RowValueError
+from grstats.agent.rows import (
+    ApplierStatusRow,
+    EventRow,
+    MemberState,
+    MemberStatsRow,
+    RowValueError,
+)
 from grstats.agent.rows.domains import canonical_gtid_text, is_uuid
 
 if TYPE_CHECKING:
@@ -41,8 +47,10 @@ class MemberRecord:
     Times are µs since the epoch. ``agent_address`` is the member's agent as ``host:port``, or
     ``''`` if no agent of it was heard. ``last_state`` is the MEMBER_STATE last seen;
     ``stats`` and ``applier`` are its last rows (None if none was heard), and
-    ``gtid_executed`` its last GTID set (``''`` if unknown), kept in MySQL's canonical text.
-    Construction raises :class:`~grstats.agent.rows.RowValueError` naming the field.
+    ``gtid_executed`` its last GTID set (``''`` if unknown), kept in MySQL's canonical text;
+    ``events`` the member's events as its agent keeps them (:mod:`grstats.agent.events`),
+    each reported by this member. Construction raises
+    :class:`~grstats.agent.rows.RowValueError` naming the field.
     """
 
     member_id: str
@@ -55,6 +63,7 @@ class MemberRecord:
     stats: MemberStatsRow | None = None
     applier: ApplierStatusRow | None = None
     gtid_executed: str = ""
+    events: tuple[EventRow, ...] = ()
 
     def __post_init__(self) -> None:
         _check_member(self)
@@ -67,6 +76,9 @@ class MemberRecord:
             raise RowValueError("gtid_executed", self.gtid_executed, "GTID set text")
         text = canonical_gtid_text("gtid_executed", self.gtid_executed, GtidSet.parse, "a GTID set")
         object.__setattr__(self, "gtid_executed", text)
+        for event in self.events:
+            if not isinstance(event, EventRow) or event.reported_by != self.member_id:
+                raise RowValueError("events", event, f"events reported by {self.member_id}")
 
 
 def _check_member(record: MemberRecord) -> None:

@@ -5,11 +5,15 @@ Layout, schema version 1::
     meta     key TEXT PRIMARY KEY, value TEXT       ('schema_version', '1')
     members  member_id TEXT PRIMARY KEY COLLATE NOCASE, record_version, member_host,
              member_port, agent_address, first_seen_us, last_seen_us (indexed), last_state,
-             stats BLOB, applier BLOB, gtid_executed
+             stats BLOB, applier BLOB, gtid_executed, events BLOB
     forgotten member_id TEXT PRIMARY KEY COLLATE NOCASE     (``grstats members forget``)
 
-``forgotten`` was appended to version 1: it is created in any version-1 file that lacks it, and
-an older grstats, which reads ``meta`` and ``members`` only, reads the file as before.
+``forgotten`` and ``members.events`` were appended to version 1: each is created in any
+version-1 file that lacks it, and an older grstats, which names the columns it reads and
+writes, reads the file as before (and leaves the events it does not know as they were).
+``events`` holds the member's events as a msgpack array of arrays (EVENT_TIME, MEMBER_ID,
+EVENT_TYPE, OLD_VALUE, NEW_VALUE, VIEW_ID, DETAIL; REPORTED_BY is the record's member), NULL
+for none.
 ``stats`` and ``applier`` hold a row as a msgpack array of its values in column order (NULL when
 there is no row); decoding builds the row class again, so a stored row is checked like a fresh
 one. A save is one transaction, so the file never holds part of one (WL#2775).
@@ -35,7 +39,7 @@ from typing import TYPE_CHECKING, Any, Self, TypeVar
 import msgpack  # type: ignore[import-untyped]
 
 from grstats.agent.registry.base import MAX_TIME_US, MemberRecord, RegistryError
-from grstats.agent.rows import ApplierStatusRow, MemberStatsRow
+from grstats.agent.rows import ApplierStatusRow, EventRow, MemberStatsRow
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -53,6 +57,8 @@ REGISTRY_FILENAME = "members.sqlite3"
 # How many values each array had when record version 1 was defined: later rows may be longer
 # (columns are only appended), never shorter.
 _V1_WIDTHS: dict[type[Row], int] = {MemberStatsRow: 13, ApplierStatusRow: 21}
+# The values of each stored event (the columns of replication_group_events but REPORTED_BY).
+_EVENT_WIDTH = 7
 
 # Durability. WAL with synchronous=FULL fsyncs the write-ahead log at every COMMIT, so a save
 # that returned survives both kill -9 and power loss. synchronous=NORMAL would survive kill -9
@@ -72,6 +78,9 @@ _PRAGMAS = (
 # The members ``grstats members forget`` removed, until some save lists them again (appended).
 _FORGOTTEN = "CREATE TABLE IF NOT EXISTS forgotten (member_id TEXT PRIMARY KEY COLLATE NOCASE)"
 
+# The member's events (appended to version 1): NULL in the rows of a file written before.
+_EVENTS = "ALTER TABLE members ADD COLUMN events BLOB"
+
 _SCHEMA = (
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     """CREATE TABLE members (
@@ -89,22 +98,24 @@ _SCHEMA = (
     )""",
     "CREATE INDEX members_by_last_seen ON members (last_seen_us)",
     _FORGOTTEN,
+    _EVENTS,
 )
 
 _SELECT = """SELECT member_id, record_version, member_host, member_port, agent_address,
-    first_seen_us, last_seen_us, last_state, stats, applier, gtid_executed
+    first_seen_us, last_seen_us, last_state, stats, applier, gtid_executed, events
     FROM members ORDER BY member_id"""
 
 _UPSERT = """INSERT INTO members (member_id, record_version, member_host, member_port,
-    agent_address, first_seen_us, last_seen_us, last_state, stats, applier, gtid_executed)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    agent_address, first_seen_us, last_seen_us, last_state, stats, applier, gtid_executed,
+    events)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
     ON CONFLICT (member_id) DO UPDATE SET
         member_id = excluded.member_id, record_version = excluded.record_version,
         member_host = excluded.member_host, member_port = excluded.member_port,
         agent_address = excluded.agent_address, first_seen_us = excluded.first_seen_us,
         last_seen_us = excluded.last_seen_us, last_state = excluded.last_state,
         stats = excluded.stats, applier = excluded.applier,
-        gtid_executed = excluded.gtid_executed"""
+        gtid_executed = excluded.gtid_executed, events = excluded.events"""
 
 _DEFAULT_BUSY_TIMEOUT_S = 5.0
 
@@ -279,6 +290,9 @@ def _create_or_check_schema(db: sqlite3.Connection, path: Path) -> bool:
             raise RegistryError(f"member registry {path}: {_version_problem(version)}")
         if "forgotten" not in tables:
             db.execute(_FORGOTTEN)  # a version-1 file of a grstats before the table was appended
+        columns = {row[1] for row in db.execute("PRAGMA table_info(members)")}
+        if "events" not in columns:
+            db.execute(_EVENTS)  # a version-1 file of a grstats before events were appended
         return False
 
 
@@ -322,6 +336,7 @@ def _encode(record: MemberRecord) -> tuple[Any, ...]:
     try:
         stats = _pack(record.stats)
         applier = _pack(record.applier)
+        events = _pack_events(record.events)
     except (TypeError, ValueError, OverflowError) as exc:
         raise RegistryError(f"member {record.member_id}: its rows cannot be stored: {exc}") from exc
     return (
@@ -336,7 +351,45 @@ def _encode(record: MemberRecord) -> tuple[Any, ...]:
         stats,
         applier,
         record.gtid_executed,
+        events,
     )
+
+
+def _pack_events(events: Sequence[EventRow]) -> bytes | None:
+    """Return the events as a msgpack array of arrays (REPORTED_BY left out), or None."""
+    if not events:
+        return None
+    packed: bytes = msgpack.packb(
+        [
+            [e.event_time, e.member_id, e.event_type, e.old_value, e.new_value, e.view_id, e.detail]
+            for e in events
+        ],
+        use_bin_type=True,
+    )
+    return packed
+
+
+def _unpack_events(member_id: str, stored: object) -> tuple[EventRow, ...]:
+    """Return the events stored for ``member_id``; _Unreadable says the fault."""
+    if stored is None:
+        return ()
+    if not isinstance(stored, bytes):
+        raise _Unreadable(f"events: stored as {type(stored).__name__}, not as msgpack bytes")
+    try:
+        values = msgpack.unpackb(stored, raw=False)
+    except (ValueError, TypeError, msgpack.UnpackException) as exc:
+        raise _Unreadable(f"events: not msgpack ({exc})") from exc
+    if not isinstance(values, list) or not all(
+        isinstance(v, list) and len(v) == _EVENT_WIDTH for v in values
+    ):
+        raise _Unreadable(f"events: not an array of arrays of {_EVENT_WIDTH} values")
+    try:
+        return tuple(
+            EventRow(at, member, kind, old, new, view, member_id, detail)
+            for at, member, kind, old, new, view, detail in values
+        )
+    except ValueError as exc:
+        raise _Unreadable(f"events: {exc}") from exc
 
 
 def _pack(row: Row | None) -> bytes | None:
@@ -366,7 +419,7 @@ def _decode(values: tuple[Any, ...]) -> MemberRecord:
 def _record(values: tuple[Any, ...]) -> MemberRecord:
     """Build the record stored as ``values``, raising _Unreadable or RowValueError."""
     member_id, version, host, port, address, first_seen, last_seen, state = values[:8]
-    stats, applier, gtids = values[8:]
+    stats, applier, gtids, events = values[8:]
     if version != RECORD_VERSION:
         if isinstance(version, int) and version > RECORD_VERSION:
             problem = f"record version {version} is newer than this grstats reads"
@@ -383,6 +436,7 @@ def _record(values: tuple[Any, ...]) -> MemberRecord:
         stats=_unpack(MemberStatsRow, "stats", stats),
         applier=_unpack(ApplierStatusRow, "applier", applier),
         gtid_executed=gtids,
+        events=_unpack_events(member_id, events),
     )
 
 

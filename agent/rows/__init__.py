@@ -27,6 +27,7 @@ from grstats.agent.rows.domains import (
     timestamp_text,
     version_string,
 )
+from grstats.agent.rows.events import EventRow, EventType
 from grstats.agent.rows.gtids import GtidExecutedRow
 from grstats.agent.rows.members import MemberRow
 from grstats.agent.rows.render import FORMATS, render, render_json, render_table, render_vertical
@@ -35,6 +36,7 @@ from grstats.agent.rows.schema import (
     EXTENDED_COLUMNS,
     GROUP_REPLICATION_APPLIER,
     MYSQL57_STATS_COLUMNS,
+    REPLICATION_GROUP_EVENTS,
     REPLICATION_GROUP_MEMBER_GTID_EXECUTED,
     REPLICATION_GROUP_MEMBER_LAG,
     REPLICATION_GROUP_MEMBER_STATS,
@@ -57,6 +59,7 @@ __all__ = [
     "GROUP_REPLICATION_APPLIER",
     "MODES",
     "MYSQL57_STATS_COLUMNS",
+    "REPLICATION_GROUP_EVENTS",
     "REPLICATION_GROUP_MEMBERS",
     "REPLICATION_GROUP_MEMBER_GTID_EXECUTED",
     "REPLICATION_GROUP_MEMBER_LAG",
@@ -70,6 +73,8 @@ __all__ = [
     "ZERO_TIMESTAMP",
     "ApplierStatusRow",
     "Column",
+    "EventRow",
+    "EventType",
     "GroupStatusRow",
     "GtidExecutedRow",
     "Kind",

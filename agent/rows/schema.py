@@ -261,6 +261,23 @@ REPLICATION_GROUP_MEMBER_STATUS = Table(
     ),
 )
 
+#: grstats's table of what happened to the members (agent.events): each member's events as
+#: its own agent recorded them, from every member, ordered by EVENT_TIME. EVENT_TIME is on the
+#: clock of the member that reported it (REPORTED_BY), so every agent serves the same rows.
+REPLICATION_GROUP_EVENTS = Table(
+    "replication_group_events",
+    (
+        _timestamp("EVENT_TIME"),
+        _text("MEMBER_ID", "CHAR(36)", collation=BIN),  # the member it happened to
+        _text("EVENT_TYPE", "CHAR(32)"),  # agent.rows.events.EventType
+        _text("OLD_VALUE", "CHAR(64)"),  # what it was ('' when nothing was)
+        _text("NEW_VALUE", "CHAR(64)"),  # what it became ('' when nothing is)
+        _text("VIEW_ID", "CHAR(60)", collation=BIN),  # the reporting member's view then
+        _text("REPORTED_BY", "CHAR(36)", collation=BIN),  # the member whose agent recorded it
+        _text("DETAIL", "TEXT"),
+    ),
+)
+
 #: grstats's columns appended to every table with ``extended`` (WL#2860's CONNECTED and more).
 #: They mean the same in every table, and CONNECTED and AGE_MS the same in
 #: ``replication_group_member_status`` (see :mod:`grstats.agent.served`).
@@ -286,6 +303,7 @@ TABLES: dict[str, Table] = {
         REPLICATION_GROUP_MEMBER_GTID_EXECUTED,
         REPLICATION_GROUP_STATUS,
         REPLICATION_GROUP_MEMBER_STATUS,
+        REPLICATION_GROUP_EVENTS,
     )
 }
 

@@ -19,7 +19,7 @@ from grstats.agent.convert import (
     update_to_wire,
     updates_from_wire,
 )
-from grstats.agent.gossip import ClockOffset, Counts, Key, Stamp, Update
+from grstats.agent.gossip import ClockOffset, Counts, Events, Key, Stamp, Update
 from grstats.agent.gtid import GtidSet
 from grstats.agent.limits import DEFAULT_LIMITS
 from grstats.agent.messages import Answer, Gossip
@@ -27,6 +27,8 @@ from grstats.agent.model import FlowControlSettings, ServerSettings
 from grstats.agent.rows import (
     REPLICATION_GROUP_MEMBERS,
     ApplierStatusRow,
+    EventRow,
+    EventType,
     MemberRow,
     MemberStatsRow,
 )
@@ -93,6 +95,29 @@ VALUES = {
         read_only=True,
         super_read_only=True,
         flow_control=FlowControlSettings(mode="DISABLED", certifier_threshold=100, period=5),
+    ),
+    Key.EVENTS: Events(
+        (
+            EventRow(
+                1_700_000_000_000_000,
+                A,
+                EventType.MEMBER_ROLE,
+                "SECONDARY",
+                "PRIMARY",
+                "17000000000000001:4",
+                A,
+            ),
+            EventRow(
+                1_700_000_001_000_000,
+                B,
+                EventType.AGENT_SILENT,
+                "YES",
+                "NO",
+                "17000000000000001:4",
+                A,
+                "agent_silent: nothing live heard for 10.0 s",
+            ),
+        )
     ),
 }
 

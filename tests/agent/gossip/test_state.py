@@ -7,10 +7,19 @@ import dataclasses
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from grstats.agent.gossip import LOCAL, ClockOffset, Counts, GossipState, Key, Stamp, Update
+from grstats.agent.gossip import (
+    LOCAL,
+    ClockOffset,
+    Counts,
+    Events,
+    GossipState,
+    Key,
+    Stamp,
+    Update,
+)
 from grstats.agent.gtid import GtidSet
 from grstats.agent.model import ServerSettings
-from grstats.agent.rows import ApplierStatusRow, MemberRow, MemberStatsRow
+from grstats.agent.rows import ApplierStatusRow, EventRow, EventType, MemberRow, MemberStatsRow
 from grstats.agent.sources import GroupView, SourceHealth
 
 A, B, C, D = (f"{c * 8}-{c * 4}-{c * 4}-{c * 4}-{c * 12}" for c in "abcd")
@@ -209,15 +218,20 @@ class TestMerge:
         assert heard.update.value.offsets == offsets
 
     def test_every_key_travels(self) -> None:
-        """All six keys (counts, view, applier, gtid_executed, health, server) reach a peer."""
+        """All seven keys (counts, view, applier, gtid_executed, health, server, events) travel."""
         a, b = agent(A, B), agent(B, A)
         a.record_local(Key.COUNTS, counts(A, 1), 0)
         a.record_local(Key.APPLIER, ApplierStatusRow(member_id=A), 0)
         a.record_local(Key.GTID_EXECUTED, GtidSet.parse(f"{GROUP}:1-9"), 0)
         a.record_local(Key.HEALTH, SourceHealth(ok=False, message="server is down"), 0)
         a.record_local(Key.SERVER, ServerSettings(read_only=True, super_read_only=True), 0)
+        event = EventRow(1, A, EventType.MEMBER_ROLE, "SECONDARY", "PRIMARY", "1:2", A)
+        a.record_local(Key.EVENTS, Events((event,)), 0)
         exchange(a, b, 0)
         assert set(b.origins[A].values) == set(Key)
+        held = b.value(A, Key.EVENTS)
+        assert held is not None
+        assert held.update.value == Events((event,))
 
 
 class TestRelay:

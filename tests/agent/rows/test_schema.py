@@ -8,6 +8,7 @@ import pytest
 
 from grstats.agent.rows import (
     MYSQL57_STATS_COLUMNS,
+    REPLICATION_GROUP_EVENTS,
     REPLICATION_GROUP_MEMBER_GTID_EXECUTED,
     REPLICATION_GROUP_MEMBER_LAG,
     REPLICATION_GROUP_MEMBER_STATS,
@@ -17,6 +18,7 @@ from grstats.agent.rows import (
     ROW_TABLES,
     TABLES,
     ApplierStatusRow,
+    EventRow,
     GroupStatusRow,
     GtidExecutedRow,
     MemberRow,
@@ -134,6 +136,7 @@ def test_lag_table_uses_wl7374_names_in_mysql_order() -> None:
         pytest.param(GtidExecutedRow, REPLICATION_GROUP_MEMBER_GTID_EXECUTED, id="gtid-executed"),
         pytest.param(GroupStatusRow, REPLICATION_GROUP_STATUS, id="group-status"),
         pytest.param(MemberStatusRow, REPLICATION_GROUP_MEMBER_STATUS, id="member-status"),
+        pytest.param(EventRow, REPLICATION_GROUP_EVENTS, id="events"),
     ],
 )
 def test_row_fields_follow_the_columns(row_type: type[Row], table: Table) -> None:
@@ -146,6 +149,7 @@ def test_row_fields_follow_the_columns(row_type: type[Row], table: Table) -> Non
 def test_tables_by_name() -> None:
     """TABLES maps each served table's name to its definition; ROW_TABLES are the members' rows."""
     assert sorted(TABLES) == [
+        "replication_group_events",
         "replication_group_member_gtid_executed",
         "replication_group_member_lag",
         "replication_group_member_stats",
