@@ -68,11 +68,17 @@ GRAFANA_SCHEMA := tests/deploy/grafana_schema/node_modules/.package-lock.json
 $(GRAFANA_SCHEMA): tests/deploy/grafana_schema/package-lock.json | system-deps
 	npm ci --prefix tests/deploy/grafana_schema --no-audit --no-fund
 
-test: $(VENV)/.installed system-deps $(GRAFANA_SCHEMA) ## run the whole test suite (about 7 minutes on 2 cores)
-	$(BIN)/pytest $(PYTEST_PARALLEL)
+# The tests let Python keep what it compiles (__pycache__, and pytest's rewritten test
+# modules) even where PYTHONDONTWRITEBYTECODE is set: otherwise each of the suite's hundreds of
+# `python -m grstats` processes compiles grstats again (about 9 % of the CPU of the tests that
+# start processes: docs/benchmarks.md, "Test suite").
+KEEP_BYTECODE := env -u PYTHONDONTWRITEBYTECODE
+
+test: $(VENV)/.installed system-deps $(GRAFANA_SCHEMA) ## run the whole test suite (about 10 minutes on 2 cores)
+	$(KEEP_BYTECODE) $(BIN)/pytest $(PYTEST_PARALLEL)
 
 check: lint ## lint, then the tests that need no Spark, no subprocess and no server (under 2 minutes): the loop while editing
-	$(BIN)/pytest $(PYTEST_PARALLEL) -q --check
+	$(KEEP_BYTECODE) $(BIN)/pytest $(PYTEST_PARALLEL) -q --check
 
 lint: $(VENV)/.installed ## ruff (lint and format check) and mypy --strict
 	$(BIN)/ruff check .

@@ -135,7 +135,7 @@ def test_demo_shows_the_main_job_and_leaves_no_process(tmp_path: Path) -> None:
     assert [len(table) for table in stats[:2]] == [3, 3]
     assert [r["MEMBER_ID"] for r in stats[0]] == [r["MEMBER_ID"] for r in stats[1]]
     members = boxed_tables(done.stdout)
-    assert len(members) == 3, done.stdout
+    assert len(members) == 4, done.stdout  # members three times, then the events
     crashed = next(r for r in members[0] if r["MEMBER_STATE"] == "UNREACHABLE")
     assert log.index("serves it: UNREACHABLE") < log.index("serves it: OFFLINE")
     after = next(r for r in members[1] if r["MEMBER_ID"] == crashed["MEMBER_ID"])
@@ -146,6 +146,17 @@ def test_demo_shows_the_main_job_and_leaves_no_process(tmp_path: Path) -> None:
     killed_row = next(r for r in members[2] if r["MEMBER_ID"] == killed[2])
     assert (killed_row["CONNECTED"], killed_row["IN_VIEW"]) == ("NO", "YES")
     assert int(killed_row["AGE_MS"]) >= 9000
+    # Agent 0 again, with nothing remembered, lists the crash and its own kill (issue 34).
+    assert "with an empty state directory: it saw neither the crash nor its own kill" in log
+    events = members[3]
+    assert any(
+        e["MEMBER_ID"] == crashed["MEMBER_ID"] and e["NEW_VALUE"] == "UNREACHABLE" for e in events
+    ), done.stdout
+    silent = [
+        e for e in events if e["EVENT_TYPE"] == "AGENT_SILENT" and e["MEMBER_ID"] == killed[2]
+    ]
+    assert silent, done.stdout
+    assert {e["REPORTED_BY"] for e in silent} <= {r["MEMBER_ID"] for r in members[0]} - {killed[2]}
     last_row = stats[2]
     assert [r["MEMBER_ID"] for r in last_row] == [killed[2]]
     assert last_row[0]["CONNECTED"] == "NO"
@@ -195,7 +206,8 @@ def test_ctrl_c_stops_every_process(tmp_path: Path) -> None:
             time.sleep(0.2)
         assert java_in_group(ingest), f"the ingest's JVM never started:\n{''.join(lines)}"
         running = sorted({int(pid) for pid in PID.findall("".join(lines))})
-        assert len(running) == 5  # 3 agents (one of them killed), the collector, the ingest
+        # 3 agents (one killed, then started again: 4 pids), the collector, the ingest
+        assert len(running) == 6
         demo.send_signal(signal.SIGINT)
         code = demo.wait(timeout=60)
     finally:

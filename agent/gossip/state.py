@@ -13,7 +13,9 @@ transport delivered; tests drive it directly. Rules:
   carries that member's own view listing it in a group a held view names (a member that left
   the group, whose agent runs), and it was not forgotten. VIEW values of known members are
   merged first, so a batch may introduce a member and carry its values;
-* values about the local member come from its own source only: a peer cannot overwrite them;
+* values about the local member come from its own source only: a peer cannot overwrite them
+  (but an agent takes back its member's events of an earlier run from a peer until it records
+  its own, so that a registry lost loses no history);
   but a peer holding one stamped above the agent's own (an earlier run of the agent, on a
   clock since stepped back) makes the agent refute it: it takes an incarnation above that
   stamp and records its values again, which then order after everything peers hold
@@ -299,7 +301,7 @@ class GossipState:
 
     def _take(self, update: Update, now_us: int, via: str) -> bool:
         """Store ``update`` if it is newer than what is held; return whether it was."""
-        if update.origin == self.local_id:
+        if update.origin == self.local_id and not self._adopts(update):
             return False  # the local member's values come from its own source only
         origin = self._origin(update.origin, update.stamp, now_us)
         held = origin.values.get(update.key)
@@ -307,6 +309,19 @@ class GossipState:
             return False
         self._store(origin, update, now_us, via)
         return True
+
+    def _adopts(self, update: Update) -> bool:
+        """Whether a peer's value of the local member is taken: its events of an earlier run.
+
+        The events an earlier run of this agent recorded are history no source gives again:
+        an agent that lost its registry takes them back from a peer, until it records events
+        of its own (which then extend them).
+        """
+        if update.key is not Key.EVENTS:
+            return False
+        origin = self.origins.get(self.local_id)
+        held = origin.values.get(Key.EVENTS) if origin is not None else None
+        return held is None or (held.via != LOCAL and update.stamp > held.update.stamp)
 
     def _store(self, origin: Origin, update: Update, now_us: int, via: str) -> None:
         held = origin.values.get(update.key)

@@ -20,7 +20,7 @@ from grstats.agent.events import (
     source_event,
     throttle_event,
 )
-from grstats.agent.gossip import Events, GossipState, Key, Stamp, Update
+from grstats.agent.gossip import Counts, Events, GossipState, Key, Stamp, Update
 from grstats.agent.gtid import GtidSet
 from grstats.agent.messages import AgentBuild, for_build
 from grstats.agent.model import GroupView, MemberSnapshot, SourceHealth
@@ -328,3 +328,22 @@ class TestRegistry:
         by_b = EventRow(NOW, A, EventType.JOINED, "", "1:4", "1:4", B)
         with pytest.raises(RowValueError, match="events"):
             dataclasses.replace(full(A), events=(by_b,))
+
+
+def test_an_agent_without_its_registry_takes_back_its_members_events() -> None:
+    """A's earlier run's events come back from a peer, until A records its own (which extend them)."""
+    state = GossipState(A, incarnation=NOW + 10 * SECOND)
+    earlier = Update(A, Stamp(NOW, 5), Key.EVENTS, Events((event(1),)), NOW)
+    state.merge([earlier], NOW + 10 * SECOND, via="agent-b:7400")
+    log = EventLog(state, clock=lambda: NOW + 20 * SECOND)
+    assert log.held() == (event(1),)
+    log.add([event(20)])
+    assert log.held() == (event(1), event(20))
+    again = Update(A, Stamp(NOW, 6), Key.EVENTS, Events((event(2),)), NOW)
+    state.merge([again], NOW + 21 * SECOND, via="agent-b:7400")
+    assert log.held() == (event(1), event(20))  # its own list now: a peer's copy is not taken
+    row = MemberStatsRow(member_id=A)
+    other = Update(A, Stamp(NOW, 7), Key.COUNTS, Counts(row, gtids_present=False), NOW)
+    state.merge([other], NOW + 21 * SECOND, via="agent-b:7400")
+    held = state.value(A, Key.COUNTS)
+    assert held is None  # only events: the member's other values come from its source

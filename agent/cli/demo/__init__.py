@@ -63,6 +63,9 @@ steps, each announced on stderr with the seconds since the start:
      is UNREACHABLE, then OFFLINE: expelled, and still listed;
   5. kill one agent with SIGKILL (the collector fails over) and show, from another agent, its
      member still listed with CONNECTED NO and its last row and age;
+  5b. start that agent again with an empty state directory and show the events it lists
+     though it saw none of them: the crash (as the others recorded it) and its own kill
+     (the others found its agent silent);
   6. stop the collector with SIGTERM once it has run --collect-seconds (its segments seal);
   7. 'grstats spark ingest' and 'grstats spark report' (Spark in local mode; Java 17 needed);
      print where report.html and summary.json are and a few of their figures.
@@ -194,6 +197,7 @@ def _run(
     group.show_stats()
     group.show_crash()
     group.kill_agent()
+    group.show_events()
     pipeline.stop_collector(options.collect_s)
     pipeline.ingest()
     summary = pipeline.report()

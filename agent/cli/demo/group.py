@@ -15,6 +15,7 @@ from grstats.agent.config import AgentConfig
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from pathlib import Path
 
     from grstats.agent.cli.demo.children import Children
     from grstats.agent.cli.demo.progress import Progress
@@ -134,27 +135,7 @@ class Group:
         for index, node in enumerate(self.nodes):
             child = self._children.start(
                 self.agent(index),
-                grstats_command(
-                    "agent",
-                    "--source",
-                    "simulated",
-                    "--scenario",
-                    self.scenario_arg,
-                    "--members",
-                    str(self.scenario.members),
-                    "--member-index",
-                    str(index),
-                    "--group-start",
-                    str(int(self.start_s)),
-                    "--listen",
-                    node,
-                    "--peers",
-                    peers,
-                    "--state-dir",
-                    str(self._workdir.agent_state(index)),
-                    "--log-format",
-                    "json",
-                ),
+                self._agent_command(index, peers, self._workdir.agent_state(index)),
                 self._workdir.agent_log(index),
             )
             say(f"started agent {index} (pid {child.pid}) on {node}, log {child.log}")
@@ -162,6 +143,30 @@ class Group:
             "every agent to list every member, connected", self._all_connected, CONNECT_TIMEOUT_S
         )
         say(f"every agent lists all {self.scenario.members} members, every agent heard")
+
+    def _agent_command(self, index: int, peers: str, state: Path) -> list[str]:
+        """The command of agent ``index``, its registry in ``state``."""
+        return grstats_command(
+            "agent",
+            "--source",
+            "simulated",
+            "--scenario",
+            self.scenario_arg,
+            "--members",
+            str(self.scenario.members),
+            "--member-index",
+            str(index),
+            "--group-start",
+            str(int(self.start_s)),
+            "--listen",
+            self.nodes[index],
+            "--peers",
+            peers,
+            "--state-dir",
+            str(state),
+            "--log-format",
+            "json",
+        )
 
     def _all_connected(self) -> list[str] | None:
         own: list[str] = []
@@ -278,6 +283,47 @@ class Group:
         )
         print(stats.render("vertical"), end="", flush=True)
 
+    def show_events(self) -> None:
+        """Start the killed agent again, with nothing remembered: it lists what it never saw.
+
+        Its state directory is a new, empty one: it saw neither the crash nor its own kill,
+        and learns both from the other agents (the members' events travel with their values).
+        """
+        index = self.roles.killed
+        node, killed = self.nodes[index], self.member_ids[index]
+        crashed = None if self.roles.crashed is None else self.member_ids[self.roles.crashed]
+        child = self._children.start(
+            f"{self.agent(index)} again",
+            self._agent_command(
+                index, ",".join(self.nodes), self._workdir.agent_state_again(index)
+            ),
+            self._workdir.agent_log_again(index),
+        )
+        self.killed = False
+        self._progress.say(
+            f"started agent {index} again (pid {child.pid}) on {node}, with an empty state "
+            "directory: it saw neither the crash nor its own kill"
+        )
+
+        def told() -> Table | None:
+            table = read(node, "events", extended=False)
+            rows = table.records()
+            crash = crashed is None or any(
+                r["MEMBER_ID"] == crashed and r["NEW_VALUE"] == "UNREACHABLE" for r in rows
+            )
+            silence = any(
+                r["MEMBER_ID"] == killed and r["EVENT_TYPE"] == "AGENT_SILENT" for r in rows
+            )
+            return table if crash and silence else None
+
+        events = self._wait(f"{node} to list the crash and the kill", told, MARGIN_S)
+        self._progress.say(
+            f"replication_group_events as the new agent {node} serves it: the crash and the "
+            "kill, as the agents that saw them recorded them (REPORTED_BY)"
+        )
+        _detail_command(self._progress, f"grstats query events --node {node}")
+        print(events.only(EVENT_COLUMNS).render(), end="", flush=True)
+
     def _wait(self, what: str, check: Callable[[], T | None], timeout_s: float) -> T:
         deadline = time.monotonic() + timeout_s
         last_error = ""
@@ -292,6 +338,17 @@ class Group:
             time.sleep(POLL_S)
         raise CliError(f"waited {timeout_s:.0f} s for {what}, in vain{last_error}")
 
+
+#: The columns of the events the demo prints (VIEW_ID left out, for width).
+EVENT_COLUMNS = (
+    "EVENT_TIME",
+    "MEMBER_ID",
+    "EVENT_TYPE",
+    "OLD_VALUE",
+    "NEW_VALUE",
+    "REPORTED_BY",
+    "DETAIL",
+)
 
 #: Columns that travel every 30 s (GTIDs), not every period like the counts.
 GTID_COLUMNS = frozenset({"TRANSACTIONS_COMMITTED_ALL_MEMBERS", "LAST_CONFLICT_FREE_TRANSACTION"})

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import grpc
 
+from grstats.agent.cli.events import EVENTS_TABLE
 from grstats.agent.cli.query import WHAT, columns_named
 from grstats.agent.convert import table_from_wire
 from grstats.agent.rows import render
@@ -76,14 +77,14 @@ FRESHNESS = ("CONNECTED", "IN_VIEW", "LAST_SEEN", "AGE_MS", "SOURCE")
 
 
 def read(node: str, what: str, *, extended: bool = True) -> Table:
-    """Return table ``what`` (members, stats, lag, gtids) as the agent at ``node`` serves it."""
+    """Return table ``what`` (members, stats, lag, gtids, events) of the agent at ``node``."""
     (table,) = read_many([node], what, extended=extended)
     return table
 
 
 def read_many(nodes: Sequence[str], what: str, *, extended: bool = True) -> list[Table]:
     """Return table ``what`` from every agent of ``nodes``, asked at the same moment."""
-    name = WHAT[what]
+    name = EVENTS_TABLE if what == "events" else WHAT[what]
     request = pb.QueryRequest(tables=[name], extended=extended)
     with contextlib.ExitStack() as stack:
         channels = [stack.enter_context(grpc.insecure_channel(node)) for node in nodes]

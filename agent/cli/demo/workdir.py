@@ -34,6 +34,14 @@ class Workdir:
         """Agent ``index``'s state directory (its member registry)."""
         return self.agents / f"state-{index}"
 
+    def agent_state_again(self, index: int) -> Path:
+        """The new, empty state directory of agent ``index`` started again."""
+        return self.agents / f"state-{index}-again"
+
+    def agent_log_again(self, index: int) -> Path:
+        """The log of agent ``index`` started again."""
+        return self.agents / f"agent-{index}-again.log"
+
     @property
     def logs(self) -> Path:
         """The collector's and the Spark jobs' logs."""
