@@ -21,7 +21,8 @@ trap 'rm -rf "$work"' EXIT
 
 "$python" -m venv "$work/venv"
 py="$work/venv/bin/python"
-"$py" -m pip install --quiet --disable-pip-version-check "$wheel" -r "$here/requirements.txt"
+# --no-compile: PyInstaller compiles what it bundles itself; pip's .pyc files would go unused.
+"$py" -m pip install --quiet --no-compile --disable-pip-version-check "$wheel" -r "$here/requirements.txt"
 version="$(cd "$work" && "$py" -c 'import grstats; print(grstats.__version__)')"
 # zlib level 6 for the archive of libraries too (PyInstaller's default there is 9): the
 # executable is 0.4 % larger and its build 11 s shorter (docs/benchmarks.md, "Single-file executable").
