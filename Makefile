@@ -4,9 +4,10 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check
-# Test processes (pytest-xdist workers). Most tests wait on timers and sockets, so 2 workers
-# halve the suite on 2 cores; the Spark tests share one worker and its one JVM (tests/conftest.py).
-TEST_WORKERS ?= 2
+# Test processes (pytest-xdist workers). Most tests wait on timers, sockets and processes, so
+# on 2 cores a third worker fills the time the other two wait: 10 min 50 s with 2, 9 min 38 s
+# with 3 (docs/benchmarks.md, "Test suite"). Each worker that runs Spark tests has its own JVM.
+TEST_WORKERS ?= 3
 PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
 
 .DEFAULT_GOAL := help

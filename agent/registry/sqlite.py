@@ -371,17 +371,10 @@ def _pack_events(events: Sequence[EventRow]) -> bytes | None:
 
 def _unpack_events(member_id: str, stored: object) -> tuple[EventRow, ...]:
     """Return the events stored for ``member_id``; _Unreadable says the fault."""
-    if stored is None:
+    values = _unpacked("events", stored)
+    if values is None:
         return ()
-    if not isinstance(stored, bytes):
-        raise _Unreadable(f"events: stored as {type(stored).__name__}, not as msgpack bytes")
-    try:
-        values = msgpack.unpackb(stored, raw=False)
-    except (ValueError, TypeError, msgpack.UnpackException) as exc:
-        raise _Unreadable(f"events: not msgpack ({exc})") from exc
-    if not isinstance(values, list) or not all(
-        isinstance(v, list) and len(v) == _EVENT_WIDTH for v in values
-    ):
+    if not all(isinstance(v, list) and len(v) == _EVENT_WIDTH for v in values):
         raise _Unreadable(f"events: not an array of arrays of {_EVENT_WIDTH} values")
     try:
         return tuple(
@@ -440,8 +433,8 @@ def _record(values: tuple[Any, ...]) -> MemberRecord:
     )
 
 
-def _unpack(cls: type[_R], field: str, stored: object) -> _R | None:
-    """Return the row of type ``cls`` stored in ``field``, or None; _Unreadable says the fault."""
+def _unpacked(field: str, stored: object) -> list[Any] | None:
+    """The msgpack array stored in ``field``, None for NULL; _Unreadable says the fault."""
     if stored is None:
         return None
     if not isinstance(stored, bytes):
@@ -452,6 +445,14 @@ def _unpack(cls: type[_R], field: str, stored: object) -> _R | None:
         raise _Unreadable(f"{field}: not msgpack ({exc})") from exc
     if not isinstance(values, list):
         raise _Unreadable(f"{field}: a msgpack {type(values).__name__}, not an array of values")
+    return values
+
+
+def _unpack(cls: type[_R], field: str, stored: object) -> _R | None:
+    """Return the row of type ``cls`` stored in ``field``, or None; _Unreadable says the fault."""
+    values = _unpacked(field, stored)
+    if values is None:
+        return None
     width, newest = _V1_WIDTHS[cls], len(cls.TABLE.columns)
     if not width <= len(values) <= newest:
         raise _Unreadable(f"{field}: {len(values)} values, not {width}..{newest}")
