@@ -307,8 +307,8 @@ class Agent:
         events += self._throttle_events(now)
         self.event_log.add(events)
         primaries, states = self._event_counts.update()
-        if primaries or states:
-            group_name = self._last_read.view.group_name if self._last_read else ""
+        group_name = self._last_read.view.group_name if self._last_read else ""
+        if (primaries or states) and group_name:  # no group series before its name is known
             self.metrics.events(group_name, primaries, states)
         if self.registry_sync.due():
             await self.flush()

@@ -76,9 +76,15 @@ async def test_large_messages_keep_the_period_and_memory_returns(
         assert any(a.startswith("RESOURCE_EXHAUSTED") for a in answers)
         assert any(a.startswith("INVALID_ARGUMENT") and "gtid_executed" in a for a in answers)
         assert "OK" in answers
-        # Within 10 s: in a pytest worker of some 500 MB after thousands of tests, the agent's
-        # trims (every TRIM_EVERY_S) took more than 3 s twice in loaded runs.
-        await wait_until_async(lambda: rss_mb() < idle + 50, 10, f"RSS within 50 MB of {idle:.0f}")
+        # Within 30 s: in a pytest worker of some 500 MB after thousands of tests, the agent's
+        # trims (every TRIM_EVERY_S) took more than 3 s twice in loaded runs, and more than
+        # 10 s once with three workers on 2 cores.
+        await wait_until_async(
+            lambda: rss_mb() < idle + 50,
+            30,
+            f"RSS within 50 MB of {idle:.0f}",
+            detail=lambda: f"RSS {rss_mb():.0f} MB",
+        )
     finally:
         await stop_all(group)
 
