@@ -41,6 +41,8 @@ _UNIT_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _TIME_FORMATS = ("%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M", "%Y-%m-%d")
 
 Row = tuple["Value", ...]
+#: How a line shows an empty OLD_VALUE or NEW_VALUE (JOINED: nothing -> its view).
+_NOTHING = "''"
 
 
 def since_us(text: str | None, now_us: int, zone: TimeZone) -> int | None:
@@ -99,10 +101,12 @@ class EventFilter:
 def event_line(names: Sequence[str], row: Row, zone: TimeZone) -> str:
     """One event for people: time, member, type, old -> new, who reported it, detail."""
     cell = dict(zip(names, row, strict=True))
-    change = f"{cell['OLD_VALUE']} -> {cell['NEW_VALUE']}"
+    old, new = cell["OLD_VALUE"], cell["NEW_VALUE"]
+    change = f"{old or _NOTHING} -> {new or _NOTHING}" if old or new else ""
     reporter = cell["REPORTED_BY"]
     by = "" if reporter == cell["MEMBER_ID"] else f" (seen by {reporter})"
-    detail = f": {cell['DETAIL']}" if cell["DETAIL"] else ""
+    detail = str(cell["DETAIL"] or "")
+    detail = f": {detail}" if detail and (change or by) else detail
     moment = timestamp_text(int(cell["EVENT_TIME"] or 0), zone)
     return f"{moment}  {cell['MEMBER_ID']}  {cell['EVENT_TYPE']:<16} {change}{by}{detail}"
 
