@@ -27,7 +27,7 @@ from grstats.agent.rows.render import json_objects
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
-    from grstats.agent.rows import Value
+    from grstats.agent.rows import Column, Value
     from grstats.agent.rows.zone import TimeZone
 
 #: The table ``grstats query events`` reads.
@@ -112,7 +112,7 @@ def event_line(names: Sequence[str], row: Row, zone: TimeZone) -> str:
 
 
 def follow(
-    fetch: Callable[[], tuple[list[str], list[Row]]],
+    fetch: Callable[[], tuple[list[Column], list[Row]]],
     keep: EventFilter,
     *,
     output_format: str,
@@ -120,6 +120,9 @@ def follow(
     period_s: float = FOLLOW_PERIOD_S,
 ) -> int:
     """Print the events, then each new one as it comes, until Ctrl-C (exit 0).
+
+    ``fetch`` asks the agent once: the table's columns (a newer agent's unknown ones as text,
+    :func:`grstats.agent.cli.query.columns_named`) and rows.
 
     An agent that stops answering is said on stderr once; following goes on and prints what
     it missed when it answers again.
@@ -129,7 +132,7 @@ def follow(
     try:
         while True:
             try:
-                names, rows = fetch()
+                columns, rows = fetch()
             except CliError as exc:
                 if not failing:
                     print(f"grstats: warning: {exc}; still asking", flush=True, file=sys.stderr)
@@ -139,7 +142,7 @@ def follow(
             if failing:
                 print("grstats: the agent answers again", flush=True, file=sys.stderr)
                 failing = False
-            columns = [REPLICATION_GROUP_EVENTS.column(name) for name in names]
+            names = [column.name for column in columns]
             for row in keep.rows(names, rows):
                 if row in shown:
                     continue

@@ -285,21 +285,21 @@ def events(args: argparse.Namespace) -> int:
     node, security, zone = settings.node, settings.security(), settings.time_zone
     keep = EventFilter(since_us(args.since, now_us(), zone), check_member(args.member))
 
-    def fetch() -> tuple[list[str], list[tuple[Value, ...]]]:
+    def fetch() -> tuple[list[Column], list[tuple[Value, ...]]]:
         response = asyncio.run(_read(node, (EVENTS_TABLE,), args.timeout, security))
         table = next((t for t in response.tables if t.name == EVENTS_TABLE), None)
         if table is None:
             raise CliError(_older(node, EVENTS_TABLE))
-        return table_from_wire(table)
+        names, rows = table_from_wire(table)
+        return columns_named(EVENTS_TABLE, names), rows
 
     if args.follow:
         if args.format == "vertical":
             raise CliError("--format: --follow prints a line per event or JSON Lines", code=2)
         return follow(fetch, keep, output_format=args.format, zone=zone)
     started = time.monotonic()
-    names, rows = fetch()
-    columns = columns_named(EVENTS_TABLE, names)
-    kept = keep.rows(names, rows)
+    columns, rows = fetch()
+    kept = keep.rows([column.name for column in columns], rows)
     if args.format == "json":
         print(
             json.dumps(table_document(node, EVENTS_TABLE, SourceReport(), columns, kept), indent=2)
