@@ -36,12 +36,13 @@ this agent then ignores the fields it does not know, and is the one to upgrade
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from typing import TYPE_CHECKING
 
 from grstats.agent.address import join_address
 from grstats.agent.errors import AgentError, TransportError
 from grstats.agent.gossip import ClockOffset, Counts, Key, MergeResult, Stamp
-from grstats.agent.gossip.clocks import SKEW_WARN_US, compose, skews
+from grstats.agent.gossip.clocks import FILTER_SAMPLES, SKEW_WARN_US, compose, filtered, skews
 from grstats.agent.gossip.state import self_listing_view
 from grstats.agent.known import departed, served_view
 from grstats.agent.messages import PROTOCOL_REVISION, AgentBuild, Answer, Gossip, for_build
@@ -66,7 +67,8 @@ class PeerRounds:
         offsets: member -> its clock minus ours, µs: every member's whose clock is known,
             directly (this agent's exchanges) or through the estimates other agents share.
         offset_errors: member -> the most its offset can be wrong by, µs.
-        direct: member -> this agent's own last estimate of its clock.
+        direct: member -> this agent's own estimate of its clock: the best of its latest
+            exchanges (:func:`~grstats.agent.gossip.clocks.filtered`).
         unreachable: peers whose last push or exchange failed (skipped for exchanges).
         builds: member -> which grstats its agent runs, as its last message to this agent
             said (members heard directly only).
@@ -86,6 +88,7 @@ class PeerRounds:
         self.offsets: dict[str, int] = {}
         self.offset_errors: dict[str, int] = {}
         self.direct: dict[str, ClockOffset] = {}
+        self._samples: dict[str, deque[ClockOffset]] = {}  # member -> its latest exchanges'
         self._direct_runs: dict[str, int] = {}  # member -> its incarnation when estimated
         self._skewed: dict[str, int] = {}  # members warned of: their skew, µs
         self.unreachable: set[str] = set()
@@ -163,6 +166,7 @@ class PeerRounds:
             if estimated is not None and estimated.stamp.incarnation != run:
                 # Its agent restarted (or refuted) since: its clock may have been stepped.
                 del self._direct_runs[member_id], self.direct[member_id]
+                self._samples.pop(member_id, None)
                 self._member.clock_offsets = self._shared_offsets()
         found = compose(state.local_id, self.direct.values(), shared)
         # In place: the served tables hold these very maps.
@@ -263,7 +267,14 @@ class PeerRounds:
         """Keep the per-member and per-peer maps to known members and current peers only."""
         state = self._member.state
         known = state.known_members()
-        tables = (self._agents, self.offsets, self.offset_errors, self.direct, self._direct_runs)
+        tables = (
+            self._agents,
+            self.offsets,
+            self.offset_errors,
+            self.direct,
+            self._direct_runs,
+            self._samples,
+        )
         for table in (*tables, self._skewed):
             for member_id in [member_id for member_id in table if member_id not in known]:
                 del table[member_id]
@@ -368,10 +379,15 @@ class PeerRounds:
         if responder and answer.received_at_us and answer.sent_at_us:
             offset = ((answer.received_at_us - sent) + (answer.sent_at_us - arrived)) // 2
             delay = max(0, (arrived - sent) - (answer.sent_at_us - answer.received_at_us))
-            self.direct[responder] = ClockOffset(responder, offset, delay)
             origin = state.origins.get(responder)
-            self._direct_runs[responder] = origin.stamp.incarnation if origin is not None else 0
-            self.offsets[responder] = offset
+            run = origin.stamp.incarnation if origin is not None else 0
+            samples = self._samples.get(responder)
+            if samples is None or self._direct_runs.get(responder) != run:
+                samples = self._samples[responder] = deque(maxlen=FILTER_SAMPLES)
+            samples.append(ClockOffset(responder, offset, delay))
+            self.direct[responder] = filtered(samples)
+            self._direct_runs[responder] = run
+            self.offsets[responder] = self.direct[responder].offset_us
             self._member.clock_offsets = self._shared_offsets()
 
     def _build_at(self, peer: str) -> AgentBuild | None:

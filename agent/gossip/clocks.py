@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable, Mapping
+    from collections.abc import Iterable, Mapping, Sequence
 
     from grstats.agent.gossip.updates import ClockOffset
 
@@ -31,9 +31,13 @@ SKEW_WARN_US = 500_000
 #: lag) are right to within it. A member whose offset is not (not estimated yet, or only
 #: through slow links) has no CLOCK_SKEW_MS: the flag that its times here are unreliable.
 RELIABLE_US = 100_000
-#: An agent shares its estimates again when one moved by more than this (µs), or a peer came
-#: or went; else only with the GTID columns (every ``gtid_interval_s``).
+#: An agent shares its estimates again when one moved by more than this (µs), its error shrank
+#: by more than this, or a peer came or went; else only with the GTID columns (every
+#: ``gtid_interval_s``).
 RESEND_US = 10_000
+#: How many of a peer's latest exchanges the clock filter chooses from (RFC 5905 section 10's
+#: clock filter keeps 8).
+FILTER_SAMPLES = 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,10 +102,33 @@ def skews(offsets: Mapping[str, int], local_id: str, members: int) -> dict[str, 
     return {member: offset - median for member, offset in clocks.items()}
 
 
+def filtered(samples: Sequence[ClockOffset]) -> ClockOffset:
+    """The estimate to use of one peer's latest ``samples`` (oldest first, at least one).
+
+    NTP's clock filter (RFC 5905 section 10): the sample of least delay, as its error is the
+    least; one slow exchange (a loaded host, a new connection) then does not widen the error.
+    Only samples that agree with the newest within both errors count: a clock stepped since
+    makes the older ones disagree, and the newest is used at once.
+    """
+    newest = samples[-1]
+    agreeing = [
+        sample
+        for sample in samples
+        if abs(sample.offset_us - newest.offset_us) <= (sample.delay_us + newest.delay_us) // 2
+    ]
+    return min(reversed(agreeing), key=lambda sample: sample.delay_us)
+
+
 def moved(before: Iterable[ClockOffset], after: Iterable[ClockOffset]) -> bool:
-    """Whether ``after`` is worth sharing: a member came or went, or one moved :data:`RESEND_US`."""
-    old = {estimate.member: estimate.offset_us for estimate in before}
-    new = {estimate.member: estimate.offset_us for estimate in after}
+    """Whether ``after`` is worth sharing: a member came or went, moved or got surer.
+
+    Moved, or its error shrank, by more than :data:`RESEND_US`: a first slow estimate that a
+    later exchange betters is then shared at once.
+    """
+    old = {estimate.member: estimate for estimate in before}
+    new = {estimate.member: estimate for estimate in after}
     return old.keys() != new.keys() or any(
-        abs(new[member] - old[member]) > RESEND_US for member in new
+        abs(estimate.offset_us - old[member].offset_us) > RESEND_US
+        or (old[member].delay_us - estimate.delay_us) // 2 > RESEND_US
+        for member, estimate in new.items()
     )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from grstats.agent.gossip import ClockOffset
-from grstats.agent.gossip.clocks import Estimate, compose, moved, skews
+from grstats.agent.gossip.clocks import Estimate, compose, filtered, moved, skews
 
 A, B, C, D = "a", "b", "c", "d"
 MS = 1_000
@@ -43,3 +43,28 @@ def test_estimates_are_shared_again_only_when_they_moved() -> None:
     assert not moved(before, [ClockOffset(B, 9 * MS, 100)])
     assert moved(before, [ClockOffset(B, 11 * MS, 100)])
     assert moved(before, [*before, ClockOffset(C, 0, 100)])
+
+
+def test_an_estimate_whose_error_shrank_is_shared_again() -> None:
+    """A first slow estimate (300 ms round trip) bettered to 4 ms is news though it did not move."""
+    slow = [ClockOffset(B, 30_000 * MS, 300 * MS)]
+    assert moved(slow, [ClockOffset(B, 30_000 * MS, 4 * MS)])
+    assert not moved([ClockOffset(B, 0, 24 * MS)], [ClockOffset(B, 0, 4 * MS)])
+    assert not moved([ClockOffset(B, 0, 4 * MS)], [ClockOffset(B, 0, 300 * MS)])
+
+
+def test_the_clock_filter_keeps_the_exchange_of_least_delay() -> None:
+    """Of agreeing samples the least delayed wins (RFC 5905 section 10), of equal delays the newest."""
+    fast = ClockOffset(B, 30_000 * MS, 2 * MS)
+    slow = ClockOffset(B, 30_040 * MS, 250 * MS)
+    assert filtered([fast, slow]) == fast
+    assert filtered([slow, fast]) == fast
+    later = ClockOffset(B, 30_001 * MS, 2 * MS)
+    assert filtered([fast, slow, later]) == later
+
+
+def test_the_clock_filter_follows_a_stepped_clock_at_once() -> None:
+    """Samples that disagree with the newest beyond both errors are from before a step: dropped."""
+    before = [ClockOffset(B, 30_000 * MS, 2 * MS), ClockOffset(B, 30_000 * MS, 1 * MS)]
+    stepped = ClockOffset(B, 0, 20 * MS)
+    assert filtered([*before, stepped]) == stepped
