@@ -28,7 +28,8 @@ one msgpack map::
      "last_frame": [int, int],  # the segment's last frame: its offset and CRC-32
      "records": int,         # records (snapshots) in the segment
      "rows": int,            # member rows
-     "columns": {name: column}}
+     "columns": {name: column},
+     "events": [[group_label, group_name, cell, ...], ...]}
 
 Each column holds one cell per row: ``["int", data, nulls]`` (data: signed 64-bit
 little-endian integers; nulls: an Arrow validity bitmap, LSB first, or empty when no cell is
@@ -37,7 +38,10 @@ null), ``["float", data, nulls]`` (64-bit IEEE floats, little-endian) or
 signed 32-bit little-endian index into them per row). Names are the decoder's output columns
 (:data:`TAKEN`) plus :data:`RECORD_COLUMNS`. ONLY APPEND columns: a file written before a
 column of :data:`LATER_RECORD_COLUMNS` existed lacks it, and readers take every one of its rows
-as that column's value there (the file stays usable; the magic is unchanged).
+as that column's value there (the file stays usable; the magic is unchanged). ``events`` was
+appended after them: the events of the segment's records (``grstats.collector.records``,
+``record_events``), each its record's group label and name then its cells in EVENT_COLUMNS
+order; a file without the key was written by a collector that spooled no events.
 
 Imports only the standard library and msgpack: the collector runs without pyarrow.
 """
@@ -61,6 +65,7 @@ from grstats.collector.records import (
     DEFAULT_GROUP_LABEL,
     KNOWN_SCHEMAS,
     TABLE_NAMES,
+    record_events,
 )
 
 if TYPE_CHECKING:
@@ -366,6 +371,8 @@ class SegmentColumns:
         self.columns.update({name: _new_column(name) for name in RECORD_COLUMNS})
         self.records = 0
         self.rows = 0
+        #: the records' events: group label, group name, then the event's cells
+        self.events: list[list[Any]] = []
         self.last_frame: tuple[int, int] | None = None  #: (offset, CRC-32) of the last frame
         self.problem: str | None = None
         self._layouts: list[Sequence[str]] | None = None
@@ -421,6 +428,7 @@ class SegmentColumns:
         label = record.get("group_label", DEFAULT_GROUP_LABEL)
         group = record.get("group_name", "")
         agent_label = record.get("agent_group_label", "")
+        events = record_events(record)  # RecordError: no file; the decoder names the cell
         if count:
             for sinks, cells in zip(layout.sinks, taken, strict=True):
                 for row in cells:
@@ -435,6 +443,7 @@ class SegmentColumns:
             self.columns["group_label"].add_many(label, count)
             self.columns["group_name"].add_many(group, count)
             self.columns["agent_group_label"].add_many(agent_label, count)
+        self.events += [[label, group, *event] for event in events]
         self.records += 1
         self.rows += count
 
@@ -451,6 +460,7 @@ class SegmentColumns:
                 "records": self.records,
                 "rows": self.rows,
                 "columns": {name: column.encode() for name, column in self.columns.items()},
+                "events": self.events,
             },
             use_bin_type=True,
         )

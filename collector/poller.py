@@ -6,6 +6,12 @@ an answer that is not a whole snapshot), the same poll asks the next ``--node``,
 and logs ``agent_failover``; the poller then stays with the agent that answered. Any agent
 serves every member's rows, so which one answers changes nothing but the record's ``agent``.
 
+Every :attr:`PollerSettings.events_every_s` (and on the first poll) the poll also asks the
+agent that answered for the group's events, in a call of its own: an agent older than the
+events table refuses it (logged once, ``events_unavailable``) and the snapshot is spooled
+all the same. The record holds only the events the previous answer did not
+(:mod:`grstats.collector.events` says why that, and not a time cut).
+
 :class:`Schedule` spaces polls ``interval_s`` apart on a fixed grid; when a poll overruns, the
 ticks it covered are skipped (and counted), never made up in a burst.
 """
@@ -26,8 +32,14 @@ from grstats.agent.errors import ConfigError
 from grstats.agent.security import Security
 from grstats.collector import records
 from grstats.collector.errors import NoAgentAnswered, RecordError
+from grstats.collector.events import NewEvents
 from grstats.collector.groups import check_label
-from grstats.collector.records import TABLE_NAMES, record_from_response
+from grstats.collector.records import (
+    EVENTS_TABLE,
+    TABLE_NAMES,
+    events_from_response,
+    record_from_response,
+)
 from grstats.proto import grstats_pb2 as pb
 from grstats.proto import grstats_pb2_grpc as pb_grpc
 
@@ -42,6 +54,9 @@ if TYPE_CHECKING:
 INTERVAL_RANGE_S = (1.0, 3600.0)
 #: Longest time to wait for one agent's answer, seconds.
 MAX_TIMEOUT_S = 60.0
+#: How often a poll also asks for the group's events, seconds: an event is spooled at most
+#: this long after the agent asked holds it (its EVENT_TIME is its own, whenever spooled).
+EVENTS_EVERY_S = 10.0
 #: The label of the one group of ``--node``: its metrics', logs' and progress' ``group_label``
 #: always, its records' while its agents answer no label of their own.
 DEFAULT_GROUP_LABEL = records.DEFAULT_GROUP_LABEL
@@ -67,12 +82,15 @@ class PollerSettings:
             its agent answers (``QueryResponse.group_label``), :data:`DEFAULT_GROUP_LABEL`
             while it answers none. The collector's own metrics, logs and progress name the
             group by :attr:`label` either way.
+        events_every_s: a poll also asks for the group's events when this long has passed
+            since the last poll that did (the first poll always does); 0: every poll.
     """
 
     nodes: tuple[str, ...]
     interval_s: float = 1.0
     timeout_s: float = 2.0
     group_label: str | None = None
+    events_every_s: float = EVENTS_EVERY_S
 
     def __post_init__(self) -> None:
         if not self.nodes:
@@ -97,6 +115,13 @@ class PollerSettings:
         )
         if self.group_label is not None:
             check_label("group_label", self.group_label)
+        check_number(
+            "events_every_s",
+            self.events_every_s,
+            0,
+            86400,
+            accepted="a number of seconds from 0 to 86400",
+        )
 
     @property
     def label(self) -> str:
@@ -169,6 +194,10 @@ class Poller:
         self._answering = True  # until a poll fails; failovers are logged on the way down
         self.failovers = 0  #: times the poller moved on from an agent that stopped answering
         self._request = pb.QueryRequest(tables=list(TABLE_NAMES), extended=True)
+        self._events_request = pb.QueryRequest(tables=[EVENTS_TABLE])
+        self._events = NewEvents()
+        self._events_asked_us: int | None = None  # when a poll last had the events
+        self._events_failing = False
 
     @property
     def node(self) -> str:
@@ -202,6 +231,7 @@ class Poller:
                 if not self._answering:
                     self._log.info("agent_answering", node=node)
                     self._answering = True
+                await self._add_events(node, record, collected_at_us)
                 return record
             failures.append(f"{node}: {reason}")
             self._index = (self._index + 1) % len(nodes)
@@ -211,14 +241,49 @@ class Poller:
         self._answering = False
         raise NoAgentAnswered("no agent answered: " + "; ".join(failures))
 
+    async def _add_events(self, node: str, record: Record, collected_at_us: int) -> None:
+        """When due, ask ``node`` for the events and add those not spooled yet to ``record``.
+
+        A failed call leaves the record as it is (the snapshot is spooled; the events are
+        asked again when due again), logged once until a call succeeds.
+        """
+        asked = self._events_asked_us
+        due = self.settings.events_every_s * 1_000_000
+        if asked is not None and collected_at_us - asked < due:
+            return
+        self._events_asked_us = collected_at_us
+        try:
+            response = await self._call(node, self._events_request)
+            columns, rows = events_from_response(response, agent=node)
+        except grpc.aio.AioRpcError as exc:
+            reason = self._describe(exc)
+        except RecordError as exc:
+            reason = str(exc)
+        else:
+            if self._events_failing:
+                self._log.info("events_available", node=node)
+                self._events_failing = False
+            new = self._events.take(columns, rows)
+            if new:
+                record["events"] = {"columns": columns, "rows": new}
+            return
+        if not self._events_failing:
+            self._log.warning("events_unavailable", node=node, reason=reason)
+            self._events_failing = True
+
     async def _read(self, node: str) -> pb.QueryResponse:
+        return await self._call(node, self._request)
+
+    async def _call(self, node: str, request: pb.QueryRequest) -> pb.QueryResponse:
         channel = self._channels.get(node)
         if channel is None:
             channel = self._security.channel(node, _CHANNEL_OPTIONS)
             self._channels[node] = channel
         stub = pb_grpc.QueryStub(channel)
         response: pb.QueryResponse = await stub.Read(
-            self._request, timeout=self.settings.timeout_s, metadata=self._security.metadata
+            request,
+            timeout=self.settings.timeout_s,
+            metadata=self._security.metadata,
         )
         return response
 

@@ -18,6 +18,10 @@ Schema version 1 (the ``schema`` key)::
         "agent_group_label": str, # the group's label as the agent asked answers it
                                   # (QueryResponse.group_label: its InnoDB Cluster name or the
                                   # agents' configured group_label), "" when it knows none
+        "events": {"columns": [str, ...], "rows": [[cell, ...], ...]},
+                                  # replication_group_events rows this collector had not
+                                  # spooled yet (grstats.collector.events); only on the polls
+                                  # that fetched the events and found new ones
     }
 
 ``group_label`` and ``group_name`` were appended (schema still 1): records written before them
@@ -28,6 +32,15 @@ spool holds the records of every group the collector polls; ``group_label`` tell
 ``--node``); it is still the group's name in the spool, the collector's label winning, but a
 ``--node`` record's may now be the agents' label, of the agents' rules (1 to 63 printable
 characters: spaces and non-ASCII letters too), not only ``default``.
+
+``events`` was appended after them (schema still 1): records without it hold no events (every
+record of an older collector, and most polls of this one). Its rows have the columns of
+``replication_group_events`` (:data:`EVENT_COLUMNS`, in the order the agent serves them; a
+newer agent's other columns are kept and ignored by readers): EVENT_TIME an ``int`` µs since
+the epoch on the reporting member's clock, the others ``str``. Each event is spooled once per
+collector run, and again after a restart of the collector or when an agent the collector
+fails over to serves it anew, so readers deduplicate (``grstats spark ingest`` does: an event
+is its whole row, as every agent serves the same rows). :func:`record_events` reads them.
 
 ``tables`` holds the four tables of :data:`TABLE_NAMES` with the extended columns (CONNECTED,
 IN_VIEW, LAST_SEEN, AGE_MS, SOURCE) after MySQL's. Cells are msgpack natives: ``str``,
@@ -45,7 +58,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgpack  # type: ignore[import-untyped]
 
-from grstats.agent.rows import EXTENDED_COLUMNS, TABLES, Kind
+from grstats.agent.rows import EXTENDED_COLUMNS, REPLICATION_GROUP_EVENTS, TABLES, Kind
 from grstats.collector.errors import RecordError, UnknownSchema
 
 if TYPE_CHECKING:
@@ -67,6 +80,17 @@ TABLE_NAMES: tuple[str, ...] = (
     "replication_group_member_lag",
     "replication_group_member_gtid_executed",
 )
+
+#: The events table a record may hold, under its ``events`` key.
+EVENTS_TABLE = REPLICATION_GROUP_EVENTS.name
+#: The events' columns, in the order :func:`record_events` gives each event's cells.
+EVENT_COLUMNS: tuple[str, ...] = tuple(column.name for column in REPLICATION_GROUP_EVENTS.columns)
+#: Each event column's kind: EVENT_TIME a TIMESTAMP (µs since the epoch), the others TEXT.
+EVENT_KINDS: dict[str, Kind] = {
+    column.name: column.kind for column in REPLICATION_GROUP_EVENTS.columns
+}
+#: One event's cells, in EVENT_COLUMNS order.
+Event = tuple[Any, ...]
 
 #: A record cell: what msgpack stores for one column of one row.
 Cell = str | int | float | None
@@ -152,6 +176,89 @@ def _cell(value: object, kind: Kind, where: str) -> Cell:
     if kind is Kind.TEXT and isinstance(value, str):
         return value
     raise RecordError(f"{where}: {value!r} is not a {kind.value} value")
+
+
+def events_from_response(
+    response: pb.QueryResponse, *, agent: str
+) -> tuple[list[str], list[list[Cell]]]:
+    """Return the columns and rows of the events table of a Query.Read answer from ``agent``.
+
+    Raises:
+        RecordError: the answer has no events table, or a row does not have one cell per
+            column, or a cell is not of its column's kind (the message names the agent and
+            the column).
+    """
+    from grstats.agent.convert import table_from_wire  # noqa: PLC0415 (see record_from_response)
+
+    wire = {table.name: table for table in response.tables}
+    if EVENTS_TABLE not in wire:
+        raise RecordError(f"{agent}: the answer has no table {EVENTS_TABLE}")
+    columns, rows = table_from_wire(wire[EVENTS_TABLE])
+    kinds = [EVENT_KINDS.get(column, Kind.TEXT) for column in columns]
+    cells = []
+    for index, row in enumerate(rows):
+        if len(row) != len(columns):
+            raise RecordError(
+                f"{agent}: {EVENTS_TABLE} row {index} has {len(row)} cells for {len(columns)} "
+                "columns"
+            )
+        cells.append(
+            [
+                _cell(value, kind, f"{agent}: {EVENTS_TABLE}.{column}")
+                for value, kind, column in zip(row, kinds, columns, strict=True)
+            ]
+        )
+    return columns, cells
+
+
+def record_events(record: Mapping[str, Any], where: str = "record") -> list[Event]:
+    """Return the events ``record`` holds, each as its cells in :data:`EVENT_COLUMNS` order.
+
+    A record without ``events`` holds none. ``where`` names the record in the message.
+
+    Raises:
+        RecordError: ``events`` is not a table of the events' columns, or a cell is not of
+            its column's kind; the message names the row, the column and the value.
+    """
+    table = record.get("events")
+    if table is None:
+        return []
+    try:
+        columns, rows = table["columns"], table["rows"]
+        positions = {column: index for index, column in enumerate(columns)}
+        missing = [name for name in EVENT_COLUMNS if name not in positions]
+        indices = [positions[name] for name in EVENT_COLUMNS if name in positions]
+    except (KeyError, TypeError) as exc:
+        raise RecordError(f"{where}: events: {table!r:.200} is not a table ({exc!r})") from exc
+    if missing:
+        raise RecordError(f"{where}: events has no column {missing[0]} (columns {columns!r})")
+    events = []
+    for number, row in enumerate(rows):
+        if not isinstance(row, list | tuple) or len(row) != len(columns):
+            raise RecordError(
+                f"{where}: events row {number}: {row!r:.200} is not one cell per column"
+            )
+        cells = tuple(row[index] for index in indices)
+        for name, value in zip(EVENT_COLUMNS, cells, strict=True):
+            if EVENT_KINDS[name] is Kind.TIMESTAMP:
+                good = value.__class__ is int and 0 < value < 2**63
+            else:
+                good = value.__class__ is str
+            if not good:
+                raise RecordError(
+                    f"{where}: events row {number}: {name} {value!r:.200} is not "
+                    f"{_EVENT_KIND_TEXT[EVENT_KINDS[name]]}"
+                )
+        events.append(cells)
+    return events
+
+
+_EVENT_KIND_TEXT = {
+    Kind.TIMESTAMP: "a time (an integer of µs since the epoch, over 0)",
+    Kind.TEXT: "a text",
+    Kind.INTEGER: "an integer",
+    Kind.DECIMAL: "a number",
+}
 
 
 def check_schema(payload: Mapping[str, Any], where: str = "record") -> int:

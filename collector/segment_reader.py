@@ -55,12 +55,15 @@ class StoredColumns:
             (:mod:`grstats.collector.columns` describes them); a column of
             :data:`LATER_COLUMNS` is missing from a file written before it existed (each row
             has its value of :data:`~grstats.collector.columns.LATER_RECORD_COLUMNS`).
+        events: the records' events, each its group label, group name and cells in
+            ``EVENT_COLUMNS`` order (none in a file of a collector that spooled no events).
     """
 
     name: str
     records: int
     rows: int
     columns: Mapping[str, Sequence[Any]]
+    events: Sequence[Sequence[Any]] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,4 +161,7 @@ def _checked(segment: Path, data: bytes, segment_size: int) -> StoredColumns:
     count, stored = body["rows"], body["columns"]
     if not STORED_COLUMNS - LATER_COLUMNS <= set(stored) <= STORED_COLUMNS:
         raise ColumnsUnusable(f"columns {sorted(stored)} are not the member rows'")
-    return StoredColumns(segment.name, body["records"], count, stored)
+    events = body.get("events", ())
+    if not isinstance(events, list | tuple):
+        raise ColumnsUnusable(f"events {events!r:.100} are not a list")
+    return StoredColumns(segment.name, body["records"], count, stored, events)
