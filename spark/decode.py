@@ -26,7 +26,7 @@ from __future__ import annotations
 import functools
 import gc
 import operator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import msgpack  # type: ignore[import-untyped]
@@ -36,8 +36,8 @@ import pyarrow.compute as pc
 from grstats.agent.gtid import GtidError, GtidSet
 from grstats.collector import segment_reader
 from grstats.collector.columns import LATER_RECORD_COLUMNS, TAKEN, tuple_getter
-from grstats.collector.errors import SegmentCorrupt
-from grstats.collector.records import KNOWN_SCHEMAS, TABLE_NAMES, check_schema
+from grstats.collector.errors import RecordError, SegmentCorrupt
+from grstats.collector.records import KNOWN_SCHEMAS, TABLE_NAMES, check_schema, record_events
 from grstats.collector.segment_reader import ColumnsUnusable, StoredColumns
 
 if TYPE_CHECKING:
@@ -133,11 +133,15 @@ class DecodedSegment:
         name: the segment's file name.
         rows: the member rows, ARROW_MEMBER_ROWS, in record order.
         records: how many records (snapshots) it held.
+        events: the records' events, in record order, each its record's group label and
+            group name, then its cells in ``EVENT_COLUMNS`` order (plain values: they travel
+            back to the driver, which deduplicates them; :mod:`grstats.spark.events`).
     """
 
     name: str
     rows: pa.Table
     records: int
+    events: list[list[Any]] = field(default_factory=list)
 
 
 def decode_segment(path: Path | str) -> DecodedSegment:
@@ -167,6 +171,10 @@ def decode_segment(path: Path | str) -> DecodedSegment:
                 check_schema({"schema": version}, f"{path} at offset {offset}")  # raises
             try:
                 add(record, offset)
+                if b"events" in record:
+                    builder.events += _events(record, f"record at offset {offset}")
+            except RecordError as exc:
+                raise SegmentCorrupt(path, offset, str(exc)) from exc
             except (KeyError, TypeError, IndexError, ValueError, AttributeError) as exc:
                 raise SegmentCorrupt(path, offset, f"not a schema-1 record: {exc!r}") from exc
             records += 1
@@ -178,7 +186,38 @@ def decode_segment(path: Path | str) -> DecodedSegment:
     finally:
         if collecting:
             gc.enable()
-    return DecodedSegment(path.name, rows, records)
+    return DecodedSegment(path.name, rows, records, builder.events)
+
+
+def _events(record: dict[bytes, Any], where: str) -> list[list[Any]]:
+    """The events of a record as :func:`_unpack` gives it: its group, then each event's cells.
+
+    Raises:
+        RecordError: a malformed events table or cell (named with its row, column and value),
+            or a text that is not UTF-8.
+    """
+    label = _text(record.get(b"group_label", _DEFAULT_LABEL))
+    group = _text(record.get(b"group_name", b""))
+    events = record_events({"events": _texts(record[b"events"])}, where)
+    return [[label, group, *event] for event in events]
+
+
+def _text(value: object) -> object:
+    if isinstance(value, bytes):
+        try:
+            return value.decode()
+        except UnicodeDecodeError as exc:
+            raise RecordError(f"events: {value!r:.100} is not UTF-8 text") from exc
+    return value
+
+
+def _texts(value: object) -> object:
+    """``value`` with every bytes in it (msgpack's raw texts) as str, tuples as lists."""
+    if isinstance(value, dict):
+        return {_text(key): _texts(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_texts(item) for item in value]
+    return _text(value)
 
 
 def read_columns(segment: Path | str, segment_size: int) -> DecodedSegment:
@@ -214,7 +253,10 @@ def _from_columns(stored: StoredColumns) -> DecodedSegment:
             read[column] = pa.array([value.encode()] * count, pa.binary())
     batch = _assemble(read, count, stored.name)
     return DecodedSegment(
-        stored.name, pa.Table.from_batches([batch], ARROW_MEMBER_ROWS), stored.records
+        stored.name,
+        pa.Table.from_batches([batch], ARROW_MEMBER_ROWS),
+        stored.records,
+        [list(event) for event in stored.events],
     )
 
 
@@ -332,6 +374,7 @@ class _Builder:
         self.batches: list[pa.RecordBatch] = []
         self.layouts: tuple[Sequence[bytes], ...] | None = None
         self.plan: _Plan | None = None
+        self.events: list[list[Any]] = []  #: group label, group name, an event's cells
         self._start_batch()
 
     def _start_batch(self) -> None:

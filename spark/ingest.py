@@ -19,11 +19,13 @@ One run:
 4. refuses the whole run if a record has an unknown schema version (nothing is committed;
    the message names the version and the file); copies corrupt segments to the quarantine;
 5. renames the staged files, inside the staging directory, to the paths the commit names
-   (one ``commit=N`` directory per dataset) and commits one log entry naming the segments
-   loaded and quarantined, their files and the rollups' settings: that rename is the commit;
+   (one ``commit=N`` directory per dataset), writes there the events of the loaded segments
+   that no earlier commit holds, each once (:mod:`grstats.spark.events`), and commits one
+   log entry naming the segments loaded and quarantined, their files, the events file and
+   the rollups' settings: that rename is the commit;
 6. renames each dataset's ``commit=N`` directory into place (``data/``,
-   ``rollups/members/``, ``rollups/groups/``), then deletes the staging directory and the
-   quarantined segments from the spool.
+   ``rollups/members/``, ``rollups/groups/``, ``events/``), then deletes the staging
+   directory and the quarantined segments from the spool.
 
 A run stopped anywhere, however abruptly, loses nothing and duplicates nothing: before 5's
 commit no entry names the new files, so the next run deletes them and loads the same
@@ -45,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 from grstats.collector.columns import columns_path
 from grstats.collector.spool import sealed_segments
+from grstats.spark.events import events_table, new_events, read_events, write_events
 from grstats.spark.rollup import (
     DEFAULT_SETTINGS,
     ROLLUPS_DIR,
@@ -146,6 +149,7 @@ class IngestResult:
         finished: commits whose run stopped before their files were all in place, which this
             run put in place first (no leftovers: their rows were committed).
         files: data files this run added.
+        events: events this run added: those of its segments no earlier commit holds.
     """
 
     commit: int | None
@@ -161,6 +165,7 @@ class IngestResult:
     cleaned: int = 0
     finished: int = 0
     files: int = 0
+    events: int = 0
 
     @property
     def rows_per_second(self) -> float:
@@ -180,6 +185,7 @@ class IngestResult:
             },
             "records": self.records,
             "rows": self.rows,
+            "events": self.events,
             "files": self.files,
             "quarantined": [
                 {"segment": q.name, "offset": q.offset, "reason": q.reason, "copy": q.copy}
@@ -283,6 +289,7 @@ def run_ingest(  # noqa: PLR0913  (the options are keyword-only, each with its d
         )
         loaded = [s for s in staged if s.status == LOADED]
         entries = _arrange(staging, number, loaded)
+        events_files, events = _stage_events(table, staging, number, loaded, say)
         commit = Commit(
             number,
             now_text(),
@@ -299,6 +306,7 @@ def run_ingest(  # noqa: PLR0913  (the options are keyword-only, each with its d
                 for q in quarantined
             ),
             rollups.to_json(),
+            events_files,
         )
         log.commit(commit)
         log.publish(number)
@@ -317,6 +325,7 @@ def run_ingest(  # noqa: PLR0913  (the options are keyword-only, each with its d
             cleaned=len(cleaned),
             finished=len(finished),
             files=sum(len(s.files) for s in loaded),
+            events=events,
         )
 
 
@@ -508,6 +517,34 @@ def _arrange(staging: Path, number: int, loaded: list[StagedSegment]) -> list[di
     for directory in sorted(directories, reverse=True):  # durable before the commit
         fsync_directory(directory)
     return entries
+
+
+def _stage_events(
+    table: Path,
+    staging: Path,
+    number: int,
+    loaded: list[StagedSegment],
+    say: Callable[[str], None],
+) -> tuple[tuple[tuple[str, int], ...], int]:
+    """Write commit ``number``'s events file: the loaded segments' events the table lacks.
+
+    Returns the commit's events files (none when no event is new) and its count of events.
+    The file is durable before the commit, as the data files are.
+    """
+    found = events_table(event for staged in loaded for event in staged.events)
+    if not found.num_rows:
+        return (), 0
+    events = new_events(found, read_events(table))
+    publish = staging / PUBLISH_DIR
+    written = write_events(publish, number, events)
+    if written is None:
+        say(f"{found.num_rows:,} events, all in the table already")
+        return (), 0
+    directory = (publish / written[0]).parent
+    for each in (directory, directory.parent, publish):  # events/commit=N, events, publish
+        fsync_directory(each)
+    say(f"{events.num_rows:,} new events of {found.num_rows:,} spooled")
+    return (written,), events.num_rows
 
 
 def _remove_quarantined(

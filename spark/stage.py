@@ -100,6 +100,9 @@ class StagedSegment:
         reason: what is wrong (CORRUPT), or the error's message (UNKNOWN_SCHEMA).
         from_columns: whether its rows were read from its columns file (else its records
             were decoded).
+        events: its records' events as plain rows (group label, group name, then the cells
+            of ``replication_group_events``), for the driver to deduplicate
+            (:mod:`grstats.spark.events`); events are few, so they travel back whole.
     """
 
     name: str
@@ -112,6 +115,7 @@ class StagedSegment:
     reason: str | None = None
     rollups: list[tuple[str, int]] = field(default_factory=list)
     from_columns: bool = False
+    events: list[list[Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """Return a plain dict (what travels back from the executors)."""
@@ -194,6 +198,7 @@ def stage_segment(
         files=files,
         rollups=rollups,
         from_columns=from_columns,
+        events=decoded.events,
     )
 
 

@@ -7,6 +7,9 @@ Layout of ``--table DIR``::
     rollups/groups/commit=3/collected_date=2026-01-05/c00000000000000000003-segment-...7.parquet
                                               the segment's per-minute partials
                                               (:mod:`grstats.spark.rollup`)
+    events/commit=3/c00000000000000000003-events.parquet
+                                              the events commit 3 found new, each once
+                                              (:mod:`grstats.spark.events`)
     _grstats/log/00000000000000000003.json   commit 3: the segments it loaded, its files
     _grstats/staging/commit-00000000000000000004/   a load in progress (never read)
     _grstats/quarantine/c00000000000000000003-segment-00000000000000000009.sealed
@@ -21,12 +24,13 @@ into place, and that rename is the commit. Its files are staged under
 directory per dataset, and only after the commit is each of those directories renamed into
 its dataset (:meth:`TableLog.publish`; a directory's rename is atomic, POSIX rename(2)).
 
-So each dataset directory, ``data/`` (member rows), ``rollups/members/`` and
-``rollups/groups/``, holds only committed files, each commit's whole or none of them, and is a
-plain Hive-partitioned Parquet dataset (columns ``commit`` and ``collected_date`` from the
-directory names) that Spark, DuckDB and pyarrow read without grstats' log
-(docs/architecture.md, "Reading the table with other tools"). Read each dataset's directory,
-not the table's root: the root holds three datasets of different schemas. An interrupted load
+So each dataset directory, ``data/`` (member rows), ``rollups/members/``,
+``rollups/groups/`` and ``events/``, holds only committed files, each commit's whole or none
+of them, and is a plain Hive-partitioned Parquet dataset (columns ``commit`` and
+``collected_date`` from the directory names; ``events/`` has ``commit`` alone) that Spark,
+DuckDB and pyarrow read without grstats' log (docs/architecture.md, "Reading the table with
+other tools"). Read each dataset's directory,
+not the table's root: the root holds four datasets of different schemas. An interrupted load
 leaves at most a staging directory no entry names, which the next ingest deletes
 (:meth:`TableLog.clean`); a run stopped after its commit but before its directories were all
 renamed leaves a committed staging directory, whose renames the next ingest finishes
@@ -85,8 +89,10 @@ LOCK_NAME = f"{META_DIR}/.lock"
 ROLLUPS_DIR = rollup.ROLLUPS_DIR
 #: The kinds of rollup, each a folder of ROLLUPS_DIR.
 ROLLUP_KINDS = ("members", "groups")
-#: The table's Parquet datasets: the member rows and each kind of rollup.
-DATASETS = (DATA_DIR, *(f"{ROLLUPS_DIR}/{kind}" for kind in ROLLUP_KINDS))
+#: The events' dataset: each event once, in the commit that first loaded it.
+EVENTS_DIR = "events"
+#: The table's Parquet datasets: the member rows, each kind of rollup, the events.
+DATASETS = (DATA_DIR, *(f"{ROLLUPS_DIR}/{kind}" for kind in ROLLUP_KINDS), EVENTS_DIR)
 #: The partition column that a commit's directory in each dataset names.
 COMMIT_COLUMN = "commit"
 #: A load's staging directory holds, under this, its files at the paths its entry names.
@@ -116,6 +122,9 @@ class Commit:
         rollup_settings: the settings its rollups were made with
             (:meth:`grstats.spark.rollup.RollupSettings.to_json`); None in entries written
             before rollups.
+        events: its events files (relative to the table directory) with their row counts:
+            the events of its segments that no earlier commit holds; none in entries
+            written before events, and in those of loads that found no new event.
     """
 
     number: int
@@ -124,6 +133,7 @@ class Commit:
     segments: tuple[dict[str, Any], ...]
     quarantined: tuple[dict[str, Any], ...]
     rollup_settings: dict[str, Any] | None = None
+    events: tuple[tuple[str, int], ...] = ()
 
     @property
     def files(self) -> list[str]:
@@ -152,6 +162,8 @@ class Commit:
         }
         if self.rollup_settings is not None:
             entry["rollup_settings"] = self.rollup_settings
+        if self.events:
+            entry["events"] = [list(pair) for pair in self.events]
         return json.dumps(entry, indent=1, sort_keys=True)
 
 
@@ -250,6 +262,10 @@ class TableLog:
             if path.startswith(prefix)
         ]
 
+    def committed_event_files(self) -> list[Path]:
+        """Every events file of every published commit, absolute, in commit order."""
+        return [self.table_dir / path for commit in self._published() for path, _ in commit.events]
+
     def rollup_settings(self) -> dict[str, Any] | None:
         """The settings every loaded segment's rollups were made with, or None.
 
@@ -336,14 +352,18 @@ class TableLog:
         named = {
             self.table_dir / path
             for commit in self.commits
-            for path in (*commit.files, *commit.rollup_files)
+            for path in (
+                *commit.files,
+                *commit.rollup_files,
+                *(path for path, _ in commit.events),
+            )
         }
         named |= {
             self.table_dir / entry["copy"]
             for commit in self.commits
             for entry in commit.quarantined
         }
-        for top in (DATA_DIR, ROLLUPS_DIR, QUARANTINE_DIR):
+        for top in (DATA_DIR, ROLLUPS_DIR, EVENTS_DIR, QUARANTINE_DIR):
             directory = self.table_dir / top
             if not directory.is_dir():
                 continue
@@ -418,6 +438,7 @@ def _parse_entry(path: Path, number: int) -> Commit:
             tuple(data["segments"]),
             tuple(data["quarantined"]),
             settings,
+            tuple((str(name), int(rows)) for name, rows in data.get("events", ())),
         )
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise TableError(f"{path}: not a commit entry: {exc}") from exc
