@@ -14,7 +14,8 @@ import json
 import time
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from grstats.spark.report import arrow_tables
+from grstats.spark.events import read_events
+from grstats.spark.report import arrow_tables, event_tables
 from grstats.spark.report.fleet import (
     GROUPS_DIR,
     fleet_summary,
@@ -40,7 +41,15 @@ from grstats.spark.report.summary import (
     range_summary,
     settings_summary,
 )
-from grstats.spark.report.tables import EPISODES, FIGURES, HOURLY, SERIES, WORST
+from grstats.spark.report.tables import (
+    EPISODES,
+    EVENTS,
+    FIGURES,
+    HOURLY,
+    SERIES,
+    SWITCHOVERS,
+    WORST,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -63,6 +72,8 @@ TABLE_NAMES = (
     "unreachable_episodes",
     "not_connected_episodes",
     "throttling_episodes",
+    "switchovers",
+    "events",
     "hourly",
     "worst_minutes",
     "chart_series",
@@ -214,6 +225,8 @@ def _write_group(  # noqa: PLR0913  (what one group's report needs, explicit)
         settings_text=settings,
         figures=tables["figures"],
         episodes=tables["episodes"],
+        switchovers=tables["switchovers"],
+        events=tables["events"],
         worst=tables["worst_minutes"],
         series=tables["chart_series"],
         bucket_s=collected.bucket_s,
@@ -319,6 +332,8 @@ SCHEMAS = {
     "hourly": HOURLY,
     "worst_minutes": WORST,
     "chart_series": SERIES,
+    "switchovers": SWITCHOVERS,
+    "events": EVENTS,
 }
 
 
@@ -349,5 +364,13 @@ def _compute(source: Source, config: ReportConfig, step: _Progress) -> _Collecte
         pieces, chart_points=config.chart_points, worst_intervals=config.worst_intervals
     )
     step("percentiles and figures of every member and group")
-    rows = _collect_tables(results.tables, arrow_tables.rows_of, step)
+    # The range's events: from --from, else from the first snapshot, to --to.
+    start = config.start if config.start is not None or found is None else found[0]
+    recorded = read_events(config.table_dir)
+    tables = {
+        **results.tables,
+        "switchovers": event_tables.switchovers(recorded, start, config.end),
+        "events": event_tables.events(recorded, start, config.end),
+    }
+    rows = _collect_tables(tables, arrow_tables.rows_of, step)
     return _Collected(rows, dict(SCHEMAS), results.bucket_s, source)

@@ -63,6 +63,8 @@ class PageData:
         settings_text: threshold, gap and percentile method.
         figures: FIGURES rows, group first.
         episodes: EPISODES rows (all kinds).
+        switchovers: SWITCHOVERS rows.
+        events: EVENTS rows, in time order.
         worst: WORST rows.
         series: SERIES rows.
         bucket_s: the chart bucket width.
@@ -82,6 +84,8 @@ class PageData:
     files: Sequence[str]
     tables_dir: str = "tables"
     flow_control_threshold: float | None = None
+    switchovers: Sequence[dict[str, Any]] = ()
+    events: Sequence[dict[str, Any]] = ()
 
 
 #: ISO 8601 times in text (``2026-11-28T05:49:40.123456Z``), for :func:`human_times`.
@@ -301,6 +305,8 @@ def body(data: PageData, anchor: str = "") -> str:
             labels,
             "throttling_episodes",
         ),
+        _switchover_section(data.switchovers, labels),
+        _events_section(data.events, labels),
         _worst_section(data.worst, labels),
         "<h2>Files</h2><p>Every table as CSV and Parquet, beside this page: "
         + ", ".join(
@@ -435,6 +441,79 @@ def _episode_section(
     return (
         f"<h2>{html.escape(title)}</h2><p>{len(episodes)} episodes, {total:,.1f} s in all.</p>"
         + _table(["member", "start (UTC)", "end (UTC)", "seconds"], rows, note)
+    )
+
+
+def _switchover_section(switchovers: Sequence[dict[str, Any]], labels: dict[str, str]) -> str:
+    title = "<h2>Primary switchovers</h2>"
+    if not switchovers:
+        return f"{title}<p>No switchovers in this range.</p>"
+
+    def who(member: str | None) -> str:
+        return "unknown" if member is None else html.escape(labels.get(member, member))
+
+    rows = [
+        [
+            _fmt(s["time"]),
+            who(s["old_primary"]),
+            who(s["new_primary"]),
+            f"<code>{html.escape(s['view_id'])}</code>",
+            "unknown"
+            if s["no_primary_s"] is None
+            else f"{_seconds(s['no_primary_s'])} (from {html.escape(str(s['primary_lost_by']))})",
+        ]
+        for s in switchovers[:MAX_EPISODE_ROWS]
+    ]
+    note = (
+        f"first {MAX_EPISODE_ROWS} of {len(switchovers)}; all are in tables/switchovers.csv"
+        if len(switchovers) > MAX_EPISODE_ROWS
+        else ""
+    )
+    return (
+        f"{title}<p>{len(switchovers)} in this range: a secondary elected primary. Without a "
+        "primary: from the first sign of the old primary's loss in the events (its server "
+        "lost, its state leaving ONLINE, it leaving the group or the role) to the election, "
+        "on the reporting members' clocks.</p>"
+        + _table(
+            ["time (UTC)", "old primary", "new primary", "view", "seconds without a primary"],
+            rows,
+            note,
+        )
+    )
+
+
+#: How the events table shows an empty OLD_VALUE or NEW_VALUE, as ``grstats query events``.
+_NOTHING = "''"
+
+
+def _events_section(events: Sequence[dict[str, Any]], labels: dict[str, str]) -> str:
+    title = "<h2>Events</h2>"
+    if not events:
+        return f"{title}<p>No events in this range.</p>"
+    rows = []
+    for e in events[:MAX_EPISODE_ROWS]:
+        old, new = e["old_value"], e["new_value"]
+        change = f"{old or _NOTHING} -> {new or _NOTHING}" if old or new else ""
+        reporter = e["reported_by"]
+        rows.append(
+            [
+                _fmt(e["event_time"]),
+                html.escape(labels.get(e["member_id"], e["member_id"])),
+                html.escape(e["event_type"]),
+                html.escape(change),
+                "" if reporter == e["member_id"] else html.escape(labels.get(reporter, reporter)),
+                html.escape(e["detail"]),
+            ]
+        )
+    note = (
+        f"first {MAX_EPISODE_ROWS} of {len(events)}; all are in tables/events.csv"
+        if len(events) > MAX_EPISODE_ROWS
+        else ""
+    )
+    return (
+        f"{title}<p>{len(events)} events, as the agents recorded them (replication_group_events"
+        "; each at its reporter's clock).</p>"
+        + _table(["time (UTC)", "member", "event", "change", "seen by", "detail"], rows, note)
     )
 
 

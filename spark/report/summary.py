@@ -9,12 +9,15 @@ Layout (``format`` 1; keys are only ever added)::
      "group": {FIGURES columns}, "members": [{FIGURES columns}, ...],
      "unreachable_episodes": [...], "not_connected_episodes": [...],
      "throttling": {"group_s": ..., "episodes": n},
+     "switchovers": [{SWITCHOVERS columns}, ...], "events": n,
      "worst_minutes": {"lag_seconds": [...], "applier_queue": [...], "conflict_rate": [...]},
      "tables": {"figures": {"csv": "tables/figures.csv", "parquet": "tables/figures", "rows": n}}}
 
 Times are ISO 8601 UTC with a Z; durations and rates are numbers; unknown figures are null.
 ``group_label`` is the rows' (the collector's label of the group, or the label its agents
-answered, else ``default``); it and ``group_name`` were added to format 1.
+answered, else ``default``); it and ``group_name`` were added to format 1, and
+``switchovers`` (the primary switchovers in range) and ``events`` (how many events the range
+holds; the rows are in ``tables/events``) after them.
 """
 
 from __future__ import annotations
@@ -115,6 +118,8 @@ def build_summary(
         "unreachable_episodes": [_clean(row) for row in tables["unreachable_episodes"]],
         "not_connected_episodes": [_clean(row) for row in tables["not_connected_episodes"]],
         "throttling": {"group_s": group["throttling_s"], "episodes": len(throttling)},
+        "switchovers": [_clean(row) for row in tables["switchovers"]],
+        "events": len(tables["events"]),
         "worst_minutes": {
             ranking: [_clean(row) for row in worst if row["ranking"] == ranking]
             for ranking in RANKINGS

@@ -2,22 +2,26 @@
 
 Every other form is derived from these: the column lists :mod:`grstats.spark.report.arrow_tables`
 builds, the Parquet files and CSV headers :mod:`grstats.spark.report.output` writes, and the
-keys of summary.json. No pyspark here: the tables are computed with pyarrow.
+keys of summary.json. No pyspark here: the tables are computed with pyarrow. EVENTS is the
+table's events dataset (:data:`grstats.spark.events.ARROW_EVENTS`) less GR's group name.
 """
 
 from __future__ import annotations
 
 import pyarrow as pa
 
+from grstats.spark.events import ARROW_EVENTS
 from grstats.spark.rollup import GAUGES, STATES
 
 __all__ = [
     "EPISODES",
+    "EVENTS",
     "FIGURES",
     "HOURLY",
     "MIN_CHECKED_PER_MINUTE",
     "RANKINGS",
     "SERIES",
+    "SWITCHOVERS",
     "WORST",
 ]
 
@@ -127,4 +131,20 @@ SERIES = _schema(
     ("samples", _I64),
     ("applier_queue_max", _I64),
     ("lag_seconds_max", _F64),
+)
+#: The range's events, per group, in time order (the agents' replication_group_events).
+EVENTS = _schema(*((f.name, f.type) for f in ARROW_EVENTS if f.name != "group_name"))
+#: One row per primary elected in the range (:mod:`grstats.spark.report.event_tables`): when,
+#: the member that was primary before and the one elected, the elected one's view, and how
+#: long the group had no primary: from the first sign of the old primary's loss (null when
+#: the events hold none) to the election.
+SWITCHOVERS = _schema(
+    ("group_label", _TEXT),
+    ("time", _TS),
+    ("old_primary", _TEXT),
+    ("new_primary", _TEXT),
+    ("view_id", _TEXT),
+    ("primary_lost_at", _TS),
+    ("primary_lost_by", _TEXT),
+    ("no_primary_s", _F64),
 )

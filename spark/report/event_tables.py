@@ -1,0 +1,147 @@
+"""The report's event tables: the range's events, and its primary switchovers.
+
+Both come from the table's events (:mod:`grstats.spark.events`: each event once, as the
+agents served ``replication_group_events``). EVENT_TIME is on the clock of the member that
+reported the event (REPORTED_BY), not corrected for its offset, so the times of two
+members' events differ by their clocks' skew too (``grstats query status`` shows it).
+
+A **switchover** is a secondary elected primary: an event MEMBER_ROLE from SECONDARY to
+PRIMARY (:mod:`grstats.agent.events`: each member reports its own role). Not a member that
+joins as PRIMARY (OLD_VALUE ''): the member that bootstraps a group, and in multi-primary
+mode every member that joins, where no primary was replaced. For each:
+
+* ``old_primary``: the member elected before it in the group's events; for the first
+  election the table holds, the other member that reports losing PRIMARY before the next
+  election (after a crash it reports it when it is back; null when none does);
+* ``primary_lost_at``, ``primary_lost_by``: the first sign, at or before the election, that
+  the old primary was lost, after its last sign of being fine: its own agent losing its
+  server (SOURCE_FAILED), its state leaving ONLINE as any member saw it (MEMBER_STATE: the
+  others see it UNREACHABLE), it leaving the group (LEFT) or the role (MEMBER_ROLE from
+  PRIMARY, a planned switchover); signs of being fine are SOURCE_RECOVERED, MEMBER_STATE to
+  ONLINE and its own election;
+* ``no_primary_s``: from that sign to the election; null when there is none (no old primary
+  known, or no sign in the events).
+
+All events of a group up to the range's end are read, so that a switchover in range knows the
+election before it; the rows are those whose election is in range. Pure pyarrow and Python:
+events are few.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from grstats.agent.rows import EventType, MemberState, Role
+from grstats.spark.events import in_range, ordered
+from grstats.spark.report.tables import EVENTS, SWITCHOVERS
+
+if TYPE_CHECKING:
+    import datetime as dt
+    from collections.abc import Sequence
+
+Event = dict[str, Any]
+
+_PRIMARY, _SECONDARY = str(Role.PRIMARY), str(Role.SECONDARY)
+
+
+def events(found: pa.Table, start: dt.datetime | None, end: dt.datetime | None) -> pa.Table:
+    """The EVENTS result table: the events of ``found`` (ARROW_EVENTS) in [start, end)."""
+    kept = ordered(in_range(found, start, end))
+    return kept.select(EVENTS.names).cast(EVENTS)
+
+
+def is_election(event: Event) -> bool:
+    """Whether ``event`` is a secondary elected primary."""
+    return bool(
+        event["event_type"] == EventType.MEMBER_ROLE
+        and event["old_value"] == _SECONDARY
+        and event["new_value"] == _PRIMARY
+    )
+
+
+def _is_loss(event: Event) -> bool:
+    kind = event["event_type"]
+    if kind in (EventType.SOURCE_FAILED, EventType.LEFT):
+        return True
+    if kind == EventType.MEMBER_STATE:
+        return bool(event["new_value"] != MemberState.ONLINE)
+    return bool(kind == EventType.MEMBER_ROLE and event["old_value"] == _PRIMARY)
+
+
+def _is_fine(event: Event) -> bool:
+    kind = event["event_type"]
+    if kind == EventType.SOURCE_RECOVERED:
+        return True
+    if kind == EventType.MEMBER_STATE:
+        return bool(event["new_value"] == MemberState.ONLINE)
+    return bool(kind == EventType.MEMBER_ROLE and event["new_value"] == _PRIMARY)
+
+
+def switchovers(found: pa.Table, start: dt.datetime | None, end: dt.datetime | None) -> pa.Table:
+    """The SWITCHOVERS result table of ``found`` (ARROW_EVENTS): elections in [start, end)."""
+    rows: list[Event] = []
+    every = ordered(in_range(found, None, end)).to_pylist()
+    by_group: dict[str, list[Event]] = {}
+    for event in every:
+        by_group.setdefault(event["group_label"], []).append(event)
+    for label, group in by_group.items():
+        elections = [event for event in group if is_election(event)]
+        for index, election in enumerate(elections):
+            after = elections[index + 1]["event_time"] if index + 1 < len(elections) else None
+            old = (
+                elections[index - 1]["member_id"]
+                if index > 0
+                else _first_to_lose_primary(group, election["member_id"], after)
+            )
+            lost = None if old is None else _lost(group, old, election["event_time"])
+            at = election["event_time"]
+            if (start is not None and at < start) or (end is not None and at >= end):
+                continue
+            rows.append(
+                {
+                    "group_label": label,
+                    "time": at,
+                    "old_primary": old,
+                    "new_primary": election["member_id"],
+                    "view_id": election["view_id"],
+                    "primary_lost_at": None if lost is None else lost["event_time"],
+                    "primary_lost_by": None if lost is None else lost["event_type"],
+                    "no_primary_s": None
+                    if lost is None
+                    else (at - lost["event_time"]).total_seconds(),
+                }
+            )
+    return pa.Table.from_pylist(rows, schema=SWITCHOVERS)
+
+
+def _first_to_lose_primary(
+    group: Sequence[Event], elected: str, before: dt.datetime | None
+) -> str | None:
+    """The first other member to report losing PRIMARY before ``before`` (None: unbounded)."""
+    for event in group:
+        if before is not None and event["event_time"] >= before:
+            break
+        if (
+            event["event_type"] == EventType.MEMBER_ROLE
+            and event["old_value"] == _PRIMARY
+            and event["member_id"] != elected
+        ):
+            return str(event["member_id"])
+    return None
+
+
+def _lost(group: Sequence[Event], member: str, elected_at: dt.datetime) -> Event | None:
+    """The first sign of ``member``'s loss at or before ``elected_at``, after its last fine one."""
+    first: Event | None = None
+    for event in group:
+        if event["event_time"] > elected_at:
+            break
+        if event["member_id"] != member:
+            continue
+        if _is_fine(event):
+            first = None
+        elif first is None and _is_loss(event):
+            first = event
+    return first
