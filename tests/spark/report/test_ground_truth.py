@@ -28,12 +28,14 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import pyarrow.parquet as pq
 import pytest
 
 from grstats.agent.sim.group import TICKS_PER_SECOND, SimulatedGroup
 from grstats.agent.sim.scenario import load_scenario
 from grstats.agent.sim.views import snapshot
 from grstats.collector.poller import Poller, PollerSettings
+from grstats.collector.records import EVENT_COLUMNS
 from grstats.collector.spool import SpoolSettings, SpoolWriter, SyncPolicy
 from grstats.spark.ingest import run_ingest
 from grstats.spark.report.config import ReportConfig
@@ -99,6 +101,8 @@ class Truth:
     ticks: dict[str, list[str]] = field(default_factory=dict)  #: state per tick, per member
     first_tick: int = 0
     uuids: list[str] = field(default_factory=list)
+    #: replication_group_events as agent 0 served it after the last poll
+    events: list[tuple[Any, ...]] = field(default_factory=list)
 
     def series(self, index: int, column: str) -> list[Any]:
         """One member's sampled values of ``column``, in time order."""
@@ -181,7 +185,8 @@ class Collection:
         start_tick = round((group.clock.seconds - START_S) * TICKS_PER_SECOND)
         truth_group.advance_to(start_tick)
         truth.first_tick = start_tick
-        settings = PollerSettings((group.agents[0].address,))
+        # The events on every poll, so that the last poll has every event the agent serves.
+        settings = PollerSettings((group.agents[0].address,), events_every_s=0)
         if label is not None:
             settings = dataclasses.replace(settings, group_label=label)
         poller = Poller(settings, clock_us=group.clock.us)
@@ -228,6 +233,8 @@ async def _collect(scenario_path: Path, spool: Path, clock: _TestClock) -> Truth
         with SpoolWriter(spool, SpoolSettings(sync=SyncPolicy.SEAL)) as writer:
             for _ in range(ROUNDS):
                 await collection.round(writer)
+        _, events = group.agents[0].tables(extended=False)["replication_group_events"]
+        collection.truth.events = list(events)
     finally:
         await collection.close()
     return collection.truth
@@ -287,6 +294,28 @@ def test_the_rollups_give_the_rows_figures(reports: dict[str, Run]) -> None:
     rollups, rows = reports["rollups"].summary, reports["rows"].summary
     assert (rollups["settings"]["source"], rows["settings"]["source"]) == ("rollups", "rows")
     assert differences(rollups, rows) == []
+
+
+def test_the_events_are_reported_once_each(reports: dict[str, Run]) -> None:
+    """The report's events are the agent's from the first snapshot on, each once; no switchover."""
+    run = reports["rows"]
+    reported = pq.read_table(run.out / "tables" / "events").to_pylist()
+    first = run.truth.times[0] + START_S
+    expected = sorted(tuple(e) for e in run.truth.events if e[0] / 1e6 >= first)
+    found = [
+        (int(e["event_time"].timestamp() * 1_000_000), *(e[n.lower()] for n in EVENT_COLUMNS[1:]))
+        for e in reported
+    ]
+    assert len(found) == len(expected) == run.summary["events"] > 0
+    assert sorted(found) == expected
+    # member 1's own events while its agent was cut off reached agent 0 late, and were spooled
+    cut_off = [
+        e
+        for e in found
+        if e[6] == run.truth.uuids[DOWN] and CRASH_S <= e[0] / 1e6 - START_S < RESTART_S
+    ]
+    assert cut_off
+    assert run.summary["switchovers"] == []  # multi-primary: no secondary is elected
 
 
 def _seconds(moment: str) -> float:
