@@ -134,7 +134,9 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--spool: {str(args.spool)!r} is not a directory", code=2)
     if args.table.exists() and not args.table.is_dir():
         raise CliError(f"--table: {str(args.table)!r} is not a directory", code=2)
-    from grstats.collector.errors import SpoolError  # noqa: PLC0415 (only when a job runs)
+    from pyspark.sql import SparkSession  # noqa: PLC0415 (pyspark only when a job runs)
+
+    from grstats.collector.errors import SpoolError  # noqa: PLC0415
     from grstats.spark.ingest import IngestError, SettingsRefused, run_ingest  # noqa: PLC0415
     from grstats.spark.session import build_session  # noqa: PLC0415
     from grstats.spark.table import TableError  # noqa: PLC0415
@@ -144,6 +146,7 @@ def run(args: argparse.Namespace) -> int:
 
     progress("starting Spark" + (f" on {args.master}" if args.master else " in local mode"))
     began = time.monotonic()
+    running = SparkSession.getActiveSession()
     spark = build_session(args.master, "grstats-ingest", python_work=True, class_archive=True)
     startup_seconds = time.monotonic() - began
     try:
@@ -160,7 +163,8 @@ def run(args: argparse.Namespace) -> int:
     except (IngestError, TableError, SpoolError) as exc:
         raise CliError(str(exc)) from exc
     finally:
-        spark.stop()
+        if running is None:  # a session this command started (not one its caller runs)
+            spark.stop()
     if args.format == "json":
         summary = result.to_json() | {"startup_seconds": round(startup_seconds, 3)}
         print(json.dumps(summary, indent=2, sort_keys=True))

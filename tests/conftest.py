@@ -84,6 +84,7 @@ _PROCESS_OR_SERVER = (
     "spark/test_extra.py",
     "spark/test_ingest_cli.py",
     "spark/test_ingest_crash.py",
+    "spark/test_readme_fleet.py",
     "spark/test_session.py",
     "spark/test_stage.py",
     "spark/test_worker_daemon.py",
@@ -119,7 +120,6 @@ _PROCESS_OR_SERVER = (
     "test_import_weight.py",
     "test_packaging.py",
     "test_proto.py",
-    "test_readme_fleet.py",
 )
 
 

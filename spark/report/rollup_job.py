@@ -81,8 +81,8 @@ def stitch_rollups(
         StitchTask(
             share,
             shares,
-            tuple(str(path) for path in member_files),
-            tuple(str(path) for path in group_files),
+            _absolute(member_files),
+            _absolute(group_files),
             _micros(config.start),
             _micros(config.end),
             config.max_gap_s,
@@ -141,6 +141,15 @@ class PartialsTask:
     grain_s: int
 
 
+def _absolute(paths: Sequence[Path]) -> tuple[str, ...]:
+    """``paths`` as the tasks get them: absolute.
+
+    A Python worker's working directory is the one its JVM started in: a table given as
+    ``./table`` by a caller that changed directory since is not there.
+    """
+    return tuple(str(path.absolute()) for path in paths)
+
+
 def partials_from_rows(
     spark: SparkSession, files: Sequence[Path], config: ReportConfig, grain_s: int
 ) -> Pieces:
@@ -148,7 +157,7 @@ def partials_from_rows(
 
     The partials have ``grain_s`` seconds and ``config``'s threshold and max gap.
     """
-    names = [str(path) for path in files]
+    names = list(_absolute(files))
     if not names:
         empty_members, empty_groups = (
             ARROW_MEMBER_ROLLUPS.empty_table(),

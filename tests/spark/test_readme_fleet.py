@@ -17,12 +17,15 @@ from grstats.agent.cli.agent import config_from
 from grstats.agent.cli.demo import free_ports
 from grstats.cli import build_parser
 from tests.agent.cli.test_agent_processes import PYTHON, members
+from tests.inprocess import run_main
 from tests.test_readme import README
 from tests.waiting import wait_until
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
+
+    from pyspark.sql import SparkSession
 
     from grstats.agent.sim.group import SimulatedGroup
 
@@ -212,20 +215,25 @@ def _summary(path: Path) -> dict[str, Any]:
 
 @pytest.mark.slow
 @pytest.mark.spark
-def test_the_readme_fleet_example_runs(ports: dict[str, int], tmp_path: Path) -> None:
-    """Run as written (hosts made local): one fleet report of east and west, and west alone."""
+def test_the_readme_fleet_example_runs(
+    ports: dict[str, int],
+    tmp_path: Path,
+    spark: SparkSession,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Run as written (hosts made local): one fleet report of east and west, and west alone.
+
+    The commands run in this process (``grstats.cli.main``, as the console script calls it),
+    the Spark ones on the test run's session: the agents are the processes.
+    """
+    monkeypatch.chdir(tmp_path)
     local = {host: f"127.0.0.1:{ports[address]}" for host, address in LOCAL.items()}
     for command in fleet_commands():
         args = [re.sub(r"\b(db\d+):7400", lambda m: local[m[1]], arg) for arg in command[1:]]
-        done = subprocess.run(
-            [*PYTHON, *args],
-            capture_output=True,
-            text=True,
-            timeout=240,
-            check=False,
-            cwd=tmp_path,
-        )
+        done = run_main(args, capsys)
         assert done.returncode == 0, (command, done.stderr)
+    assert spark.range(3).count() == 3  # the commands used the caller's session and left it up
     # the groups' UUIDs, as their agents computed them (they do not depend on the start)
     truth = {_flag(c, "group-name"): simulated_group(c, 0) for c in agent_commands()}
     fleet = _summary(tmp_path / "fleet-report" / "summary.json")
