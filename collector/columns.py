@@ -38,7 +38,10 @@ null), ``["float", data, nulls]`` (64-bit IEEE floats, little-endian) or
 signed 32-bit little-endian index into them per row). Names are the decoder's output columns
 (:data:`TAKEN`) plus :data:`RECORD_COLUMNS`. ONLY APPEND columns: a file written before a
 column of :data:`LATER_RECORD_COLUMNS` existed lacks it, and readers take every one of its rows
-as that column's value there (the file stays usable; the magic is unchanged). ``events`` was
+as that column's value there (the file stays usable; the magic is unchanged). A file written
+before a column of :data:`TAKEN` existed (TRANSPORT_SECONDS, WAITING_SECONDS and
+APPLY_SECONDS were appended) is unusable instead, and its segment's records are decoded: the
+records hold the column wherever the agent served it, which the file cannot say. ``events`` was
 appended after them: the events of the segment's records (``grstats.collector.records``,
 ``record_events``), each its record's group label and name then its cells in EVENT_COLUMNS
 order; a file without the key was written by a collector that spooled no events.
@@ -127,6 +130,10 @@ TAKEN: dict[str, tuple[tuple[str, str], ...]] = {
         ("applying_transaction", "APPLYING_TRANSACTION"),
         ("applying_original_commit", "APPLYING_TRANSACTION_ORIGINAL_COMMIT_TIMESTAMP"),
         ("applier_lag_seconds", "APPLIER_LAG_SECONDS"),
+        # appended: the lag by stage (a columns file without them is decoded instead)
+        ("transport_seconds", "TRANSPORT_SECONDS"),
+        ("waiting_seconds", "WAITING_SECONDS"),
+        ("apply_seconds", "APPLY_SECONDS"),
     ),
     GTIDS: (("gtid_executed", "GTID_EXECUTED"),),
 }

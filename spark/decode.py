@@ -111,6 +111,9 @@ ARROW_MEMBER_ROWS = pa.schema(
         ("group_label", pa.string()),
         ("group_name", pa.string()),
         ("agent_group_label", pa.string()),
+        ("transport_seconds", pa.float64()),
+        ("waiting_seconds", pa.float64()),
+        ("apply_seconds", pa.float64()),
     ]
 )
 

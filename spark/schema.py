@@ -25,7 +25,13 @@ unwieldy (``last_applied_original_commit`` for LAST_APPLIED_TRANSACTION_ORIGINAL
   ``default`` for records written before records named their group), ``group_name`` (GR's
   group name as the agent reported it, "" when unknown) and ``agent_group_label`` (the group's
   label as the agent answered it, its InnoDB Cluster name or the agents' ``group_label``; ""
-  when none, and for records written before the key). Several groups share one table.
+  when none, and for records written before the key). Several groups share one table;
+* appended after them, the lag by stage of replication_group_member_lag, in seconds (see
+  ``grstats.agent.rows.applier.stage_seconds``): ``transport_seconds`` (the last queued
+  transaction's original commit to the end of its queueing), ``waiting_seconds`` (the last
+  applied one's wait from there to the start of its apply) and ``apply_seconds`` (its apply).
+  Null where a time is unknown: always on MySQL 5.7 (no WL#7374 timestamps), from an agent
+  older than the columns, and in data files written before them (readers get null).
 
 Timestamps are UTC; MySQL's zero timestamp is null.
 
@@ -77,7 +83,8 @@ COUNTER_COLUMNS = (
 MEMBER_ROWS = from_arrow_schema(ARROW_MEMBER_ROWS)
 
 #: The columns appended after the first release, and the value of rows written before them
-#: (:func:`grstats.spark.table.read_member_rows` fills them in for older data files).
+#: (:func:`grstats.spark.table.read_member_rows` fills them in for older data files). The
+#: columns appended since whose rows written before them read null are not listed.
 LATER_COLUMNS: dict[str, str] = {
     "group_label": "default",
     "group_name": "",

@@ -76,6 +76,9 @@ def make_record(
             "COUNT_TRANSACTIONS_LOCAL_PROPOSED": applied // 3,
             "COUNT_TRANSACTIONS_LOCAL_ROLLBACK": index,
             "APPLIER_LAG_SECONDS": 0.25 * index if index != 2 else None,
+            "TRANSPORT_SECONDS": 0.002 * (index + 1),
+            "WAITING_SECONDS": 0.125 * index,
+            "APPLY_SECONDS": 0.001 if index != 2 else None,
             "GTID_EXECUTED": f"{GROUP}:1-{applied}",
             "CONNECTED": "YES" if index != 1 else "NO",
             "IN_VIEW": "YES",
@@ -203,6 +206,9 @@ def expected_rows(segments: Iterable[Path]) -> list[dict[str, Any]]:
                     "group_label": record.get("group_label", "default"),
                     "group_name": record.get("group_name", ""),
                     "agent_group_label": record.get("agent_group_label", ""),
+                    "transport_seconds": lag.get("TRANSPORT_SECONDS"),
+                    "waiting_seconds": lag.get("WAITING_SECONDS"),
+                    "apply_seconds": lag.get("APPLY_SECONDS"),
                 }
                 rows.append(row)
     return rows

@@ -324,6 +324,23 @@ class TestRefused:
         assert set(rows.column("agent_group_label").to_pylist()) == {""}
         assert rows.to_pylist() == expected_rows([segment])
 
+    def test_a_file_from_before_the_lag_by_stage(self, tmp_path: Path) -> None:
+        """A file without the later stage columns is refused; the records give their values."""
+        (segment,) = write_spool(tmp_path, [[make_record(s) for s in range(3)]])
+        path = columns_path(segment)
+        body = columns_file.parse(path.read_bytes())
+        for name in ("transport_seconds", "waiting_seconds", "apply_seconds"):
+            del body["columns"][name]
+        packed = msgpack.packb(body, use_bin_type=True)
+        path.write_bytes(columns_file.MAGIC + columns_file.HEADER.pack(zlib.crc32(packed)) + packed)
+        with pytest.raises(ColumnsUnusable, match="are not the member rows'"):
+            read(segment)
+        staged = stage_segment(segment, tmp_path / "staging")
+        assert (staged.status, staged.from_columns) == (LOADED, False)
+        rows = decode_segment(segment).rows
+        assert rows.column("transport_seconds").to_pylist()[:3] == [0.002, 0.004, 0.006]
+        assert rows.column("apply_seconds").to_pylist()[:3] == [0.001, 0.001, None]
+
     def test_a_code_past_the_texts(self, tmp_path: Path) -> None:
         """A text code that points past the file's texts is refused, not read as garbage."""
         (segment,) = write_spool(tmp_path, [[make_record(1)]])
