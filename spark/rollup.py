@@ -40,6 +40,15 @@ Runs in Spark's Python workers: no pyspark, and no numpy (not a dependency), onl
 compute, a column at a time.
 
 WARNING: ONLY APPEND to the two schemas: rollup files already written are read by name.
+
+Appended columns and ROLLUP_VERSION: the version says what the rollups' columns *mean*, and
+a table keeps one (ingest refuses another), so appending a column does not bump it. Readers
+read an older rollup file with the current schema, its later columns null, and a null later
+column must mean what the member rows of the same commit give. The lag by stage
+(:data:`STAGES`, ``wl7374_n``, appended to the member rollups) is such a column: a commit
+whose rollups predate it loaded data files that predate the stage columns too (null), so a
+null sketch (no values), max and count are exactly the partials its rows make, and a report
+from either source gives those minutes' stages as unknown.
 """
 
 from __future__ import annotations
@@ -76,7 +85,9 @@ __all__ = [
     "ROW_INPUTS",
     "SAMPLED_STATES",
     "SKETCHED",
+    "STAGES",
     "STATES",
+    "WL7374_MARKER",
     "RollupSettings",
     "RollupSettingsError",
     "as_array",
@@ -116,6 +127,13 @@ GAUGES = {
 }
 #: The gauges whose values are also kept in sketches, for percentiles.
 SKETCHED = ("cert_queue", "applier_queue", "lag_seconds", "gtids_ahead")
+#: The lag by stage, in seconds: columns of the member rows (the rollup names too), over
+#: sampled rows, kept in the member partials only as ``<stage>_max``, ``<stage>_n`` and
+#: ``<stage>_sketch``; appended after the first rollups (see the module's docstring).
+STAGES = ("transport_seconds", "waiting_seconds", "apply_seconds")
+#: A member partial's sampled rows whose WL#7374 fields are known (the WL#7374 transaction
+#: texts are NULL on MySQL 5.7): the member column it is counted from.
+WL7374_MARKER = "last_applied_transaction"
 
 _TS = pa.timestamp("us", tz="UTC")
 _SKETCH = pa.map_(pa.int64(), pa.int64())
@@ -172,6 +190,17 @@ ARROW_MEMBER_ROLLUPS = pa.schema(
             )
         ),
         *((f"{name}_sketch", _SKETCH) for name in SKETCHED),
+        # appended: the lag by stage (null in rollups written before it)
+        ("wl7374_n", pa.int64()),
+        *(
+            field
+            for name in STAGES
+            for field in (
+                (f"{name}_max", pa.float64()),
+                (f"{name}_n", pa.int64()),
+                (f"{name}_sketch", _SKETCH),
+            )
+        ),
     ]
 )
 
@@ -219,7 +248,7 @@ _ASCENDING = "ascending"
 _KEY_BITS = 23
 _KEY_OFFSET = pa.scalar(1 << 22, pa.int64())
 _KEY_MASK = pa.scalar((1 << _KEY_BITS) - 1, pa.int64())
-_OWNER_BITS = 33  # partials of one segment: far fewer than 2**33
+_OWNER_BITS = 33  # partials of one segment: far fewer than 2**33; sketches: under 128
 _KEY_SHIFT = pa.scalar(_KEY_BITS, pa.int64())
 
 #: The columns of the member rows the partials are made of.
@@ -235,6 +264,8 @@ ROW_INPUTS = (
     "connected",
     *COUNTERS.values(),
     *GAUGES.values(),
+    WL7374_MARKER,
+    *STAGES,
 )
 _GROUP_INPUTS = ("group_label", "member_id", "collected_at", "member_state", "connected")
 _SECONDS = (
@@ -268,11 +299,19 @@ def member_rollups(
         for name, source in GAUGES.items()
     }
     parts |= {f"g_{name}": values for name, values in gauges.items()}
+    stages = {
+        name: members.sort(pc.if_else(members.sampled, members.column[name], _NULL_F))
+        for name in STAGES
+    }
+    parts |= {f"s_{name}": values for name, values in stages.items()}
+    timed = pc.and_(members.sampled, pc.is_valid(members.column[WL7374_MARKER]))
+    parts["timed"] = members.sort(timed).cast(pa.int64())
     aggregated = members.runs.aggregate(
         parts,
         [
-            *((name, "sum") for name in (*_SECONDS, "elapsed_s", *COUNTERS, "changed")),
+            *((name, "sum") for name in (*_SECONDS, "elapsed_s", *COUNTERS, "changed", "timed")),
             *((f"g_{name}", how) for name in GAUGES for how in ("max", "sum", "count")),
+            *((f"s_{name}", how) for name in STAGES for how in ("max", "count")),
             ("named", "max"),
         ],
     )
@@ -286,7 +325,12 @@ def member_rollups(
         out[f"{name}_max"] = aggregated[f"g_{name}_max"]
         out[f"{name}_sum"] = aggregated[f"g_{name}_sum"].cast(pa.float64())
         out[f"{name}_n"] = aggregated[f"g_{name}_count"]
-    out |= _sketch_columns(members.runs, {name: bucket_keys(gauges[name]) for name in SKETCHED})
+    out["wl7374_n"] = pc.fill_null(aggregated["timed_sum"], _ZERO)
+    for name in STAGES:
+        out[f"{name}_max"] = aggregated[f"s_{name}_max"]
+        out[f"{name}_n"] = aggregated[f"s_{name}_count"]
+    sketched = {name: bucket_keys(gauges[name]) for name in SKETCHED}
+    out |= _sketch_columns(members.runs, sketched | {s: bucket_keys(stages[s]) for s in STAGES})
     return pa.Table.from_arrays(
         [out[field.name] for field in ARROW_MEMBER_ROLLUPS], schema=ARROW_MEMBER_ROLLUPS
     )

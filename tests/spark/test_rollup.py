@@ -31,7 +31,9 @@ from grstats.spark.rollup import (
     ROLLUP_FLOW_CONTROL_THRESHOLD,
     ROLLUP_MAX_GAP_S,
     SKETCHED,
+    STAGES,
     STATES,
+    WL7374_MARKER,
     RollupSettings,
     RollupSettingsError,
     group_rollups,
@@ -198,6 +200,12 @@ def reference_member_rollups(table: pa.Table, settings: RollupSettings) -> list[
             result[f"{name}_n"] = len(values)
         for name in SKETCHED:
             result[f"{name}_sketch"] = sketch(gauge(r, name) for r in part)
+        result["wl7374_n"] = sum(1 for r in part if sampled(r) and r[WL7374_MARKER] is not None)
+        for name in STAGES:
+            values = [r[name] for r in part if sampled(r) and r[name] is not None]
+            result[f"{name}_max"] = max(values) if values else None
+            result[f"{name}_n"] = len(values)
+            result[f"{name}_sketch"] = sketch(values)
         out.append(result)
     return out
 
@@ -311,6 +319,10 @@ def row(second: float, member: str | None = MEMBER, **cells: Any) -> dict[str, A
         "count_transactions_rows_validating": 40,
         "applier_lag_seconds": 0.25,
         "gtids_ahead_of_committed_all": 3,
+        "last_applied_transaction": "aaaaaaaa-bbbb-cccc-dddd-000000000000:7",
+        "transport_seconds": 0.002 + 0.001 * (round(second) % 5),
+        "waiting_seconds": 0.5 * (round(second) % 3),
+        "apply_seconds": 0.0004,
     }
     return values | cells
 
@@ -477,6 +489,25 @@ class TestMemberRollups:
         assert (got["lag_seconds_max"], got["lag_seconds_n"]) == (0.25, 5)
         assert got["lag_seconds_sum"] == pytest.approx(-2.25)
         assert one(groups)["lag_seconds_sketch"] == got["lag_seconds_sketch"]
+
+    def test_the_lag_by_stage_of_a_member_and_of_a_57_member(self) -> None:
+        """Stages are sketched over sampled rows; a 5.7 member's are empty, its wl7374_n 0."""
+        no_times = dict.fromkeys((WL7374_MARKER, *STAGES))
+        rows = [
+            row(0, transport_seconds=-0.25),  # clock skew: below zero, kept
+            row(1, waiting_seconds=None),
+            row(2, member_state="OFFLINE", transport_seconds=9.0),  # not sampled
+            row(3, transport_seconds=1.5),
+            *(row(s, member=OTHER, **no_times) for s in range(3)),
+        ]
+        members, _ = check(table_of(rows))
+        mine, other = one(members, member_id=MEMBER), one(members, member_id=OTHER)
+        assert (mine["wl7374_n"], mine["transport_seconds_max"]) == (3, 1.5)
+        assert (mine["transport_seconds_n"], mine["waiting_seconds_n"]) == (3, 2)
+        assert mine["transport_seconds_sketch"][0][0] < 0
+        assert other["wl7374_n"] == 0
+        assert [other[f"{name}_n"] for name in STAGES] == [0, 0, 0]
+        assert [other[f"{name}_sketch"] for name in STAGES] == [[], [], []]
 
     def test_throttling_needs_a_sampled_online_member_over_the_threshold(self) -> None:
         """Over the threshold counts when ONLINE and heard; RECOVERING or not heard does not."""
