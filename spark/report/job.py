@@ -46,6 +46,7 @@ from grstats.spark.report.tables import (
     EVENTS,
     FIGURES,
     HOURLY,
+    LAG_STAGES,
     SERIES,
     SWITCHOVERS,
     WORST,
@@ -77,6 +78,7 @@ TABLE_NAMES = (
     "hourly",
     "worst_minutes",
     "chart_series",
+    "lag_stages",
 )
 
 #: The result tables that are the episodes of one kind and value: name -> (kind, value).
@@ -224,6 +226,7 @@ def _write_group(  # noqa: PLR0913  (what one group's report needs, explicit)
         f"{len(summary['members'])} members",
         settings_text=settings,
         figures=tables["figures"],
+        lag_stages=tables["lag_stages"],
         episodes=tables["episodes"],
         switchovers=tables["switchovers"],
         events=tables["events"],
@@ -332,6 +335,7 @@ SCHEMAS = {
     "hourly": HOURLY,
     "worst_minutes": WORST,
     "chart_series": SERIES,
+    "lag_stages": LAG_STAGES,
     "switchovers": SWITCHOVERS,
     "events": EVENTS,
 }

@@ -9,7 +9,8 @@ with the same code, in Spark's Python tasks (:mod:`grstats.spark.report.rollup_j
 the grain the chart needs. Either way:
 
 1. :func:`stitch` adds what crosses the partials' edges (:mod:`grstats.spark.report.stitch`)
-   into the pieces: each member's buckets, its segments, the percentiles, the groups' totals;
+   into the pieces: each member's buckets, its segments, the percentiles, the groups' totals,
+   and each member's lag by stage (:mod:`grstats.spark.report.stages`);
 2. :func:`result_tables` computes the result tables from the pieces
    (:mod:`grstats.spark.report.arrow_tables`), after adding buckets narrower than a minute
    up into minutes, so that the figures do not depend on the grain.
@@ -28,7 +29,7 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from grstats.spark.report import arrow_tables
+from grstats.spark.report import arrow_tables, stages
 from grstats.spark.report.stitch import (
     group_names,
     sketch_percentiles,
@@ -67,7 +68,14 @@ GRAINS = tuple(width for width in range(1, MINUTE + 1) if MINUTE % width == 0)
 MIN_POINTS = 100
 _MEMBER = ("group_label", "member_id")
 #: The pieces, by name (Pieces' tables).
-PIECES = ("minutes", "segments", "member_percentiles", "group_totals", "group_percentiles")
+PIECES = (
+    "minutes",
+    "segments",
+    "member_percentiles",
+    "group_totals",
+    "group_percentiles",
+    "member_stages",
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -78,6 +86,8 @@ class Pieces:
         minutes, segments, member_percentiles, group_totals, group_percentiles: Arrow tables
             (:mod:`grstats.spark.report.stitch`'s). ``minutes`` has one row per member and
             bucket of ``grain_s`` seconds (its ``minute`` column is the bucket's start).
+        member_stages: LAG_STAGES rows, each member's lag by stage
+            (:mod:`grstats.spark.report.stages`).
         names: each group label in range, sorted, with its latest GR group name ("" unknown).
         grain_s: the partials' width in seconds (a divisor of a minute).
     """
@@ -87,6 +97,7 @@ class Pieces:
     member_percentiles: pa.Table
     group_totals: pa.Table
     group_percentiles: pa.Table
+    member_stages: pa.Table
     names: dict[str, str]
     grain_s: int = MINUTE
 
@@ -157,6 +168,7 @@ def stitch_tables(members: pa.Table, groups: pa.Table, max_gap_s: float) -> dict
         "member_percentiles": sketch_percentiles(members, _MEMBER),
         "group_totals": stitch_group_totals(groups, max_gap_s),
         "group_percentiles": sketch_percentiles(groups, ("group_label",)),
+        "member_stages": stages.member_stages(members),
     }
 
 
@@ -194,5 +206,6 @@ def result_tables(pieces: Pieces, *, chart_points: int, worst_intervals: int) ->
             minutes, worst_intervals, MIN_CHECKED_PER_MINUTE
         ),
         "chart_series": arrow_tables.series(buckets, first_at, bucket_s),
+        "lag_stages": stages.lag_stages(pieces.member_stages),
     }
     return Results(tables, bucket_s)

@@ -62,6 +62,7 @@ class PageData:
         range_text: the range as asked and as found.
         settings_text: threshold, gap and percentile method.
         figures: FIGURES rows, group first.
+        lag_stages: LAG_STAGES rows: each member's transport, waiting and apply.
         episodes: EPISODES rows (all kinds).
         switchovers: SWITCHOVERS rows.
         events: EVENTS rows, in time order.
@@ -86,6 +87,7 @@ class PageData:
     flow_control_threshold: float | None = None
     switchovers: Sequence[dict[str, Any]] = ()
     events: Sequence[dict[str, Any]] = ()
+    lag_stages: Sequence[dict[str, Any]] = ()
 
 
 #: ISO 8601 times in text (``2026-11-28T05:49:40.123456Z``), for :func:`human_times`.
@@ -268,6 +270,7 @@ def body(data: PageData, anchor: str = "") -> str:
                 ("GTIDs ahead max", "gtids_ahead_max", _whole),
             ],
         ),
+        _stages_section(data.lag_stages, labels),
         *_charts(data, labels, (start, end), anchor),
         "<h2>Time in each state</h2>",
         (
@@ -415,6 +418,30 @@ def _charts(
             'style="background:#000"></span>not connected</span></div></div>'
         ),
     ]
+
+
+def _stages_section(stages: Sequence[dict[str, Any]], labels: dict[str, str]) -> str:
+    """The lag by stage: a row per member and stage; an unknown stage says why, never 0."""
+    rows = []
+    for s in stages:
+        member = html.escape(labels.get(s["member_id"], s["member_id"]))
+        if s["unknown"] is not None:
+            why = f'<td class="text" colspan="5">{html.escape(s["unknown"])}</td>'
+            rows.append(f"<tr><td>{member}</td><td>{html.escape(s['stage'])}</td>{why}</tr>")
+            continue
+        cells = [member, html.escape(s["stage"]), _whole(s["samples"])]
+        cells += [_lag(s[name]) for name in ("p50", "p95", "p99", "max")]
+        rows.append("<tr>" + "".join(f"<td>{cell}</td>" for cell in cells) + "</tr>")
+    names = ("member", "stage", "samples", "p50 s", "p95 s", "p99 s", "max s")
+    head = "".join(f"<th>{name}</th>" for name in names)
+    return (
+        "<h3>Lag by stage</h3><p>The last transaction through each member's applier channel, "
+        "as each sampled snapshot showed it (WL#7374's times): transport, from its original "
+        "commit to the end of its queueing; waiting, from there to the start of its apply; "
+        "apply, from start to end. Transport and waiting compare two members' clocks, so "
+        "clock skew moves them (below 0 too). MySQL 5.7 has none of these times.</p>"
+        + (f"<table><tr>{head}</tr>{''.join(rows)}</table>" if rows else "<p>None.</p>")
+    )
 
 
 def _episode_section(

@@ -31,6 +31,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from grstats.spark.decode import ARROW_MEMBER_ROWS
 from grstats.spark.report.model import PIECES, Pieces, partials_of_rows, stitch, stitch_tables
 from grstats.spark.report.stitch import group_names
 from grstats.spark.rollup import ARROW_GROUP_ROLLUPS, ARROW_MEMBER_ROLLUPS, ROW_INPUTS
@@ -211,10 +212,17 @@ def read_rows(path: str, start_us: int | None, end_us: int | None) -> pa.Table:
     """The member rows of one data file that partials need, collected in [start, end).
 
     A file written before a column of LATER_COLUMNS existed reads it as its default, as
-    :func:`grstats.spark.table.read_member_rows` does.
+    :func:`grstats.spark.table.read_member_rows` does; one written before another column
+    appended since (the lag by stage) reads it as null, as Spark reads such a file.
     """
     present = set(pq.read_schema(path).names)
     table = pq.read_table(path, columns=[name for name in ROW_INPUTS if name in present])
+    for name in ROW_INPUTS:
+        if name not in present and name not in LATER_COLUMNS:
+            table = table.append_column(
+                ARROW_MEMBER_ROWS.field(name),
+                pa.nulls(table.num_rows, ARROW_MEMBER_ROWS.field(name).type),
+            )
     for name, default in LATER_COLUMNS.items():
         if name not in ROW_INPUTS:
             continue

@@ -49,6 +49,9 @@ __all__ = [
     "aggregate",
     "epoch_seconds",
     "group_names",
+    "key_columns",
+    "merged_sketches",
+    "owners",
     "percentile_name",
     "sketch_percentiles",
     "stitch_group_totals",
@@ -487,53 +490,67 @@ def sketch_percentiles(partials: pa.Table, keys: Sequence[str]) -> pa.Table:
     accuracy of that value; whole-number gauges are rounded, which makes small ones exact. A
     key whose sketches are all empty has null percentiles.
     """
-    combined = _key(partials, keys)
-    distinct = pc.unique(combined)
-    owner_keys = pc.take(distinct, pc.sort_indices(distinct))
-    row_codes = pc.index_in(combined, value_set=owner_keys).cast(pa.int64())
-    owners = len(owner_keys)
+    owner_keys, row_codes = owners(partials, keys)
     values: dict[str, list[float | int | None]] = {}
     for gauge in SKETCHED:
         if gauge not in PERCENTILES:
             continue
-        sketches = _contiguous(partials.column(f"{gauge}_sketch"))
-        # A map as a list of its keys, for the parents (list_parent_indices takes no map).
-        parents = pc.list_parent_indices(pa.ListArray.from_arrays(sketches.offsets, sketches.keys))
-        merged = aggregate(
-            pa.table(
-                {
-                    "owner": pc.take(row_codes, parents),
-                    "bucket": sketches.keys,
-                    "count": sketches.items,
-                }
-            ),
-            ("owner", "bucket"),
-            [("count", "sum")],
-        )
-        buckets: list[list[tuple[int, int]]] = [[] for _ in range(owners)]
-        for owner, bucket, count in zip(
-            merged.column("owner").to_pylist(),
-            merged.column("bucket").to_pylist(),
-            merged.column("count").to_pylist(),
-            strict=True,
-        ):
-            if bucket is not None and count:
-                buckets[owner].append((bucket, count))
+        buckets = merged_sketches(partials.column(f"{gauge}_sketch"), row_codes, len(owner_keys))
         for q in PERCENTILES[gauge]:
             values[percentile_name(gauge, q)] = [
                 quantile(found, q, integer=gauge != "lag_seconds") for found in buckets
             ]
-    if len(keys) == 1:
-        columns = {keys[0]: owner_keys}
-    else:
-        parts = pc.split_pattern(owner_keys, _SEPARATOR)
-        columns = {key: pc.list_element(parts, index) for index, key in enumerate(keys)}
+    columns = key_columns(owner_keys, keys)
     for gauge, quantiles in PERCENTILES.items():
         kind = pa.float64() if gauge == "lag_seconds" else pa.int64()
         for q in quantiles:
             name = percentile_name(gauge, q)
             columns[name] = pa.array(values[name], kind)
     return pa.table(columns)
+
+
+def owners(partials: pa.Table, keys: Sequence[str]) -> tuple[pa.Array, pa.Array]:
+    """The distinct ``keys`` of ``partials`` as texts, sorted, and each partial's index there."""
+    combined = _key(partials, keys)
+    distinct = pc.unique(combined)
+    owner_keys = pc.take(distinct, pc.sort_indices(distinct))
+    return owner_keys, pc.index_in(combined, value_set=owner_keys).cast(pa.int64())
+
+
+def key_columns(owner_keys: pa.Array, keys: Sequence[str]) -> dict[str, pa.Array]:
+    """The ``keys`` columns of :func:`owners`' texts, by name."""
+    if len(keys) == 1:
+        return {keys[0]: owner_keys}
+    parts = pc.split_pattern(owner_keys, _SEPARATOR)
+    return {key: pc.list_element(parts, index) for index, key in enumerate(keys)}
+
+
+def merged_sketches(
+    sketches: pa.ChunkedArray, row_codes: pa.Array, count: int
+) -> list[list[tuple[int, int]]]:
+    """Each owner's sketch, its partials' ``sketches`` (map columns) merged: (key, count) pairs.
+
+    ``row_codes`` are each partial's owner (0 .. ``count`` - 1), as :func:`owners` gives them;
+    a null sketch (a rollup written before the column) holds nothing.
+    """
+    maps = _contiguous(sketches)
+    # A map as a list of its keys, for the parents (list_parent_indices takes no map).
+    parents = pc.list_parent_indices(pa.ListArray.from_arrays(maps.offsets, maps.keys))
+    merged = aggregate(
+        pa.table({"owner": pc.take(row_codes, parents), "bucket": maps.keys, "count": maps.items}),
+        ("owner", "bucket"),
+        [("count", "sum")],
+    )
+    buckets: list[list[tuple[int, int]]] = [[] for _ in range(count)]
+    for owner, bucket, found in zip(
+        merged.column("owner").to_pylist(),
+        merged.column("bucket").to_pylist(),
+        merged.column("count").to_pylist(),
+        strict=True,
+    ):
+        if bucket is not None and found:
+            buckets[owner].append((bucket, found))
+    return buckets
 
 
 def group_names(partials: pa.Table) -> dict[str, str]:

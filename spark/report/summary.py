@@ -7,6 +7,7 @@ Layout (``format`` 1; keys are only ever added)::
      "range": {...},
      "settings": {..., "source": "rows" or "rollups", "percentiles": "how"},
      "group": {FIGURES columns}, "members": [{FIGURES columns}, ...],
+     "lag_stages": [{LAG_STAGES columns}, ...],  # per member: transport, waiting, apply
      "unreachable_episodes": [...], "not_connected_episodes": [...],
      "throttling": {"group_s": ..., "episodes": n},
      "switchovers": [{SWITCHOVERS columns}, ...], "events": n,
@@ -17,7 +18,8 @@ Times are ISO 8601 UTC with a Z; durations and rates are numbers; unknown figure
 ``group_label`` is the rows' (the collector's label of the group, or the label its agents
 answered, else ``default``); it and ``group_name`` were added to format 1, and
 ``switchovers`` (the primary switchovers in range) and ``events`` (how many events the range
-holds; the rows are in ``tables/events``) after them.
+holds; the rows are in ``tables/events``) after them, then ``lag_stages`` (each member's lag
+by stage, a stage without samples null with the reason in ``unknown``).
 """
 
 from __future__ import annotations
@@ -115,6 +117,7 @@ def build_summary(
         "settings": {**settings_summary(config, source, percentiles), "chart_bucket_s": bucket_s},
         "group": _clean(group),
         "members": [_clean(row) for row in figures if row["scope"] == "member"],
+        "lag_stages": [_clean(row) for row in tables["lag_stages"]],
         "unreachable_episodes": [_clean(row) for row in tables["unreachable_episodes"]],
         "not_connected_episodes": [_clean(row) for row in tables["not_connected_episodes"]],
         "throttling": {"group_s": group["throttling_s"], "episodes": len(throttling)},

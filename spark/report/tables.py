@@ -11,16 +11,19 @@ from __future__ import annotations
 import pyarrow as pa
 
 from grstats.spark.events import ARROW_EVENTS
-from grstats.spark.rollup import GAUGES, STATES
+from grstats.spark.rollup import GAUGES, STAGES, STATES
 
 __all__ = [
     "EPISODES",
     "EVENTS",
     "FIGURES",
     "HOURLY",
+    "LAG_STAGES",
     "MIN_CHECKED_PER_MINUTE",
     "RANKINGS",
     "SERIES",
+    "STAGE_NAMES",
+    "STAGE_QUANTILES",
     "SWITCHOVERS",
     "WORST",
 ]
@@ -131,6 +134,23 @@ SERIES = _schema(
     ("samples", _I64),
     ("applier_queue_max", _I64),
     ("lag_seconds_max", _F64),
+)
+#: The lag by stage: the member rows' column -> the stage's name in LAG_STAGES.
+STAGE_NAMES = {name: name.removesuffix("_seconds") for name in STAGES}
+#: The percentiles LAG_STAGES gives of each stage.
+STAGE_QUANTILES = (0.5, 0.95, 0.99)
+#: One row per member and stage (transport, waiting, apply; :mod:`grstats.spark.report.stages`):
+#: ``samples`` sampled snapshots gave the stage's time, of which the percentiles (from the
+#: sketches) and the exact max, in seconds; ``unknown`` says why a stage without samples is
+#: unknown (null when it is known): MySQL 5.7 gives no WL#7374 timestamps, or none in range.
+LAG_STAGES = _schema(
+    ("group_label", _TEXT),
+    ("member_id", _TEXT),
+    ("stage", _TEXT),
+    ("samples", _I64),
+    *((f"p{round(q * 100)}", _F64) for q in STAGE_QUANTILES),
+    ("max", _F64),
+    ("unknown", _TEXT),
 )
 #: The range's events, per group, in time order (the agents' replication_group_events).
 EVENTS = _schema(*((f.name, f.type) for f in ARROW_EVENTS if f.name != "group_name"))

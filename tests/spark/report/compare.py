@@ -6,11 +6,14 @@ import math
 from typing import Any
 
 from grstats.spark.report.stitch import PERCENTILES, percentile_name
+from grstats.spark.report.tables import STAGE_QUANTILES
 from grstats.spark.sketch import LINEAR_LIMIT, RELATIVE_ACCURACY, RESOLUTION
 
 #: Figures a rollup answers through a sketch: within RELATIVE_ACCURACY of the rows' value
 #: (RESOLUTION / 2 below LINEAR_LIMIT; whole numbers rounded).
 SKETCHED = frozenset(percentile_name(g, q) for g, qs in PERCENTILES.items() for q in qs)
+#: The lag by stage's percentiles (lag_stages rows), in seconds like the lag's.
+STAGE_PERCENTILES = frozenset(f"p{round(q * 100)}" for q in STAGE_QUANTILES)
 #: What differs by design: which source, how percentiles were computed, the chart's bucket
 #: (at least a minute from the rollups) and so the chart table's size.
 BY_DESIGN = frozenset({"source", "percentiles", "chart_bucket_s", "chart_series"})
@@ -44,8 +47,8 @@ def differences(rollups: Any, rows: Any, path: str = "") -> list[str]:
 
 
 def _same_value(name: str, rollups: Any, rows: Any) -> bool:
-    if name in SKETCHED and rows is not None and rollups is not None:
-        integer = not name.startswith("lag_seconds")
+    if name in SKETCHED | STAGE_PERCENTILES and rows is not None and rollups is not None:
+        integer = not name.startswith("lag_seconds") and name not in STAGE_PERCENTILES
         linear = RESOLUTION / 2 if abs(rows) < LINEAR_LIMIT else 0.0
         allowed = max(RELATIVE_ACCURACY * abs(rows), linear) + 0.5 * integer
         return bool(abs(rollups - rows) <= allowed * (1 + 1e-9))

@@ -127,6 +127,7 @@ def _truth_sample(group: SimulatedGroup) -> dict[str, dict[str, Any]]:
     for member in group.members:
         read = snapshot(group, member.index, last_known=True)
         stats = read.stats
+        applier = read.applier.with_lag(read.read_at_us)
         sample[member.uuid] = {
             "state": str(group.group_state(member)),
             "applied": stats.count_transactions_remote_applied,
@@ -136,7 +137,10 @@ def _truth_sample(group: SimulatedGroup) -> dict[str, dict[str, Any]]:
             "rollback": stats.count_transactions_local_rollback,
             "cert_queue": stats.count_transactions_in_queue,
             "applier_queue": stats.count_transactions_remote_in_applier_queue,
-            "lag": read.applier.with_lag(read.read_at_us).applier_lag_seconds,
+            "lag": applier.applier_lag_seconds,
+            "transport": applier.transport_seconds,
+            "waiting": applier.waiting_seconds,
+            "apply": applier.apply_seconds,
         }
     return sample
 
@@ -429,6 +433,25 @@ class TestAgainstTheSimulator:
         assert member["applier_queue_max"] == pytest.approx(max(queues), abs=queue_step)
         fast = run.members[run.truth.uuids[0]]
         assert fast["applier_queue_max"] < member["applier_queue_max"] / 10
+
+    def test_lag_by_stage(self, run):
+        """Members 0 and 2's stage percentiles and maxima are the simulator's; waiting is 2's lag."""
+        stages = {(s["member_id"], s["stage"]): s for s in run.summary["lag_stages"]}
+        assert len(stages) == 3 * 3
+        for index in (0, SLOW):
+            for stage in ("transport", "waiting", "apply"):
+                values = [float(v) for v in run.truth.series(index, stage)]
+                step = _max_step(values)
+                got = stages[run.truth.uuids[index], stage]
+                assert (got["samples"], got["unknown"]) == (ROUNDS, None)
+                for q in (0.5, 0.95, 0.99):
+                    expected = _nearest_rank(values, q)
+                    assert got[f"p{round(q * 100)}"] == pytest.approx(
+                        expected, abs=step + 0.01 * abs(expected) + 0.0005
+                    )
+                assert got["max"] == pytest.approx(max(values), abs=step)
+        slow, fast = (stages[run.truth.uuids[i], "waiting"] for i in (SLOW, 0))
+        assert slow["p50"] > 1 > fast["max"]
 
     def test_flow_control_throttling(self, run):
         """Seconds with an ONLINE member's queue over the threshold match the simulator's."""
