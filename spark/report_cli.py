@@ -49,7 +49,8 @@ figures, per member and for the group: throughput (applied, proposed, checked pe
 second; a counter that goes down is a reset, e.g. a restart, not a negative rate);
 conflict rate and local rollback ratio; certifier and applier queue p50/p95/max;
 COUNT_TRANSACTIONS_ROWS_VALIDATING per hour and its slope; seconds in each MEMBER_STATE;
-every UNREACHABLE and not-connected episode; APPLIER_LAG_SECONDS p50/p95/p99/max; time
+every UNREACHABLE and not-connected episode; APPLIER_LAG_SECONDS p50/p95/p99/max, and
+of its stages (transport, waiting, apply; unknown on MySQL 5.7, never 0); time
 writers were throttled by flow control; how many GTIDs gtid_executed ran ahead of
 TRANSACTIONS_COMMITTED_ALL_MEMBERS; the worst minutes by lag, applier queue and
 conflict rate. An empty range writes a summary that says so and exits 0.
