@@ -178,7 +178,7 @@ def test_the_demo_checks_name_what_a_run_lacks(tmp_path: Path) -> None:
     """A run that printed nothing fails the checks, each problem saying what is missing."""
     found = problems("", "", tmp_path, 10.0, 180.0)
     assert "0 processes named, not 3 agents, collector, ingest, report" in found
-    assert "0 boxed tables, not members x3 and events" in found
+    assert "0 vertical tables, not 3" in found
 
 
 def test_the_demo_checks_read_both_table_forms() -> None:
