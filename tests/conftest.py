@@ -16,8 +16,13 @@ os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 # C1 alone, as the tests' own Spark session does (tests/spark/conftest.py): the tests' jobs are
 # small, and C2's compiler threads took more CPU than they saved, CPU that the other test
 # worker needs. A small report: 17.3 -> 10.8 s of CPU, 11.8 -> 9.8 s of wall (docs/benchmarks.md,
-# "Test suite"). Each JVM notes it on stderr ("Picked up JAVA_TOOL_OPTIONS: ...").
-os.environ.setdefault("JAVA_TOOL_OPTIONS", "-XX:TieredStopAtLevel=1")
+# "Test suite"). Nor do they verify the bytecode of Spark's jars as they load it (the jars
+# pip installed, which every run verified again): a session up in 8.4-8.8 s instead of
+# 10.4-11.1 s. Each JVM notes it on stderr ("Picked up JAVA_TOOL_OPTIONS: ...").
+os.environ.setdefault(
+    "JAVA_TOOL_OPTIONS",
+    "-XX:TieredStopAtLevel=1 -XX:+UnlockDiagnosticVMOptions -XX:-BytecodeVerificationRemote",
+)
 
 import pytest
 from _pytest.nodeid import coerce_node_id
