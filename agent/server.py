@@ -51,6 +51,7 @@ from grstats.agent.limits import (
 )
 from grstats.agent.log import ThrottledWarning
 from grstats.agent.messages import OWN_BUILD
+from grstats.agent.rows.schema import REPLICATION_GROUP_EVENTS
 from grstats.agent.served import Served, Table
 from grstats.proto import grstats_pb2 as pb
 from grstats.proto import grstats_pb2_grpc as pb_grpc
@@ -436,12 +437,37 @@ class QueryServicer(pb_grpc.QueryServicer):  # type: ignore[misc]
             fault = source_report_to_wire(self._reporter.source_report())
             if fault is not None:
                 answer.source_fault.CopyFrom(fault)
+        since = request.events_since_us
+        if since and EVENTS_TABLE in names:  # built for this query: not the cached encoding
+            answer.tables.extend(
+                table_to_wire(
+                    name, *(_since(tables[name], since) if name == EVENTS_TABLE else tables[name])
+                )
+                for name in names
+            )
+            return answer
         if request.extended:
             answer.tables.extend(table_to_wire(name, *tables[name]) for name in names)
             return answer
         # Serialized messages concatenate as a merge: the cached tables, then this answer's fields.
         own: bytes = answer.SerializeToString()
         return self._encoded_tables(tables, names) + own
+
+
+#: The table ``QueryRequest.events_since_us`` filters, and the column it filters on.
+EVENTS_TABLE = REPLICATION_GROUP_EVENTS.name
+_EVENT_TIME = next(
+    index
+    for index, column in enumerate(REPLICATION_GROUP_EVENTS.columns)
+    if column.name == "EVENT_TIME"
+)
+
+
+def _since(table: Table, since_us: int) -> Table:
+    """The events of ``table`` whose EVENT_TIME is at or after ``since_us`` (µs)."""
+    columns, rows = table
+    kept = [row for row in rows if isinstance(at := row[_EVENT_TIME], int) and at >= since_us]
+    return columns, kept
 
 
 def _serialized(response: Message | bytes) -> bytes:

@@ -7,10 +7,10 @@ and logs ``agent_failover``; the poller then stays with the agent that answered.
 serves every member's rows, so which one answers changes nothing but the record's ``agent``.
 
 Every :attr:`PollerSettings.events_every_s` (and on the first poll) the poll also asks the
-agent that answered for the group's events, in a call of its own: an agent older than the
-events table refuses it (logged once, ``events_unavailable``) and the snapshot is spooled
-all the same. The record holds only the events the previous answer did not
-(:mod:`grstats.collector.events` says why that, and not a time cut).
+agent that answered for the group's events, in a call of its own: the recent ones, and the
+whole list hourly, at the first ask and after a failover. An agent older than the events
+table refuses it (logged once, ``events_unavailable``) and the snapshot is spooled all the
+same. The record holds only the events not taken before (:mod:`grstats.collector.events`).
 
 :class:`Schedule` spaces polls ``interval_s`` apart on a fixed grid; when a poll overruns, the
 ticks it covered are skipped (and counted), never made up in a burst.
@@ -57,6 +57,13 @@ MAX_TIMEOUT_S = 60.0
 #: How often a poll also asks for the group's events, seconds: an event is spooled at most
 #: this long after the agent asked holds it (its EVENT_TIME is its own, whenever spooled).
 EVENTS_EVERY_S = 10.0
+#: How far back, by the answering agent's clock, the asks between whole lists reach, seconds:
+#: an event that reaches the agent later than this after its EVENT_TIME (its reporter cut off,
+#: or its clock behind by more) waits for the next whole list.
+EVENTS_LATE_S = 600.0
+#: How often a poll asks for the agent's whole list of events, seconds (besides the first ask
+#: and the first after a failover).
+EVENTS_WHOLE_EVERY_S = 3600.0
 #: The label of the one group of ``--node``: its metrics', logs' and progress' ``group_label``
 #: always, its records' while its agents answer no label of their own.
 DEFAULT_GROUP_LABEL = records.DEFAULT_GROUP_LABEL
@@ -194,9 +201,11 @@ class Poller:
         self._answering = True  # until a poll fails; failovers are logged on the way down
         self.failovers = 0  #: times the poller moved on from an agent that stopped answering
         self._request = pb.QueryRequest(tables=list(TABLE_NAMES), extended=True)
-        self._events_request = pb.QueryRequest(tables=[EVENTS_TABLE])
         self._events = NewEvents()
         self._events_asked_us: int | None = None  # when a poll last had the events
+        self._events_whole_us: int | None = None  # when a poll last had the whole list
+        self._events_from = ""  # the agent whose events were taken last
+        self._events_served_us = 0  # its clock at that answer
         self._events_failing = False
 
     @property
@@ -252,8 +261,15 @@ class Poller:
         if asked is not None and collected_at_us - asked < due:
             return
         self._events_asked_us = collected_at_us
+        whole = (
+            node != self._events_from
+            or self._events_whole_us is None
+            or collected_at_us - self._events_whole_us >= EVENTS_WHOLE_EVERY_S * 1_000_000
+        )
+        since = 0 if whole else max(1, self._events_served_us - int(EVENTS_LATE_S * 1_000_000))
+        request = pb.QueryRequest(tables=[EVENTS_TABLE], events_since_us=since)
         try:
-            response = await self._call(node, self._events_request)
+            response = await self._call(node, request)
             columns, rows = events_from_response(response, agent=node)
         except grpc.aio.AioRpcError as exc:
             reason = self._describe(exc)
@@ -263,7 +279,10 @@ class Poller:
             if self._events_failing:
                 self._log.info("events_available", node=node)
                 self._events_failing = False
-            new = self._events.take(columns, rows)
+            new = self._events.take(columns, rows, whole=whole)
+            self._events_from, self._events_served_us = node, response.served_at_us
+            if whole:
+                self._events_whole_us = collected_at_us
             if new:
                 record["events"] = {"columns": columns, "rows": new}
             return

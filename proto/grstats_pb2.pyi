@@ -319,12 +319,14 @@ class Table(_message.Message):
     def __init__(self, name: _Optional[str] = ..., columns: _Optional[_Iterable[str]] = ..., rows: _Optional[_Iterable[_Union[Row, _Mapping]]] = ...) -> None: ...
 
 class QueryRequest(_message.Message):
-    __slots__ = ("tables", "extended")
+    __slots__ = ("tables", "extended", "events_since_us")
     TABLES_FIELD_NUMBER: _ClassVar[int]
     EXTENDED_FIELD_NUMBER: _ClassVar[int]
+    EVENTS_SINCE_US_FIELD_NUMBER: _ClassVar[int]
     tables: _containers.RepeatedScalarFieldContainer[str]
     extended: bool
-    def __init__(self, tables: _Optional[_Iterable[str]] = ..., extended: _Optional[bool] = ...) -> None: ...
+    events_since_us: int
+    def __init__(self, tables: _Optional[_Iterable[str]] = ..., extended: _Optional[bool] = ..., events_since_us: _Optional[int] = ...) -> None: ...
 
 class SourceFault(_message.Message):
     __slots__ = ("kind", "message", "fix", "since_us")

@@ -158,13 +158,22 @@ ADDED_AT: dict[int, frozenset[tuple[str, str]]] = {
     ),
     # the members' events: two messages (a whole message is (name, "*")), a value of the
     # Update oneof and a Key
-    3: frozenset({("Event", "*"), ("Events", "*"), ("Update", "events"), ("Key", "KEY_EVENTS")}),
+    # and the events a query asks for (QueryRequest.events_since_us)
+    3: frozenset(
+        {
+            ("Event", "*"),
+            ("Events", "*"),
+            ("Update", "events"),
+            ("Key", "KEY_EVENTS"),
+            ("QueryRequest", "events_since_us"),
+        }
+    ),
 }
 #: The wire contract's fingerprint at each revision (:func:`contract_fingerprint`).
 CONTRACT_AT = {
     1: "317ec6ef931a0e19",  # as main at d38a8b3 declares it
     2: "5062183cd34b1412",
-    3: "8e66247054eb657f",
+    3: "53830bb6bf9507a8",  # with QueryRequest.events_since_us (revision 3 never released without it)
 }
 
 

@@ -10,9 +10,10 @@ from grstats.agent.rows import REPLICATION_GROUP_EVENTS
 from grstats.collector.columns import SegmentColumns
 from grstats.collector.errors import RecordError
 from grstats.collector.events import NewEvents
-from grstats.collector.poller import Poller, PollerSettings
-from grstats.collector.records import EVENT_COLUMNS, record_events
-from tests.agent.test_runtime import START_S, start_group
+from grstats.collector.poller import EVENTS_LATE_S, Poller, PollerSettings
+from grstats.collector.records import EVENT_COLUMNS, events_from_response, record_events
+from grstats.proto import grstats_pb2 as pb
+from tests.agent.test_runtime import START_S, start_group, stop_all
 
 if TYPE_CHECKING:
     from grstats.collector.records import Cell, Record
@@ -38,6 +39,19 @@ def test_only_rows_the_previous_answer_lacked_are_new() -> None:
     assert seen.take(["T", "N"], [first, second]) == [second]
     assert seen.take(["T", "N"], [first, second]) == []
     assert seen.take(["T", "N", "M"], [[*first, ""]]) == [[*first, ""]]
+
+
+def test_recent_answers_add_and_whole_ones_forget() -> None:
+    """Between whole lists an event left out of a recent answer is not new again; a whole list forgets what it lacks."""
+    seen = NewEvents()
+    old: list[Cell] = [1, "x"]
+    recent: list[Cell] = [900, "y"]
+    assert seen.take(["T", "N"], [old]) == [old]
+    assert seen.take(["T", "N"], [recent], whole=False) == [recent]
+    assert seen.take(["T", "N"], [recent], whole=False) == []
+    assert seen.take(["T", "N"], [old, recent]) == []  # the whole list: nothing new
+    assert seen.take(["T", "N"], [recent]) == []  # the agent no longer keeps the old one
+    assert seen.take(["T", "N"], [old, recent]) == [old]  # so it is new if it comes back
 
 
 def test_a_record_without_events_holds_none() -> None:
@@ -84,12 +98,24 @@ async def test_the_poller_spools_a_failovers_events_once() -> None:
     """primary-failover over gRPC: all events on the first poll, then only the new election."""
     group = await start_group(3, "primary-failover")
     poller = Poller(PollerSettings((group.agents[1].address,), events_every_s=0))
+    asked: list[int] = []  # each events ask's events_since_us
+    call = poller._call
+
+    async def watched(node: str, request: pb.QueryRequest) -> pb.QueryResponse:
+        if list(request.tables) == [REPLICATION_GROUP_EVENTS.name]:
+            asked.append(request.events_since_us)
+        return await call(node, request)
+
+    poller._call = watched  # type: ignore[method-assign]
     try:
         await group.rounds(25)  # from 10 s to 35 s: member 0 crashed at 30 s
+        first_at = group.clock.us()
         first = await poller.poll()
         served = group.agents[1].tables(extended=False)[REPLICATION_GROUP_EVENTS.name][1]
         assert [tuple(row) for row in record_events(first)] == served
         assert "events" not in await poller.poll()  # nothing new
+        # the whole list first, then the last EVENTS_LATE_S by the answering agent's clock
+        assert asked == [0, first_at - int(EVENTS_LATE_S * 1_000_000)]
         await group.rounds(8)  # expelled at 40 s, a secondary elected
         later: Record = await poller.poll()
         new = record_events(later)
@@ -102,3 +128,34 @@ async def test_the_poller_spools_a_failovers_events_once() -> None:
         await poller.aclose()
         for agent in group.agents:
             await agent.stop(grace_s=0)
+
+
+async def test_the_agent_answers_the_events_since_when_asked() -> None:
+    """QueryRequest.events_since_us keeps the events at or after it; the next plain ask has them all."""
+    group = await start_group(3, "primary-failover")
+    poller = Poller(PollerSettings((group.agents[0].address,)))
+    try:
+        await group.rounds(35)  # the crash at 30 s, seen UNREACHABLE at 35 s, expelled at 40 s
+        node = group.agents[0].address
+        plain = pb.QueryRequest(tables=[REPLICATION_GROUP_EVENTS.name])
+        every = table_rows(await poller._call(node, plain))
+        assert len(set(every)) > 1
+        since = sorted(every)[len(every) // 2]
+        cut = pb.QueryRequest(tables=[REPLICATION_GROUP_EVENTS.name], events_since_us=since)
+        kept = table_rows(await poller._call(node, cut))
+        assert kept == [at for at in every if at >= since]
+        assert kept != every
+        again = table_rows(await poller._call(node, plain))
+        assert again == every
+    finally:
+        await poller.aclose()
+        await stop_all(group)
+
+
+def table_rows(response: pb.QueryResponse) -> list[int]:
+    """The EVENT_TIME of each row of the events table of ``response``, in its order."""
+    columns, rows = events_from_response(response, agent="test")
+    assert columns[0] == "EVENT_TIME"
+    times = [row[0] for row in rows]
+    assert all(isinstance(at, int) for at in times)
+    return [int(at) for at in times if isinstance(at, int)]
