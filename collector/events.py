@@ -1,8 +1,9 @@
 """Which of the group's events the collector has not spooled yet.
 
 Every agent serves every member's events (``replication_group_events``), each member's kept
-7 days, at most its newest 500 (:mod:`grstats.agent.events`): a whole list is some 100 KB
-for a group of 9 after a day of hourly failovers. So the collector asks for the events every
+7 days, at most its newest 500 (:mod:`grstats.agent.events`): a whole list is 216 KB for a
+group of 9 after a day of hourly failovers (``tests/benchmarks/bench_events.py``). So the
+collector asks for the events every
 :attr:`grstats.collector.poller.PollerSettings.events_every_s`, only those of the last
 :data:`~grstats.collector.poller.EVENTS_LATE_S` by the agent's clock
 (``QueryRequest.events_since_us``), and for the whole list every

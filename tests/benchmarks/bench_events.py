@@ -12,7 +12,9 @@ whole list travels once to each of the 8 other agents. From the measured hour th
   every second;
 * the registry: one agent's SQLite file holding the day's events of all 9 members, its size
   and how long one save of the 9 records takes;
-* the agent's memory for the day's events (the Python objects of all 9 lists).
+* the agent's memory for the day's events (the Python objects of all 9 lists);
+* what the collector's asks cost: the events table of a Query answer with the whole day's
+  lists, and with the last 10 minutes only (``QueryRequest.events_since_us``).
 
 Usage: ``python -m tests.benchmarks.bench_events [--json FILE]`` (about 10 s).
 """
@@ -29,11 +31,11 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from grstats.agent.convert import update_to_wire
+from grstats.agent.convert import table_to_wire, update_to_wire
 from grstats.agent.events import MAX_EVENTS
 from grstats.agent.gossip import Counts, Events, Key, Stamp, Update
 from grstats.agent.registry import SqliteRegistry
-from grstats.agent.rows import EventRow, MemberStatsRow
+from grstats.agent.rows import REPLICATION_GROUP_EVENTS, EventRow, MemberStatsRow
 from grstats.agent.runtime import Agent
 from grstats.agent.sim.scenario import load_scenario
 from grstats.agent.sources.simulated import SimulatedSource
@@ -75,6 +77,18 @@ def wire_bytes(member: str, events: tuple[EventRow, ...]) -> int:
     """The protobuf size of one EVENTS update of ``member`` holding ``events``."""
     update = Update(member, Stamp(int(START_S * 1_000_000), 1), Key.EVENTS, Events(events), 0)
     size: int = update_to_wire(update).ByteSize()
+    return size
+
+
+def query_bytes(lists: dict[str, tuple[EventRow, ...]], last_s: int) -> int:
+    """The events table of a Query answer holding ``lists`` (the last ``last_s`` only, if set)."""
+    rows = sorted((e for events in lists.values() for e in events), key=lambda e: e.event_time)
+    if last_s:
+        newest = rows[-1].event_time
+        rows = [e for e in rows if e.event_time >= newest - last_s * 1_000_000]
+    columns = REPLICATION_GROUP_EVENTS.columns
+    table = table_to_wire(REPLICATION_GROUP_EVENTS.name, columns, [e.values() for e in rows])
+    size: int = table.ByteSize()
     return size
 
 
@@ -138,6 +152,8 @@ def main() -> int:
         "events_per_failover_by_member": sorted(counts.values()),
         "events_kept_after_a_day": sum(len(e) for e in day_lists.values()),
         "largest_events_value_bytes": max(wire_bytes(m, e) for m, e in day_lists.items()),
+        "collector_whole_list_bytes": query_bytes(day_lists, 0),
+        "collector_last_10_min_bytes": query_bytes(day_lists, 600),
         "wire_bytes_per_day_group": day_bytes,
         "counts_wire_bytes_per_day_group": counts_day,
         "registry_bytes_with_events": sizes,
