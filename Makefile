@@ -4,11 +4,11 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 PIP := $(BIN)/python -m pip --disable-pip-version-check
-# Test processes (pytest-xdist workers). Most tests wait on timers and sockets, so 2 workers
-# halve the suite on 2 cores. Three were tried (docs/benchmarks.md, "Test suite"): 9 min 38 s
-# once in this checkout, but 10 min 27 s and 10 min 52 s on fresh clones, each with a failure
-# of a timing-sensitive test; not kept. Each worker that runs Spark tests has its own JVM.
-TEST_WORKERS ?= 2
+# Test processes (pytest-xdist workers). Most tests wait on timers, sockets and processes, so
+# 3 workers keep 2 cores busier than 2 do: 8 min 55 s against 9 min 49 s (docs/benchmarks.md,
+# "Test suite"; an earlier try with 3 failed two timing-sensitive tests, mended since). Each
+# worker that runs Spark tests has its own JVM.
+TEST_WORKERS ?= 3
 PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
 
 .DEFAULT_GOAL := help
