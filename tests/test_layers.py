@@ -8,12 +8,16 @@ setting such as ``spark.python.daemon.module``). docs/architecture.md draws the 
 from __future__ import annotations
 
 import ast
+import functools
 import graphlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+
+#: Its tests share one parse of every module (:func:`all_imports`, 2 s): on one worker.
+pytestmark = pytest.mark.xdist_group("layers")
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
@@ -168,7 +172,10 @@ def imports_of(module: str, path: Path) -> Iterator[Import]:
                 yield Import(module, target, getattr(node, "lineno", 0), by_string)
 
 
-ALL_IMPORTS = [found for module, path in MODULES.items() for found in imports_of(module, path)]
+@functools.cache
+def all_imports() -> tuple[Import, ...]:
+    """Every import of every grstats module: parsed once a run, when a test first asks."""
+    return tuple(found for module, path in MODULES.items() for found in imports_of(module, path))
 
 
 def test_every_module_is_in_a_layer() -> None:
@@ -179,7 +186,7 @@ def test_every_module_is_in_a_layer() -> None:
 
 def test_the_string_imports_are_seen() -> None:
     """The scanner reads imports by string: the command root loads its subcommands that way."""
-    strings = {(i.importer, i.imported) for i in ALL_IMPORTS if i.by_string}
+    strings = {(i.importer, i.imported) for i in all_imports() if i.by_string}
     assert ("grstats.cli", "grstats.spark.cli") in strings
     assert ("grstats.cli", "grstats.collector.cli") in strings
 
@@ -191,7 +198,7 @@ def test_no_import_goes_up_a_layer(module: str) -> None:
     upward = [
         f"{MODULES[module].relative_to(ROOT)}:{i.line} imports {i.imported} "
         f"({LAYERS[layer_of(i.imported)][0]}){' by string' if i.by_string else ''}"
-        for i in ALL_IMPORTS
+        for i in all_imports()
         if i.importer == module and layer_of(i.imported) > own
     ]
     assert not upward, f"{module} ({LAYERS[own][0]}) imports from above:\n" + "\n".join(upward)
@@ -218,7 +225,7 @@ def test_only_the_wire_modules_import_protobuf() -> None:
     """grstats.proto is imported by the wire modules and the Query clients, by nothing else."""
     importers = {
         i.importer
-        for i in ALL_IMPORTS
+        for i in all_imports()
         if i.imported.startswith("grstats.proto") and not i.importer.startswith("grstats.proto")
     }
     assert importers == WIRE_MODULES
@@ -236,7 +243,7 @@ def cycle_in(graph: dict[str, set[str]]) -> list[str]:
 def test_there_is_no_import_cycle() -> None:
     """No two grstats modules import each other, directly or through others."""
     graph: dict[str, set[str]] = {module: set() for module in MODULES}
-    for found in ALL_IMPORTS:
+    for found in all_imports():
         graph[found.importer].add(found.imported)
     assert cycle_in(graph) == []
 

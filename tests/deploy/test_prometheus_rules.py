@@ -58,7 +58,7 @@ LONGEST_SCRAPE_S = 75
 
 def rule_groups() -> list[dict[str, Any]]:
     """The rule groups of the rules file."""
-    groups = yaml.safe_load(RULES.read_text(encoding="utf-8"))["groups"]
+    groups = yaml.load(RULES.read_text(encoding="utf-8"), Loader=yaml.CSafeLoader)["groups"]
     assert isinstance(groups, list)
     return groups
 
