@@ -1,10 +1,15 @@
 """Exactly once: ingest killed with SIGKILL anywhere, then run again, loses and duplicates nothing.
 
-Each test runs the real command as a process that kills itself at one point of the load
-(``python -m tests.spark.crashing_ingest POINT spark ingest ...``, which wraps the ingest's own
-steps), then kills what is left of it (Spark's JVM and Python workers, as a crash of the
-machine would), runs ingest again and checks the table against the spool row by row. One more
-test kills ``python -m grstats spark ingest ...`` from outside at a random moment.
+Each test kills a load at one point (tests/spark/crashing_ingest.py wraps the ingest's own
+steps), runs ingest again and checks the table against the spool row by row. During the Spark
+job (``job:2``) the real command runs as a process that kills itself
+(``python -m tests.spark.crashing_ingest POINT spark ingest ...``), and then what is left of
+it is killed too (Spark's JVM and Python workers, as a crash of the machine would). The points
+after the job are the driver's own steps, file operations: there the load runs in the test's
+process, its job on the run's Spark session, and goes on in a fork of the process that kills
+itself at the point (SIGKILL: no ``finally``, no cleanup), without a JVM of its own to start
+for each point. One more test kills ``python -m grstats spark ingest ...`` from outside at a
+random moment.
 """
 
 from __future__ import annotations
@@ -17,10 +22,11 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from grstats.spark import ingest
 from grstats.spark.ingest import run_ingest
 from grstats.spark.table import (
     DATA_DIR,
@@ -31,6 +37,7 @@ from grstats.spark.table import (
     TableLog,
     read_member_rows,
 )
+from tests.spark import crashing_ingest
 from tests.spark.spool import expected_rows, make_record, row_key, write_spool
 
 if TYPE_CHECKING:
@@ -52,6 +59,8 @@ LEFT_AT = {
 }
 #: The points after the commit: the next run puts the files in place and loads nothing.
 AFTER_COMMIT = ("committed", "publishing:1")
+#: The points after the Spark job: a fork of the test's process crashes there (crash_a_fork).
+AFTER_JOB = ("staged", "quarantined", "arranged", *AFTER_COMMIT)
 #: The repository's root: the crashing entry module runs from there (python -m tests.spark...).
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -83,6 +92,50 @@ def ingest_process(spool: Path, table: Path, point: str | None) -> subprocess.Po
         stderr=subprocess.PIPE,
         start_new_session=True,
     )
+
+
+class _Forked(Exception):
+    """Ends the parent's load once the fork that went on with it has died."""
+
+
+def crash_a_fork(
+    spark: SparkSession, spool: Path, table: Path, point: str, patch: pytest.MonkeyPatch
+) -> int:
+    """Load here up to the end of the Spark job, crash a fork at ``point``; its wait status.
+
+    ``point`` is one of :data:`AFTER_JOB`. The fork runs only the driver's steps after the job (no Spark, no gRPC), and never returns
+    to pytest: whatever happens in it, it ends in SIGKILL or ``os._exit``. This process leaves
+    the load as soon as the fork has died, taking nothing further.
+    """
+    parent = os.getpid()
+    status: int | None = None
+    stage = ingest._stage
+
+    def stage_then_fork(*args: Any, **kwargs: Any) -> Any:
+        nonlocal status
+        staged = stage(*args, **kwargs)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        child = os.fork()
+        if child == 0:  # the fork: crash at the point, or arm it and go on with the load
+            if point == "staged":
+                crashing_ingest.crash(point)
+            crashing_ingest.arm(point)
+            return staged
+        _, status = os.waitpid(child, 0)
+        raise _Forked
+
+    with patch.context() as patched:
+        patched.setattr(ingest, "_stage", stage_then_fork)
+        try:
+            run_ingest(spark, spool, table)
+        except _Forked:
+            pass
+        finally:
+            if os.getpid() != parent:
+                os._exit(70)  # the fork did not crash at its point; never back into pytest
+    assert status is not None, "the load ended before its Spark job"
+    return status
 
 
 def kill_what_is_left(process: subprocess.Popen[bytes]) -> None:
@@ -126,16 +179,24 @@ def assert_loaded_exactly_once(
 
 
 @pytest.mark.parametrize("point", CRASH_POINTS)
-def test_killed_at_a_point_then_run_again(spark: SparkSession, tmp_path: Path, point: str) -> None:
+def test_killed_at_a_point_then_run_again(
+    spark: SparkSession, tmp_path: Path, point: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Killed at ``point``, the next run completes the load: every row once, no leftovers."""
     spool, table = tmp_path / "spool", tmp_path / "table"
     good, corrupt = spool_with_a_corrupt_segment(spool)
     expected = expected_rows(good)  # before the first run moves the corrupt segment away
-    process = ingest_process(spool, table, point)
-    _, stderr = process.communicate(timeout=300)
-    assert process.returncode == -signal.SIGKILL, stderr.decode()
-    assert f"crashing at {point}\n" in stderr.decode()  # this kill, not another death
-    kill_what_is_left(process)
+    if point in AFTER_JOB:
+        status = crash_a_fork(spark, spool, table, point, monkeypatch)
+        # SIGKILL comes only from crashing_ingest.crash: this kill, not another death
+        assert os.WIFSIGNALED(status), f"the fork exited {os.waitstatus_to_exitcode(status)}"
+        assert os.WTERMSIG(status) == signal.SIGKILL
+    else:
+        process = ingest_process(spool, table, point)
+        _, stderr = process.communicate(timeout=300)
+        assert process.returncode == -signal.SIGKILL, stderr.decode()
+        assert f"crashing at {point}\n" in stderr.decode()  # this kill, not another death
+        kill_what_is_left(process)
     left = left_behind(table, corrupt)
     if point == "job:2":  # the held tasks staged nothing, nothing was moved or copied
         assert 0 < left[0] < len(good), left
