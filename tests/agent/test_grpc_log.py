@@ -108,7 +108,11 @@ def test_agents_with_the_wrong_ca(cas: tuple[Path, Path], tmp_path: Path) -> Non
     ]
     try:
         deadline = time.monotonic() + 30
-        while not (handshake_failures(logs[0]) and CORE_LINE.search(logs[1].read_text())):
+        while not (
+            handshake_failures(logs[0])
+            and handshake_failures(logs[1])  # each side's own failed dial, logged
+            and CORE_LINE.search(logs[1].read_text())
+        ):
             assert all(agent.poll() is None for agent in agents), [p.read_text() for p in logs]
             assert time.monotonic() < deadline, [p.read_text() for p in logs]
             time.sleep(0.2)
