@@ -437,17 +437,11 @@ class QueryServicer(pb_grpc.QueryServicer):  # type: ignore[misc]
             fault = source_report_to_wire(self._reporter.source_report())
             if fault is not None:
                 answer.source_fault.CopyFrom(fault)
-        since = request.events_since_us
-        if since and EVENTS_TABLE in names:  # built for this query: not the cached encoding
+        since = request.events_since_us if EVENTS_TABLE in names else 0
+        if request.extended or since:  # built for this query: not the cached encoding
             answer.tables.extend(
-                table_to_wire(
-                    name, *(_since(tables[name], since) if name == EVENTS_TABLE else tables[name])
-                )
-                for name in names
+                table_to_wire(name, *_since(name, tables[name], since)) for name in names
             )
-            return answer
-        if request.extended:
-            answer.tables.extend(table_to_wire(name, *tables[name]) for name in names)
             return answer
         # Serialized messages concatenate as a merge: the cached tables, then this answer's fields.
         own: bytes = answer.SerializeToString()
@@ -463,9 +457,11 @@ _EVENT_TIME = next(
 )
 
 
-def _since(table: Table, since_us: int) -> Table:
-    """The events of ``table`` whose EVENT_TIME is at or after ``since_us`` (µs)."""
+def _since(name: str, table: Table, since_us: int) -> Table:
+    """Table ``name``; the events only those whose EVENT_TIME is at or after ``since_us`` (µs)."""
     columns, rows = table
+    if name != EVENTS_TABLE or not since_us:
+        return table
     kept = [row for row in rows if isinstance(at := row[_EVENT_TIME], int) and at >= since_us]
     return columns, kept
 
