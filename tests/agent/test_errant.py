@@ -44,12 +44,57 @@ def test_the_groups_own_gtids_are_never_errant() -> None:
     assert found == {DB1: GtidSet(), DB2: GtidSet()}
 
 
-def test_a_uuid_the_group_also_has_is_never_errant() -> None:
-    """A channel's GTIDs another member has not applied yet are not errant (no false alarm)."""
+def test_the_most_advanced_members_channel_gtids_are_in_flight_not_errant() -> None:
+    """A primary's inbound-channel GTIDs the secondaries have not applied yet are not errant (no false alarm)."""
     found = errant_transactions(
-        {DB1: sample(f"{ASYNC_SOURCE}:1-500"), DB2: sample(f"{ASYNC_SOURCE}:1-480")}, (GROUP,)
+        {
+            DB1: sample(f"{GROUP}:1-100,{ASYNC_SOURCE}:1-500"),
+            DB2: sample(f"{GROUP}:1-97,{ASYNC_SOURCE}:1-480"),
+            DB3: sample(f"{GROUP}:1-99,{ASYNC_SOURCE}:1-490"),
+        },
+        (GROUP,),
     )
-    assert found == {DB1: GtidSet(), DB2: GtidSet()}
+    assert found == {DB1: GtidSet(), DB2: GtidSet(), DB3: GtidSet()}
+
+
+def test_a_write_under_a_uuid_the_group_has_is_errant() -> None:
+    """C's c:2 is errant though A and B have c:1 (compare_member_transaction_sets; Shell's check_replica_gtid_state)."""
+    before = {
+        DB1: sample(f"{GROUP}:1-100,{DB3}:1"),
+        DB2: sample(f"{GROUP}:1-100,{DB3}:1"),
+        DB3: sample(f"{GROUP}:1-90,{DB3}:1-2"),
+    }
+    found = errant_transactions(before, (GROUP,))
+    assert found == {DB1: GtidSet(), DB2: GtidSet(), DB3: GtidSet.parse(f"{DB3}:2")}
+
+
+def test_the_standard_repair_leaves_nothing_errant() -> None:
+    """After an empty transaction of c:2 on A and B (Shell's advice for errant GTIDs), no member is errant."""
+    repaired = {
+        DB1: sample(f"{GROUP}:1-100,{DB3}:1-2"),
+        DB2: sample(f"{GROUP}:1-100,{DB3}:1-2"),
+        DB3: sample(f"{GROUP}:1-100,{DB3}:1-2"),
+    }
+    assert errant_transactions(repaired, (GROUP,)) == {m: GtidSet() for m in repaired}
+    partly = {**repaired, DB2: sample(f"{GROUP}:1-100,{DB3}:1")}  # repaired on A only
+    assert errant_transactions(partly, (GROUP,)) == {m: GtidSet() for m in repaired}
+
+
+def test_an_errant_write_in_a_multi_primary_group() -> None:
+    """Each writer lacks the others' newest commits; a write of a shared UUID outside the group is still errant."""
+    found = errant_transactions(
+        {
+            DB1: sample(f"{GROUP}:1-100:105,{ASYNC_SOURCE}:1-7"),
+            DB2: sample(f"{GROUP}:1-98:101-103,{ASYNC_SOURCE}:1-7"),
+            DB3: sample(f"{GROUP}:1-99:104,{ASYNC_SOURCE}:1-9,{DB3}:1"),
+        },
+        (GROUP,),
+    )
+    assert found == {
+        DB1: GtidSet(),
+        DB2: GtidSet(),
+        DB3: GtidSet.parse(f"{ASYNC_SOURCE}:8-9,{DB3}:1"),
+    }
 
 
 def test_only_sets_of_the_same_instant_are_compared() -> None:
