@@ -5,10 +5,13 @@ member's own error log only: ``Plugin_gcs_events_handler::on_view_changed``,
 plugin/group_replication/src/gcs_event_handlers.cc, logs "Plugin group_replication reported:
 'Members joined the group: ...'" and the primary's election):
 
-* from two successive reads (:func:`changes`): its MEMBER_STATE and MEMBER_ROLE changing, a
-  new view (VIEW_CHANGE, with the members that joined and left it), the member joining or
-  leaving the group, and the other members of its view turning UNREACHABLE and back (only
-  the others see that);
+* from two successive reads (:func:`changes`): its MEMBER_STATE and MEMBER_ROLE changing, its
+  ``super_read_only`` turning ON or OFF (SUPER_READ_ONLY: a new primary turns it OFF only once
+  its applier has applied the backlog, ``Primary_election_primary_process::
+  primary_election_process_handler`` in plugin_handlers/primary_election_primary_process.cc,
+  so that is when writes can go on), a new view (VIEW_CHANGE, with the members that joined
+  and left it), the member joining or leaving the group, and the other members of its view
+  turning UNREACHABLE and back (only the others see that);
 * its source failing and recovering (:func:`source_event`), flow control beginning and
   ceasing to hold its writers back (:func:`throttle_event`), and what only another agent can
   see: a member's agent turning silent and heard again (:func:`liveness_event`).
@@ -34,6 +37,9 @@ MAX_AGE_S = 7 * 24 * 3600
 #: How many of a member's events are kept, the newest: 500 (a day of a failover every hour
 #: holds about 100: docs/benchmarks.md, "Events").
 MAX_EVENTS = 500
+#: OLD_VALUE and NEW_VALUE of a SUPER_READ_ONLY event, as ``SHOW GLOBAL VARIABLES`` shows a
+#: boolean variable
+ON, OFF = "ON", "OFF"
 #: The event types that come in pairs: one says a condition began, the other that it ended.
 OPPOSITES = {
     EventType.AGENT_SILENT: EventType.AGENT_HEARD,
@@ -96,8 +102,13 @@ def _event(
     return EventRow(after.read_at_us, member, kind, old, new, view, after.member_id, detail)
 
 
+def _on_off(flag: bool) -> str:
+    """A boolean server variable as ``SHOW GLOBAL VARIABLES`` shows it: ON or OFF."""
+    return ON if flag else OFF
+
+
 def _own_changes(before: MemberSnapshot, after: MemberSnapshot) -> list[EventRow]:
-    """The member joining, its state and role changing, and it leaving, in that order."""
+    """The member joining, its state, role and super_read_only changing, and it leaving."""
     me, old, new = after.member_id, before.own_row(), after.own_row()
     found = []
     was_in, is_in = _in_group(before), _in_group(after)
@@ -107,6 +118,10 @@ def _own_changes(before: MemberSnapshot, after: MemberSnapshot) -> list[EventRow
         found.append(_event(after, EventType.MEMBER_STATE, me, (_state(old), _state(new))))
     if _role(old) != _role(new):
         found.append(_event(after, EventType.MEMBER_ROLE, me, (_role(old), _role(new))))
+    was_read_only, is_read_only = before.server.super_read_only, after.server.super_read_only
+    if was_read_only != is_read_only:
+        change = (_on_off(was_read_only), _on_off(is_read_only))
+        found.append(_event(after, EventType.SUPER_READ_ONLY, me, change))
     if was_in and not is_in:
         found.append(_event(after, EventType.LEFT, me, (before.view.view_id, "")))
     return found

@@ -44,6 +44,9 @@ class EventType(enum.StrEnum):
     AGENT_SILENT = "AGENT_SILENT"
     #: another agent hears the member's agent again: CONNECTED YES there
     AGENT_HEARD = "AGENT_HEARD"
+    #: the member's ``@@GLOBAL.super_read_only`` changed, ON or OFF: GR turns it OFF on a
+    #: new primary only once it has applied its backlog, so OFF is when writes can go on
+    SUPER_READ_ONLY = "SUPER_READ_ONLY"
 
 
 #: What an EVENT_TYPE may be: a newer agent's types are kept as they come.

@@ -20,7 +20,19 @@ mode every member that joins, where no primary was replaced. For each:
   PRIMARY, a planned switchover); signs of being fine are SOURCE_RECOVERED, MEMBER_STATE to
   ONLINE and its own election;
 * ``no_primary_s``: from that sign to the election; null when there is none (no old primary
-  known, or no sign in the events).
+  known, or no sign in the events);
+* ``writable_at``: when the new primary could take writes: its first SUPER_READ_ONLY event to
+  OFF at or after its election, before it loses the role or the next election. An elected
+  member stays ``super_read_only`` until its applier has applied the backlog it had, the old
+  primary's last transactions (``Primary_election_primary_process::
+  primary_election_process_handler``, plugin/group_replication/src/plugin_handlers/
+  primary_election_primary_process.cc, waits for ``wait_for_current_events_execution``
+  before ``disable_server_read_mode``). Null when the events hold no such event (its agent
+  older than the event type, or restarted meanwhile, or the range ends first);
+* ``write_outage_s``: from the old primary's first sign of loss to ``writable_at``, or to
+  the election when that is null (a lower bound then); null with ``no_primary_s``;
+* ``write_outage_end``: what ended it: SUPER_READ_ONLY, or MEMBER_ROLE (the election) when
+  ``writable_at`` is null.
 
 All events of a group up to the range's end are read, so that a switchover in range knows the
 election before it; the rows are those whose election is in range. Pure pyarrow and Python:
@@ -33,6 +45,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from grstats.agent.events import OFF
 from grstats.agent.rows import EventType, MemberState, Role
 from grstats.spark.events import in_range, ordered
 from grstats.spark.report.tables import EVENTS, SWITCHOVERS
@@ -99,6 +112,8 @@ def switchovers(found: pa.Table, start: dt.datetime | None, end: dt.datetime | N
             at = election["event_time"]
             if (start is not None and at < start) or (end is not None and at >= end):
                 continue
+            writable = _writable(group, election, after)
+            outage_end = at if writable is None else writable["event_time"]
             rows.append(
                 {
                     "group_label": label,
@@ -111,6 +126,13 @@ def switchovers(found: pa.Table, start: dt.datetime | None, end: dt.datetime | N
                     "no_primary_s": None
                     if lost is None
                     else (at - lost["event_time"]).total_seconds(),
+                    "writable_at": None if writable is None else writable["event_time"],
+                    "write_outage_s": None
+                    if lost is None
+                    else (outage_end - lost["event_time"]).total_seconds(),
+                    "write_outage_end": str(
+                        EventType.MEMBER_ROLE if writable is None else EventType.SUPER_READ_ONLY
+                    ),
                 }
             )
     return pa.Table.from_pylist(rows, schema=SWITCHOVERS)
@@ -129,6 +151,25 @@ def _first_to_lose_primary(
             and event["member_id"] != elected
         ):
             return str(event["member_id"])
+    return None
+
+
+def _writable(group: Sequence[Event], election: Event, before: dt.datetime | None) -> Event | None:
+    """The elected member's first SUPER_READ_ONLY to OFF from its election on, if any.
+
+    None when it loses PRIMARY first, or the next election (``before``) comes first.
+    """
+    member, elected_at = election["member_id"], election["event_time"]
+    for event in group:
+        if before is not None and event["event_time"] >= before:
+            break
+        if event["event_time"] < elected_at or event["member_id"] != member:
+            continue
+        kind = event["event_type"]
+        if kind == EventType.SUPER_READ_ONLY and event["new_value"] == OFF:
+            return event
+        if kind == EventType.MEMBER_ROLE and event["old_value"] == _PRIMARY:
+            return None
     return None
 
 

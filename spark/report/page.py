@@ -488,6 +488,7 @@ def _switchover_section(switchovers: Sequence[dict[str, Any]], labels: dict[str,
             "unknown"
             if s["no_primary_s"] is None
             else f"{_seconds(s['no_primary_s'])} (from {html.escape(str(s['primary_lost_by']))})",
+            _write_outage(s),
         ]
         for s in switchovers[:MAX_EPISODE_ROWS]
     ]
@@ -500,13 +501,36 @@ def _switchover_section(switchovers: Sequence[dict[str, Any]], labels: dict[str,
         f"{title}<p>{len(switchovers)} in this range: a secondary elected primary. Without a "
         "primary: from the first sign of the old primary's loss in the events (its server "
         "lost, its state leaving ONLINE, it leaving the group or the role) to the election, "
-        "on the reporting members' clocks.</p>"
+        "on the reporting members' clocks. Write outage: from the same sign until the new "
+        "primary's super_read_only turned OFF, which Group Replication does only once the new "
+        "primary has applied the backlog it was elected with: after a failover to a lagging "
+        "member it ends well after the election. Where the new primary's events do not say "
+        "(an agent older than the SUPER_READ_ONLY event), it runs to the election: at "
+        "least that long.</p>"
         + _table(
-            ["time (UTC)", "old primary", "new primary", "view", "seconds without a primary"],
+            [
+                "time (UTC)",
+                "old primary",
+                "new primary",
+                "view",
+                "seconds without a primary",
+                "write outage (s)",
+            ],
             rows,
             note,
         )
     )
+
+
+def _write_outage(switchover: dict[str, Any]) -> str:
+    """The write outage's cell: its seconds and its end, or a lower bound without the event."""
+    outage = switchover["write_outage_s"]
+    if outage is None:
+        return "unknown"
+    writable = switchover["writable_at"]
+    if writable is None:
+        return f"at least {_seconds(outage)} (to the election)"
+    return f"{_seconds(outage)} (to SUPER_READ_ONLY OFF at {_fmt(writable)})"
 
 
 #: How the events table shows an empty OLD_VALUE or NEW_VALUE, as ``grstats query events``.

@@ -19,7 +19,9 @@ Times are ISO 8601 UTC with a Z; durations and rates are numbers; unknown figure
 answered, else ``default``); it and ``group_name`` were added to format 1, and
 ``switchovers`` (the primary switchovers in range) and ``events`` (how many events the range
 holds; the rows are in ``tables/events``) after them, then ``lag_stages`` (each member's lag
-by stage, a stage without samples null with the reason in ``unknown``).
+by stage, a stage without samples null with the reason in ``unknown``), then each switchover's
+write outage (``writable_at``, ``write_outage_s``, ``write_outage_end``: until the new
+primary's super_read_only turned OFF, or until the election when its events do not say).
 """
 
 from __future__ import annotations

@@ -157,7 +157,10 @@ EVENTS = _schema(*((f.name, f.type) for f in ARROW_EVENTS if f.name != "group_na
 #: One row per primary elected in the range (:mod:`grstats.spark.report.event_tables`): when,
 #: the member that was primary before and the one elected, the elected one's view, and how
 #: long the group had no primary: from the first sign of the old primary's loss (null when
-#: the events hold none) to the election.
+#: the events hold none) to the election. Then the write outage, added later (columns are
+#: only ever appended): when the new primary's super_read_only turned OFF (null when its
+#: events do not say), from the loss to then (to the election when unknown), and which of
+#: the two ended it (SUPER_READ_ONLY or MEMBER_ROLE).
 SWITCHOVERS = _schema(
     ("group_label", _TEXT),
     ("time", _TS),
@@ -167,4 +170,7 @@ SWITCHOVERS = _schema(
     ("primary_lost_at", _TS),
     ("primary_lost_by", _TEXT),
     ("no_primary_s", _F64),
+    ("writable_at", _TS),
+    ("write_outage_s", _F64),
+    ("write_outage_end", _TEXT),
 )

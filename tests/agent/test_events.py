@@ -23,7 +23,7 @@ from grstats.agent.events import (
 from grstats.agent.gossip import Counts, Events, GossipState, Key, Stamp, Update
 from grstats.agent.gtid import GtidSet
 from grstats.agent.messages import AgentBuild, for_build
-from grstats.agent.model import GroupView, MemberSnapshot, SourceHealth
+from grstats.agent.model import GroupView, MemberSnapshot, ServerSettings, SourceHealth
 from grstats.agent.registry import SqliteRegistry
 from grstats.agent.registry_sync import remembered_values
 from grstats.agent.rows import (
@@ -124,6 +124,33 @@ class TestChanges:
         assert kinds(changes(before, after)) == [
             ("MEMBER_STATE", A, "ONLINE", "ERROR"),
             ("MEMBER_ROLE", A, "SECONDARY", ""),
+            ("LEFT", A, "1:4", ""),
+        ]
+
+    def test_super_read_only_turning_off_then_on(self) -> None:
+        """A new primary's super_read_only turning OFF after its election, then ON: one event each.
+
+        GR turns it OFF once the new primary has applied its backlog
+        (``Primary_election_primary_process::primary_election_process_handler``,
+        plugin_handlers/primary_election_primary_process.cc, ``disable_server_read_mode``) and
+        ON when Group Replication stops (``plugin_group_replication_stop``, plugin.cc); the
+        values are ON and OFF, as ``SHOW GLOBAL VARIABLES`` shows a boolean. The first read
+        gives none.
+        """
+        locked = ServerSettings(read_only=True, super_read_only=True)
+        secondary = dataclasses.replace(read(0, "1:4", row(A), row(B)), server=locked)
+        assert changes(None, secondary) == []
+        elected = dataclasses.replace(read(1, "1:4", row(A, role="PRIMARY"), row(B)), server=locked)
+        assert kinds(changes(secondary, elected)) == [("MEMBER_ROLE", A, "SECONDARY", "PRIMARY")]
+        writable = read(2, "1:4", row(A, role="PRIMARY"), row(B))
+        (off,) = changes(elected, writable)
+        assert kinds([off]) == [("SUPER_READ_ONLY", A, "ON", "OFF")]
+        assert (off.event_time, off.view_id, off.reported_by) == (NOW + 2 * SECOND, "1:4", A)
+        stopped = dataclasses.replace(read(3, "", row(A, "OFFLINE", "")), server=locked)
+        assert kinds(changes(writable, stopped)) == [
+            ("MEMBER_STATE", A, "ONLINE", "OFFLINE"),
+            ("MEMBER_ROLE", A, "PRIMARY", ""),
+            ("SUPER_READ_ONLY", A, "OFF", "ON"),
             ("LEFT", A, "1:4", ""),
         ]
 
