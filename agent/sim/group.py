@@ -10,11 +10,13 @@ that differ in any of them share no UUID. One tick is 0.1 s. Each tick:
 2. failure detection: a member nobody hears is suspected after ``suspicion_s`` (UNREACHABLE in the
    others' views) and expelled ``expel_timeout_s`` later (a view change), but only while a
    majority of the view is reachable: without quorum XCom agrees on no new view, so the
-   members stay UNREACHABLE; the primary is elected again when it leaves (single-primary: the
-   ONLINE member with the lowest uuid);
+   members stay UNREACHABLE; the primary is elected again when it leaves (single-primary: by
+   version, member weight and uuid, :mod:`grstats.agent.sim.election`);
 3. if a majority of the view can talk, the writers commit transactions at their rates; a
    commit over the writer's flow-control quota waits in ``do_wait`` (the scenario reference
-   says how); each writes ``keys_per_transaction`` keys drawn with Zipf skew;
+   says how), its original commit time and snapshot stamped before the wait as
+   ``group_replication_trans_before_commit`` does (observer_trans.cc); each writes
+   ``keys_per_transaction`` keys drawn with Zipf skew;
 4. certification in one total order: in multi-primary mode a transaction conflicts when one of
    its keys was certified at a version its snapshot (what its origin had applied) does not
    contain; single-primary mode does not detect conflicts (``conflict_detection_enable`` in the
@@ -44,7 +46,9 @@ too), so a silent member stalls it until a view change clears it
 (``Certifier::handle_view_change``). A view with a joining member also intersects the executed
 sets of its non-RECOVERING members and garbage-collects with them
 (``Plugin_gcs_events_handler::handle_joining_members``, ``collect_members_executed_sets``,
-``Applier_module::apply_view_change_packet``); a view where members only leave does not.
+``Applier_module::apply_view_change_packet``); a view where members only leave does not, and
+the joiner's own certifier, new and empty, learns the stable set only at its first complete
+round.
 Garbage collection erases a write-set only when its version is a strict subset of the stable
 set (``Certifier::garbage_collect_internal``, ``is_subset_not_equals``). A write-set's version
 is what its origin had executed when the transaction committed plus its own GTID
@@ -71,6 +75,7 @@ from grstats.agent.errors import ConfigError
 from grstats.agent.model import LABEL_RULE, is_group_label
 from grstats.agent.rows import MemberState, encode_version
 from grstats.agent.sim.certification import certification
+from grstats.agent.sim.election import Candidate, pick_primary
 from grstats.agent.sim.flow_control import Quota, StatsMessage, StatsTable, next_quota
 from grstats.agent.sim.gno import GnoAssigner
 from grstats.agent.sim.member import AppliedTransaction, SimMember
@@ -173,7 +178,6 @@ class SimulatedGroup:
             )
             for i in range(size)
         ]
-        self.by_uuid_order = sorted(range(size), key=lambda i: self.members[i].uuid)
         # GCS view id: bootstrap time in 100 ns units plus a random 0-999, then a counter
         # that the bootstrap and every join increase (Gcs_xcom_state_exchange::state_exchange,
         # Gcs_xcom_view_identifier::init); the random part is the group's own.
@@ -195,7 +199,7 @@ class SimulatedGroup:
         #: group name when it is AUTOMATIC (Certifier::initialize_server_gtid_set)
         self.view_uuid = scenario.view_change_uuid or self.group_name
         #: prepare_view_change_packet: m_need_vcle while a member is below 8.3.0
-        self.logs_views = encode_version(scenario.version) < VERSION_REMOVING_VCLE
+        self.logs_views = scenario.lowest_version() < VERSION_REMOVING_VCLE
         #: the view changes logged: (seq after which they are in the total order, GNO)
         self.view_log: list[tuple[int, int]] = []
         # The bootstrap and each first join log a view change before any write, so a new
@@ -289,7 +293,8 @@ class SimulatedGroup:
         if event.action == "crash" and member.server_up:
             member.server_up = False
             member.down_since_us = self.now_us
-            member.rows_validating_when_down = len(self.certification)
+            if not member.partitioned:  # a cut-off member's certifier stopped at the cut
+                member.rows_validating_last_heard = len(self.certification)
             member.unreachable_since = seconds if member.in_view else None
         elif event.action == "start":
             if member.in_view and not member.server_up:  # a restarted server is a new incarnation
@@ -302,6 +307,7 @@ class SimulatedGroup:
             member.status = MemberState.OFFLINE
         elif event.action == "partition" and member.server_up and not member.partitioned:
             member.partitioned = True
+            member.rows_validating_last_heard = len(self.certification)
             member.unreachable_since = seconds
         elif event.action == "heal" and member.partitioned:
             member.partitioned = False
@@ -370,7 +376,9 @@ class SimulatedGroup:
             and seconds - since >= self.scenario.timing.suspicion_s
         )
 
-    def _view_change(self, joined: bool = False) -> None:
+    def _view_change(self, joiner: SimMember | None = None) -> None:
+        """Install a new view; ``joiner`` is the member whose join it is, if any."""
+        joined = joiner is not None
         self.view_number += 1
         view = tuple(m.index for m in self.members if m.in_view)
         for member in self.members:
@@ -384,8 +392,10 @@ class SimulatedGroup:
             # handle_joining_members: the executed sets of the view's non-RECOVERING members
             # are intersected (collect_members_executed_sets) and apply_view_change_packet
             # hands them to Certifier::garbage_collect. A view where members only leave
-            # (handle_leaving_members) carries no executed sets.
-            self._advance_stable_set(online)
+            # (handle_leaving_members) carries no executed sets. The joiner's own packet carries
+            # none either (handle_joining_members builds it without collect_members_executed_sets
+            # when is_joining), so its new certifier's stable set stays empty until a round.
+            self._advance_stable_set(online, joiner)
             self._gc_upto = min(m.applied_upto for m in online)
         if joined and self._log_view_change():
             for member in self.members:
@@ -412,16 +422,19 @@ class SimulatedGroup:
         self.view_log.append((self.log.last, gno))
         return True
 
-    def _advance_stable_set(self, online: list[SimMember]) -> None:
+    def _advance_stable_set(self, online: list[SimMember], joiner: SimMember | None = None) -> None:
         """Union the intersection of ``online``'s executed sets into the stable set.
 
         ``Certifier::update_stable_set``; every member that can hear the group keeps the same
-        stable set, a RECOVERING one included (it reports '').
+        stable set, a RECOVERING one included (it reports ''), but for ``joiner``, the member
+        joining in this view: its certifier is new (empty stable set) and learns the stable
+        set only at its first complete round (``Certifier::handle_certifier_data``, certifier.cc);
+        the donor's certification info (``Certifier::set_certification_info``) holds none.
         """
         meet = [min(m.applied_by_origin[o] for m in online) for o in range(len(self.members))]
         views = min(m.views_upto for m in online)
         for member in self.members:
-            if member.in_group:
+            if member.in_group and member is not joiner:
                 member.stable_by_origin = list(map(max, member.stable_by_origin, meet))
                 member.stable_views = max(member.stable_views, views)
 
@@ -462,25 +475,40 @@ class SimulatedGroup:
         member.write_carry = 0.0
         member.quota = member.quota_used = 0  # a new Flow_control_module
         member.waiting = []
+        member.waiting_stamps_us = []
         member.last_conflict_free = None
         member.last_applied = member.last_queued = None
-        self._view_change(joined=True)
+        self._view_change(joiner=member)
 
     def _elect(self) -> None:
-        """Single-primary: when the primary left the view, the ONLINE member with the lowest uuid.
+        """Single-primary: when the primary left the view, pick one as GR does.
 
         An UNREACHABLE primary is still in the view and still the primary: the election runs
         at a view change (``Plugin_gcs_events_handler::handle_leader_election_if_needed``,
         called by ``on_view_changed``) and looks for a new primary only when the old one is
-        not in the group any more (``DEAD_OLD_PRIMARY``).
+        not in the group any more (``DEAD_OLD_PRIMARY``). The pick is
+        ``Primary_election_handler::pick_primary_member`` over the view's members
+        (:func:`~grstats.agent.sim.election.pick_primary`): the lowest version, the highest
+        member weight, the lowest server_uuid, among the ONLINE members.
         """
         if not self.scenario.single_primary:
             return
         current = self.members[self.primary] if self.primary is not None else None
         if current is not None and current.in_view and current.status is MemberState.ONLINE:
             return
-        candidates = [i for i in self.by_uuid_order if self.members[i].online]
-        self.primary = candidates[0] if candidates else None
+        self.primary = pick_primary(
+            [
+                Candidate(
+                    index=member.index,
+                    uuid=member.uuid,
+                    version=encode_version(self.scenario.version_of(member.index)),
+                    weight=self.scenario.weight_of(member.index),
+                    online=member.online,
+                )
+                for member in self.members
+                if member.in_view
+            ]
+        )
 
     def _has_quorum(self) -> bool:
         view = [m for m in self.members if m.in_view]
@@ -498,29 +526,34 @@ class SimulatedGroup:
         allowed = self.scenario.workload.writers
         return [m for m in self.members if m.online and (allowed is None or m.index in allowed)]
 
-    def _generate(self) -> list[int]:
-        """Return the origins of this tick's transactions, in total order.
+    def _generate(self) -> list[tuple[int, int]]:
+        """Return (origin, original commit µs or 0) of this tick's transactions, in total order.
 
         Each writer's commits are spread evenly over the tick and the writers' commits are
         merged by time, so that the total order interleaves them as real clients would. The
-        commits released from ``do_wait`` go first, at the start of the tick.
+        commits released from ``do_wait`` go first, at the start of the tick, with the original
+        commit time stamped before their wait; the others' (0) is when they are broadcast.
         """
-        timed: list[tuple[float, int]] = []
+        timed: list[tuple[float, int, int]] = []
         for writer in self.writers():
-            released = self._released(writer)
-            timed += [(0.0, writer.index)] * released
+            timed += [(0.0, writer.index, stamp) for stamp in self._released(writer)]
             count = self._admitted(writer)
-            timed += [((k + 1) / (count + 1), writer.index) for k in range(count)]
-        return [origin for _, origin in sorted(timed)]
+            timed += [((k + 1) / (count + 1), writer.index, 0) for k in range(count)]
+        return [(origin, stamp) for _, origin, stamp in sorted(timed, key=lambda t: t[0])]
 
-    def _released(self, writer: SimMember) -> int:
-        """Count ``writer``'s waiting commits that go on now, at a step or after 1 s."""
+    def _released(self, writer: SimMember) -> list[int]:
+        """Return the original commit µs of ``writer``'s waiting commits that go on now.
+
+        They go on at a flow-control step or after 1 s of waiting.
+        """
         waiting = writer.waiting
         released = 0
         while released < len(waiting) and waiting[released] <= self.tick:
             released += 1
         del waiting[:released]
-        return released
+        stamps = writer.waiting_stamps_us[:released]
+        del writer.waiting_stamps_us[:released]
+        return stamps
 
     def _admitted(self, writer: SimMember) -> int:
         """Count ``writer``'s new commits this tick that pass ``do_wait`` at once.
@@ -535,10 +568,12 @@ class SimulatedGroup:
         count = int(wanted)
         writer.write_carry = wanted - count
         admitted = 0
-        for _ in range(count):
+        for k in range(count):
             writer.quota_used += 1
             if 0 < writer.quota < writer.quota_used:
                 writer.waiting.append(self.tick + TICKS_PER_SECOND)  # set_timespec(&delay, 1)
+                # original_commit_timestamp is stamped before do_wait (observer_trans.cc)
+                writer.waiting_stamps_us.append(self.now_us + (k + 1) * TICK_US // (count + 1))
                 if len(writer.waiting) == clients:
                     break
             else:
@@ -555,7 +590,14 @@ class SimulatedGroup:
             accumulate(1 / (rank**workload.skew) for rank in range(1, workload.key_space + 1))
         )
 
-    def _certify(self, origins: list[int]) -> None:
+    def _certify(self, origins: list[tuple[int, int]]) -> None:
+        """Certify this tick's transactions: (origin, original commit µs or 0), in total order.
+
+        A transaction's snapshot is what its origin had applied when it was stamped: the
+        ``Transaction_context_log_event`` and the original commit time are made before
+        ``do_wait`` in ``group_replication_trans_before_commit`` (observer_trans.cc), so a
+        commit held by flow control certifies against the snapshot it had before the wait.
+        """
         if not origins:
             return
         workload = self.scenario.workload
@@ -568,7 +610,7 @@ class SimulatedGroup:
         slots = len(origins) + 1
         certification = self.certification
         last_remote: dict[int, tuple[int, int]] = {}  # origin -> (seq, rank) of its last positive
-        for position, origin in enumerate(origins):
+        for position, (origin, stamped) in enumerate(origins):
             keys = rng.choices(
                 keys_of, cum_weights=self._cumulative_weights, k=workload.keys_per_transaction
             )
@@ -576,7 +618,7 @@ class SimulatedGroup:
             # The snapshot was taken when the transaction started and holds what the origin had
             # applied by then: a version committed later, or not yet delivered and applied at
             # the origin, is not in it.
-            horizon = committed - windows[origin]
+            horizon = (stamped or committed) - windows[origin]
             conflict = False
             if detect:
                 for key in keys:
@@ -597,6 +639,8 @@ class SimulatedGroup:
                 self.totals.rolled_back += 1
                 continue
             seq = self.log.append(origin)
+            if stamped:
+                self.log.stamp(seq, stamped)
             # The version holds what the origin had executed at commit (certify() adds the
             # transaction's GTID to its snapshot): all that was certified before it, or not.
             full = sum(member.applied_by_origin) == self.totals.committed
@@ -709,7 +753,9 @@ class SimulatedGroup:
                 continue
             while seq >= first + count:
                 tick, first, count, start_us = log.tick_at(tick + 1)
-            begin = max(clock, start_us + (seq - first + 1) * TICK_US // (count + 1) + DELIVERY_US)
+            # a worker starts it once it is in the relay log: delivered, then queued
+            queued = start_us + (seq - first + 1) * TICK_US // (count + 1) + DELIVERY_US + QUEUE_US
+            begin = max(clock, queued)
             if begin + service > tick_end:
                 break
             applied = seq

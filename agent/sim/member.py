@@ -43,7 +43,9 @@ class SimMember:
     suspicions: int = 0  #: how often the group suspected it (MEMBER_FAILURE_SUSPICIONS_COUNT)
     suspected_now: bool = False  #: whether the group suspects it now
     down_since_us: int | None = None  #: when the server crashed
-    rows_validating_when_down: int = 0  #: its certification database size then
+    #: its certification database's size when it last heard the group (it crashed or was cut
+    #: off): a cut-off member certifies nothing and garbage-collects nothing after that
+    rows_validating_last_heard: int = 0
     rejoin_at: float | None = None
     #: transactions written on it out of the group (errant-write), GNOs 1.. of its own uuid
     errant: int = 0
@@ -91,6 +93,8 @@ class SimMember:
     quota_used: int = 0  #: ``m_quota_used``: commits that passed ``do_wait`` this period
     #: the tick at which each commit waiting in ``do_wait`` goes on (its session is blocked)
     waiting: list[int] = field(default_factory=list)
+    #: the original commit time of each of them, stamped before ``do_wait`` (observer_trans.cc)
+    waiting_stamps_us: list[int] = field(default_factory=list)
     throttled: bool = False
 
     def __post_init__(self) -> None:

@@ -32,6 +32,10 @@ A scenario file looks like this (every key but ``name`` and ``description`` is o
     [flow_control]                   # group_replication_flow_control_* overrides
     applier_threshold = 25000
 
+    [member.1]                       # one member's server, by 0-based index
+    member_weight = 70               # group_replication_member_weight, 0..100 (default 50)
+    version = "8.0.35"               # its MySQL version (default: the scenario's ``version``)
+
     [[events]]
     at = 60                          # seconds after the group starts
     action = "crash"                 # crash, start, stop, partition, heal, rate, capacity,
@@ -46,7 +50,9 @@ each commit over the writer's quota for the period waits, blocking its client se
 the next flow-control step or for 1 s, whichever comes first, then commits; the overshoot is
 taken off the writer's next quota (``extra_quota``). Sessions that are not blocked issue the
 writer's ``rate_tps`` between them, so a throttled writer commits about its quota plus
-``clients`` per second.
+``clients`` per second. A held commit's original commit time is stamped before its wait, as
+``group_replication_trans_before_commit`` (observer_trans.cc) stamps it before ``do_wait``:
+on the other members its TRANSPORT_SECONDS includes the wait.
 
 A view in which a member joins (the bootstrap and each join, also the first members' at
 the start) is logged as a transaction with a GTID on every member, while ``version`` is below
@@ -55,6 +61,13 @@ the group name, or of ``view_change_uuid`` when it is set, and the writers' GNO 
 handed out again after it (``Certifier::generate_view_change_group_gtid``). So a new group of
 3 on 8.0 has executed ``group_name:1-3`` before any write and its primary writes from GNO 4;
 on 8.3.0 and later no view change is logged. A view where members only leave logs nothing.
+
+A member's ``version`` is its MEMBER_VERSION and ``@@version``, and ``member_weight`` its
+``@@group_replication_member_weight``. They decide a single-primary election as MySQL's does
+(:mod:`grstats.agent.sim.election`): the lowest version first, then the highest weight, then
+the lowest server_uuid. The group logs its views while any member is below 8.3.0.
+The versions are fixed for the whole scenario: a member is never upgraded, and the simulator
+does not refuse a join by version as GR's compatibility check would.
 
 Member indexes count from 0, like ``--member-index``. A group changes its view only while a
 majority of the view can talk: a member that is cut off or crashed stays UNREACHABLE, and
@@ -86,7 +99,7 @@ from typing import Any
 
 from grstats.agent.errors import ConfigError
 from grstats.agent.limits import GROUP_MAX_MEMBERS
-from grstats.agent.model import FlowControlSettings
+from grstats.agent.model import DEFAULT_MEMBER_WEIGHT, FlowControlSettings
 from grstats.agent.rows import encode_version
 
 #: Where the built-in scenarios are.
@@ -108,6 +121,10 @@ MODES = ("single-primary", "multi-primary")
 VIEW_CHANGE_UUID_SINCE = 0x080026
 #: A UUID's text: 32 hex digits and 4 dashes.
 UUID_TEXT_LENGTH = 36
+#: group_replication_member_weight's range (plugin.cc, ``MAX_MEMBER_WEIGHT``).
+MEMBER_WEIGHT_RANGE = (0, 100)
+#: The keys of a ``[member.N]`` table.
+MEMBER_SETTINGS = ("member_weight", "version")
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +178,8 @@ class Scenario:
     timing: GroupTiming = field(default_factory=GroupTiming)
     flow_control: FlowControlSettings = field(default_factory=FlowControlSettings)
     events: tuple[Event, ...] = ()
+    member_weights: dict[int, int] = field(default_factory=dict)  #: index -> member_weight
+    member_versions: dict[int, str] = field(default_factory=dict)  #: index -> version
 
     @property
     def single_primary(self) -> bool:
@@ -174,6 +193,18 @@ class Scenario:
     def capacity_of(self, index: int) -> float:
         """Return member ``index``'s applier capacity at the start."""
         return self.capacity_overrides.get(index, self.capacity_tps)
+
+    def weight_of(self, index: int) -> int:
+        """Return member ``index``'s group_replication_member_weight (50 unless set)."""
+        return self.member_weights.get(index, DEFAULT_MEMBER_WEIGHT)
+
+    def version_of(self, index: int) -> str:
+        """Return member ``index``'s MySQL version (the scenario's ``version`` unless set)."""
+        return self.member_versions.get(index, self.version)
+
+    def lowest_version(self) -> int:
+        """Return the lowest of the members' versions, encoded as GR does (0x080036)."""
+        return min(encode_version(self.version_of(index)) for index in range(self.members))
 
 
 def list_scenarios() -> list[Scenario]:
@@ -257,6 +288,8 @@ def from_mapping(data: dict[str, Any], source: str = "scenario") -> Scenario:
         timing=timing,
         flow_control=flow,
         events=tuple(reader.events()),
+        member_weights=reader.member_weights(),
+        member_versions=reader.member_versions(),
     )
     try:
         encode_version(scenario.version)
@@ -264,13 +297,17 @@ def from_mapping(data: dict[str, Any], source: str = "scenario") -> Scenario:
         raise ConfigError(
             f"{source}: version: {scenario.version!r} is not a MySQL version"
         ) from exc
-    if scenario.view_change_uuid and encode_version(scenario.version) < VIEW_CHANGE_UUID_SINCE:
+    scenario = _checked(scenario)
+    lowest = scenario.lowest_version()
+    if scenario.view_change_uuid and lowest < VIEW_CHANGE_UUID_SINCE:
+        oldest = min(range(scenario.members), key=lambda i: encode_version(scenario.version_of(i)))
         raise ConfigError(
             f"{source}: view_change_uuid: {scenario.view_change_uuid!r} is not allowed: "
             f"group_replication_view_change_uuid came with MySQL 8.0.26, version is "
-            f"{scenario.version!r}"
+            f"{scenario.version_of(oldest)!r}"
+            + (f" (member.{oldest}.version)" if oldest in scenario.member_versions else "")
         )
-    return _checked(scenario)
+    return scenario
 
 
 def _checked(scenario: Scenario) -> Scenario:
@@ -290,6 +327,7 @@ def _checked(scenario: Scenario) -> Scenario:
                 f"{scenario.name}: appliers.capacity_overrides: {index} is not in 0..{last}"
             )
     _check_memberships(scenario)
+    _check_member_settings(scenario)
     for index in scenario.workload.writers or ():
         if index > last:
             raise ConfigError(f"{scenario.name}: workload.writers: {index} is not in 0..{last}")
@@ -306,6 +344,28 @@ def _check_memberships(scenario: Scenario) -> None:
                     f"{scenario.name}: events[{position}].members: {index} is not in 0..{last} "
                     f"for {scenario.members} members"
                 )
+
+
+def _check_member_settings(scenario: Scenario) -> None:
+    """Raise ConfigError if a ``[member.N]`` table names a member the group does not have."""
+    last = scenario.members - 1
+    for index in sorted({*scenario.member_weights, *scenario.member_versions}):
+        if index > last:
+            raise ConfigError(
+                f"{scenario.name}: member.{index}: {index} is not in 0..{last} "
+                f"for {scenario.members} members"
+            )
+
+
+def _is_version(value: object) -> bool:
+    """Whether ``value`` is a MySQL version string (``encode_version`` reads it)."""
+    if not isinstance(value, str):
+        return False
+    try:
+        encode_version(value)
+    except ValueError:
+        return False
+    return True
 
 
 class _Reader:
@@ -401,6 +461,51 @@ class _Reader:
                 f"{where}.members", value, f"a membership that includes {where}.member ({member})"
             )
         return tuple(sorted(set(members)))
+
+    def member_tables(self) -> dict[int, dict[str, Any]]:
+        """Return the ``[member.N]`` tables by member index, their keys checked."""
+        raw = self.table("member")
+        tables: dict[int, dict[str, Any]] = {}
+        for key, settings in raw.items():
+            index = self.index(key, "member")
+            if not isinstance(settings, dict):
+                raise self.fail(f"member.{key}", settings, "a table")
+            for name in settings:
+                if name not in MEMBER_SETTINGS:
+                    raise self.fail(
+                        f"member.{key}.{name}",
+                        settings[name],
+                        f"a member setting: the keys are {' and '.join(MEMBER_SETTINGS)}",
+                    )
+            tables[index] = settings
+        return tables
+
+    def member_weights(self) -> dict[int, int]:
+        """Return each ``[member.N]``'s ``member_weight``: a whole number in 0..100."""
+        low, high = MEMBER_WEIGHT_RANGE
+        weights: dict[int, int] = {}
+        for index, settings in self.member_tables().items():
+            if "member_weight" not in settings:
+                continue
+            value = settings["member_weight"]
+            if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+                raise self.fail(
+                    f"member.{index}.member_weight", value, f"a whole number in {low}..{high}"
+                )
+            weights[index] = value
+        return weights
+
+    def member_versions(self) -> dict[int, str]:
+        """Return each ``[member.N]``'s ``version``: a MySQL version like 8.0.36."""
+        versions: dict[int, str] = {}
+        for index, settings in self.member_tables().items():
+            if "version" not in settings:
+                continue
+            value = settings["version"]
+            if not _is_version(value):
+                raise self.fail(f"member.{index}.version", value, "a MySQL version like 8.0.36")
+            versions[index] = value
+        return versions
 
     def errant_count(self, item: dict[str, Any], where: str) -> float:
         """Return how many transactions an errant-write writes: a whole number, 1 by default."""

@@ -3,7 +3,10 @@
 Every delivered transaction has a sequence number ``seq`` (1, 2, ...) in the total order that
 all members certify in. Its byte holds its origin member (0-8) and, in :data:`NEGATIVE`,
 whether certification rejected it. Commit times are not stored per transaction: each tick
-records where its transactions start, and they are spread evenly over the tick.
+records where its transactions start, and they are spread evenly over the tick. That time is
+when the origin broadcast the transaction; a transaction that waited in flow control's
+``do_wait`` before it was broadcast also keeps its original commit time, stamped before the
+wait (:meth:`TxLog.original_commit_us`).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ class TxLog:
         self._bytes = bytearray()
         self._tick_first: list[int] = []  # seq of the first transaction of each kept tick
         self._tick_start_us: list[int] = []
+        self._stamped_us: dict[int, int] = {}  # seq -> original commit µs, when before its tick
 
     def start_tick(self, start_us: int) -> None:
         """Open a tick starting at ``start_us``: the next transactions committed during it."""
@@ -41,6 +45,20 @@ class TxLog:
         self.last += 1
         return self.last
 
+    def stamp(self, seq: int, original_us: int) -> None:
+        """Record that ``seq``'s original commit time is ``original_us``, before its broadcast.
+
+        ``group_replication_trans_before_commit`` (plugin/group_replication/src/
+        observer_trans.cc) sets ``original_commit_timestamp`` to ``my_micro_time()`` before it
+        calls ``Flow_control_module::do_wait`` and broadcasts the transaction: a commit held
+        by flow control carries the time it entered the wait.
+        """
+        self._stamped_us[seq] = original_us
+
+    def original_commit_us(self, seq: int) -> int:
+        """Return ``seq``'s ORIGINAL_COMMIT_TIMESTAMP: its stamp, or its commit time if none."""
+        return self._stamped_us.get(seq) or self.commit_us(seq)
+
     def entry(self, seq: int) -> int:
         """Return the byte of ``seq``."""
         return self._bytes[seq - self.base - 1]
@@ -50,7 +68,7 @@ class TxLog:
         return self._bytes[first - self.base - 1 : last - self.base].count(value)
 
     def commit_us(self, seq: int) -> int:
-        """Return when ``seq`` committed at its origin: spread evenly over its tick."""
+        """Return when ``seq``'s origin broadcast it (certified it): spread evenly over its tick."""
         at = bisect_right(self._tick_first, seq) - 1
         first = self._tick_first[at]
         after = self._tick_first[at + 1] if at + 1 < len(self._tick_first) else self.last + 1
@@ -81,3 +99,4 @@ class TxLog:
         keep = max(0, bisect_right(self._tick_first, upto) - 1)
         del self._tick_first[:keep]
         del self._tick_start_us[:keep]
+        self._stamped_us = {seq: us for seq, us in self._stamped_us.items() if seq > upto}

@@ -47,7 +47,6 @@ from typing import TYPE_CHECKING
 from grstats.agent.errors import SourceUnavailable
 from grstats.agent.gtid import GtidSet
 from grstats.agent.model import (
-    DEFAULT_MEMBER_WEIGHT,
     CommunicationInfo,
     GroupView,
     MemberSnapshot,
@@ -63,7 +62,8 @@ from grstats.agent.rows import (
     member_role,
     member_version,
 )
-from grstats.agent.sim.group import DELIVERY_US, TICKS_PER_SECOND
+from grstats.agent.sim.election import MEMBER_WEIGHT_SINCE
+from grstats.agent.sim.group import DELIVERY_US, QUEUE_US, TICKS_PER_SECOND
 from grstats.agent.sim.txlog import NEGATIVE
 from grstats.agent.sources.fault import server_down
 
@@ -123,7 +123,7 @@ def snapshot(group: SimulatedGroup, index: int, last_known: bool = False) -> Mem
         ),
         transactions_behind=sum(_waiting(group, member, *_received_span(group, member))),
         server=_server(group, member),
-        member_weight=DEFAULT_MEMBER_WEIGHT,
+        member_weight=_member_weight(group, index),
         communication=_communication(group, member, members) if member.server_up else None,
     )
 
@@ -140,7 +140,7 @@ def _communication(
     how often the group suspected each member of the member's view, by UUID as
     ``Group_member_info_manager`` orders them.
     """
-    version = encode_version(group.scenario.version)
+    version = encode_version(group.scenario.version_of(member.index))
     if version < COMMUNICATION_INFORMATION_SINCE or member.status not in {
         MemberState.ONLINE,
         MemberState.RECOVERING,
@@ -159,6 +159,16 @@ def _communication(
         single_leader_capable=False,
         failure_suspicions=suspicions,
     )
+
+
+def _member_weight(group: SimulatedGroup, index: int) -> int | None:
+    """Return ``@@group_replication_member_weight`` of member ``index``.
+
+    None below 5.7.20 (``PRIMARY_ELECTION_MEMBER_WEIGHT_VERSION``), which has no such variable.
+    """
+    if encode_version(group.scenario.version_of(index)) < MEMBER_WEIGHT_SINCE:
+        return None
+    return group.scenario.weight_of(index)
 
 
 def executed_set(group: SimulatedGroup, counts: list[int], views: int = 0) -> GtidSet:
@@ -264,8 +274,16 @@ def _view_id(member: SimMember) -> str:
 
 
 def _rows_validating(group: SimulatedGroup, member: SimMember) -> int:
-    if not member.server_up:
-        return member.rows_validating_when_down
+    """COUNT_TRANSACTIONS_ROWS_VALIDATING: the size of the member's certification info.
+
+    A member cut off (still ONLINE in its own view, in the view or expelled) keeps what its
+    certifier had when it last heard the group: it certifies nothing without consensus and
+    only a new stable set garbage-collects (``Certifier::garbage_collect``, certifier.cc); a
+    crashed member shows what it had then (its last known rows). A member out of the group
+    otherwise (stopped, in ERROR) shows 0.
+    """
+    if not member.server_up or member.partitioned:
+        return member.rows_validating_last_heard
     return len(group.certification) if member.in_view else 0
 
 
@@ -283,7 +301,7 @@ def _row(group: SimulatedGroup, member: SimMember, state: MemberState) -> Member
         member_port=member.port,
         member_state=state,
         member_role=member_role(status, _role(group, member), group.scenario.single_primary),
-        member_version=member_version(group.scenario.version, state),
+        member_version=member_version(group.scenario.version_of(member.index), state),
         member_communication_stack=STACK,
     )
 
@@ -344,7 +362,7 @@ def _applier_row(group: SimulatedGroup, member: SimMember) -> ApplierStatusRow:
     applied = member.last_applied
     fields: dict[str, str | int] = {}
     if queued is not None:
-        commit = group.log.commit_us(queued.seq) if queued.seq > group.log.base else 0
+        commit = group.log.original_commit_us(queued.seq) if queued.seq > group.log.base else 0
         fields |= {
             "last_queued_transaction": gtid_text(group, queued.origin, queued.rank),
             "last_queued_transaction_original_commit_timestamp": commit,
@@ -363,29 +381,33 @@ def _applier_row(group: SimulatedGroup, member: SimMember) -> ApplierStatusRow:
         }
     applying = _applying(group, member)
     if applying is not None:
-        origin, rank, commit = applying
+        origin, rank, seq = applying
+        commit = group.log.original_commit_us(seq)
         fields |= {
             "applying_transaction": gtid_text(group, origin, rank),
             "applying_transaction_original_commit_timestamp": commit,
             "applying_transaction_immediate_commit_timestamp": commit,
             "applying_transaction_start_apply_timestamp": max(
-                member.applier_clock_us, commit + DELIVERY_US
+                member.applier_clock_us, group.log.commit_us(seq) + DELIVERY_US + QUEUE_US
             ),
         }
     return ApplierStatusRow(member_id=member.uuid, **fields)  # type: ignore[arg-type]
 
 
 def _commit_us(group: SimulatedGroup, transaction: AppliedTransaction) -> int:
-    """Return the origin's commit time of a transaction still in the log, else its start."""
+    """Return the original commit time of a transaction still in the log, else its start.
+
+    Stamped before flow control's wait (``TxLog.original_commit_us``).
+    """
     return (
-        group.log.commit_us(transaction.seq)
+        group.log.original_commit_us(transaction.seq)
         if transaction.seq > group.log.base
         else transaction.start_us
     )
 
 
 def _applying(group: SimulatedGroup, member: SimMember) -> tuple[int, int, int] | None:
-    """Return (origin, rank, commit µs) of the remote transaction the applier works on, if any."""
+    """Return (origin, rank, seq) of the remote transaction the applier works on, if any."""
     if not member.past_state_transfer or not member.server_up or member.queue <= 0:
         return None
     seq = member.applied_upto
@@ -394,7 +416,7 @@ def _applying(group: SimulatedGroup, member: SimMember) -> tuple[int, int, int] 
         entry = group.log.entry(seq)
         if entry & NEGATIVE or entry == member.index:
             continue
-        return entry, member.applied_by_origin[entry] + 1, group.log.commit_us(seq)
+        return entry, member.applied_by_origin[entry] + 1, seq
     return None
 
 
@@ -433,5 +455,5 @@ def not_started(group: SimulatedGroup, index: int) -> MemberSnapshot:
         server=ServerSettings(
             read_only=True, super_read_only=True, flow_control=group.scenario.flow_control
         ),
-        member_weight=DEFAULT_MEMBER_WEIGHT,
+        member_weight=_member_weight(group, index),
     )
