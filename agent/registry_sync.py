@@ -7,18 +7,24 @@ record whose agent address is the agent's own names its member before any read
 group (:meth:`RegistrySync.agents`). Every ``flush_interval_s``, and at stop, every known
 member is saved in one transaction and members unseen for ``retention_s`` are purged. A
 member removed from the registry by ``grstats members forget`` while the agent runs is
-dropped from its state too. Registry failures are logged; the agent goes on.
+dropped from its state too.
+
+Storage faults never stop the agent: it serves from memory. A failing registry (a full,
+read-only or vanished disk) is logged once when the fault begins (``registry_fault``) and once
+when a flush succeeds again (``registry_recovered``); every flush tries again. A damaged one
+(truncated, overwritten) is set aside and the agent goes on with an empty registry, relearning
+the members from its peers (``registry_damaged``), at start or at any flush.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from grstats.agent.gossip import Counts, Events, Key
 from grstats.agent.gtid import GtidSet
 from grstats.agent.model import GroupView
-from grstats.agent.registry import MemberRecord, RegistryError
+from grstats.agent.registry import MemberRecord, RegistryDamaged, RegistryError
 from grstats.agent.rows import ApplierStatusRow, MemberRow
 
 if TYPE_CHECKING:
@@ -31,6 +37,13 @@ if TYPE_CHECKING:
     from grstats.agent.local import LocalMember
     from grstats.agent.registry import MemberRegistry
     from grstats.agent.served import Served
+
+_T = TypeVar("_T")
+
+#: What a damaged registry costs, for its warning.
+DAMAGED_EFFECT = (
+    "started anew with an empty registry: the members it remembered are relearned from the peers"
+)
 
 
 class RegistrySync:
@@ -57,13 +70,21 @@ class RegistrySync:
         self._clock = clock
         self._saved: set[str] = set()  # members in the registry after the last save
         self._flushed_at = clock()
+        self._fault: str | None = None  # the error of the failing registry, None if it works
+        self._fault_since_us = 0
+        self._failed_flushes = 0  # calls that failed since the fault began
 
     async def load(self) -> None:
-        """Load the remembered members (at start)."""
+        """Load the remembered members (at start); a registry that fails leaves them empty."""
         if self._registry is None:
             return
-        self.remembered = await asyncio.to_thread(self._registry.load)
-        self.forgotten = await asyncio.to_thread(self._registry.forgotten)
+        registry = self._registry
+        try:
+            self.remembered = await self._call(registry.load)
+            self.forgotten = await self._call(registry.forgotten)
+        except RegistryError as exc:
+            self.remembered, self.forgotten = [], []
+            self._failed(exc)
         self._saved = {record.member_id for record in self.remembered}
         self._member.log.info(
             "registry_loaded", members=len(self.remembered), forgotten=len(self.forgotten)
@@ -114,33 +135,89 @@ class RegistrySync:
         state = self._member.state
         if self._registry is None:
             return
+        registry = self._registry
         try:
-            held = {record.member_id for record in await asyncio.to_thread(self._registry.load)}
-        except RegistryError as exc:
-            self._member.log.warning("registry_load_failed", error=str(exc))
-            return
-        for member_id in sorted(self._saved - held - {self._member.member_id}):
-            if state.forget(member_id):
-                self._member.log.info("member_forgotten", member=member_id)
-        retention = int(self.config.retention_s * 1_000_000)
-        if retention:
-            for member_id, origin in list(state.origins.items()):
-                seen = max(origin.fresh_at_us, origin.first_seen_us)
-                if member_id != self._member.member_id and now - seen > retention:
-                    state.forget(member_id)
-        records = member_records(state, tables(), agents, address)
-        try:
-            await asyncio.to_thread(self._registry.save, records)
+            held = {record.member_id for record in await self._call(registry.load)}
+            for member_id in sorted(self._saved - held - {self._member.member_id}):
+                if state.forget(member_id):
+                    self._member.log.info("member_forgotten", member=member_id)
+            retention = int(self.config.retention_s * 1_000_000)
+            if retention:
+                for member_id, origin in list(state.origins.items()):
+                    seen = max(origin.fresh_at_us, origin.first_seen_us)
+                    if member_id != self._member.member_id and now - seen > retention:
+                        state.forget(member_id)
+            records = member_records(state, tables(), agents, address)
+            await self._call(lambda: registry.save(records))
             self._saved = {record.member_id for record in records}
             if retention:
-                await asyncio.to_thread(self._registry.purge, now - retention)
+                await self._call(lambda: registry.purge(now - retention))
         except RegistryError as exc:
-            self._member.log.warning("registry_save_failed", error=str(exc))
+            self._failed(exc)
+            return
+        self._recovered()
 
     async def aclose(self) -> None:
-        """Close the registry."""
-        if self._registry is not None:
-            await asyncio.to_thread(self._registry.close)
+        """Close the registry; say what is not saved if the last flush failed."""
+        if self._registry is None:
+            return
+        if self._fault is not None:
+            self._member.log.warning(
+                "registry_unsaved_at_stop",
+                error=self._fault,
+                failed_flushes=self._failed_flushes,
+                effect="what the agent learned since its last save is not remembered",
+            )
+        await asyncio.to_thread(self._registry.close)
+
+    async def _call(self, call: Callable[[], _T]) -> _T:
+        """Make ``call`` in a worker thread; if the registry is damaged, set it aside, call again.
+
+        Raises:
+            RegistryError: the call failed (again, on the new registry), or the damaged one
+                could not be set aside.
+        """
+        assert self._registry is not None
+        try:
+            return await asyncio.to_thread(call)
+        except RegistryDamaged as exc:
+            moved_to = await asyncio.to_thread(self._registry.set_aside, self._clock())
+            self._member.log.warning(
+                "registry_damaged", error=str(exc), moved_to=moved_to, effect=DAMAGED_EFFECT
+            )
+            self.remembered, self.forgotten, self._saved = [], [], set()
+            return await asyncio.to_thread(call)
+
+    def _failed(self, exc: RegistryError) -> None:
+        """Note a failed registry call; log it when the fault begins or its error changes."""
+        error = str(exc)
+        self._failed_flushes += 1
+        if error == self._fault:
+            return
+        replaced = {} if self._fault is None else {"replaces": self._fault}
+        if self._fault is None:
+            self._fault_since_us = self._clock()
+            self._failed_flushes = 1
+        self._fault = error
+        self._member.log.warning(
+            "registry_fault",
+            error=error,
+            effect="serving from memory; what was saved before is kept",
+            retry_every_s=self.config.flush_interval_s,
+            **replaced,
+        )
+
+    def _recovered(self) -> None:
+        """Log the end of the registry's fault, if there is one, and clear it."""
+        if self._fault is None:
+            return
+        self._member.log.info(
+            "registry_recovered",
+            error=self._fault,
+            lasted_s=round((self._clock() - self._fault_since_us) / 1_000_000, 3),
+            failed_flushes=self._failed_flushes,
+        )
+        self._fault = None
 
 
 def remembered_values(record: MemberRecord) -> dict[Key, Value]:

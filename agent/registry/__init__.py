@@ -10,6 +10,7 @@ from grstats.agent.registry.base import (
     DEFAULT_RETENTION_S,
     MemberRecord,
     MemberRegistry,
+    RegistryDamaged,
     RegistryError,
 )
 from grstats.agent.registry.memory import MemoryRegistry
@@ -21,6 +22,7 @@ __all__ = [
     "MemberRecord",
     "MemberRegistry",
     "MemoryRegistry",
+    "RegistryDamaged",
     "RegistryError",
     "SqliteRegistry",
 ]

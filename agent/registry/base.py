@@ -40,6 +40,14 @@ class RegistryError(AgentError):
     """
 
 
+class RegistryDamaged(RegistryError):
+    """The registry's storage is damaged as a whole (truncated, overwritten, not a database).
+
+    Unlike a corrupt record, which ``grstats members forget`` removes, nothing in it can be
+    trusted: the agent sets it aside (:meth:`MemberRegistry.set_aside`) and starts anew.
+    """
+
+
 @dataclass(frozen=True, slots=True)
 class MemberRecord:
     """What the agent remembers of one member it has seen.
@@ -147,6 +155,8 @@ class MemberRegistry(Protocol):
     * Expected failures (the file cannot be opened, is not a registry or is of a newer
       grstats, a disk error, a corrupt record) raise :class:`RegistryError` saying what failed
       and nothing else. A failed call changes nothing; a later call may succeed.
+    * A call that finds the storage damaged as a whole raises :class:`RegistryDamaged`; the
+      agent then calls :meth:`set_aside` and goes on with an empty registry.
     * :meth:`close` is called once, last; it is idempotent, and no call follows it.
     """
 
@@ -175,6 +185,13 @@ class MemberRegistry(Protocol):
 
     def purge(self, last_seen_before_us: int) -> int:
         """Remove every member last seen before ``last_seen_before_us``; return how many."""
+        ...
+
+    def set_aside(self, at_us: int) -> str:
+        """Keep the damaged storage under a name with the UTC time ``at_us``; return that name.
+
+        The next call finds an empty registry. Raises RegistryError if it cannot be moved.
+        """
         ...
 
     def close(self) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from typing import TYPE_CHECKING, Self
 
-from grstats.agent.registry.base import RegistryError
+from grstats.agent.registry.base import RegistryDamaged, RegistryError
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -19,8 +19,9 @@ class MemoryRegistry:
 
     It keeps the real registry's contract (upsert by member_id, all-or-nothing saves,
     case-insensitive forget, RegistryError after close) and can play a failing disk:
-    :meth:`fail` makes calls raise RegistryError until :meth:`recover`. Calls are serialised
-    by a lock, so any thread may make them.
+    :meth:`fail` makes calls raise RegistryError until :meth:`recover`, and :meth:`damage`
+    plays a damaged file, raising RegistryDamaged until :meth:`set_aside`. Calls are
+    serialised by a lock, so any thread may make them.
     """
 
     def __init__(self, records: Sequence[MemberRecord] = ()) -> None:
@@ -28,8 +29,10 @@ class MemoryRegistry:
         self._records = {record.member_id.lower(): record for record in records}
         self._forgotten: set[str] = set()
         self._failure: tuple[str, str | None] | None = None
+        self._damaged = False
         self._closed = False
         self.saves = 0
+        self.set_aside_at: list[int] = []  # the times of set_aside calls
 
     def fail(self, message: str = "disk I/O error", *, member_id: str | None = None) -> None:
         """Make calls raise RegistryError(``message``) until :meth:`recover`.
@@ -42,6 +45,18 @@ class MemoryRegistry:
     def recover(self) -> None:
         """Let calls succeed again."""
         self._failure = None
+
+    def damage(self) -> None:
+        """Make calls raise RegistryDamaged until :meth:`set_aside`, as a damaged file does."""
+        self._damaged = True
+
+    def set_aside(self, at_us: int) -> str:
+        """Drop every record and forgotten member, as if the file were moved aside."""
+        with self._lock:
+            self._check("set aside")
+            self._records, self._forgotten, self._damaged = {}, set(), False
+            self.set_aside_at.append(at_us)
+            return f"memory.damaged-{at_us}"
 
     def load(self) -> list[MemberRecord]:
         """Return every record, ordered by member_id."""
@@ -104,6 +119,8 @@ class MemoryRegistry:
         """Raise RegistryError if closed or failing (for ``member_id``, when given)."""
         if self._closed:
             raise RegistryError(f"member registry: {action} after close")
+        if self._damaged and action != "set aside":
+            raise RegistryDamaged(f"member registry: {action} failed: file is not a database")
         if self._failure is None:
             return
         message, failing = self._failure

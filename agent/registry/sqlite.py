@@ -18,6 +18,9 @@ for none.
 there is no row); decoding builds the row class again, so a stored row is checked like a fresh
 one. A save is one transaction, so the file never holds part of one (WL#2775).
 
+A file SQLite finds corrupt or not a database, or one of 0 bytes, raises RegistryDamaged;
+:meth:`SqliteRegistry.set_aside` moves it aside, named with the time, for a new one.
+
 Foreign errors are translated once: sqlite3's (and the OS's) in
 :meth:`SqliteRegistry._session`, msgpack's and the row model's in :func:`_encode` and
 :func:`_decode`.
@@ -33,12 +36,18 @@ import contextlib
 import os
 import sqlite3
 import threading
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 import msgpack  # type: ignore[import-untyped]
 
-from grstats.agent.registry.base import MAX_TIME_US, MemberRecord, RegistryError
+from grstats.agent.registry.base import (
+    MAX_TIME_US,
+    MemberRecord,
+    RegistryDamaged,
+    RegistryError,
+)
 from grstats.agent.rows import ApplierStatusRow, EventRow, MemberStatsRow
 
 if TYPE_CHECKING:
@@ -60,19 +69,38 @@ _V1_WIDTHS: dict[type[Row], int] = {MemberStatsRow: 13, ApplierStatusRow: 21}
 # The values of each stored event (the columns of replication_group_events but REPORTED_BY).
 _EVENT_WIDTH = 7
 
-# Durability. WAL with synchronous=FULL fsyncs the write-ahead log at every COMMIT, so a save
-# that returned survives both kill -9 and power loss. synchronous=NORMAL would survive kill -9
-# (the log is in the OS cache) but may lose the last saves on power loss; EXTRA adds nothing
-# over FULL in WAL mode (it syncs the directory after deleting a rollback journal). fullfsync
-# asks macOS to flush the drive's cache too (plain fsync does not); elsewhere it is ignored.
-# WAL rather than a rollback journal: one sequential fsync a commit, and `grstats members`
-# reading the file never blocks the agent's save. WAL needs a local file system, which the
-# state directory is.
+# Opening. A full, read-only or vanished disk must give an error, never kill the agent. SQLite
+# reads and writes through write(2), which reports a full disk as ENOSPC (SQLITE_FULL), unless
+# it maps a file: a store into a mapped page that the file system cannot allocate is reported
+# by SIGBUS, which kills the process. Two things map files: mmap_size > 0 maps the database
+# (0 is SQLite's default unless built otherwise; it is set anyway), and WAL mode maps the
+# -shm file that holds the WAL index. SQLite extends -shm by writing one byte at the end of
+# each 4 KiB page (os_unix.c, unixShmMap), so on a nearly full file system of 1 KiB blocks
+# the rest of each page stays a hole, and the first store into it is a SIGBUS: the agent died
+# so at a flush, at SIGTERM and at a restart. Hence a rollback journal: no shared memory.
+#
+# TRUNCATE rather than DELETE: with synchronous=FULL, SQLite fsyncs the journal after
+# truncating it at COMMIT (pager.c, pager_end_transaction: "Otherwise the journal might
+# resurrect following a power loss"), so a save that returned survives kill -9 and power
+# loss; DELETE would need synchronous=EXTRA to sync the directory after the unlink. WAL with
+# locking_mode=EXCLUSIVE would keep the WAL index in heap memory instead, but would lock
+# `grstats members forget` out of the file for as long as the agent runs. A reader now holds
+# the file for the few ms of its read; a writer waits for it (busy_timeout_s). fullfsync asks
+# macOS to flush the drive's cache too (plain fsync does not); elsewhere it is ignored.
+#
+# A file of an older grstats is in WAL mode (its header says so). Opening it the usual way
+# would map its -shm, so the connection first takes locking_mode=EXCLUSIVE, with which SQLite
+# keeps the WAL index in heap memory ("WAL databases can be created, read, and written even
+# if shared memory is unavailable as long as the locking_mode is set to EXCLUSIVE before the
+# first attempted access", sqlite.org/wal.html), then leaves WAL for TRUNCATE (checkpointing
+# the WAL into the file), then returns to NORMAL locking. If the checkpoint cannot be made (a
+# full disk), the connection stays in WAL with the index in heap memory, holding the file
+# until it is closed, and the next connection tries again.
 _PRAGMAS = (
-    "PRAGMA journal_mode = WAL",
+    "PRAGMA locking_mode = EXCLUSIVE",  # first: before anything reads the file (see above)
+    "PRAGMA mmap_size = 0",
     "PRAGMA synchronous = FULL",
     "PRAGMA fullfsync = ON",
-    "PRAGMA checkpoint_fullfsync = ON",
 )
 
 # The members ``grstats members forget`` removed, until some save lists them again (appended).
@@ -119,6 +147,14 @@ _UPSERT = """INSERT INTO members (member_id, record_version, member_host, member
 
 _DEFAULT_BUSY_TIMEOUT_S = 5.0
 
+# SQLite's primary result codes that say the file is damaged: SQLITE_CORRUPT ("database disk
+# image is malformed") and SQLITE_NOTADB ("file is not a database").
+_DAMAGE_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
+
+# The files SQLite keeps beside the database, named by it: the rollback journal, and the WAL
+# and its index of a file an older grstats wrote.
+_JOURNAL_SUFFIXES = ("-journal", "-wal", "-shm")
+
 _R = TypeVar("_R", MemberStatsRow, ApplierStatusRow)
 
 
@@ -143,6 +179,8 @@ class SqliteRegistry:
         self._busy_timeout_s = busy_timeout_s
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
+        self._identity: tuple[int, int] | None = None  # the open file's (device, inode)
+        self._writable = True  # whether the open file could be written when it was opened
         self._closed = False
 
     @classmethod
@@ -208,22 +246,79 @@ class SqliteRegistry:
     ) -> None:
         self.close()
 
+    def set_aside(self, at_us: int) -> str:
+        """Move the damaged file and its journals aside, named with the UTC time ``at_us``.
+
+        They become ``members.sqlite3.damaged-YYYYMMDDTHHMMSSZ`` and the same name with
+        ``-journal``, ``-wal`` and ``-shm``, as SQLite names them, so the set-aside file opens
+        with its journal; the journals go first, so that a new file never finds an old hot
+        journal beside it. The next call starts a new, empty registry. Returns the new name.
+        """
+        with self._lock:
+            self._drop()
+            target = _aside_path(self.path, at_us)
+            try:
+                for suffix in (*_JOURNAL_SUFFIXES, ""):
+                    source = Path(f"{self.path}{suffix}")
+                    if suffix == "" or source.exists():
+                        source.replace(f"{target}{suffix}")
+                _sync_directory(self.path.parent)
+            except OSError as exc:
+                raise RegistryError(
+                    f"member registry {self.path}: cannot move it aside to {target}: {exc}"
+                ) from exc
+            return str(target)
+
     @contextlib.contextmanager
     def _session(self, action: str) -> Iterator[sqlite3.Connection]:
-        """Hold the lock and the open connection; translate sqlite3's and the OS's errors."""
+        """Hold the lock and the open connection; translate sqlite3's and the OS's errors.
+
+        A connection whose file is no longer at ``path`` (removed, or its directory) is
+        dropped: its saves would land in a file no one can open. So is a connection SQLite
+        opened read-only (a read-only disk) once the file may be written again.
+        """
         with self._lock:
             if self._closed:
                 raise RegistryError(f"member registry {self.path}: {action} after close")
             try:
+                if self._db is not None and self._stale():
+                    self._drop()
                 if self._db is None:
                     self._db = self._open()
                 yield self._db
+            except RegistryError:
+                self._drop()
+                raise
             except (sqlite3.Error, OSError) as exc:
                 self._drop()
-                raise RegistryError(f"member registry {self.path}: {action} failed: {exc}") from exc
+                message = f"member registry {self.path}: {action} failed: {exc}{self._hint()}"
+                if _is_damage(exc):
+                    raise RegistryDamaged(message) from exc
+                raise RegistryError(message) from exc
+
+    def _stale(self) -> bool:
+        """Whether the open connection is to another file, or read-only and need not be."""
+        if _identity(self.path) != self._identity:
+            return True
+        return not self._writable and os.access(self.path, os.W_OK)
+
+    def _hint(self) -> str:
+        """Say that the directory is gone, when it is: SQLite says only 'unable to open'."""
+        directory = self.path.parent
+        return "" if directory.is_dir() else f" (the directory {directory} does not exist)"
 
     def _open(self) -> sqlite3.Connection:
-        """Open the file, set durability, create or check the tables."""
+        """Open the file, set the journal and durability, create or check the tables.
+
+        A file that exists with 0 bytes is damaged: the registry creates a file and its tables
+        in one go, and removes a file it created whose tables could not be made.
+        """
+        identity = _identity(self.path)
+        if identity is not None and self.path.stat().st_size == 0:
+            raise RegistryDamaged(
+                f"member registry {self.path}: the file is empty (0 bytes), but a registry"
+                " holds its tables from its creation on: it was truncated"
+            )
         db = sqlite3.connect(
             self.path,
             timeout=self._busy_timeout_s,
@@ -233,11 +328,17 @@ class SqliteRegistry:
         try:
             for pragma in _PRAGMAS:
                 db.execute(pragma)
+            _leave_wal(db)
             if _create_or_check_schema(db, self.path):
                 _sync_directory(self.path.parent)
+            _check_integrity(db, self.path)
         except BaseException:
             db.close()
+            if identity is None:
+                _remove_created(self.path)
             raise
+        self._identity = _identity(self.path)
+        self._writable = os.access(self.path, os.W_OK)  # else SQLite opened it read-only
         return db
 
     def _drop(self) -> None:
@@ -264,6 +365,79 @@ def _transaction(db: sqlite3.Connection) -> Iterator[None]:
                 db.execute("ROLLBACK")
         raise
     db.execute("COMMIT")
+
+
+def _identity(path: Path) -> tuple[int, int] | None:
+    """The (device, inode) of the file at ``path``, None if there is none."""
+    try:
+        status = path.stat()
+    except FileNotFoundError:
+        return None
+    return (status.st_dev, status.st_ino)
+
+
+def _primary_code(exc: BaseException) -> int | None:
+    """SQLite's primary result code of ``exc`` (the low byte of an extended one), if any."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    return code & 0xFF if isinstance(code, int) else None
+
+
+def _is_damage(exc: BaseException) -> bool:
+    """Whether SQLite found the file corrupt or not a database (SQLITE_CORRUPT, SQLITE_NOTADB)."""
+    return _primary_code(exc) in _DAMAGE_CODES
+
+
+def _leave_wal(db: sqlite3.Connection) -> None:
+    """Set the TRUNCATE journal, leaving WAL without mapping its -shm (see _PRAGMAS).
+
+    The connection is in EXCLUSIVE locking mode already; it returns to NORMAL once out of WAL.
+    Leaving WAL writes the file; if that fails (a full or read-only disk), the connection
+    stays in WAL with the index in heap memory, and the next one tries again. A damaged or
+    busy file fails the open instead.
+    """
+    try:
+        (mode,) = db.execute("PRAGMA journal_mode = TRUNCATE").fetchone()
+    except sqlite3.OperationalError as exc:
+        if _is_damage(exc) or _primary_code(exc) == sqlite3.SQLITE_BUSY:
+            raise
+        (mode,) = db.execute("PRAGMA journal_mode").fetchone()
+    if mode != "wal":
+        db.execute("PRAGMA locking_mode = NORMAL")
+
+
+def _check_integrity(db: sqlite3.Connection, path: Path) -> None:
+    """Raise RegistryDamaged if SQLite's quick_check finds the file damaged.
+
+    A file truncated or overwritten in part may open and fail only at the page that was
+    lost; quick_check reads every page (the registry is a few hundred KiB at most).
+    """
+    problems = [problem for (problem,) in db.execute("PRAGMA quick_check")]
+    if problems != ["ok"]:
+        raise RegistryDamaged(f"member registry {path}: the file is damaged: {problems[0]}")
+
+
+def _remove_created(path: Path) -> None:
+    """Remove the file ``_open`` created and could not make a registry (best effort).
+
+    Left behind, its 0 bytes would be taken for a truncated registry at the next start.
+    """
+    for suffix in (*_JOURNAL_SUFFIXES, ""):
+        with contextlib.suppress(OSError):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+
+
+def _aside_path(path: Path, at_us: int) -> Path:
+    """Where the damaged file at ``path`` goes: its name, ``.damaged-`` and the UTC time.
+
+    A second file damaged in the same second gets ``-2``, ``-3``, ... after the time.
+    """
+    stamp = datetime.fromtimestamp(at_us / 1_000_000, UTC).strftime("%Y%m%dT%H%M%SZ")
+    target = path.with_name(f"{path.name}.damaged-{stamp}")
+    number = 1
+    while any(Path(f"{target}{suffix}").exists() for suffix in (*_JOURNAL_SUFFIXES, "")):
+        number += 1
+        target = path.with_name(f"{path.name}.damaged-{stamp}-{number}")
+    return target
 
 
 def _create_or_check_schema(db: sqlite3.Connection, path: Path) -> bool:

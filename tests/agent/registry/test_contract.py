@@ -47,6 +47,16 @@ def make_unstorable(
 
 
 class TestContract:
+    def test_set_aside_leaves_an_empty_registry(self, registry: MemberRegistry) -> None:
+        """After set_aside the registry holds no record and no forgotten member, and saves."""
+        registry.save([full(A), bare(B)])
+        assert registry.forget(B) is True
+        assert registry.set_aside(NOW_US)
+        assert registry.load() == []
+        assert registry.forgotten() == []
+        registry.save([bare(C)])
+        assert registry.load() == [bare(C)]
+
     def test_empty_registry_loads_nothing(self, registry: MemberRegistry) -> None:
         """A new registry holds no members."""
         assert registry.load() == []

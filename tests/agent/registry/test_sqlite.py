@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -16,11 +17,17 @@ from typing import TYPE_CHECKING
 import msgpack  # type: ignore[import-untyped]
 import pytest
 
-from grstats.agent.registry import REGISTRY_FILENAME, RegistryError, SqliteRegistry
+from grstats.agent.registry import (
+    REGISTRY_FILENAME,
+    RegistryDamaged,
+    RegistryError,
+    SqliteRegistry,
+)
+from grstats.agent.registry import sqlite as sqlite_registry
 from tests.agent.registry.records import A, B, bare, full, generation, generation_of
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
 ROOT = Path(__file__).resolve().parents[3]
 WRITERS = 30
@@ -65,12 +72,45 @@ class TestFile:
         with SqliteRegistry(path) as registry:
             assert registry.load() == [full(A), bare(B)]
 
-    def test_is_wal_with_full_sync(self, registry: SqliteRegistry) -> None:
-        """The file is in WAL mode and the registry's connection syncs at every commit."""
-        registry.load()
+    def test_rollback_journal_with_full_sync_and_no_mapping(
+        self, registry: SqliteRegistry, path: Path
+    ) -> None:
+        """TRUNCATE journal, synchronous=FULL, no mmap and no -shm: nothing a full disk SIGBUSes.
+
+        SQLite maps the WAL index (-shm) in WAL mode (os_unix.c, unixShmMap) and the file when
+        mmap_size > 0; a rollback journal maps nothing.
+        """
+        registry.save([bare(A)])
         assert registry._db is not None
-        assert registry._db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        assert registry._db.execute("PRAGMA journal_mode").fetchone() == ("truncate",)
         assert registry._db.execute("PRAGMA synchronous").fetchone() == (2,)  # FULL
+        assert registry._db.execute("PRAGMA mmap_size").fetchone() == (0,)
+        assert registry._db.execute("PRAGMA locking_mode").fetchone() == ("normal",)
+        assert not Path(f"{path}-shm").exists()
+        assert not Path(f"{path}-wal").exists()
+
+    def test_a_wal_file_of_an_older_grstats_opens_and_leaves_wal(self, path: Path) -> None:
+        """A file an older grstats left in WAL mode, with a WAL not yet checkpointed, opens.
+
+        Its records load, and it is left for the TRUNCATE journal with its -wal folded in.
+        """
+        with SqliteRegistry(path) as registry:
+            registry.save([bare(A)])
+        code = """
+            import os, sqlite3, sys
+            db = sqlite3.connect(sys.argv[1], isolation_level=None)
+            db.execute("PRAGMA journal_mode = WAL")
+            db.execute("UPDATE members SET member_host = 'db-wal'")
+            os._exit(0)  # killed: the update is only in the -wal
+        """
+        subprocess.run(python(code, str(path)), cwd=ROOT, check=True, timeout=30)
+        assert Path(f"{path}-wal").exists()
+        with SqliteRegistry(path) as registry:
+            (record,) = registry.load()
+            assert record.member_host == "db-wal"
+            assert registry._db is not None
+            assert registry._db.execute("PRAGMA journal_mode").fetchone() == ("truncate",)
+        assert not Path(f"{path}-wal").exists()
 
     def test_any_thread_may_call(self, registry: SqliteRegistry) -> None:
         """A registry opened on one thread is used from another, as the agent's workers do."""
@@ -273,3 +313,117 @@ class TestFailures:
         assert f"member registry {path}: load failed: unable to open database file" in str(
             raised.value
         )
+
+    def test_removed_file_is_made_again(self, registry: SqliteRegistry, path: Path) -> None:
+        """A file removed under the open registry is made again by the next save, not lost.
+
+        Without the check the connection would go on writing to the removed file's inode.
+        """
+        registry.save([bare(A)])
+        path.unlink()
+        registry.save([bare(B)])
+        with SqliteRegistry(path) as other:
+            assert other.load() == [bare(B)]
+
+    def test_vanished_directory_is_named_then_recovers(self, tmp_path: Path) -> None:
+        """Saves into a removed state directory fail saying so; once it is back they succeed."""
+        directory = tmp_path / "state"
+        directory.mkdir()
+        path = directory / REGISTRY_FILENAME
+        with SqliteRegistry(path) as registry:
+            registry.save([bare(A)])
+            shutil.rmtree(directory)
+            with pytest.raises(RegistryError) as raised:
+                registry.save([bare(B)])
+            assert f"(the directory {directory} does not exist)" in str(raised.value)
+            directory.mkdir()
+            registry.save([bare(A), bare(B)])
+        with SqliteRegistry(path) as registry:
+            assert registry.load() == [bare(A), bare(B)]
+
+
+def half(path: Path) -> None:
+    """Truncate the file to half its size."""
+    os.truncate(path, path.stat().st_size // 2)
+
+
+def garbage(path: Path) -> None:
+    """Overwrite the file with bytes that are no database, keeping its size."""
+    path.write_bytes(b"\xde\xad\xbe\xef" * (path.stat().st_size // 4))
+
+
+def empty(path: Path) -> None:
+    """Truncate the file to 0 bytes."""
+    os.truncate(path, 0)
+
+
+DAMAGES = [
+    pytest.param(half, "database disk image is malformed", id="half"),
+    pytest.param(garbage, "file is not a database", id="garbage"),
+    pytest.param(empty, "the file is empty (0 bytes)", id="empty"),
+]
+
+
+class TestDamage:
+    @pytest.mark.parametrize(("damage", "problem"), DAMAGES)
+    def test_damage_is_named_and_set_aside(
+        self, path: Path, damage: Callable[[Path], None], problem: str
+    ) -> None:
+        """A truncated, overwritten or emptied file raises RegistryDamaged; set aside, it starts anew.
+
+        SQLite's SQLITE_CORRUPT and SQLITE_NOTADB (sqlite3.h) say damage; a 0-byte file is one
+        too, since the registry creates its file and tables in one go. The file goes aside
+        named with the UTC time, its journal beside it, and a new, empty registry follows.
+        """
+        with SqliteRegistry(path) as registry:
+            registry.save(generation(1, members=200))
+            registry.forget(generation(1)[0].member_id)
+        assert Path(f"{path}-journal").exists()  # a TRUNCATE journal at rest: 0 bytes
+        damage(path)
+        at_us = 1_796_163_300_000_000  # 2026-12-01T22:15:00Z
+        with SqliteRegistry(path) as registry:
+            with pytest.raises(RegistryDamaged) as raised:
+                registry.load()
+            assert str(path) in str(raised.value)
+            assert problem in str(raised.value)
+            moved_to = registry.set_aside(at_us)
+            assert moved_to == f"{path}.damaged-20261201T221500Z"
+            assert Path(moved_to).exists()
+            assert Path(f"{moved_to}-journal").exists()
+            assert registry.load() == []
+            assert registry.forgotten() == []
+            registry.save([bare(A)])
+        with SqliteRegistry(path) as registry:
+            assert registry.load() == [bare(A)]
+
+    def test_set_aside_twice_in_a_second_keeps_both(self, path: Path) -> None:
+        """A second damaged file set aside in the same second gets its own name."""
+        at_us = 1_796_163_300_000_000
+        names = []
+        for _ in range(2):
+            with SqliteRegistry(path) as registry:
+                registry.save([bare(A)])
+            garbage(path)
+            with SqliteRegistry(path) as registry:
+                names.append(registry.set_aside(at_us))
+        assert names == [f"{path}.damaged-20261201T221500Z", f"{path}.damaged-20261201T221500Z-2"]
+        assert all(Path(name).exists() for name in names)
+
+    def test_file_whose_tables_could_not_be_made_is_removed(
+        self, path: Path, monkeypatch: pytest.MonkeyPatch
+    ) -> None:
+        """A file the registry created but could not give its tables is removed, not left empty.
+
+        Left at 0 bytes it would be taken for a truncated registry at the next start.
+        """
+
+        def full_disk(db: sqlite3.Connection, where: Path) -> bool:
+            raise sqlite3.OperationalError("database or disk is full")
+
+        monkeypatch.setattr(sqlite_registry, "_create_or_check_schema", full_disk)
+        with SqliteRegistry(path) as registry, pytest.raises(RegistryError, match="disk is full"):
+            registry.load()
+        assert not path.exists()
+        monkeypatch.undo()
+        with SqliteRegistry(path) as registry:
+            assert registry.load() == []
