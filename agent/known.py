@@ -16,6 +16,7 @@ from grstats.agent.gossip import Counts, Key
 from grstats.agent.gtid import GtidSet
 from grstats.agent.model import GroupView, ServerSettings
 from grstats.agent.rows import ApplierStatusRow, MemberRow, MemberStatsRow
+from grstats.agent.verdict import has_quorum
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -115,6 +116,86 @@ def served_view(state: GossipState, local: MemberSnapshot | None) -> tuple[Group
     if local is not None:
         return local.view, local.member_id
     return GroupView(), ""
+
+
+#: The states in which a member left out of the majority's view is split from it: Shell's
+#: split-brain check (``instance_diagnostics`` in modules/adminapi/cluster/status.cc).
+SPLIT_BRAIN_STATES = ("ONLINE", "RECOVERING")
+#: The states the majority's view gives a member split from it: Shell's ``minfo.state``
+#: UNREACHABLE or MISSING (not listed) in ``instance_diagnostics``.
+_SPLIT_FROM_STATES = ("UNREACHABLE", "")
+
+
+def own_view(state: GossipState, local: MemberSnapshot | None, member: str) -> GroupView | None:
+    """``member``'s own ``replication_group_members`` as read or last received, None if unheard."""
+    if local is not None and member == local.member_id:
+        return local.view
+    return _heard(state, member, Key.VIEW, GroupView)
+
+
+def state_in(view: GroupView, member: str) -> str:
+    """The MEMBER_STATE ``view`` lists ``member`` in, ``''`` when it does not list it."""
+    return next((row.member_state for row in view.members if row.member_id == member), "")
+
+
+def split_state(majority: GroupView, own: GroupView | None, member: str) -> str:
+    """The state ``member`` shows itself in while split from ``majority`` (``''``: it is not).
+
+    Shell's split-brain (``instance_diagnostics``, modules/adminapi/cluster/status.cc): the
+    majority's view lists the member UNREACHABLE or not at all (MISSING) while the member's own
+    server says it is ONLINE or RECOVERING (Shell's ``status`` of it is then the quorum's,
+    ``(MISSING)``, and its ``memberState`` the member's own: ``Status::feed_member_info``).
+    Shell reads the member live; grstats has its last read, so it also asks that the
+    majority's view has quorum and the member's own view of the same group has none
+    (:func:`~grstats.agent.verdict.has_quorum`): a member whose own view has quorum is in a
+    majority itself, and a member that crashed left a last view that had quorum, not one of a
+    member cut off. The caller asks for a connected member only.
+    """
+    if own is None or not majority.view_id or own.group_name != majority.group_name:
+        return ""
+    found = state_in(own, member)
+    if (
+        found not in SPLIT_BRAIN_STATES
+        or state_in(majority, member) not in _SPLIT_FROM_STATES
+        or not has_quorum([row.member_state for row in majority.members])
+        or has_quorum([row.member_state for row in own.members])
+    ):
+        return ""
+    return found
+
+
+def split_brain(  # noqa: PLR0913  (the inputs of connected(), plus the majority's view)
+    state: GossipState,
+    local: MemberSnapshot | None,
+    majority: GroupView,
+    *,
+    now_us: int,
+    silence_us: int,
+    offsets: Mapping[str, int],
+) -> dict[str, str]:
+    """Every connected member split from ``majority`` (:func:`split_state`), with its own state."""
+    found = {}
+    for member in member_ids(state, local, majority):
+        shown = split_state(majority, own_view(state, local, member), member)
+        if shown and connected(
+            state, local, member, now_us=now_us, silence_us=silence_us, offsets=offsets
+        ):
+            found[member] = shown
+    return found
+
+
+def tables_view(local: MemberSnapshot | None, majority: GroupView) -> GroupView:
+    """The view MySQL's tables are served from: ``majority``, or the local member's own.
+
+    The local member's own view while it is split from ``majority`` (:func:`split_state`): its
+    server still shows itself ONLINE (or RECOVERING) and the others as it sees them
+    (UNREACHABLE), and so does its agent, as MySQL does on that member, so that applications
+    on it see what its server says. Every other agent serves ``majority``, where the member is
+    absent or UNREACHABLE; every agent's verdict flags it (:mod:`grstats.agent.status`).
+    """
+    if local is not None and split_state(majority, local.view, local.member_id):
+        return local.view
+    return majority
 
 
 def group_label(state: GossipState, local: MemberSnapshot | None, view: GroupView) -> str:
@@ -235,6 +316,33 @@ def applier_of(
     if row is None:
         return ApplierStatusRow(member_id=member, transactions_behind=behind)
     return replace(row.with_lag(member_now_us), transactions_behind=behind)
+
+
+def lag_time(
+    state: GossipState,
+    local: MemberSnapshot | None,
+    member: str,
+    *,
+    now_us: int,
+    offsets: Mapping[str, int],
+) -> int:
+    """When, on ``member``'s clock, its APPLIER_LAG_SECONDS is computed (µs): its last report.
+
+    The local member's last read; another member's last counts (or applier fields), at the
+    time its agent sent them on its own clock. Its applier fields are as of then, so the lag
+    is the one it had then, the same at every agent whatever each one's estimate of its clock,
+    and it stays at that last known value once nothing more is heard of the member, rather
+    than a figure that grows with the time this agent has not heard it (an estimate that
+    would show 56 s for a member last seen 4 s behind). AGE_MS says how old that report is.
+    Never reported: now on its clock.
+    """
+    if local is not None and member == local.member_id:
+        return local.read_at_us
+    for key in (Key.COUNTS, Key.APPLIER):
+        heard = state.value(member, key)
+        if heard is not None:
+            return heard.update.sent_at_us
+    return now_us + offsets.get(member, 0)
 
 
 def transactions_behind(

@@ -5,9 +5,12 @@ Called once per period by the agent, after its round with the peers. A member tu
 directly and relayed, or heard but not reading its server; :func:`grstats.agent.known.connected`,
 the rule the tables use) is one warning, ``member_not_connected``, naming the member, its
 ``host:port`` as the group's view lists it (MEMBER_HOST and MEMBER_PORT), its agent's address
-when known, for how long nothing live was heard of it, and the ``reason``: ``agent_silent`` or
-``server_not_read``. Its return is one info line, ``member_connected``, with how long it was
-not connected. Nothing is logged in between, however long the silence lasts.
+when known, for how long nothing live was heard of it, the ``reason`` (:func:`silence_reason`:
+``agent_silent`` or ``server_not_read``, from what the gossip holds, so the same at every agent)
+and ``member_state``, the state its own ``replication_group_members`` showed at its last read
+(:func:`own_state`: ERROR for a member that left on an error, not the OFFLINE of a clean leave).
+Its return is one info line, ``member_connected``, with how long it was not connected. Nothing
+is logged in between, however long the silence lasts.
 
 A member the agent only remembers (its registry, after a restart) and has not heard yet is
 given one full ``silence_us`` from the agent's first period before it is called silent (its
@@ -21,7 +24,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
 from grstats.agent.address import join_address
-from grstats.agent.known import connected, departed, reported
+from grstats.agent.gossip import Key
+from grstats.agent.known import connected, departed, own_view, reported, state_in
+from grstats.agent.model import SourceHealth
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -120,8 +125,7 @@ class Liveness:
             # The last live report; never reported in this run: as the registry remembers it.
             last_us = seen or heard_us or origin.first_seen_us
             self._silent[member_id] = last_us
-            agent_heard = state.connected(member_id, now_us, silence_us)
-            reason = "server_not_read" if agent_heard else "agent_silent"
+            reason, member_state = silence_reason(state, member_id), own_state(state, member_id)
             log.warning(
                 "member_not_connected",
                 member_id=member_id,
@@ -129,12 +133,51 @@ class Liveness:
                 agent=agents.get(member_id),
                 silent_s=_seconds(now_us - last_us),
                 reason=reason,
+                member_state=member_state,
             )
-            detail = f"{reason}: nothing live heard for {_seconds(now_us - last_us)} s"
+            detail = (
+                f"{reason}: nothing live heard for {_seconds(now_us - last_us)} s; "
+                f"{member_state} at its last read"
+            )
             turns.append(Turn(member_id, silent=True, detail=detail))
         for member_id in [m for m in self._silent if m not in state.origins]:
             del self._silent[member_id]  # purged or forgotten: nothing more to say
         return turns
+
+
+def silence_reason(state: GossipState, member_id: str) -> str:
+    """Why ``member_id`` is not connected, from its agent's last word: the same at every agent.
+
+    ``server_not_read`` when the newest value its agent sent (by stamp) after its last report
+    is a HEALTH that says its read failed: an agent records one at every read that fails
+    (:meth:`grstats.agent.local.LocalMember.read`), so an agent that runs beside a server it
+    cannot read keeps saying so. Else ``agent_silent``: its last word was a report (COUNTS), or
+    nothing was heard of it in this run, and then nothing came. Not when it was last heard, as
+    :meth:`~grstats.agent.gossip.GossipState.connected` says: a peer that got its last report
+    relayed a period late would still hear it when its report's age passes the silence, and
+    give another reason for the same SIGKILL.
+    """
+    origin = state.origins.get(member_id)
+    if origin is None or origin.fresh_at_us <= 0:
+        return "agent_silent"  # only remembered (a registry): not heard in this run
+    health, report = origin.values.get(Key.HEALTH), origin.values.get(Key.COUNTS)
+    if health is None or not isinstance(health.update.value, SourceHealth):
+        return "agent_silent"
+    after_report = report is None or health.update.stamp > report.update.stamp
+    return "server_not_read" if after_report and not health.update.value.ok else "agent_silent"
+
+
+def own_state(state: GossipState, member_id: str) -> str:
+    """The MEMBER_STATE of ``member_id``'s own row in its own last view, as its agent sent it.
+
+    What the member's own ``replication_group_members`` showed at its last read: ERROR for a
+    member that left the group on an error (MySQL lists it alone, ERROR), ONLINE for a member
+    whose agent alone died. A member whose agent never sent a view listing it: the state this
+    agent serves for it out of the view (:func:`~grstats.agent.known.departed`).
+    """
+    own = own_view(state, None, member_id)
+    listed = state_in(own, member_id) if own is not None else ""
+    return listed or departed(state, member_id).member_state
 
 
 def _address(state: GossipState, member_id: str) -> str | None:

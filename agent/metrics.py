@@ -35,7 +35,9 @@ series:
   flow control holds that writer back), ``grstats_member_clock_skew_seconds`` (its clock
   minus the median of the members' clocks; absent while unknown) and
   ``grstats_member_errant_transactions`` (GTIDs it executed that the group lacks, which make
-  MySQL refuse its next join; absent while unknown). A member whose agent is not
+  MySQL refuse its next join; absent while unknown) and ``grstats_member_split_brain`` (1
+  while the member is not part of the majority group but its own server says ONLINE or
+  RECOVERING, MySQL Shell's "split-brain!"; 0 otherwise). A member whose agent is not
   heard keeps every series, at its last values, with ``grstats_agent_up`` 0, so that an alert
   on it does not go silent with the member. A member's stats series start once its stats were heard.
 * **The group's verdict** (:mod:`grstats.agent.status`, MySQL Shell's ``cluster.status()``),

@@ -252,6 +252,7 @@ def _stats_families(served: Served, group: str) -> list[Metric]:
         throttling,
         skew,
         _errant_family(served, group),
+        _split_brain_family(served, group),
     ]
 
 
@@ -292,6 +293,19 @@ def _errant_family(served: Served, group: str) -> Metric:
             count = GtidSet.parse(row["ERRANT_TRANSACTIONS"]).count()
             errant.add_metric([group, member_id], float(count))
     return errant
+
+
+def _split_brain_family(served: Served, group: str) -> Metric:
+    """1 for each member split from the group (SPLIT_BRAIN), 0 for the others."""
+    split = _gauge(
+        "grstats_member_split_brain",
+        "1 when the member is not part of the majority group but its own server says ONLINE "
+        "or RECOVERING (SPLIT_BRAIN of replication_group_member_status: MySQL Shell's "
+        "'split-brain!'): applications on it read stale data and its writes hang; 0 when not.",
+    )
+    for member_id, row in _by_member(served, _MEMBER_STATUS).items():
+        split.add_metric([group, member_id], _flag(row["SPLIT_BRAIN"] == "YES"))
+    return split
 
 
 def group_families(served: Served, group: str, thresholds: tuple[int, int]) -> list[Metric]:

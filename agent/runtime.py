@@ -47,6 +47,7 @@ from grstats.agent.registry_sync import RegistrySync
 from grstats.agent.rounds import PeerRounds
 from grstats.agent.security import Security
 from grstats.agent.server import SERVICE_NAMES, build_server
+from grstats.agent.split_watch import SplitBrainWatch
 from grstats.agent.stable_set import StableSetWatch
 from grstats.agent.status import flow_control_thresholds, throttled_by
 from grstats.agent.tables import ServedTables
@@ -125,6 +126,7 @@ class Agent:
         )
         self.registry_sync = RegistrySync(registry, self.member, config, clock=clock)
         self.liveness = Liveness(self.member)  # logs members turning CONNECTED NO, and back
+        self.split_brain = SplitBrainWatch()  # logs members split from the group, once each
         self.stable_set = StableSetWatch()  # fed each read (run_period), asked by the status
         self.event_log = EventLog(self.member.state, clock=clock)  # the member's events
         self._event_counts = EventCounts(self.member.state, self.member.incarnation)
@@ -305,6 +307,14 @@ class Agent:
             )
             events += [found] if found is not None else []
         events += self._throttle_events(now)
+        self.split_brain.check(
+            self.member.state,
+            self.member.snapshot,
+            self.member.log,
+            now_us=now,
+            silence_us=self._config.silence_us,
+            offsets=self.rounds.offsets,
+        )
         self.event_log.add(events)
         primaries, states = self._event_counts.update()
         group_name = self._last_read.view.group_name if self._last_read else ""

@@ -7,15 +7,21 @@ clock offsets it estimated. Rules (MySQL's where MySQL defines them):
   the highest VIEW_ID read or heard, the local member's own view among equals (so grstats
   never contradicts MySQL there while its member is in the group's current view), else the
   most recently read; MEMBER_STATE and MEMBER_ROLE are Group Replication's own;
+* except on the agent of a member split from that view (absent from it, or UNREACHABLE in
+  it, while its server says ONLINE or RECOVERING: MySQL Shell's split-brain,
+  :func:`~grstats.agent.known.split_state`): that agent serves its member's own view (itself
+  ONLINE, the others as its server shows them), as MySQL does on that member
+  (:func:`~grstats.agent.known.tables_view`); the verdict still judges the group's view;
 * every member known but absent from that view stays listed (WL#2860) as OFFLINE, with its
   last rows; rows are sorted by MEMBER_ID;
 * the local stats row is read now; other rows are the last values received; VIEW_ID is the
   served view's, the same on every row (``get_group_member_stats`` in
   plugin/group_replication/src/ps_information.cc); a member in the view whose stats were
   never received shows MySQL's empty remote row;
-* APPLIER_LAG_SECONDS: while applying, now minus the original commit, ``now`` taken on the
-  member's clock (our clock plus its estimated offset); otherwise end of apply minus original
-  commit, as the member's server reported both;
+* APPLIER_LAG_SECONDS: while applying, the time of the member's last report on its own clock
+  (the local one's last read) minus the original commit; otherwise end of apply minus
+  original commit, as the member's server reported both; so a member not connected keeps the
+  lag of its last report (:func:`~grstats.agent.known.lag_time`), in every table;
 * TRANSACTIONS_BEHIND: the count the member's agent sent with its counts (the local one read
   now);
 * GTID_EXECUTED: every member's last sample, the local one's too (never a fresher read), all
@@ -43,9 +49,11 @@ from grstats.agent.known import (
     executed_of,
     freshest_view,
     group_label,
+    lag_time,
     member_ids,
     reported,
     stats_of,
+    tables_view,
 )
 from grstats.agent.rows import (
     EXTENDED_COLUMNS,
@@ -130,7 +138,7 @@ def served_tables(  # noqa: PLR0913  (every input of the tables is explicit)
     ``stall`` the stable set's stall its member shows (:mod:`grstats.agent.stable_set`).
     """
     offsets = offsets_us or {}
-    view = freshest_view(state, local)
+    view = tables_view(local, freshest_view(state, local))
     in_view = {row.member_id: row for row in view.members}
     members = member_ids(state, local, view)
 
@@ -157,6 +165,10 @@ def served_tables(  # noqa: PLR0913  (every input of the tables is explicit)
             return columns, values
 
         return build
+
+    def lag_at(member: str) -> int:
+        """When ``member``'s lag is computed: its last report, on its clock."""
+        return lag_time(state, local, member, now_us=now_us, offsets=offsets)
 
     verdict: list[tuple[GroupStatusRow, list[MemberStatusRow]]] = []
 
@@ -192,10 +204,7 @@ def served_tables(  # noqa: PLR0913  (every input of the tables is explicit)
             ),
             REPLICATION_GROUP_MEMBER_LAG.name: table(
                 REPLICATION_GROUP_MEMBER_LAG.columns,
-                lambda: [
-                    (applier_of(state, local, m, now_us + offsets.get(m, 0)), m, Key.APPLIER)
-                    for m in members
-                ],
+                lambda: [(applier_of(state, local, m, lag_at(m)), m, Key.APPLIER) for m in members],
             ),
             REPLICATION_GROUP_MEMBER_GTID_EXECUTED.name: table(
                 REPLICATION_GROUP_MEMBER_GTID_EXECUTED.columns,

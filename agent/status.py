@@ -29,9 +29,18 @@ A member whose variables were never heard is judged with MySQL's defaults.
 
 A stalled stable set (:mod:`grstats.agent.stable_set`: TRANSACTIONS_COMMITTED_ALL_MEMBERS
 unchanged for two broadcast rounds while transactions were certified) is held back by the
-view's UNREACHABLE members, whose sets never reach the certifier; with none, by the members
-whose last sampled ``gtid_executed`` lacks transactions every other member's sample has (an
-applier that stopped).
+view's UNREACHABLE members, whose sets never reach the certifier; with none, by the ONLINE
+members at the bottom of the ONLINE members' last sampled ``gtid_executed`` (an applier that
+stopped; several equally behind are all named). The certifier ignores the sets of members not
+ONLINE, so a RECOVERING member neither holds it nor counts (:func:`stable_set_holders`).
+
+SPLIT_BRAIN is MySQL Shell's split-brain (``instance_diagnostics`` in
+modules/adminapi/cluster/status.cc): a connected member that the served view, with quorum,
+lists UNREACHABLE or not at all while its own last view, without quorum, lists it ONLINE or
+RECOVERING (:func:`~grstats.agent.known.split_state`). Its row keeps the served view's state
+(OFFLINE once the majority removed it), as Shell's ``status`` is the quorum's view of the
+member (``(MISSING)``) and only its ``memberState`` the member's own (``Status::feed_member_info``
+in the same file); the sentence names it with Shell's error and the member's own state.
 
 ERRANT_TRANSACTIONS is each member's last sampled ``gtid_executed`` judged against the other
 members' samples of the same instant (:mod:`grstats.agent.errant`), the samples' times moved
@@ -53,15 +62,18 @@ from grstats.agent.known import (
     departed,
     executed_of,
     group_label,
+    lag_time,
     member_ids,
     served_view,
     server_of,
+    split_brain,
     transactions_behind,
 )
 from grstats.agent.model import ServerSettings
 from grstats.agent.rows import (
     GroupStatusRow,
     MemberRow,
+    MemberState,
     MemberStatsRow,
     MemberStatusRow,
     lag_seconds,
@@ -114,16 +126,23 @@ def group_status(  # noqa: PLR0913  (every input of the verdict is explicit)
     }
     held, by = _flow_control(in_view, counts, servers)
     errant = _errant(state, members, view.group_name, offsets)
+    split = split_brain(state, local, view, now_us=now_us, silence_us=silence_us, offsets=offsets)
     rows = [
         _member_row(
             shown[m],
             counts[m],
             servers[m],
             connected=live[m],
-            lag=_lag(state, local, m, now_us + offsets.get(m, 0)),
+            lag=_lag(
+                state,
+                local,
+                m,
+                lag_time(state, local, m, now_us=now_us, offsets=offsets),
+            ),
             behind=transactions_behind(state, local, m),
             throttling=m in held,
             errant=errant.get(m),
+            split=m in split,
         )
         for m in members
     ]
@@ -143,6 +162,7 @@ def group_status(  # noqa: PLR0913  (every input of the verdict is explicit)
         not_in_view=len(members) - len(counted),
         not_heard=sum(1 for m in counted if not live.get(m, False)),
         visible_from=_address(shown.get(origin) or MemberRow(member_id=origin)),
+        split_brain=[(_address(shown[m]), own) for m, own in sorted(split.items())],
     )
     if found.status == "UNKNOWN" and cannot_read is not None:
         found = source_unknown(*cannot_read)
@@ -171,18 +191,51 @@ def group_status(  # noqa: PLR0913  (every input of the verdict is explicit)
 
 
 def _holding_back(state: GossipState, in_view: Mapping[str, MemberRow]) -> list[str]:
-    """The members of the view that hold the stable set back (see the module docstring)."""
+    """The members of the view that hold the stable set back (see the module docstring).
+
+    As the certifier computes it (``Certifier::handle_certifier_data`` and
+    ``intersect_members_gtid_executed_and_garbage_collect`` in
+    plugin/group_replication/src/certifier.cc): the stable set is the intersection of the
+    sets of the members ONLINE in the view, every one of which must send its set; a message
+    from a member not ONLINE (RECOVERING, say: its set is not yet the group's) is ignored. So
+    a member UNREACHABLE in the view, ONLINE to the certifier but whose set never arrives,
+    holds it; with none, :func:`stable_set_holders` over the ONLINE members' sampled sets.
+    """
     unreachable = [m for m, row in in_view.items() if row.member_state == "UNREACHABLE"]
     if unreachable:
         return sorted(unreachable)
-    executed = {m: executed_of(state, m) for m in in_view}
-    sampled = {m: found for m, (found, sent_us) in executed.items() if sent_us}
-    behind = []
-    for member, own in sampled.items():
-        others = [found for m, found in sampled.items() if m != member]
-        if others and not (GtidSet.intersection_of(others) - own).is_empty():
+    online = [m for m, row in in_view.items() if row.member_state == MemberState.ONLINE]
+    sampled = {}
+    for member in online:
+        found, sent_us = executed_of(state, member)
+        if sent_us:
+            sampled[member] = found
+    return stable_set_holders(sampled)
+
+
+def stable_set_holders(sets: Mapping[str, GtidSet]) -> list[str]:
+    """Which of the ONLINE members' sets ``sets`` keep their intersection where it is.
+
+    The members at the bottom: those that lack a GTID another member holds while every GTID
+    they share with any other member is held by all (their set is the stable set, but for
+    GTIDs only they hold, such as errant ones). Several members equally behind are all named.
+    Where members are behind each other in different things (none at the bottom), each member
+    that lacks a GTID every other member holds.
+    """
+    stable = GtidSet.intersection_of(sets.values()) if sets else GtidSet()
+    bottom, behind = [], []
+    for member, own in sets.items():
+        others = [found for m, found in sets.items() if m != member]
+        if not others:
+            continue
+        lacks = GtidSet.union_of(others) - own
+        if lacks.is_empty():
+            continue
+        if (own & GtidSet.union_of(others)) <= stable:
+            bottom.append(member)
+        if not (GtidSet.intersection_of(others) - own).is_empty():
             behind.append(member)
-    return sorted(behind)
+    return sorted(bottom or behind)
 
 
 def flow_control_thresholds(
@@ -316,6 +369,7 @@ def _member_row(  # noqa: PLR0913  (one row from several sources)
     behind: int | None,
     throttling: bool,
     errant: GtidSet | None = None,
+    split: bool = False,
 ) -> MemberStatusRow:
     stats, age_us = counts if counts is not None else (None, None)
     return MemberStatusRow(
@@ -335,6 +389,7 @@ def _member_row(  # noqa: PLR0913  (one row from several sources)
         super_read_only=_on_off(server.super_read_only) if server else None,
         throttling="YES" if throttling else "NO",
         errant_transactions=None if errant is None else str(errant),
+        split_brain="YES" if split else "NO",
     )
 
 

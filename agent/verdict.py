@@ -44,6 +44,9 @@ Where grstats departs from Shell, on purpose:
 * **no view at all** (no member of a group was read or heard): UNKNOWN. When the agent asked
   knows nothing because it cannot read its own member, the sentence says so and why
   (:func:`source_unknown`).
+* **split-brain members.** Shell gives its "split-brain!" error in the member's
+  ``instanceErrors``; grstats appends it to the sentence, after the member's address, and
+  flags the member (SPLIT_BRAIN). The status itself is the majority view's, as Shell's.
 * **members not connected.** The sentence also says how many members are not connected (their
   agent silent, or not reading their server: :func:`grstats.agent.known.connected`): their
   state is the view's, their rows are the last received.
@@ -94,13 +97,19 @@ def tolerance(states: Sequence[str]) -> int:
 
 
 def verdict(
-    states: Sequence[str], *, not_in_view: int = 0, not_heard: int = 0, visible_from: str = ""
+    states: Sequence[str],
+    *,
+    not_in_view: int = 0,
+    not_heard: int = 0,
+    visible_from: str = "",
+    split_brain: Sequence[tuple[str, str]] = (),
 ) -> Verdict:
     """Return the verdict of a view whose members are in ``states``.
 
     ``not_in_view`` counts known members outside the view (departed, expelled, stopped);
     ``not_heard`` the members not connected; ``visible_from`` names the member
-    whose view this is, for the NO_QUORUM sentence.
+    whose view this is, for the NO_QUORUM sentence; ``split_brain`` gives the address and own
+    state of each member split from the view, which the sentence names (:func:`split_text`).
     """
     if not states:
         return Verdict(
@@ -135,7 +144,18 @@ def verdict(
         text += " 1 member is not connected: its rows are the last received."
     elif not_heard:
         text += f" {not_heard} members are not connected: their rows are the last received."
+    text += "".join(f" {address}: {split_text(state)}." for address, state in split_brain)
     return Verdict(status, text, tolerated)
+
+
+def split_text(state: str) -> str:
+    """Shell's error for a member split from the majority that shows itself in ``state``.
+
+    ``instance_diagnostics`` (modules/adminapi/cluster/status.cc) gives it in the member's
+    ``instanceErrors`` when the majority's view lists it UNREACHABLE or MISSING while it has
+    state ONLINE or RECOVERING: its applications read stale data, and writes on it hang.
+    """
+    return f"ERROR: split-brain! Instance is not part of the majority group, but has state {state}"
 
 
 def source_unknown(agent: str, reason: str) -> Verdict:

@@ -15,14 +15,18 @@ TRANSACTIONS_COMMITTED_ALL_MEMBERS advances, else :func:`stall_document`) and ``
 ``age_ms``, ``applier_lag_seconds``, ``applier_queue``, ``certifier_queue``,
 ``transactions_behind``, ``read_only`` and ``super_read_only`` (bool, or null when unknown),
 ``throttling`` (bool), ``clock_skew_ms`` (its clock minus the median of the members', null
-when unknown) and ``errant_transactions`` (the GTIDs it executed that the group lacks, as one
-line; ``''`` for none, null when unknown or the agent is older), and ``agent_source``:
+when unknown), ``errant_transactions`` (the GTIDs it executed that the group lacks, as one
+line; ``''`` for none, null when unknown or the agent is older) and ``split_brain`` (bool:
+MySQL Shell's split-brain, out of the group's view while its own server says ONLINE or
+RECOVERING; null when the agent is older), and ``agent_source``:
 whether the agent asked can read its own member (:func:`source_document`). When it cannot
 and knows no member at all, the agent's verdict is UNKNOWN and its sentence says why
 (:func:`~grstats.agent.verdict.source_unknown`).
 
-The summary has an ``errant`` line while some member executed transactions the group lacks
-(:func:`errant_members`): the member and the GTIDs, which make MySQL refuse its next join.
+The summary has a ``split-brain`` line while some member is split from the group
+(:func:`split_members`), and an ``errant`` line while some member executed transactions the
+group lacks (:func:`errant_members`): the member and the GTIDs, which make MySQL refuse its
+next join.
 
 Every ``grstats query`` answer also gives :func:`source_line`, the one warning line printed on
 standard error (and on the watch screen) while the agent asked cannot read its member. The JSON
@@ -88,6 +92,7 @@ MEMBER_KEYS = {
     "throttling": "THROTTLING",
     "clock_skew_ms": "CLOCK_SKEW_MS",
     "errant_transactions": "ERRANT_TRANSACTIONS",
+    "split_brain": "SPLIT_BRAIN",
 }
 
 
@@ -213,7 +218,7 @@ def _on(value: Value) -> bool | None:
 def member_document(member: Mapping[str, Value]) -> dict[str, Any]:
     """One member of the JSON document, from its row by column name."""
     found = {key: member.get(name) for key, name in MEMBER_KEYS.items()}
-    for key in ("connected", "throttling"):
+    for key in ("connected", "throttling", "split_brain"):
         found[key] = _yes(found[key])
     for key in ("read_only", "super_read_only"):
         found[key] = _on(found[key])
@@ -348,6 +353,7 @@ def summary(status: GroupStatus, zone: TimeZone = UTC_ZONE) -> list[tuple[str, s
         ("throttled", throttled),
         *([("clock skew", skewed)] if skewed else []),
         *([("errant", errant)] if (errant := errant_members(status)) else []),
+        *([("split-brain", split)] if (split := split_members(status)) else []),
         *([("stable set", stalled)] if (stalled := stable_set_stalled(status)) else []),
     ]
 
@@ -376,6 +382,28 @@ def errant_members(status: GroupStatus) -> str:
         "lacks (a rejoin is refused)"
         for member in status.members
         if isinstance(errant := member.get("ERRANT_TRANSACTIONS"), str) and errant
+    )
+
+
+def split_members(status: GroupStatus) -> str:
+    """The members split from the group, in one line ('' if none).
+
+    ``127.0.0.1:13309, 127.0.0.1:13310 (not part of the majority group, but ONLINE or
+    RECOVERING on their own server: applications there read stale data, writes hang)``: the
+    rows with SPLIT_BRAIN YES, MySQL Shell's "split-brain!" (``instance_diagnostics`` in
+    modules/adminapi/cluster/status.cc), whose state the status text gives.
+    """
+    split = [
+        address(member) or str(member.get("MEMBER_ID"))
+        for member in status.members
+        if member.get("SPLIT_BRAIN") == "YES"
+    ]
+    if not split:
+        return ""
+    return (
+        f"{', '.join(split)} (not part of the majority group, but ONLINE or RECOVERING on "
+        f"{'its' if len(split) == 1 else 'their'} own server: applications there read stale "
+        "data, writes hang)"
     )
 
 

@@ -258,6 +258,10 @@ REPLICATION_GROUP_MEMBER_STATUS = Table(
         # grstats: the GTIDs of the member's gtid_executed the group does not have, MySQL's
         # text ('' for none; see agent.errant); NULL while no set of the same instant is known
         _text("ERRANT_TRANSACTIONS", "LONGTEXT", nullable=True),
+        # grstats: YES while the member is split from the group's view, MySQL Shell's
+        # "split-brain!" (absent from it or UNREACHABLE in it while its own server says ONLINE
+        # or RECOVERING: agent.known.split_state); MEMBER_STATE stays the group view's
+        _yes_no("SPLIT_BRAIN"),
     ),
 )
 

@@ -99,12 +99,17 @@ class MemberStatusRow(Row):
     throttling: str = "NO"
     clock_skew_ms: int | None = None
     errant_transactions: str | None = None
+    split_brain: str = "NO"
 
     def __post_init__(self) -> None:
         super(MemberStatusRow, self).__post_init__()
         if not is_uuid(self.member_id):
             raise RowValueError("MEMBER_ID", self.member_id, "a 36-character UUID")
-        for column, value in (("CONNECTED", self.connected), ("THROTTLING", self.throttling)):
+        for column, value in (
+            ("CONNECTED", self.connected),
+            ("THROTTLING", self.throttling),
+            ("SPLIT_BRAIN", self.split_brain),
+        ):
             if value not in ("YES", "NO"):
                 raise RowValueError(column, value, "YES or NO")
         for column, flag in (

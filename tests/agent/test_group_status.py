@@ -324,6 +324,12 @@ async def test_two_of_five_cut_off() -> None:
     async with running(await start(scenario)) as group:
         everyone = ids(group)
         majority, minority = group.agents[:3], group.agents[3:]
+        # Shell's error for each cut-off member, named in the sentence (agent.verdict.split_text)
+        split = "".join(
+            f" 127.0.0.1:{13306 + i}: ERROR: split-brain! Instance is not part of the majority "
+            "group, but has state ONLINE."
+            for i in (3, 4)
+        )
         await run_to(group, 16)
         five = verdict(group.agents[0])
         assert {verdict(agent) for agent in group.agents} == {("OK", 2, five[2])}
@@ -333,21 +339,27 @@ async def test_two_of_five_cut_off() -> None:
         await run_to(group, 17)  # 3 and 4 UNREACHABLE: one more failure would lose quorum
         for agent in majority:
             assert verdict(agent) == ("OK_NO_TOLERANCE_PARTIAL", 0, five[2])
-            assert status(agent)["STATUS_TEXT"] == f"{NOT_TOLERANT} 2 members are not active."
+            assert (
+                status(agent)["STATUS_TEXT"] == f"{NOT_TOLERANT} 2 members are not active.{split}"
+            )
             assert states(agent) == dict(
                 zip(everyone, ["ONLINE"] * 3 + ["UNREACHABLE"] * 2, strict=True)
             )
         await run_to(group, 23)  # both expelled at 22 s: two view changes
         for agent in majority:
             assert verdict(agent) == ("OK_PARTIAL", 1, view(7, five[2]))
-            assert status(agent)["STATUS_TEXT"] == f"{TOLERATES_ONE} 2 members are not active."
+            assert (
+                status(agent)["STATUS_TEXT"] == f"{TOLERATES_ONE} 2 members are not active.{split}"
+            )
             assert states(agent) == dict(
                 zip(everyone, ["ONLINE"] * 3 + ["OFFLINE"] * 2, strict=True)
             )
             assert {r["CONNECTED"] for r in member_status(agent).values()} == {"YES"}
         for agent in minority:  # the group's newer view, not their members' last one
             assert verdict(agent) == ("OK_PARTIAL", 1, view(7, five[2]))
-            assert status(agent)["STATUS_TEXT"] == f"{TOLERATES_ONE} 2 members are not active."
+            assert (
+                status(agent)["STATUS_TEXT"] == f"{TOLERATES_ONE} 2 members are not active.{split}"
+            )
             assert states(agent) == dict(
                 zip(everyone, ["ONLINE"] * 3 + ["OFFLINE"] * 2, strict=True)
             )

@@ -145,9 +145,12 @@ def test_member_never_heard_shows_mysqls_empty_remote_row() -> None:
 
 
 def test_applying_lag_uses_the_members_clock() -> None:
-    """While applying, lag is now on the member's clock minus the original commit."""
+    """While applying, lag is the member's last report's time on its own clock minus the original commit."""
     view = group_view(member(A), member(B))
-    other = peer(B, view, 1)
+    other = GossipState(B, incarnation=1)  # B's clock runs 1 s ahead of ours
+    other.record_local(Key.VIEW, view, NOW + SECOND)
+    row = MemberStatsRow(member_id=B)
+    other.record_local(Key.COUNTS, Counts(row, gtids_present=True), NOW + SECOND)
     other.record_local(
         Key.APPLIER,
         ApplierStatusRow(
@@ -155,15 +158,16 @@ def test_applying_lag_uses_the_members_clock() -> None:
             applying_transaction=f"{GROUP}:7",
             applying_transaction_original_commit_timestamp=NOW - 3 * SECOND,
         ),
-        NOW,
+        NOW + SECOND,
     )
     state = local_state(A, view)
     learn(state, other, NOW)
-    lag = rows(
-        served_tables(state, snapshot(A, view), NOW, SILENCE, offsets_us={B: SECOND}),
-        "replication_group_member_lag",
-    )
-    assert lag[1]["APPLIER_LAG_SECONDS"] == 4.0  # B's clock runs 1 s ahead of ours
+    for served_at in (NOW, NOW + 500_000):  # the same figure until B's next report
+        lag = rows(
+            served_tables(state, snapshot(A, view), served_at, SILENCE, offsets_us={B: SECOND}),
+            "replication_group_member_lag",
+        )
+        assert lag[1]["APPLIER_LAG_SECONDS"] == 4.0, served_at
 
 
 def test_extended_columns() -> None:

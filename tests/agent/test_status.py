@@ -397,6 +397,29 @@ class TestStableSetHolders:
         assert (group.stable_set_stalled_s, group.stable_set_held_by) == (150, C)
         assert group.rows_validating_per_minute == 1200
 
+    def holders(self, view: GroupView, sets: dict[str, str]) -> str:
+        """STABLE_SET_HELD_BY of A's status when each member sampled ``sets[member]`` of GROUP."""
+        state = local_state(A, view)
+        for other, text in sets.items():
+            if other != A:
+                heard = peer(other, view)
+                heard.record_local(Key.GTID_EXECUTED, GtidSet.parse(f"{GROUP}:{text}"), NOW)
+                learn(state, heard, NOW)
+        state.record_local(Key.GTID_EXECUTED, GtidSet.parse(f"{GROUP}:{sets[A]}"), NOW)
+        group, _ = group_status(state, local(A, view), NOW, SILENCE, stall=self.STALL)
+        return group.stable_set_held_by
+
+    def test_members_equally_behind_are_all_named(self) -> None:
+        """C and D both at 1-400 hold the stable set: both named (certifier.cc intersects every ONLINE member's set)."""
+        view = group_view(member(A, role="PRIMARY"), member(B), member(C), member(D))
+        found = self.holders(view, {A: "1-950", B: "1-900", C: "1-400", D: "1-400"})
+        assert found == f"{C},{D}"
+
+    def test_a_recovering_member_is_neither_blamed_nor_counted(self) -> None:
+        """The certifier ignores a RECOVERING sender (Certifier::handle_certifier_data): C, the ONLINE laggard, is named."""
+        view = group_view(member(A, role="PRIMARY"), member(B, state="RECOVERING"), member(C))
+        assert self.holders(view, {A: "1-950", B: "1-100", C: "1-400"}) == C
+
     def test_an_unreachable_member_is_named_before_any_applier(self) -> None:
         """C UNREACHABLE in the view: C alone, whatever the sets."""
         view = group_view(member(A, role="PRIMARY"), member(B), member(C, state="UNREACHABLE"))

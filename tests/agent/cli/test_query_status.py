@@ -70,6 +70,7 @@ MEMBER_KEYS = {
     "throttling",
     "clock_skew_ms",
     "errant_transactions",
+    "split_brain",
 }
 #: A time in the JSON: ISO 8601 in UTC with Z, to the microsecond.
 ISO_UTC = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
