@@ -179,8 +179,14 @@ def member_families(served: Served, group: str) -> list[Metric]:
     age = _gauge(
         "grstats_row_age_seconds", "How old the member's row is at this agent (AGE_MS / 1000)."
     )
+    # State and role as the verdict has them (replication_group_member_status: the group's
+    # view), so that every agent exports the same: the agent beside a split-brain member
+    # serves that member's own view in its tables (the others UNREACHABLE), and a scrape of
+    # it must not say so of the majority's members (grstats_member_split_brain says why).
+    verdict = _by_member(served, _MEMBER_STATUS)
     for member_id, row in members.items():
         labels = [group, member_id]
+        judged = verdict.get(member_id, row)
         port = row.get("MEMBER_PORT")
         info.add_metric(
             [
@@ -194,9 +200,9 @@ def member_families(served: Served, group: str) -> list[Metric]:
         source.add_metric([*labels, str(row.get("SOURCE") or "")], 1.0)
         up.add_metric(labels, _flag(row["CONNECTED"] == "YES"))
         in_view.add_metric(labels, _flag(row["IN_VIEW"] == "YES"))
-        primary.add_metric(labels, _flag(row["MEMBER_ROLE"] == "PRIMARY"))
+        primary.add_metric(labels, _flag(judged["MEMBER_ROLE"] == "PRIMARY"))
         for name in MEMBER_STATES:
-            state.add_metric([*labels, name], _flag(row["MEMBER_STATE"] == name))
+            state.add_metric([*labels, name], _flag(judged["MEMBER_STATE"] == name))
         if isinstance(row.get("AGE_MS"), int):
             age.add_metric(labels, row["AGE_MS"] / 1000)
     return [info, source, up, in_view, state, primary, age, *_stats_families(served, group)]

@@ -20,6 +20,7 @@ from structlog.testing import LogCapture
 
 from grstats.agent.cli.status_view import GroupStatus, document, render_status
 from grstats.agent.known import split_state
+from grstats.agent.metrics_series import MEMBER_STATES
 from grstats.agent.model import GroupView
 from grstats.agent.rows import MemberRow
 from grstats.agent.verdict import verdict
@@ -70,6 +71,23 @@ def split_metric(agent: Agent, group: Group) -> list[float]:
     group_name = status(agent)["GROUP_NAME"]
     return [
         value(families, "grstats_member_split_brain", group_name=group_name, member_id=m)
+        for m in ids(group)
+    ]
+
+
+def state_metric(agent: Agent, group: Group) -> list[str]:
+    """The state grstats_member_state is 1 for, of each member, from the agent's /metrics."""
+    families = rendered(agent)
+    group_name = status(agent)["GROUP_NAME"]
+    return [
+        next(
+            name
+            for name in MEMBER_STATES
+            if value(
+                families, "grstats_member_state", group_name=group_name, member_id=m, state=name
+            )
+            == 1.0
+        )
         for m in ids(group)
     ]
 
@@ -126,6 +144,7 @@ async def test_a_cut_off_member_is_served_its_own_view_and_flagged_everywhere() 
                 f" 127.0.0.1:13309: {SPLIT_ONLINE}. 127.0.0.1:13310: {SPLIT_ONLINE}."
             )
             assert split_metric(agent, group) == [0.0, 0.0, 0.0, 1.0, 1.0]
+            assert state_metric(agent, group) == ["ONLINE"] * 3 + ["OFFLINE"] * 2
         answer = GroupStatus.from_tables("agent-0:7400", wire(group.agents[0]))
         assert [m["split_brain"] for m in document(answer)["members"]] == [
             m in everyone[3:] for m in sorted(everyone)
