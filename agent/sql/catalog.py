@@ -1,9 +1,10 @@
 """The schemas the SQL endpoint serves, and each column's MySQL type on the wire.
 
-Two schemas, both built from :mod:`grstats.agent.rows`: ``performance_schema`` holds MySQL's
+Three schemas, built from :mod:`grstats.agent.rows`: ``performance_schema`` holds MySQL's
 two Group Replication tables exactly as MySQL defines them (the agent's plain tables, see
-:mod:`grstats.agent.rows.schema` for MySQL's sources), and ``grstats`` holds all six served
-tables with the extended columns (CONNECTED, IN_VIEW, LAST_SEEN, AGE_MS, SOURCE).
+:mod:`grstats.agent.rows.schema` for MySQL's sources), ``grstats`` holds all six served
+tables with the extended columns (CONNECTED, IN_VIEW, LAST_SEEN, AGE_MS, SOURCE), and ``sys``
+the view ProxySQL reads, ``gr_member_routing_candidate_status`` (:mod:`.sys_schema`).
 
 A column's type in a result set is what MySQL's ``Field::type()`` returns for its declared type
 (``sql/field.h``): CHAR(n) and ENUM are ``MYSQL_TYPE_STRING`` (ENUM's real type is only
@@ -44,6 +45,7 @@ from grstats.agent.rows import (
 )
 from grstats.agent.rows.render import cell_text
 from grstats.agent.rows.zone import UTC_ZONE
+from grstats.agent.sql.sys_schema import SYS_SCHEMA, VIEWS
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -115,6 +117,8 @@ SCHEMAS: dict[str, tuple[bool, tuple[str, ...]]] = {
         (REPLICATION_GROUP_MEMBERS.name, REPLICATION_GROUP_MEMBER_STATS.name, *SESSION_TABLES),
     ),
     GRSTATS_SCHEMA: (True, tuple(TABLES)),
+    # the view addition_to_sys.sql adds, which ProxySQL reads (:mod:`.sys_schema`)
+    SYS_SCHEMA: (False, tuple(VIEWS)),
 }
 
 #: The first word of each declared type -> the type MySQL sends for it (``Field::type()``).
@@ -151,6 +155,8 @@ def table_columns(schema: str, table: str) -> tuple[Column, ...] | None:
         return None
     if table in SESSION_TABLES:
         return SESSION_TABLES[table].columns
+    if schema == SYS_SCHEMA:
+        return VIEWS[table].columns
     extended = served[0] and table in ROW_TABLES
     return TABLES[table].columns + (EXTENDED_COLUMNS if extended else ())
 

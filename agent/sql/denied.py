@@ -11,8 +11,16 @@ looked at (``pfs_readonly_acl``); MySQL's own test results give the words:
   CREATE or DROP of a table there): 1044 ``Access denied for user 'root'@'localhost' to database
   'performance_schema'`` (r/ddl_replication_group_members.result).
 
-The grstats schema's tables answer the same. A write to anything else keeps the endpoint's
-general answer, a ``super_read_only`` server's 1290 (:func:`.session.read_only_error`).
+The grstats schema's tables answer the same (DROP INDEX too, as the results' ``DROP INDEX
+`PRIMARY` ON ...``).
+
+Every other statement that would change the server gets one answer, MySQL's
+ER_OPTION_PREVENTS_STATEMENT 1290 with ``--read-only``'s words (:func:`read_only_error`), as
+``err_readonly`` (sql/sql_parse.cc) words it for an account without SUPER or CONNECTION_ADMIN,
+which no account of the endpoint has. :data:`SERVER_CHANGES` is the table of those sqlglot
+parses as something else (START GROUP_REPLICATION as a transaction, SET GLOBAL as a session's
+SET, KILL, Group Replication's administrative functions); writes and DDL elsewhere, and
+statements sqlglot cannot parse whose first word writes, get the same 1290 from the session.
 """
 
 from __future__ import annotations
@@ -24,7 +32,7 @@ from mysql_mimic.errors import SQLSTATES, ErrorCode, MysqlError
 from sqlglot import exp
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Container
 
     #: A served table's canonical (schema, name), or None when the table is not one.
     Resolver = Callable[[exp.Table], tuple[str, str] | None]
@@ -44,8 +52,97 @@ _NAME = re.compile(r"\s*((?:`[^`]*`|[\w$]+)(?:\s*\.\s*(?:`[^`]*`|[\w$]+))?)")
 _COMMANDS = {exp.Insert: "INSERT", exp.Update: "UPDATE", exp.Delete: "DELETE"}
 
 
+ER_OPTION_PREVENTS_STATEMENT = 1290
+
+
 def _error(code: int, message: str) -> MysqlError:
     return MysqlError(message, code=cast("ErrorCode", code))
+
+
+def read_only_error() -> MysqlError:
+    """1290 as a ``read_only`` server words it to an account without SUPER (``err_readonly``)."""
+    return _error(
+        ER_OPTION_PREVENTS_STATEMENT,
+        "The MySQL server is running with the --read-only option so it cannot execute this "
+        "statement",
+    )
+
+
+#: ``START TRANSACTION``'s own modes (sql/sql_yacc.yy, ``opt_start_transaction_option_list``):
+#: a START with any other word (GROUP_REPLICATION, REPLICA, SLAVE) starts a server's thread.
+_TRANSACTION_MODES = frozenset({"READ ONLY", "READ WRITE", "WITH CONSISTENT SNAPSHOT"})
+#: SET scopes that change the server, not the session (``SET GLOBAL``, ``SET PERSIST``, ...).
+_SERVER_SCOPES = frozenset({"GLOBAL", "PERSIST", "PERSIST_ONLY"})
+#: Group Replication's functions that change the group (plugin/group_replication/src/udf/:
+#: udf_registration.cc registers them); its read-only ones are answered (:mod:`.functions`).
+GROUP_ACTIONS = frozenset(
+    {
+        "GROUP_REPLICATION_SET_AS_PRIMARY",
+        "GROUP_REPLICATION_SWITCH_TO_SINGLE_PRIMARY_MODE",
+        "GROUP_REPLICATION_SWITCH_TO_MULTI_PRIMARY_MODE",
+        "GROUP_REPLICATION_SET_WRITE_CONCURRENCY",
+        "GROUP_REPLICATION_SET_COMMUNICATION_PROTOCOL",
+        "GROUP_REPLICATION_ENABLE_MEMBER_ACTION",
+        "GROUP_REPLICATION_DISABLE_MEMBER_ACTION",
+        "GROUP_REPLICATION_RESET_MEMBER_ACTIONS",
+    }
+)
+
+
+def _starts_thread(expression: exp.Expression) -> bool:
+    """START GROUP_REPLICATION, START REPLICA, START SLAVE (sqlglot: a transaction's modes)."""
+    return isinstance(expression, exp.Transaction) and any(
+        str(mode).upper() not in _TRANSACTION_MODES for mode in expression.args.get("modes") or ()
+    )
+
+
+def _sets_server(expression: exp.Expression) -> bool:
+    """SET GLOBAL, SET PERSIST, SET PERSIST_ONLY, SET @@global.x, SET PASSWORD (any item)."""
+    if not isinstance(expression, exp.Set):
+        return False
+    for item in expression.expressions:
+        target = item.this.this if isinstance(item.this, exp.Binary) else None
+        scope = item.text("kind") or (
+            target.text("kind") if isinstance(target, exp.SessionParameter) else ""
+        )
+        if scope.upper() in _SERVER_SCOPES:
+            return True
+        if isinstance(target, exp.Column) and target.name.upper() == "PASSWORD":
+            return True  # SET PASSWORD: the account's, in the server's grant tables
+    return False
+
+
+def _calls_group_action(expression: exp.Expression) -> bool:
+    """A call of one of Group Replication's functions that change the group."""
+    return any(call.name.upper() in GROUP_ACTIONS for call in expression.find_all(exp.Anonymous))
+
+
+#: The statements sqlglot parses as something else that would change the server: each 1290.
+#: (KILL is the session's: one of the endpoint's own connections may be killed, as a client's
+#: Ctrl-C does; any other id would be the member's, and is refused with 1290 too.)
+SERVER_CHANGES: tuple[Callable[[exp.Expression], bool], ...] = (
+    _starts_thread,
+    _sets_server,
+    _calls_group_action,
+)
+
+
+def server_change(expression: exp.Expression) -> MysqlError | None:
+    """1290 if ``expression`` would change the server (:data:`SERVER_CHANGES`), else None."""
+    if any(rule(expression) for rule in SERVER_CHANGES):
+        return read_only_error()
+    return None
+
+
+def kill_denial(expression: exp.Expression, own: Container[int]) -> MysqlError | None:
+    """1290 for KILL of a connection that is not one of the endpoint's own ``own``."""
+    if not isinstance(expression, exp.Kill):
+        return None
+    try:
+        target = int(expression.this.name)
+    except ValueError:
+        return None  # mysql-mimic's 1064
+    return None if target in own else read_only_error()
 
 
 def _table_of(node: exp.Expression | None) -> exp.Table | None:
@@ -55,6 +152,17 @@ def _table_of(node: exp.Expression | None) -> exp.Table | None:
         if not isinstance(node, exp.Expression):
             return None
     return node
+
+
+def _target_of(expression: exp.Expression) -> exp.Expression | None:
+    """The table a DDL statement changes: ``DROP INDEX i ON t`` names it in its ON clause."""
+    if isinstance(expression, exp.Drop) and str(expression.args.get("kind")).upper() == "INDEX":
+        on = expression.args.get("cluster")
+        if isinstance(on, exp.OnProperty):
+            table: exp.Expression | None = on.this
+            return table
+    target: exp.Expression | None = expression.this
+    return target
 
 
 def _locked_tables(sql: str) -> list[exp.Table]:
@@ -89,7 +197,7 @@ def denial(expression: exp.Expression, served: Resolver, user: str, host: str) -
         if any(served(table) for table in tables):
             return _error(ER_WRONG_PERFSCHEMA_USAGE, "Invalid performance_schema usage.")
     elif isinstance(expression, exp.Alter | exp.Create | exp.Drop):
-        table = _table_of(expression.this)
+        table = _table_of(_target_of(expression))
         target = served(table) if table is not None else None
         if target is not None:
             return _error(

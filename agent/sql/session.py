@@ -6,8 +6,14 @@ information_schema and ``SELECT @@var`` itself) with grstats's rules:
 * ``USE`` and a schema named in SHOW accept the served schemas (:mod:`.catalog`) and
   mysql-mimic's own (information_schema, mysql); any other is MySQL's 1049;
 * a statement that does not parse is 1064, in MySQL's words; any statement but a read (a
-  query) is refused as a ``super_read_only`` server refuses it, 1290 (writes sqlglot cannot
-  parse too, by their first word); EXPLAIN is 1235;
+  query) is refused as a ``read_only`` server refuses an account without SUPER, 1290 (writes
+  sqlglot cannot parse too, by their first word; START GROUP_REPLICATION, SET GLOBAL, KILL of
+  another connection: :mod:`.denied`); EXPLAIN is 1235;
+* a function no one knows is 1305, one sqlglot's executor lacks 1235, TIMESTAMPDIFF and Group
+  Replication's reading functions are answered (:mod:`.functions`); nothing a client is told
+  holds Python's words (1105 ``grstats cannot run this statement`` where no rule applies);
+* SHOW GRANTS, SHOW PROCESSLIST and SHOW REPLICA STATUS answer as MySQL does for the account
+  (:mod:`.server_show`);
 * a table is looked up in the schema it names or the session's (``USE``): unknown is 1146, no
   schema at all is 1046; names are case-insensitive;
 * nothing a client can make long runs on the event loop: a statement's text longer than
@@ -45,12 +51,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
+import structlog
 from mysql_mimic.constants import INFO_SCHEMA
 from mysql_mimic.errors import SQLSTATES, ErrorCode, MysqlError
 from mysql_mimic.results import ResultColumn, infer_type
-from mysql_mimic.session import Query, Session
+from mysql_mimic.session import Query, Session, mysql_function_mapping
 from mysql_mimic.types import ColumnType
 from mysql_mimic.utils import find_dbs, find_tables
+from mysql_mimic.variable_processor import VariableProcessor
 from mysql_mimic.variables import SYSTEM_VARIABLES, GlobalVariables, SessionVariables
 from sqlglot import exp
 from sqlglot.errors import OptimizeError, ParseError, SqlglotError, TokenError
@@ -65,7 +73,7 @@ from sqlglot.schema import ensure_schema
 
 from grstats.agent.rows import Kind
 from grstats.agent.rows.zone import TimeZone, TimeZoneError, parse_time_zone
-from grstats.agent.sql import catalog, denied, metadata, show
+from grstats.agent.sql import catalog, denied, functions, metadata, server_show, show, sys_schema
 from grstats.agent.sql import variables as member_variables
 from grstats.agent.sql.bounds import (
     ER_TOO_BIG_SELECT,
@@ -90,7 +98,7 @@ if TYPE_CHECKING:
     from mysql_mimic.schema import InfoSchema
     from mysql_mimic.variables import VariableSchema
 
-    from grstats.agent.model import MemberSnapshot
+    from grstats.agent.model import CommunicationInfo, MemberSnapshot
     from grstats.agent.rows import Column, Value
     from grstats.agent.served import Table
     from grstats.agent.sql.bounds import SqlLimits
@@ -213,13 +221,8 @@ def sql_error(code: int, message: str) -> MysqlError:
     return MysqlError(message, code=cast("ErrorCode", code))
 
 
-def read_only_error() -> MysqlError:
-    """1290: what a ``super_read_only`` server answers to anything but a read."""
-    return sql_error(
-        ER_OPTION_PREVENTS_STATEMENT,
-        "The MySQL server is running with the --super-read-only option "
-        "so it cannot execute this statement",
-    )
+#: 1290: what a ``read_only`` server answers an account without SUPER, to anything but a read.
+read_only_error = denied.read_only_error
 
 
 def syntax_error(sql: str, error: SqlglotError) -> MysqlError:
@@ -284,8 +287,6 @@ VARIABLES: dict[str, VariableSchema] = {
     "server_uuid": (str, "", False),
     "hostname": (str, "", False),
     "port": (int, 0, False),
-    "read_only": (bool, True, False),
-    "super_read_only": (bool, True, False),
     "performance_schema": (bool, True, False),
     "time_zone": (time_zone_variable, DEFAULT_TIME_ZONE, True),
     # Session settings clients send on connect: mysqld_exporter 0.14 sends
@@ -324,11 +325,20 @@ class GrstatsSession(Session):
         self._deadline: float | None = None  # the loop's time the statement must end by
         self._status: dict[str, str | None] = {}  # the member's status variables
         self._communication: list[tuple[Value, ...]] = []  # its communication information
+        self._communication_info: CommunicationInfo | None = None
+        self._identity: SqlIdentity | None = None
+        self._known_functions = functions.executor_names(engine_env(limits))
+        self.activity = server_show.Activity(time.monotonic())
+        # Refusals first (a server's change is never run); unknown functions once
+        # mysql-mimic has replaced its own (CONNECTION_ID(), NOW(), ...).
+        self.middlewares.insert(0, self._refusal_middleware)
+        self.middlewares.insert(2, self._function_middleware)
         self._identify()
 
     def _identify(self) -> None:
         """Set the identity's variables from the source (its member id may change)."""
         identity = self._source.sql_identity
+        self._identity = identity
         variables = self.variables
         variables.set("version", f"{identity.version or DEFAULT_VERSION}-grstats", force=True)
         variables.set("server_uuid", identity.member_id, force=True)
@@ -338,6 +348,8 @@ class GrstatsSession(Session):
             variables.set(name, value, force=True)
         self._status = member_variables.member_status(identity.snapshot, identity.version)
         self._communication = member_variables.communication_rows(identity.snapshot)
+        snapshot = identity.snapshot
+        self._communication_info = snapshot.communication if snapshot is not None else None
 
     async def handle_query(self, sql: str, attrs: dict[str, str]) -> AllowedResult:
         """Answer ``sql`` (one or more statements), the identity's variables read afresh.
@@ -349,6 +361,7 @@ class GrstatsSession(Session):
         self.timestamp = datetime.now(tz=self.timezone())
         loop = asyncio.get_running_loop()
         self._deadline = loop.time() + self._limits.sql_query_timeout_s
+        self.activity.start(sql, time.monotonic())
         try:
             if len(sql) <= PARSE_ON_LOOP_CHARS:
                 expressions = self._parse_in(sql)
@@ -364,9 +377,15 @@ class GrstatsSession(Session):
                     _query=self.query,
                 )
                 result = await query.start()
+        except MysqlError:
+            raise
+        except Exception as error:  # noqa: BLE001  (the boundary: no Python text to a client)
+            raise _engine_error(error) from None
+        else:
             return result
         finally:
             self._deadline = None
+            self.activity.end(time.monotonic())
 
     def _parse_in(self, sql: str) -> list[exp.Expression]:
         """The statements of ``sql``, its parse bounded before it starts (:mod:`.bounds`).
@@ -389,14 +408,64 @@ class GrstatsSession(Session):
         return self.time_zone.offset_at(int(time.time() * 1_000_000))
 
     def _parse(self, sql: str) -> list[exp.Expression]:
+        text = show.canonical_show(sql)
+        named = show.grants_for(text)
+        if named is not None:  # SHOW GRANTS FOR user: the client's own, or 1044 (sql_parse.cc)
+            if named != self.username:
+                user, host = self._account()
+                raise sql_error(
+                    denied.ER_DBACCESS_DENIED_ERROR,
+                    f"Access denied for user '{user}'@'{host}' to database 'mysql'",
+                )
+            text = "SHOW GRANTS"
         try:
-            return super()._parse(show.canonical_show(sql))
+            return super()._parse(text)
         except (ParseError, TokenError) as error:
             word = _FIRST_WORD.match(sql)
             if word is not None and word.group(1).upper() in _WRITES:
                 refusal = denied.unparsed_denial(sql, self._served_table, *self._account())
                 raise (refusal if refusal is not None else read_only_error()) from None
             raise syntax_error(sql, error) from None
+
+    async def _refusal_middleware(self, q: Query) -> AllowedResult:
+        """A statement that would change the server is refused before anything runs it (1290).
+
+        The rules are :mod:`.denied`'s; KILL of one of the endpoint's own connections is
+        mysql-mimic's (a client's Ctrl-C sends KILL QUERY), of any other id 1290.
+        """
+        refusal = (
+            denied.server_change(q.expression)
+            or denied.kill_denial(q.expression, server_show.connection_ids(self._control()))
+            or functions.argument_error(q.expression)
+        )
+        if refusal is not None:
+            raise refusal
+        return await q.next()
+
+    async def _set_var_middleware(self, q: Query) -> AllowedResult:
+        """mysql-mimic's SET_VAR hints and function replacement, with the member's functions.
+
+        Group Replication's reading functions are answered as mysql-mimic answers
+        CONNECTION_ID(): replaced by their value (:func:`.functions.member_functions`).
+        """
+        replaced = {
+            **mysql_function_mapping(self),
+            **functions.member_functions(self._communication_info),
+        }
+        with VariableProcessor(replaced, self.variables, q.expression).set_variables():
+            return await q.next()
+
+    async def _function_middleware(self, q: Query) -> AllowedResult:
+        """A function no one knows is MySQL's 1305 (or 1046), before anything runs it."""
+        error = functions.unknown_function(q.expression, self.database, self._known_functions)
+        if error is not None:
+            raise error
+        return await q.next()
+
+    def _control(self) -> object:
+        """mysql-mimic's registry of the endpoint's connections (None before a connection)."""
+        connection = self._connection
+        return connection.control if connection is not None else None
 
     async def use(self, database: str) -> None:
         """``USE database`` and COM_INIT_DB: a served schema or information_schema, else 1049."""
@@ -423,17 +492,28 @@ class GrstatsSession(Session):
             return len(found.rows) if found is not None else 1
 
         return await self._off_loop(
-            functools.partial(_run_info_schema, expression, info, size_of, self._limits)
+            functools.partial(_run_info_schema, expression, info, size_of, self._limits),
+            expression,
         )
 
     async def _static_query_middleware(self, q: Query) -> AllowedResult:
-        """mysql-mimic's static query (a SELECT without FROM), on the worker thread, bounded."""
+        """mysql-mimic's static query (a SELECT without FROM), on the worker thread, bounded.
+
+        One whose scalar subqueries read a table (``SELECT (SELECT COUNT(*) FROM t)``) is a
+        query over the served tables instead.
+        """
         expression = q.expression
-        if isinstance(expression, exp.Select) and not any(
-            expression.args.get(a)
-            for a in set(exp.Select.arg_types) - {"expressions", "limit", "hint"}
+        if (
+            isinstance(expression, exp.Select)
+            and not any(
+                expression.args.get(a)
+                for a in set(exp.Select.arg_types) - {"expressions", "limit", "hint"}
+            )
+            and expression.find(exp.Table) is None
         ):
-            return await self._off_loop(functools.partial(_run_static, expression, self._limits))
+            return await self._off_loop(
+                functools.partial(_run_static, expression, self._limits), expression
+            )
         return await q.next()
 
     async def _info_schema_middleware(self, q: Query) -> AllowedResult:
@@ -446,11 +526,14 @@ class GrstatsSession(Session):
     async def _show(self, expression: exp.Show) -> AllowedResult:
         """SHOW as MySQL 8.4 answers it for the served schemas (:mod:`.show`, :mod:`.metadata`).
 
-        VARIABLES, STATUS, WARNINGS and ERRORS are mysql-mimic's.
+        VARIABLES, STATUS, WARNINGS and ERRORS are mysql-mimic's; GRANTS, PROCESSLIST and
+        REPLICA STATUS the server's (:mod:`.server_show`).
         """
         kind = expression.name.upper()
         if kind in {"VARIABLES", "STATUS", "WARNINGS", "ERRORS"}:
             return await super()._show(expression)
+        if kind in {"GRANTS", "PROCESSLIST", "REPLICA STATUS"}:
+            return self._show_server(kind, expression)
         if kind == "CREATE DATABASE":
             schema = self._schema(expression.text("target"))
             return [(schema, metadata.create_database(schema))], ["Database", "Create Database"]
@@ -472,6 +555,18 @@ class GrstatsSession(Session):
         plain = [(column.lower(), output) for column, output in query.outputs]
         result: AllowedResult = self._plain_result(plain, columns, rows, self.time_zone)
         return result
+
+    def _show_server(self, kind: str, expression: exp.Show) -> AllowedResult:
+        """SHOW GRANTS, PROCESSLIST or REPLICA STATUS (:mod:`.server_show`)."""
+        if kind == "GRANTS":
+            return server_show.grants(*self._account_name())
+        if kind == "PROCESSLIST":
+            full = bool(expression.args.get("full"))
+            own = self._connection.connection_id if self._connection is not None else None
+            return server_show.processlist(
+                server_show.sessions(self._control()), own, full=full, now=time.monotonic()
+            )
+        return server_show.replica_status(legacy=self._legacy_show())
 
     def _show_query(self, kind: str, expression: exp.Show) -> show.ShowQuery:
         """The SELECT over information_schema that SHOW ``kind`` stands for (:mod:`.show`)."""
@@ -564,11 +659,11 @@ class GrstatsSession(Session):
         TIMESTAMP(6) values are MySQL's text in ``zone`` there.
         """
         return await self._off_loop(
-            functools.partial(_run, expression, snapshot, zone, self._limits)
+            functools.partial(_run, expression, snapshot, zone, self._limits), expression
         )
 
-    async def _off_loop(self, work: Callable[[], T]) -> T:
-        """Run ``work`` on the worker thread within the time limit (3024 past it).
+    async def _off_loop(self, work: Callable[[], T], statement: exp.Expression | None = None) -> T:
+        """Run ``work`` (``statement``'s) on the worker thread within the time limit (3024 then).
 
         ``work`` is bounded before it starts (:mod:`.bounds`): past the time, or cancelled
         (KILL QUERY, the connection closing), a job that has not started never does, and one
@@ -600,15 +695,8 @@ class GrstatsSession(Session):
             raise sql_error(
                 ER_BAD_FIELD_ERROR, f"Unknown column '{unresolved.group(1)}' in 'field list'"
             ) from None
-        except SqlglotError as error:
-            cause = _mysql_cause(error)
-            if cause is not None:
-                raise cause from None
-            raise sql_error(ErrorCode.UNKNOWN_ERROR, str(error)) from None
         except Exception as error:  # noqa: BLE001  (sqlglot's executor fails in its own ways)
-            raise sql_error(
-                ErrorCode.UNKNOWN_ERROR, f"grstats cannot run this query: {error!r}"[:512]
-            ) from None
+            raise _engine_error(error, statement) from None
 
     def _resolve(self, expression: exp.Expression) -> dict[tuple[str, str], tuple[Column, ...]]:
         """The served tables ``expression`` reads, by (schema, table); names made canonical."""
@@ -648,12 +736,28 @@ class GrstatsSession(Session):
                     self._session_rows(name),
                 )
                 continue
+            if schema == sys_schema.SYS_SCHEMA:
+                snapshot[schema, name] = (sys_schema.VIEWS[name].columns, self._view_rows())
+                continue
             extended = catalog.extended(schema)
             if extended not in served:
                 served[extended] = self._source.tables(extended)
             columns, rows = served[extended][name]
             snapshot[schema, name] = (tuple(columns), list(rows))
         return snapshot
+
+    def _view_rows(self) -> list[tuple[Value, ...]]:
+        """sys.gr_member_routing_candidate_status, from the served tables and the member."""
+        served = self._source.tables(extended=False)
+        snapshot = self._identity.snapshot if self._identity is not None else None
+        return sys_schema.routing_candidate_rows(
+            str(self.variables.get("server_uuid")),
+            served["replication_group_members"],
+            served["replication_group_member_stats"],
+            read_only=bool(self.variables.get("read_only")),
+            super_read_only=bool(self.variables.get("super_read_only")),
+            transactions_behind=snapshot.transactions_behind if snapshot is not None else None,
+        )
 
     def _session_rows(self, name: str) -> list[tuple[Value, ...]]:
         """A session table's rows (global_variables, global_status, communication), by name."""
@@ -669,9 +773,12 @@ class GrstatsSession(Session):
         for schema, (extended, tables) in catalog.SCHEMAS.items():
             served = self._source.tables(extended)
             for name in tables:
-                rows = (
-                    self._session_rows(name) if name in catalog.SESSION_TABLES else served[name][1]
-                )
+                if name in catalog.SESSION_TABLES:
+                    rows = self._session_rows(name)
+                elif schema == sys_schema.SYS_SCHEMA:
+                    rows = self._view_rows()
+                else:
+                    rows = list(served[name][1])
                 counts[schema, name] = len(rows)
         return counts
 
@@ -682,6 +789,14 @@ class GrstatsSession(Session):
         if db in catalog.SCHEMAS and catalog.table_columns(db, name) is not None:
             return db, name
         return None
+
+    def _account_name(self) -> tuple[str, str]:
+        """The client's account as SHOW GRANTS names it: its user, and any host (``%``)."""
+        return str(self.username or ""), server_show.ACCOUNT_HOST
+
+    def _legacy_show(self) -> bool:
+        """Whether the statement running said SLAVE (SHOW SLAVE STATUS: MySQL's old names)."""
+        return bool(re.match(r"\s*SHOW\s+SLAVE\b", self.activity.statement or "", re.IGNORECASE))
 
     def _account(self) -> tuple[str, str]:
         """The client's user and host as MySQL's errors name them (127.0.0.1 is localhost)."""
@@ -947,8 +1062,9 @@ def _bounded_execute(
         rules=_RULES,
     )
     check_run(optimized, source.size_of, source.longest, planned, limits)
-    plan = Plan(for_engine(optimized))
-    executor = PythonExecutor(env=engine_env(limits), tables=engine_tables)  # type: ignore[no-untyped-call]
+    plan = Plan(functions.for_executor(for_engine(optimized)))
+    env = {**engine_env(limits), **functions.ENGINE_FUNCTIONS}
+    executor = PythonExecutor(env=env, tables=engine_tables)  # type: ignore[no-untyped-call]
     result: EngineTable = executor.execute(plan)  # type: ignore[no-untyped-call]
     return result
 
@@ -993,6 +1109,29 @@ def _run(
     rows = list(result.rows)
     check_result(rows, limits)
     return tuple(result.columns), rows
+
+
+#: What a client is told when sqlglot's executor fails in a way no rule names (no Python text);
+#: what failed is logged at debug.
+ENGINE_FAILURE = "grstats cannot run this statement"
+_LOG = structlog.get_logger(__name__)
+
+
+def _engine_error(error: Exception, statement: exp.Expression | None = None) -> MysqlError:
+    """The MySQL error for ``error`` from sqlglot's executor, never with Python's words.
+
+    A MySQL error raised inside it (a bound) is itself; a function it lacks is 1235
+    (:func:`.functions.missing_function`); anything else 1105 ``grstats cannot run this
+    statement``, as MySQL's ER_UNKNOWN_ERROR is a plain "Unknown error".
+    """
+    cause = _mysql_cause(error)
+    if cause is not None:
+        return cause
+    missing = functions.missing_function(error, statement)
+    if missing is not None:
+        return missing
+    _LOG.debug("sql_statement_failed", error=f"{type(error).__name__}: {error}"[:512])
+    return sql_error(ErrorCode.UNKNOWN_ERROR, ENGINE_FAILURE)
 
 
 def _mysql_cause(error: BaseException) -> MysqlError | None:

@@ -80,14 +80,42 @@ _TABLE_STATUS = (
 _SYNONYMS = (
     (re.compile(r"^(\s*SHOW\s+(?:FULL\s+)?)(?:FIELDS)\b", re.IGNORECASE), r"\1COLUMNS"),
     (re.compile(r"^(\s*SHOW\s+(?:EXTENDED\s+)?)(?:KEYS|INDEXES)\b", re.IGNORECASE), r"\1INDEX"),
+    # the client's own grants (sql_yacc.yy: FOR CURRENT_USER, with or without parentheses)
+    (
+        re.compile(r"^(\s*SHOW\s+GRANTS)\s+FOR\s+CURRENT_USER\s*(?:\(\s*\))?", re.IGNORECASE),
+        r"\1",
+    ),
 )
 
 
 def canonical_show(sql: str) -> str:
-    """``sql`` with SHOW FIELDS as SHOW COLUMNS and SHOW KEYS/INDEXES as SHOW INDEX."""
+    """``sql`` with SHOW FIELDS as SHOW COLUMNS, SHOW KEYS/INDEXES as SHOW INDEX.
+
+    SHOW GRANTS FOR CURRENT_USER[()] is SHOW GRANTS (which sqlglot parses).
+    """
     for pattern, replacement in _SYNONYMS:
         sql = pattern.sub(replacement, sql, count=1)
     return sql
+
+
+_NAME_PART = r"'[^']*'|\"[^\"]*\"|`[^`]*`|[\w$.%-]+"
+_GRANTS_FOR = re.compile(
+    rf"^\s*SHOW\s+GRANTS\s+FOR\s+(?P<user>{_NAME_PART})(?:\s*@\s*(?:{_NAME_PART}))?\s*;?\s*$",
+    re.IGNORECASE,
+)
+
+
+def grants_for(sql: str) -> str | None:
+    """The user ``SHOW GRANTS FOR user[@host]`` names (unquoted), None for another statement.
+
+    sqlglot does not parse it; MySQL shows another user's grants only to an account that may
+    read the ``mysql`` schema (sql/sql_parse.cc, SQLCOM_SHOW_GRANTS).
+    """
+    found = _GRANTS_FOR.match(sql)
+    if found is None:
+        return None
+    user = found.group("user")
+    return user[1:-1] if user[:1] in {"'", '"', "`"} else user
 
 
 def like_matcher(pattern: str) -> Callable[[str], bool]:

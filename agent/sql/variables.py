@@ -8,9 +8,16 @@ settings. Through ``@@`` (a boolean is 1 or 0), SHOW [GLOBAL] VARIABLES and
 ``performance_schema.global_variables`` (ON or OFF). While the agent cannot read its member
 they are NULL, as is the group name of a member that has none.
 
-Its status is ``group_replication_primary_member``, the primary's server_uuid in single-primary
-mode and ``''`` otherwise, as MySQL 5.7 and 8.0 give it (``show_primary_member``); MySQL 8.4
-removed it, so a member of 8.4 or later shows none (SHOW STATUS, ``global_status``).
+``@@read_only`` and ``@@super_read_only`` are the member's own, as the agent last read them
+(``ServerSettings``: a primary's are 0, a secondary's 1, as Group Replication sets them); 1
+until the agent has read its member (a proxy reading them then routes no writes to it).
+
+Its status is ``group_replication_primary_member`` as MySQL 8.0 gives it
+(``show_primary_member``, plugin.cc, through ``Group_member_info_manager::
+get_primary_member_uuid``, member_info.cc): in single-primary mode the primary's server_uuid,
+or ``UNDEFINED`` while there is none (an election, or the member itself in ERROR); ``''`` in
+multi-primary mode. MySQL 8.4 removed it, so a member of 8.4 or later shows none (SHOW STATUS,
+``global_status``).
 
 ``performance_schema.replication_group_communication_information`` is the member's one row as
 the agent last read it (:func:`communication_rows`), none while it cannot read it, as MySQL
@@ -39,6 +46,8 @@ _FLOW_CONTROL = {
 }
 #: Each variable's type for mysql-mimic: NULL until the agent has read its member.
 SCHEMA: dict[str, VariableSchema] = {
+    "read_only": (bool, True, False),
+    "super_read_only": (bool, True, False),
     f"{PREFIX}group_name": (str, None, False),
     f"{PREFIX}single_primary_mode": (bool, None, False),
     f"{PREFIX}member_weight": (int, None, False),
@@ -48,15 +57,19 @@ SCHEMA: dict[str, VariableSchema] = {
     },
 }
 PRIMARY_MEMBER = f"{PREFIX}primary_member"
+#: ``get_primary_member_uuid``'s answer in single-primary mode while there is no primary.
+UNDEFINED = "UNDEFINED"
 _VERSION = re.compile(r"(\d+)\.(\d+)")
 
 
 def member_variables(snapshot: MemberSnapshot | None) -> dict[str, object]:
     """The variables' values from the agent's last read of its member (all None without one)."""
     if snapshot is None:
-        return dict.fromkeys(SCHEMA)
+        return {**dict.fromkeys(SCHEMA), "read_only": True, "super_read_only": True}
     flow = snapshot.server.flow_control
     return {
+        "read_only": snapshot.server.read_only,
+        "super_read_only": snapshot.server.super_read_only,
         f"{PREFIX}group_name": snapshot.view.group_name or None,
         f"{PREFIX}single_primary_mode": snapshot.view.single_primary_mode,
         f"{PREFIX}member_weight": snapshot.member_weight,
@@ -71,9 +84,24 @@ def member_status(snapshot: MemberSnapshot | None, version: str | None) -> dict[
         return {}
     if snapshot is None:
         return {PRIMARY_MEMBER: None}
+    return {PRIMARY_MEMBER: primary_member(snapshot)}
+
+
+def primary_member(snapshot: MemberSnapshot) -> str:
+    """``group_replication_primary_member``: as ``get_primary_member_uuid`` (member_info.cc).
+
+    ``''`` in multi-primary mode and while Group Replication is not running (the member
+    OFFLINE: ``show_primary_member`` leaves the value NULL, which SHOW STATUS prints as ``''``);
+    in single-primary mode the PRIMARY's server_uuid, but ``UNDEFINED`` when no member is
+    PRIMARY or the member itself is in ERROR.
+    """
+    own = snapshot.own_row()
+    if not snapshot.view.single_primary_mode or own is None or own.member_state == "OFFLINE":
+        return ""
+    if own.member_state == "ERROR":
+        return UNDEFINED
     primaries = [row.member_id for row in snapshot.view.members if row.member_role == "PRIMARY"]
-    single = snapshot.view.single_primary_mode and len(primaries) == 1
-    return {PRIMARY_MEMBER: primaries[0] if single else ""}
+    return primaries[-1] if primaries else UNDEFINED
 
 
 def shown(value: object) -> str | None:

@@ -188,6 +188,34 @@ def test_mariadb_table_output_and_stats(group: Group) -> None:
         assert member_id in done.stdout
 
 
+#: ProxySQL's Group Replication health check, verbatim (sysown/proxysql lib/MySQL_Monitor.cpp,
+#: ``monitor_group_replication_thread``), which wants 3 fields and 1 row.
+PROXYSQL_GR_CHECK = (
+    "SELECT viable_candidate,read_only,transactions_behind "
+    "FROM sys.gr_member_routing_candidate_status"
+)
+
+
+def test_proxysql_group_replication_check(group: Group) -> None:
+    """ProxySQL's check over PyMySQL: one row per agent, the writer its member's primary."""
+    # ProxySQL routes writes to a viable member whose read_only is NO, reads to one whose is YES
+    # (``MyHGM->update_group_replication_set_writer`` / ``set_read_only``); on main the view
+    # did not exist (1146). The values are addition_to_sys.sql's (sys_schema.py).
+    for port in group.sql_ports[:-1]:
+        rows = rows_of(port, PROXYSQL_GR_CHECK)
+        assert len(rows) == 1
+        assert len(rows[0]) == 3
+        viable, read_only, behind = rows[0]
+        ((role,),) = rows_of(
+            port, f"SELECT MEMBER_ROLE FROM {MEMBERS_TABLE} WHERE MEMBER_ID=@@server_uuid"
+        )
+        flags = rows_of(port, "SELECT @@read_only, @@super_read_only")
+        assert viable == "YES"
+        assert read_only == ("NO" if flags == [(0, 0)] else "YES")
+        assert (read_only == "NO") == (role == "PRIMARY")
+        assert int(behind) >= 0
+
+
 def test_mariadb_filter_on_server_uuid(group: Group) -> None:
     """``WHERE MEMBER_ID=@@server_uuid`` gives the asked agent's own member only."""
     for index, port in enumerate(group.sql_ports[:-1]):
@@ -210,10 +238,10 @@ def test_mariadb_filter_on_server_uuid(group: Group) -> None:
             "for table 'replication_group_members'",
             id="write",
         ),
-        pytest.param(
+        pytest.param(  # sql/sql_parse.cc, err_readonly: an account without SUPER
             "FLUSH LOGS",
             "ERROR 1290 (HY000) at line 1: The MySQL server is running with the "
-            "--super-read-only option so it cannot execute this statement",
+            "--read-only option so it cannot execute this statement",
             id="administer",
         ),
         pytest.param(

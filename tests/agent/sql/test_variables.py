@@ -44,9 +44,10 @@ def snapshot(*, single_primary: bool = True, weight: int | None = 70) -> MemberS
 
 
 def test_every_variable_is_null_while_the_member_is_not_read() -> None:
-    """Without a read, all thirteen variables are NULL and the 8.0 status too."""
-    assert member_variables(None) == dict.fromkeys(SCHEMA)
-    assert len(SCHEMA) == 13
+    """Without a read, the thirteen GR variables are NULL, the read-only flags 1, the status NULL."""
+    flags = {"read_only": True, "super_read_only": True}
+    assert member_variables(None) == {**dict.fromkeys(SCHEMA), **flags}
+    assert len(SCHEMA) == 15
     assert member_status(None, None) == {"group_replication_primary_member": None}
 
 
@@ -70,6 +71,58 @@ def test_primary_member_status_as_mysql_80_gives_it() -> None:
     assert member_status(multi, "8.0.36") == {"group_replication_primary_member": ""}
     assert member_status(snapshot(), "8.4.3") == {}
     assert member_status(snapshot(), "9.1.0") == {}
+
+
+def test_read_only_flags_are_the_members_own() -> None:
+    """@@read_only and @@super_read_only are the member's as read: 0 on a primary, 1 elsewhere."""
+    # Group Replication sets them (plugin_handlers/read_mode_handler.cc, ``enable_server_read_mode``
+    # on a secondary, ``disable_server_read_mode`` on the primary); the agent reads them into
+    # ServerSettings, and the endpoint no longer answers 1 for both whatever the member has.
+    primary = dataclasses.replace(snapshot(), server=ServerSettings())
+    assert {k: member_variables(primary)[k] for k in ("read_only", "super_read_only")} == {
+        "read_only": False,
+        "super_read_only": False,
+    }
+    secondary = dataclasses.replace(
+        snapshot(), server=ServerSettings(read_only=True, super_read_only=True)
+    )
+    assert member_variables(secondary)["super_read_only"] is True
+    assert member_variables(secondary)["read_only"] is True
+
+
+def test_primary_member_is_undefined_without_a_primary() -> None:
+    """UNDEFINED in single-primary mode with no PRIMARY or the member in ERROR; '' if not running."""
+    # As ``Group_member_info_manager::get_primary_member_uuid`` (plugin/group_replication/src/
+    # member_info.cc) assigns it, and ``show_primary_member`` (plugin.cc) leaves it NULL ('' in
+    # SHOW STATUS) while Group Replication is not running.
+    no_primary = dataclasses.replace(
+        snapshot(),
+        view=GroupView(
+            tuple(
+                MemberRow(member_id=m, member_state="ONLINE", member_role="SECONDARY")
+                for m in (A, B)
+            ),
+            "1:3",
+            "cccccccc-cccc-cccc-cccc-cccccccccccc",
+            single_primary_mode=True,
+        ),
+    )
+    assert member_status(no_primary, "8.0.36") == {"group_replication_primary_member": "UNDEFINED"}
+    in_error = dataclasses.replace(
+        snapshot(),
+        view=dataclasses.replace(
+            snapshot().view,
+            members=(
+                MemberRow(member_id=A, member_state="ERROR"),
+                MemberRow(member_id=B, member_state="ONLINE", member_role="PRIMARY"),
+            ),
+        ),
+    )
+    assert member_status(in_error, "8.0.36") == {"group_replication_primary_member": "UNDEFINED"}
+    stopped = dataclasses.replace(
+        snapshot(), view=GroupView((MemberRow(member_id=A, member_state="OFFLINE"),))
+    )
+    assert member_status(stopped, "8.0.36") == {"group_replication_primary_member": ""}
 
 
 def test_communication_rows_are_the_members_row_or_none() -> None:
