@@ -9,8 +9,9 @@ The Gossip servicers check every request of a peer that presented a certificate:
 ``sender_member`` and the origin of every update must be the member its certificate names.
 An agent pushes only its own values (``Gossip.Push``, and the push half of
 ``Gossip.Exchange``); the values of third members travel only in Exchange *responses*, which
-the dialing agent takes from any peer that passed the TLS handshake. A certificate without a
-member (the client certificate of ``grstats query``) may query but not gossip.
+are bound to no member: the dialing agent takes them as relays, as
+:class:`~grstats.agent.gossip.relays.RelayRule` admits them. A certificate without a member
+(the client certificate of ``grstats query``) may query but not gossip.
 """
 
 from __future__ import annotations

@@ -27,7 +27,8 @@ gRPC's C core writes lines of its own straight to standard error (``I1124 06:21:
 :func:`quiet_grpc_core` before it imports anything that imports ``grpc``: unless the user set
 ``GRPC_VERBOSITY``, those lines are off (``NONE``). What they would say, grstats logs in its own
 words: a peer that cannot be dialled (``peer_exchange_failed`` with gRPC's reason, the TLS
-handshake's included), a client's failed call (its one-line error).
+handshake's included, and a TLS mistake named once: ``tls_mismatch``,
+:mod:`grstats.agent.tls_watch`), a client's failed call (its one-line error).
 """
 
 from __future__ import annotations

@@ -198,14 +198,20 @@ class PeerRounds:
                 "clock_skew_ended", member=member_id, skew_s=round(skew.get(member_id, 0) / 1e6, 3)
             )
 
-    def merge(self, updates: list[Update], via: str, sender_member: str = "") -> MergeResult:
+    def merge(
+        self, updates: list[Update], via: str, sender_member: str = "", *, sent: bool = False
+    ) -> MergeResult:
         """Merge what a peer (``via``) delivered, pushed or answered, into the gossip state.
 
         ``sender_member`` is the member the peer's agent says it reads: see :meth:`_admit`.
+        ``sent``: the peer sent it (a push or an exchange's request), which the server half
+        hands over only once the peer's certificate, if any, names ``sender_member``
+        (:mod:`grstats.agent.identity`): its values are heard directly from their member's
+        agent. An answer's are relays (:mod:`grstats.agent.gossip.relays`).
         """
         state = self._member.state
         self._admit(sender_member, updates, via)
-        result = state.merge(updates, self._clock(), via)
+        result = state.merge(updates, self._clock(), via, sender_member if sent else "")
         if result.unknown:
             self._member.log.warning(
                 "unknown_members_refused", via=via, members=list(result.unknown)
@@ -428,7 +434,7 @@ class PeerRounds:
         sender, member = message.sender, message.sender_member
         if sender and member in state.known_members() and sender in self.peers():
             self._agents[member] = sender
-        self.merge(list(message.updates), sender, member)
+        self.merge(list(message.updates), sender, member, sent=True)
         self._heard_build(member, message.build, sender)
 
     def _heard_build(self, member: str, build: AgentBuild, via: str) -> None:

@@ -37,6 +37,7 @@ from grstats.agent.clock import now_us
 from grstats.agent.errors import ConfigError
 from grstats.agent.event_log import EventCounts, EventLog
 from grstats.agent.events import changes, liveness_event, source_event, throttle_event
+from grstats.agent.gossip import RelayRule
 from grstats.agent.limits import RateLimiter
 from grstats.agent.liveness import Liveness
 from grstats.agent.local import LocalMember
@@ -51,6 +52,7 @@ from grstats.agent.split_watch import SplitBrainWatch
 from grstats.agent.stable_set import StableSetWatch
 from grstats.agent.status import flow_control_thresholds, throttled_by
 from grstats.agent.tables import ServedTables
+from grstats.agent.tls_watch import TlsWatch
 from grstats.agent.transports.base import ServingTransport
 from grstats.agent.transports.rpc import GrpcTransport
 
@@ -119,8 +121,12 @@ class Agent:
         self.periods = 0
         self._config = config
         self._clock = clock
-        self._transport = transport or GrpcTransport(config.limits, self.security)
+        # Names a TLS mistake with a peer (tls_mismatch) from the transport's failed dials.
+        self.tls_watch = TlsWatch(self.security.tls, lambda: self.member.log)
+        self._transport = transport or GrpcTransport(config.limits, self.security, self.tls_watch)
         self.member = LocalMember(config, source, clock=clock, log=log, metrics=self.metrics)
+        if self.security.binds_members:  # only a member's own agent speaks for it
+            self.member.state.relays = RelayRule.for_period(config.period_us)
         self.rounds = PeerRounds(
             config, self.member, self._transport, clock=clock, metrics=self.metrics
         )

@@ -55,6 +55,17 @@ class Security:
         """The metadata every call carries (the token's, if any)."""
         return token_metadata(self.token)
 
+    @property
+    def binds_members(self) -> bool:
+        """Whether every peer's messages are bound to the member its certificate names.
+
+        With mutual TLS every peer presents a certificate, and the Gossip servicer takes a
+        message only of the member it names (:mod:`grstats.agent.identity`); the agent then
+        takes other members' values from answers only as the gossip state's
+        :class:`~grstats.agent.gossip.relays.RelayRule` admits them.
+        """
+        return self.tls is not None and self.tls.require_client_cert
+
     def bind(self, server: grpc.aio.Server, address: str) -> int:
         """Add ``address`` to ``server``, over TLS when configured; return the bound port."""
         if self.tls is None:

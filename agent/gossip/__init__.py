@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from grstats.agent.gossip.relays import RelayRule
 from grstats.agent.gossip.state import LOCAL, Digest, GossipState, Heard, MergeResult, Origin
 from grstats.agent.gossip.updates import ClockOffset, Counts, Events, Key, Stamp, Update
 
@@ -16,6 +17,7 @@ __all__ = [
     "Key",
     "MergeResult",
     "Origin",
+    "RelayRule",
     "Stamp",
     "Update",
 ]

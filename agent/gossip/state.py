@@ -21,15 +21,21 @@ transport delivered; tests drive it directly. Rules:
   stamp and records its values again, which then order after everything peers hold
   (SWIM's refutation; :meth:`GossipState.refute`);
 * an origin is *fresh* when its stamp advanced recently, whichever peer relayed it: an agent
-  silent for ``silence_us`` is not connected (WL#2860's CONNECTED), and its values stay.
+  silent for ``silence_us`` is not connected (WL#2860's CONNECTED), and its values stay;
+* with member certificates (:attr:`GossipState.relays` set), a value of a member is taken from
+  its own agent (the merge's ``speaker``), or as a relay only while that agent is not heard
+  directly and under a stamp it could have made; a value heard directly replaces a relayed
+  one whatever their stamps (:mod:`grstats.agent.gossip.relays`).
 """
 
 from __future__ import annotations
 
 import dataclasses
+import enum
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeAlias
 
+from grstats.agent.gossip.relays import Direct, RelayRule
 from grstats.agent.gossip.updates import Counts, Key, Stamp, Update
 from grstats.agent.limits import DEFAULT_LIMITS
 from grstats.agent.model import GroupView
@@ -52,22 +58,32 @@ Digest: TypeAlias = "Mapping[str, Mapping[Key, Stamp]]"
 
 @dataclass(slots=True)
 class Heard:
-    """A value as this agent holds it: the update, when it arrived and who handed it over."""
+    """A value as this agent holds it: the update, when it arrived and who handed it over.
+
+    ``direct``: handed over by its origin's own agent (proven only with member certificates).
+    """
 
     update: Update
     received_at_us: int
     via: str
+    direct: bool = False
 
 
 @dataclass(slots=True)
 class Origin:
-    """Everything known of one member: its highest stamp and its latest value per key."""
+    """Everything known of one member: its highest stamp and its latest value per key.
+
+    ``direct`` is the highest stamp heard from the member's own agent and when it last spoke
+    (None: never, in this run): what :class:`~grstats.agent.gossip.relays.RelayRule` judges
+    relays of it by.
+    """
 
     member_id: str
     stamp: Stamp
     first_seen_us: int
     fresh_at_us: int
     values: dict[Key, Heard] = field(default_factory=dict)
+    direct: Direct | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,13 +91,15 @@ class MergeResult:
     """What a merge did: values taken, stale ones dropped, origins refused as unknown.
 
     ``refuted`` is the stamp of a value about the local member that outranked the agent's own
-    (see :meth:`GossipState.refute`), None when there was none.
+    (see :meth:`GossipState.refute`), None when there was none. ``unproven`` counts relayed
+    values the :class:`~grstats.agent.gossip.relays.RelayRule` refused.
     """
 
     accepted: int = 0
     stale: int = 0
     unknown: tuple[str, ...] = ()
     refuted: Stamp | None = None
+    unproven: int = 0
 
 
 class GossipState:
@@ -92,6 +110,9 @@ class GossipState:
     :meth:`refute` when a clock stepped back makes it lower than theirs). At most ``max_origins``
     members get values from peers: past that, news of a member not yet held is refused as
     unknown, so no stream of views listing new members makes the state grow without bound.
+    ``relays`` is set when peers' messages are bound to member certificates (mutual TLS): then
+    only a member's own agent speaks for it (:mod:`grstats.agent.gossip.relays`); None takes
+    every relay by its stamp.
     """
 
     def __init__(
@@ -100,6 +121,7 @@ class GossipState:
         self.local_id = local_id
         self.incarnation = incarnation
         self.max_origins = max_origins
+        self.relays: RelayRule | None = None
         self._version = 0
         self.origins: dict[str, Origin] = {}
         self.changes = 0  #: grows whenever a value is stored or dropped (for caches)
@@ -181,19 +203,23 @@ class GossipState:
                     missing.append(heard.update)
         return sorted(missing, key=lambda update: update.key is not Key.VIEW)
 
-    def merge(self, updates: Iterable[Update], now_us: int, via: str) -> MergeResult:
-        """Merge updates a peer (``via``) delivered; see the module's rules."""
+    def merge(
+        self, updates: Iterable[Update], now_us: int, via: str, speaker: str = ""
+    ) -> MergeResult:
+        """Merge updates a peer (``via``) delivered; see the module's rules.
+
+        ``speaker`` is the member whose own agent is proven to have sent them (its certificate
+        names it), '' when none is: its updates are heard directly, any other's are relays.
+        """
         pending = list(updates)
-        accepted = stale = 0
+        taken: dict[_Taken, int] = dict.fromkeys(_Taken, 0)
         # VIEW values of known members first: they may make other origins known.
         progress = True
         while progress:
             progress = False
             for update in [u for u in pending if u.key is Key.VIEW and self._admits_view(u)]:
                 pending.remove(update)
-                took = self._take(update, now_us, via)
-                accepted += took
-                stale += not took
+                taken[self._take(update, now_us, via, speaker)] += 1
                 progress = True
         unknown: list[str] = []
         own = [u.stamp for u in pending if u.origin == self.local_id]
@@ -203,10 +229,14 @@ class GossipState:
                 if update.origin not in unknown:
                     unknown.append(update.origin)
                 continue
-            took = self._take(update, now_us, via)
-            accepted += took
-            stale += not took
-        return MergeResult(accepted, stale, tuple(unknown), refuted)
+            taken[self._take(update, now_us, via, speaker)] += 1
+        return MergeResult(
+            taken[_Taken.TAKEN],
+            taken[_Taken.STALE],
+            tuple(unknown),
+            refuted,
+            taken[_Taken.UNPROVEN],
+        )
 
     # -- questions ---------------------------------------------------------------------
 
@@ -299,16 +329,34 @@ class GossipState:
             self.origins[member_id] = origin
         return origin
 
-    def _take(self, update: Update, now_us: int, via: str) -> bool:
-        """Store ``update`` if it is newer than what is held; return whether it was."""
-        if update.origin == self.local_id and not self._adopts(update):
-            return False  # the local member's values come from its own source only
+    def _take(self, update: Update, now_us: int, via: str, speaker: str) -> _Taken:
+        """Store ``update`` if it is newer than what is held (and proven enough); say which."""
+        if update.origin == self.local_id:
+            if not self._adopts(update):
+                return _Taken.STALE  # the local member's values come from its own source only
+        elif not self._proven(update, now_us, speaker):
+            return _Taken.UNPROVEN
+        direct = bool(speaker) and update.origin == speaker
         origin = self._origin(update.origin, update.stamp, now_us)
+        if direct:  # its own agent spoke, with news or not: the relay rule's reference
+            highest = max(origin.direct.stamp, update.stamp) if origin.direct else update.stamp
+            origin.direct = Direct(highest, now_us)
         held = origin.values.get(update.key)
-        if held is not None and update.stamp <= held.update.stamp:
-            return False
-        self._store(origin, update, now_us, via)
-        return True
+        replaces_relay = direct and self.relays is not None and held is not None and not held.direct
+        if held is not None and update.stamp <= held.update.stamp and not replaces_relay:
+            return _Taken.STALE
+        self._store(origin, update, now_us, via, direct=direct)
+        return _Taken.TAKEN
+
+    def _proven(self, update: Update, now_us: int, speaker: str) -> bool:
+        """Whether a value of another member may be taken: its own agent's, or an admitted relay.
+
+        Every value is, when there is no :attr:`relays` rule.
+        """
+        if self.relays is None or (speaker and update.origin == speaker):
+            return True
+        origin = self.origins.get(update.origin)
+        return self.relays.admits(origin.direct if origin else None, update.stamp, now_us)
 
     def _adopts(self, update: Update) -> bool:
         """Whether a peer's value of the local member is taken: its events of an earlier run.
@@ -323,16 +371,29 @@ class GossipState:
         held = origin.values.get(Key.EVENTS) if origin is not None else None
         return held is None or (held.via != LOCAL and update.stamp > held.update.stamp)
 
-    def _store(self, origin: Origin, update: Update, now_us: int, via: str) -> None:
+    def _store(
+        self, origin: Origin, update: Update, now_us: int, via: str, *, direct: bool = False
+    ) -> None:
         held = origin.values.get(update.key)
         value, kept = update.value, held.update.value if held is not None else None
         if isinstance(value, Counts) and isinstance(kept, Counts):
             update = dataclasses.replace(update, value=_keep_absent(value, kept))
-        origin.values[update.key] = Heard(update, now_us, via)
+        origin.values[update.key] = Heard(update, now_us, via, direct)
         self.changes += 1
-        if update.stamp > origin.stamp or len(origin.values) == 1:
+        if held is not None and held.update.stamp > update.stamp:
+            # A relayed value above its own agent's: the origin's stamp is the held ones' again.
+            origin.stamp = max(heard.update.stamp for heard in origin.values.values())
+        if update.stamp > origin.stamp or len(origin.values) == 1 or direct:
             origin.stamp = max(origin.stamp, update.stamp)
             origin.fresh_at_us = now_us
+
+
+class _Taken(enum.Enum):
+    """What a merge did with one update."""
+
+    TAKEN = enum.auto()
+    STALE = enum.auto()  #: not newer than the value held (or of the local member)
+    UNPROVEN = enum.auto()  #: a relay the :class:`~grstats.agent.gossip.relays.RelayRule` refused
 
 
 def _keep_absent(counts: Counts, held: Counts) -> Counts:

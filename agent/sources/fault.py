@@ -30,6 +30,7 @@ FAULT_KINDS: tuple[str, ...] = (
     "server_down",  # the server stopped answering (crashed, restarted, too slow)
     "bad_data",  # the server answered a value outside its column's domain
     "other",  # anything else; the message says what
+    "too_many_connections",  # the server holds max_connections already (MySQL error 1040)
 )
 
 #: The account grstats documents (deploy/mysql/grstats-user.sql) needs only this privilege.
@@ -86,6 +87,25 @@ def connect_timeout(address: str, limit_s: float) -> SourceFault:
         f"cannot connect to MySQL at {address}: no answer within {limit_s:g} s (connect_timeout_s)",
         f"check that {address} is the server's address and that no firewall drops the "
         "agent's packets; on a slow network raise [mysql] connect_timeout_s",
+    )
+
+
+def too_many_connections(address: str, server_text: str) -> SourceFault:
+    """The server at ``address`` refused the connect: it holds ``max_connections`` already.
+
+    MySQL's ER_CON_COUNT_ERROR (1040, "Too many connections"), sent before the login beyond
+    ``max_connections + 1`` connections and at the login beyond ``max_connections`` to an
+    account without CONNECTION_ADMIN or SUPER (``Connection_handler_manager``'s
+    ``check_and_incr_conn_count`` and ``valid_connection_count``,
+    sql/conn_handler/connection_handler_manager.cc).
+    """
+    return SourceFault(
+        "too_many_connections",
+        f"MySQL at {address} refused the connection: it holds max_connections client "
+        f"connections already ({server_text})",
+        "find who holds the connections (SHOW PROCESSLIST, as an account with "
+        "CONNECTION_ADMIN) and close the idle ones, or raise max_connections; the agent "
+        "connects again by itself",
     )
 
 

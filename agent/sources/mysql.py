@@ -113,6 +113,7 @@ COMMUNICATION_STATES = frozenset({"ONLINE", "RECOVERING"})
 
 _ER_UNKNOWN_SYSTEM_VARIABLE = 1193
 #: MySQL's error codes that name a fault (include/mysqld_error.h, include/errmsg.h).
+ER_CON_COUNT_ERROR = 1040
 ER_DBACCESS_DENIED = 1044
 ER_ACCESS_DENIED = 1045
 ER_HOST_NOT_PRIVILEGED = 1130
@@ -142,6 +143,9 @@ _TABLE_RE = re.compile(r"Table '(?:[^'.]*\.)?([^']*)' doesn't exist")
 _GR_TABLES = frozenset({"replication_group_members", "replication_group_member_stats"})
 _QUIT_TIMEOUT_S = 1.0
 _ABORT_TURNS = 10
+#: How early a read may make the connect that is due (seconds): the loop wakes a few ms late
+#: or early at each period mark, and an attempt due at a mark must not slip to the next one.
+RETRY_EARLY_S = 0.05
 
 # TIMESTAMP(6)/DATETIME(6) come back as the server's text, so that the zero timestamp and
 # microseconds are read exactly (mysql_records.timestamp_us), in the UTC session time zone.
@@ -230,12 +234,13 @@ class MySQLSource:
         if not self._is_connected():
             self._conn = None
             self._check_backoff()
+        began, began_wall = self._clock(), self._wall_clock()
         try:
             if self._conn is None:
                 self._conn = await self._connect()
             snapshot = await self._read(self._conn)
         except SourceUnavailable as exc:
-            raise await self._failed(exc) from exc
+            raise await self._failed(exc, began, began_wall) from exc
         except SourceDataError as exc:
             self._failures = 0
             if exc.fault is None:
@@ -261,20 +266,26 @@ class MySQLSource:
         if self._failures and last is not None and self._retry_at > self._clock():
             raise SourceUnavailable(str(last), fault=last.fault)
 
-    async def _failed(self, exc: SourceUnavailable) -> SourceUnavailable:
+    async def _failed(
+        self, exc: SourceUnavailable, began: float, began_wall: float
+    ) -> SourceUnavailable:
         """Drop the connection, schedule the next connect; return the error to raise.
 
-        Its text ends with the time of the next attempt, which later reads repeat unchanged.
+        The next connect is due ``retry_delay`` after the failed attempt *began* (``began``,
+        ``began_wall``), not after it failed: reads start on the period's marks, so a delay of
+        whole periods lets the attempt due run at a mark rather than one period later (a read
+        that took a few ms would otherwise miss the mark it was due at). Its text ends with the
+        time of the next attempt, which later reads repeat unchanged.
         """
         conn, self._conn = self._conn, None
         if conn is not None:
             await _close(conn, polite=False)
         self._failures += 1
         config = self.config
-        delay = min(config.backoff_initial_s * 2 ** (self._failures - 1), config.backoff_max_s)
-        self._retry_at = self._clock() + delay
+        delay = retry_delay(config.backoff_initial_s, config.backoff_max_s, self._failures)
+        self._retry_at = began + delay - RETRY_EARLY_S
         if delay > 0:
-            tenths = round((self._wall_clock() + delay) * 10)
+            tenths = round((began_wall + delay) * 10)
             moment = datetime.fromtimestamp(tenths // 10, UTC)
             when = f"next attempt at {moment:%H:%M:%S}.{tenths % 10} UTC"
         else:
@@ -732,6 +743,19 @@ def _code(exc: BaseException) -> int | None:
     return args[0] if isinstance(exc, MySQLError) and args and isinstance(args[0], int) else None
 
 
+def retry_delay(initial_s: float, max_s: float, failures: int) -> float:
+    """Seconds from a failed connect attempt to the next one, after ``failures`` in a row (1+).
+
+    ``initial_s`` doubled per further failure, capped at ``max_s``: one attempt per step, so a
+    server that refuses is not hammered, and with the defaults (1 s to 5 s) a server that
+    answers again is read within 5 s, and its member is ``CONNECTED YES`` at every agent
+    within 10 s (the read, then the same period's push: docs/configuration.md).
+    """
+    if failures < 1:
+        raise ValueError(f"failures: {failures!r} is not 1 or more")
+    return float(min(initial_s * 2.0 ** min(failures - 1, 64), max_s))
+
+
 def password_source(config: MySQLSourceConfig) -> str:
     """Where the password came from, as messages name it: never the password itself."""
     if config.password_env is not None:
@@ -766,6 +790,8 @@ def classify(  # noqa: PLR0911 (one return per kind of fault)
         )
     if code == CR_CONN_HOST_ERROR or (action == "connect" and code is None):
         return _connect_fault(config, cause if code is not None else exc)
+    if code == ER_CON_COUNT_ERROR:
+        return faults.too_many_connections(address, _server_text(exc))
     if code in {ER_ACCESS_DENIED, ER_HOST_NOT_PRIVILEGED}:
         return faults.access_denied(
             address, _account(exc, config, None), password_source(config), _server_text(exc)

@@ -50,7 +50,11 @@ class MySQLSourceConfig:
         query_timeout_s: how long the queries of one read may take together, in (0, 300].
         backoff_initial_s: after a failure, how long the next connect waits, in [0, 3600];
             doubled after each further failure up to ``backoff_max_s`` (0 disables backoff).
-        backoff_max_s: the longest wait between connects, in [backoff_initial_s, 3600].
+        backoff_max_s: the longest wait between connects, in [backoff_initial_s, 3600]. The
+            default 5 s is short enough that a server that answers again (a grant restored,
+            a restart over, connections freed) is read within 5 s and its member is
+            ``CONNECTED YES`` at every agent within 10 s, and long enough that an agent makes
+            one connect attempt per 5 s to a server that refuses.
         ssl_ca: a CA bundle; when set, the connection uses TLS and the server's certificate
             must be signed by it (MySQL's ``--ssl-mode=VERIFY_CA``).
         ssl_cert: the client certificate (with ``ssl_key``), for accounts that REQUIRE X509.
@@ -69,7 +73,7 @@ class MySQLSourceConfig:
     connect_timeout_s: float = 5.0
     query_timeout_s: float = 5.0
     backoff_initial_s: float = 1.0
-    backoff_max_s: float = 30.0
+    backoff_max_s: float = 5.0
     ssl_ca: Path | None = None
     ssl_cert: Path | None = None
     ssl_key: Path | None = None

@@ -1,7 +1,9 @@
 """``GrpcTransport``: pushes and exchanges over gRPC, one channel per peer.
 
 Messages are encoded here (:mod:`grstats.agent.convert`), and gRPC's errors are translated
-here, once, into :mod:`grstats.agent.errors`. An answer larger than
+here, once, into :mod:`grstats.agent.errors`; a :class:`DialWatch` hears of each call that
+failed UNAVAILABLE and of each Exchange that succeeded (the agent's
+:class:`~grstats.agent.tls_watch.TlsWatch` names TLS mistakes from them). An answer larger than
 :data:`~grstats.agent.limits.DECODE_ON_LOOP_BYTES` is decoded on a worker thread, so that a
 peer's large GTID texts do not hold the event loop.
 """
@@ -9,7 +11,7 @@ peer's large GTID texts do not hold the event loop.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import grpc
 from google.protobuf.message import DecodeError
@@ -41,17 +43,35 @@ _ENCODINGS_KEPT = 2
 _PushCall = grpc.aio.StreamUnaryCall[bytes, pb.PushReply]
 
 
+class DialWatch(Protocol):
+    """What hears of the calls to each peer: the failed (UNAVAILABLE) ones and the answered."""
+
+    def failed(self, peer: str, error: str) -> None:
+        """A call to ``peer`` failed UNAVAILABLE; ``error`` is gRPC's text of it."""
+
+    def reached(self, peer: str) -> None:
+        """An Exchange with ``peer`` was answered."""
+
+    async def aclose(self) -> None:
+        """Stop what it started."""
+
+
 class GrpcTransport:
     """A :class:`~grstats.agent.transports.base.Transport` over grpc.aio, one channel per peer.
 
     ``limits`` bounds what each channel sends and receives and what an answer may hold
-    (the agent's ``[limits]``); ``security`` gives the channels' TLS and every call's token.
+    (the agent's ``[limits]``); ``security`` gives the channels' TLS and every call's token;
+    ``watch`` hears of failed and answered calls.
     """
 
     def __init__(
-        self, limits: LimitsConfig = DEFAULT_LIMITS, security: Security | None = None
+        self,
+        limits: LimitsConfig = DEFAULT_LIMITS,
+        security: Security | None = None,
+        watch: DialWatch | None = None,
     ) -> None:
         self._limits = limits
+        self._watch = watch
         self._security = security or Security()
         self._options = [*limits.channel_options, *KEEPALIVE_OPTIONS]
         self._encoded: dict[int, tuple[Gossip, bytes]] = {}  # id(news) -> (news, its bytes)
@@ -106,7 +126,10 @@ class GrpcTransport:
                 message, timeout=timeout_s, metadata=self._security.metadata
             )
         except grpc.aio.AioRpcError as exc:
+            self._failed(peer, exc)
             raise _translated(peer, exc, timeout_s) from exc
+        if self._watch is not None:
+            self._watch.reached(peer)
         if len(response) <= DECODE_ON_LOOP_BYTES:
             return _answer(response, self._limits, message.ByteSize())
         return await asyncio.to_thread(_answer, response, self._limits, message.ByteSize())
@@ -130,7 +153,12 @@ class GrpcTransport:
         call = self._streams.get(peer)
         if call is not None and call.done():
             del self._streams[peer]
-            await _ended(peer, call)
+            try:
+                await _ended(peer, call)
+            except PeerUnreachable as exc:
+                if self._watch is not None:
+                    self._watch.failed(peer, str(exc))
+                raise
         if call is None or call.done():
             multicallable: grpc.aio.StreamUnaryMultiCallable[bytes, pb.PushReply]
             multicallable = self._channel(peer).stream_unary(
@@ -145,6 +173,7 @@ class GrpcTransport:
             raise PeerTimeout(f"{peer}: push not taken within {timeout_s:g} s") from exc
         except grpc.aio.AioRpcError as exc:
             self._drop(peer, call)
+            self._failed(peer, exc)
             raise _translated(peer, exc, timeout_s) from exc
         except asyncio.InvalidStateError as exc:  # the call ended between the check and the write
             self._drop(peer, call)
@@ -162,6 +191,10 @@ class GrpcTransport:
             del self._encoded[next(iter(self._encoded))]
         return payload
 
+    def _failed(self, peer: str, exc: grpc.aio.AioRpcError) -> None:
+        if self._watch is not None and exc.code() == grpc.StatusCode.UNAVAILABLE:
+            self._watch.failed(peer, exc.details() or "")
+
     def _drop(self, peer: str, call: _PushCall) -> None:
         call.cancel()
         if self._streams.get(peer) is call:
@@ -178,6 +211,8 @@ class GrpcTransport:
         self._stubs.clear()
         self._made.clear()
         self._encoded.clear()
+        if self._watch is not None:
+            await self._watch.aclose()
 
 
 def _answer(response: bytes, limits: LimitsConfig, request_bytes: int) -> Answer:

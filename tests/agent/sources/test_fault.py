@@ -258,10 +258,21 @@ class TestReadFaults:
 
     def test_unknown_error(self) -> None:
         """Any other error is kind other, with the server's code and text."""
-        fault = classify(config(), "read", OperationalError(1040, "Too many connections"))
+        text = "Lock wait timeout exceeded; try restarting transaction"
+        fault = classify(config(), "read", OperationalError(1205, text))
         assert fault == SourceFault(
-            "other", f"MySQL at {ADDRESS}: read failed: MySQL error 1040: Too many connections"
+            "other", f"MySQL at {ADDRESS}: read failed: MySQL error 1205: {text}"
         )
+
+    def test_too_many_connections(self) -> None:
+        """MySQL's 1040 (ER_CON_COUNT_ERROR, connection_handler_manager.cc) names max_connections."""
+        fault = classify(config(), "connect", OperationalError(1040, "Too many connections"))
+        assert fault.kind == "too_many_connections"
+        assert fault.message == (
+            f"MySQL at {ADDRESS} refused the connection: it holds max_connections client "
+            "connections already (MySQL error 1040: Too many connections)"
+        )
+        assert "raise max_connections" in fault.fix
 
 
 class TestEmptyVariables:

@@ -21,7 +21,7 @@ class TestValidation:
         config = MySQLSourceConfig(host="db1")
         assert (config.port, config.user, config.schema) == (3306, "grstats", "performance_schema")
         assert (config.connect_timeout_s, config.query_timeout_s) == (5.0, 5.0)
-        assert (config.backoff_initial_s, config.backoff_max_s) == (1.0, 30.0)
+        assert (config.backoff_initial_s, config.backoff_max_s) == (1.0, 5.0)  # issue 43
         assert config.password_file is None
         assert config.password_env is None
         assert not config.uses_tls
