@@ -21,9 +21,12 @@ default that a 9-member group never comes near::
     sql_max_result_bytes = 16777216  # bytes one SQL result may take, 64 KiB-1 GiB (then 1104)
     sql_max_cost = 400000         # one SQL statement's estimated CPU, about us (then 1104)
     sql_max_allowed_packet = 16384   # longest SQL statement text, 1 KiB-1 GiB (then 1153)
-    sql_failed_connections_threshold = 3  # failed SQL logins from a host before delays (0: off)
+    sql_failed_connections_threshold = 3  # failed logins of a user@host before delays (0: off)
     sql_min_connection_delay_ms = 1000    # the first delay, then 1 s more per failure ...
     sql_max_connection_delay_ms = 2147483647  # ... up to this, as MySQL's connection_control
+    sql_connect_timeout_s = 10.0  # MySQL's connect_timeout: each login packet (then 1159, closed)
+    sql_wait_timeout_s = 28800.0  # MySQL's wait_timeout: an idle session (then 4031, closed)
+    sql_interactive_timeout_s = 28800.0  # ... for a client that says CLIENT_INTERACTIVE
 
 This module is the one home of these defaults and of their bounds: the transports, the
 wire decoder, the server and the gossip state take theirs from :data:`DEFAULT_LIMITS` (or
@@ -102,6 +105,13 @@ MAX_SQL_PACKET = 1024 * MIB
 #: 0 (off)..INT_MAX32 and the delays 1000..INT_MAX32 ms.
 MAX_CONNECTION_CONTROL = 2**31 - 1
 MIN_CONNECTION_DELAY_MS = 1000
+#: The bounds of the SQL endpoint's client timeouts, in seconds: MySQL's LONG_TIMEOUT
+#: (3600 * 24 * 365) at the top, as ``connect_timeout``, ``wait_timeout`` and
+#: ``interactive_timeout`` (sql/sys_vars.cc: ``Sys_connect_timeout``, ``Sys_net_wait_timeout``,
+#: ``Sys_interactive_timeout``); fractions of a second down to 0.1 (MySQL's are whole seconds,
+#: from 2 for connect_timeout and 1 for the others), so that tests need not wait.
+MIN_SQL_CLIENT_TIMEOUT_S = 0.1
+MAX_SQL_CLIENT_TIMEOUT_S = 365 * 24 * 3600.0
 #: An episode of refusals ends at the first request admitted this long after the last refusal.
 EPISODE_QUIET_S = 1.0
 
@@ -149,11 +159,22 @@ class LimitsConfig:
             sqlglot's parse and plan of a statement take memory and time in proportion to it
             (``sql_max_cost`` bounds them too: a longer text may need a larger one). It is
             also the longest string a function may build (longer is NULL, as MySQL's).
-        sql_failed_connections_threshold: failed SQL logins from one client host before each
-            further login from it is delayed, as MySQL's connection_control plugin does;
-            0..2147483647, 0 turns the delays off.
+        sql_failed_connections_threshold: failed SQL logins of one account, ``'user'@'host'``
+            (the user name a client gave and its address), before each further login of that
+            account is delayed, as MySQL's connection_control plugin does; 0..2147483647, 0
+            turns the delays off. Other accounts on the same host are not delayed.
         sql_min_connection_delay_ms: the shortest such delay, 1000..max, in milliseconds.
         sql_max_connection_delay_ms: the longest such delay, min..2147483647 ms.
+        sql_connect_timeout_s: MySQL's ``connect_timeout``: how long the endpoint waits for
+            each packet of a login (and for the TLS handshake) before it answers error 1159
+            and closes the connection, 0.1..31536000 s; 10 s as MySQL's default.
+        sql_wait_timeout_s: MySQL's ``wait_timeout``: how long a logged-in session may stay
+            idle (no command) before the endpoint sends error 4031 and closes it,
+            0.1..31536000 s; 28800 s (8 hours) as MySQL's default. A session may change its
+            own (``SET SESSION wait_timeout``).
+        sql_interactive_timeout_s: MySQL's ``interactive_timeout``: the ``wait_timeout`` of a
+            session whose client said CLIENT_INTERACTIVE (the ``mysql`` and ``mariadb``
+            shells), 0.1..31536000 s; 28800 s.
     """
 
     # A 9-member group's largest message, an exchange's answer with every value of every
@@ -179,6 +200,9 @@ class LimitsConfig:
     sql_failed_connections_threshold: int = 3
     sql_min_connection_delay_ms: int = MIN_CONNECTION_DELAY_MS
     sql_max_connection_delay_ms: int = MAX_CONNECTION_CONTROL
+    sql_connect_timeout_s: float = 10.0
+    sql_wait_timeout_s: float = 28800.0
+    sql_interactive_timeout_s: float = 28800.0
 
     def __post_init__(self) -> None:
         _check_count(
@@ -237,6 +261,13 @@ class LimitsConfig:
             self.sql_min_connection_delay_ms,
             MAX_CONNECTION_CONTROL,
         )
+        for name in ("sql_connect_timeout_s", "sql_wait_timeout_s", "sql_interactive_timeout_s"):
+            check_seconds(
+                f"limits.{name}",
+                getattr(self, name),
+                MIN_SQL_CLIENT_TIMEOUT_S,
+                MAX_SQL_CLIENT_TIMEOUT_S,
+            )
 
     @classmethod
     def from_table(cls, table: object) -> LimitsConfig:

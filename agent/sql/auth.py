@@ -16,12 +16,14 @@ password matches nothing). A password file that cannot be read at login refuses 
 with 1045 and is logged once per distinct problem (file and line, never a password). Refused
 logins are logged at most once per 10 s, with the count of those not logged.
 
-Failed logins from one client host slow that host down, by MySQL's connection_control rule
+Failed logins of one account, ``'user'@'host'`` (the user name the client gave, from its
+address), slow that account down, by MySQL's connection_control rule
 (:class:`ConnectionControl`): past ``limits.sql_failed_connections_threshold`` failures in a
-row, each further login from the host waits 1 s more than the last before it is answered
+row, each further login of the account waits 1 s more than the last before it is answered
 (between ``sql_min_connection_delay_ms`` and ``sql_max_connection_delay_ms``), a success
-ending the count. The wait is an ``asyncio`` sleep: it holds the connection's slot of
-``sql_connections_per_host``, never the event loop.
+ending the count. Another account on the same host is not delayed. The wait is an
+``asyncio`` sleep: it holds the connection's slot of ``sql_connections_per_host``, never the
+event loop.
 """
 
 from __future__ import annotations
@@ -73,22 +75,30 @@ def access_denied(user: str, with_password: bool) -> str:
 
 
 class ConnectionControl:
-    """MySQL's connection_control plugin for the endpoint: failed logins per client host.
+    """MySQL's connection_control plugin for the endpoint: failed logins per account.
 
     The rule is ``Connection_delay_action::notify_event`` and ``get_wait_time``
     (plugin/connection_control/connection_delay.cc, .h in mysql-server): when a login's
-    outcome is known, a host with ``count`` failures in a row, ``count >= threshold``, waits
-    ``(count + 1 - threshold)`` seconds, but at least ``min_delay_ms`` and at most
+    outcome is known, an account with ``count`` failures in a row, ``count >= threshold``,
+    waits ``(count + 1 - threshold)`` seconds, but at least ``min_delay_ms`` and at most
     ``max_delay_ms``, whether the login failed or not; then a failure adds one to the count
-    and a success forgets it. A threshold of 0 turns it off. MySQL counts per ``'user'@'host'``
-    attempted; grstats counts per client host, so that guessing user names is slowed too.
-    At most ``max_hosts`` hosts are counted (the least recently failing is forgotten first).
+    and a success forgets it. A threshold of 0 turns it off.
+
+    The count is per account, as ``make_hash_key`` builds its key ``'user'@'host'``: for a
+    refused login priv_user and priv_host are empty (sql/auth/sql_authentication.cc's
+    ``acl_authenticate`` sets them for an authenticated account), so the key is the user
+    name the client gave and its host name, or its IP address when it has none. The endpoint
+    resolves no names: the host is the client's address. (For a success MySQL keys by the
+    account matched, ``'u'@'%'`` for a wildcard account, so a success need not end the count
+    of ``'u'@'10.0.0.5'``; the endpoint's accounts have no host part, and a success ends the
+    count of the user and address that logged in.) At most ``max_accounts`` are counted (the
+    least recently failing is forgotten first).
 
     Args:
         threshold: ``limits.sql_failed_connections_threshold``.
         min_delay_ms: ``limits.sql_min_connection_delay_ms``.
         max_delay_ms: ``limits.sql_max_connection_delay_ms``.
-        max_hosts: the most hosts counted at once (``limits.max_clients``).
+        max_accounts: the most accounts counted at once (``limits.max_clients``).
         sleep: how to wait (``asyncio.sleep``; a test's own).
     """
 
@@ -97,23 +107,23 @@ class ConnectionControl:
         threshold: int,
         min_delay_ms: int,
         max_delay_ms: int,
-        max_hosts: int,
+        max_accounts: int,
         *,
         sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
     ) -> None:
         self._threshold = threshold
         self._min_ms = min_delay_ms
         self._max_ms = max_delay_ms
-        self._max_hosts = max_hosts
+        self._max_accounts = max_accounts
         self._sleep = sleep
-        self._failures: OrderedDict[str, int] = OrderedDict()
+        self._failures: OrderedDict[tuple[str, str], int] = OrderedDict()
 
-    def failures(self, host: str) -> int:
-        """The failed logins in a row counted for ``host``."""
-        return self._failures.get(host, 0)
+    def failures(self, user: str, host: str) -> int:
+        """The failed logins in a row counted for the account ``'user'@'host'``."""
+        return self._failures.get((user, host), 0)
 
     def delay_ms(self, count: int) -> int:
-        """The wait of a login from a host with ``count`` failures in a row (0: none)."""
+        """The wait of a login of an account with ``count`` failures in a row (0: none)."""
         if self._threshold <= 0 or count < self._threshold:
             return 0
         proposed = (count + 1 - self._threshold) * 1000
@@ -121,18 +131,19 @@ class ConnectionControl:
             return proposed
         return self._max_ms if proposed >= self._max_ms else self._min_ms
 
-    async def settle(self, host: str, failed: bool) -> float:
-        """Wait as the rule says for ``host``'s login, then count it; the seconds waited."""
-        waited = self.delay_ms(self.failures(host)) / 1000
+    async def settle(self, user: str, host: str, *, failed: bool) -> float:
+        """Wait as the rule says for a login of ``'user'@'host'``, then count it; the wait."""
+        account = (user, host)
+        waited = self.delay_ms(self._failures.get(account, 0)) / 1000
         if waited:
             await self._sleep(waited)
         if failed:
-            self._failures[host] = self._failures.get(host, 0) + 1
-            self._failures.move_to_end(host)
-            while len(self._failures) > self._max_hosts:
+            self._failures[account] = self._failures.get(account, 0) + 1
+            self._failures.move_to_end(account)
+            while len(self._failures) > self._max_accounts:
                 self._failures.popitem(last=False)
         else:
-            self._failures.pop(host, None)
+            self._failures.pop(account, None)
         return waited
 
 
@@ -164,7 +175,7 @@ class _Password(AuthPlugin):
     """What both password plugins share: the nonce, the decision, the refusal and its delay.
 
     ``open_`` admits any password. With a ``control`` and the client's ``host``, the answer
-    waits as :class:`ConnectionControl` says.
+    waits as :class:`ConnectionControl` says for the account, the user and that host.
     """
 
     def __init__(
@@ -179,9 +190,9 @@ class _Password(AuthPlugin):
         self._control = control
         self._host = host
 
-    async def _settle(self, failed: bool) -> None:
+    async def _settle(self, user: str, *, failed: bool) -> None:
         if self._control is not None:
-            await self._control.settle(self._host, failed)
+            await self._control.settle(user, self._host, failed=failed)
 
     def matches(self, user: User, scramble: bytes, nonce: bytes) -> bool:
         """Whether ``scramble`` of ``nonce`` proves ``user``'s password."""
@@ -201,12 +212,12 @@ class _Password(AuthPlugin):
         user: User = auth_info.user
         scramble: bytes = auth_info.data
         if self._open or self.matches(user, scramble, nonce):
-            await self._settle(failed=False)
+            await self._settle(user.name, failed=False)
             self.accepted(scramble)
             yield Success(user.name)
             return
         self._warn("denied", user=user.name)
-        await self._settle(failed=True)
+        await self._settle(user.name, failed=True)
         yield Forbidden(access_denied(user.name, bool(scramble)))
 
 
@@ -288,7 +299,7 @@ class _Identity(IdentityProvider):
     def for_client(
         self, host: str, on_fast_auth: Callable[[bytes], None] | None = None
     ) -> ClientIdentity:
-        """This identity for one connection from ``host``: its logins count for the host.
+        """This identity for one connection from ``host``: its logins count for its accounts.
 
         ``on_fast_auth`` sends caching_sha2_password's ``fast_auth_success`` to the client.
         """
@@ -347,7 +358,7 @@ class PasswordFileIdentity(_Identity):
     Args:
         path: the password file (``sql_password_file``).
         log: where an unreadable file and refused logins are logged.
-        control: what delays the logins of a host that keeps failing (None: nothing).
+        control: what delays the logins of an account that keeps failing (None: nothing).
     """
 
     def __init__(

@@ -170,6 +170,21 @@ class SqlLimits(Protocol):
         """The most one statement may cost, in the units of :mod:`.bounds` (then 1104)."""
         ...
 
+    @property
+    def sql_connect_timeout_s(self) -> float:
+        """``@@connect_timeout``: the endpoint's wait for each packet of a login, in seconds."""
+        ...
+
+    @property
+    def sql_wait_timeout_s(self) -> float:
+        """``@@wait_timeout``'s default: how long a session may stay idle, in seconds."""
+        ...
+
+    @property
+    def sql_interactive_timeout_s(self) -> float:
+        """``@@interactive_timeout``'s default: an interactive client's wait_timeout."""
+        ...
+
 
 def too_big(message: str) -> MysqlError:
     """MySQL's 1104 ER_TOO_BIG_SELECT with ``message``."""

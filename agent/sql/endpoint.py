@@ -10,9 +10,19 @@ what each may cost is bounded by the ``sql_*`` keys of ``[limits]`` (:mod:`.sess
 
 A command longer than ``limits.sql_max_allowed_packet`` is read and dropped as it comes (it is
 never held whole) and answered with MySQL's error 1153 ``Got a packet bigger than
-'max_allowed_packet' bytes``; the connection stays open (MySQL closes it). Failed logins from
-one client host slow its next logins down as MySQL's connection_control plugin does
-(:class:`~grstats.agent.sql.auth.ConnectionControl`).
+'max_allowed_packet' bytes``; the connection stays open (MySQL closes it). Failed logins of
+one account (``'user'@'host'``) slow its next logins down as MySQL's connection_control plugin
+does (:class:`~grstats.agent.sql.auth.ConnectionControl`); other accounts of the host are not
+slowed.
+
+The endpoint closes what MySQL closes (:class:`_Stream`): a connection whose login packet (or
+TLS handshake) does not come within ``limits.sql_connect_timeout_s`` (MySQL's
+``connect_timeout``) is told 1159 ``Got timeout reading communication packets`` and closed; a
+session idle for its ``wait_timeout`` (``limits.sql_wait_timeout_s``, or
+``sql_interactive_timeout_s`` for a client that says CLIENT_INTERACTIVE; ``SET SESSION
+wait_timeout`` changes a session's own) is told 4031 ``The client was disconnected by the
+server because of inactivity...`` and closed, as MySQL 8.0.24 and later do. Both are logged
+at debug only: a flood of idle connections costs timers, not log lines.
 
 A client host may hold ``limits.sql_connections_per_host`` connections at once; one more is
 refused at connect with MySQL's error 1040 ``Too many connections``. A connection whose
@@ -40,6 +50,7 @@ from mysql_mimic.control import LocalControl, TooManyConnections
 from mysql_mimic.errors import SQLSTATES, ErrorCode, MysqlError
 from mysql_mimic.server import MysqlServer
 from mysql_mimic.stream import ConnectionClosed, MysqlStream
+from mysql_mimic.types import Capabilities
 
 from grstats.agent.address import join_address, split_address
 from grstats.agent.errors import ConfigError
@@ -75,6 +86,21 @@ MAX_ERROR_CHARS = 200
 ER_NET_PACKET_TOO_LARGE = 1153
 PACKET_TOO_LARGE = "Got a packet bigger than 'max_allowed_packet' bytes"
 SQLSTATES.setdefault(cast("ErrorCode", ER_NET_PACKET_TOO_LARGE), b"08S01")
+#: What MySQL tells a client whose login packet did not come within ``connect_timeout``
+#: (ER_NET_READ_INTERRUPTED, set by net_serv.cc's ``net_read_raw_loop`` and sent by
+#: sql_connect.cc's ``login_connection``), and one idle past ``wait_timeout``
+#: (ER_CLIENT_INTERACTION_TIMEOUT, MySQL 8.0.24+, the same ``net_read_raw_loop`` for the first
+#: packet of a command; share/messages_to_clients.txt has its text).
+ER_NET_READ_INTERRUPTED = 1159
+READ_INTERRUPTED = "Got timeout reading communication packets"
+SQLSTATES.setdefault(cast("ErrorCode", ER_NET_READ_INTERRUPTED), b"08S01")
+ER_CLIENT_INTERACTION_TIMEOUT = 4031
+INACTIVITY = (
+    "The client was disconnected by the server because of inactivity. "
+    "See wait_timeout and interactive_timeout for configuring this behavior."
+)
+#: The longest the endpoint tries to send that farewell to a client that does not read.
+FAREWELL_S = 1.0
 #: The largest payload of one MySQL packet; a longer command comes in several.
 _MAX_PAYLOAD = 0xFFFFFF
 #: How much of a too-large command is read at a time to be dropped.
@@ -143,6 +169,7 @@ class SqlEndpoint:
             self._config.tls,
             self._log,
             max_packet=limits.sql_max_allowed_packet,
+            connect_timeout_s=limits.sql_connect_timeout_s,
         )
         host, port = split_address(listen, "sql_listen", lowest_port=0)
         try:
@@ -207,6 +234,15 @@ class PerHostControl(LocalControl):
                 del self._open[host]
 
 
+class _TimedOut(BaseException):
+    """A client kept the endpoint waiting too long: ends the connection, after the farewell.
+
+    A BaseException, as :class:`_Refused`: mysql-mimic's handshake answers any Exception with
+    error 1043 of its own, and the farewell was sent already. Its text names the variable
+    and its seconds (``wait_timeout 28800 s``).
+    """
+
+
 class _Stream:
     """mysql-mimic's packet stream, bounded by ``max_packet``, whose TLS keeps the bytes read.
 
@@ -217,17 +253,32 @@ class _Stream:
     bytes is dropped as it is read and answered with 1153 (``refuse`` makes the error packet,
     the connection's). Everything else is the wrapped ``MysqlStream``'s (a compiled class,
     which cannot be subclassed).
+
+    Every read is bounded in time, as MySQL's are by its net read timeout: until the login
+    is done each packet (and the TLS handshake) must come within ``connect_timeout_s``
+    (``login_connection``, sql/sql_connect.cc: MySQL reads the whole packet in that time
+    when ``timeout_on_full_packet``, net_serv.cc), else the client is told 1159; after it,
+    each command within ``idle()`` seconds, the session's ``wait_timeout`` (``do_command``,
+    sql/sql_parse.cc), else 4031. Then the connection ends (:class:`_TimedOut`). A wait
+    is one timer on the event loop: idle connections cost it nothing else.
     """
 
     def __init__(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, max_packet: int
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        max_packet: int,
+        connect_timeout_s: float,
     ) -> None:
         self._stream = MysqlStream(reader, writer)
         self._reader = reader
         self._writer = writer
         self._max_packet = max_packet
+        self._connect_timeout_s = connect_timeout_s
         self._before: bytes | None = None
         self.refuse: Callable[..., bytes] | None = None
+        #: The session's wait_timeout, once the login is done (None: still logging in).
+        self.idle: Callable[[], float] | None = None
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
@@ -253,7 +304,7 @@ class _Stream:
         One longer than ``max_packet`` is answered with 1153, and the next one is read.
         """
         while True:
-            data = await self._read_command()
+            data = await self._read_in_time()
             if data is not None:
                 return data
             assert self.refuse is not None
@@ -261,6 +312,38 @@ class _Stream:
                 self.refuse(msg=PACKET_TOO_LARGE, code=ER_NET_PACKET_TOO_LARGE)
             )
             self._stream.reset_seq()
+
+    async def _read_in_time(self) -> bytes | None:
+        """:meth:`_read_command` within the time the connection's phase allows (see the class).
+
+        Raises:
+            _TimedOut: after the client was told 1159 (logging in) or 4031 (idle).
+        """
+        idle = self.idle
+        seconds = self._connect_timeout_s if idle is None else idle()
+        try:
+            async with asyncio.timeout(seconds):
+                return await self._read_command()
+        except TimeoutError:
+            pass
+        if idle is None:
+            await self._farewell(ER_NET_READ_INTERRUPTED, READ_INTERRUPTED)
+            raise _TimedOut(f"connect_timeout {seconds:g} s")
+        await self._farewell(ER_CLIENT_INTERACTION_TIMEOUT, INACTIVITY)
+        raise _TimedOut(f"wait_timeout {seconds:g} s")
+
+    async def _farewell(self, code: int, message: str) -> None:
+        """Tell the client why it is closed, if it reads within :data:`FAREWELL_S`.
+
+        MySQL sends the error although the client is not waiting for one; a client sees it at
+        its next read (the mysql client: ``ERROR 4031 (HY000)``). The packet's sequence is
+        the one the client's packet would have had: 0 for a command, as net_serv.cc's
+        "First packet always wait for net_wait_timeout".
+        """
+        assert self.refuse is not None
+        with contextlib.suppress(TimeoutError, *_DISCONNECTS):
+            async with asyncio.timeout(FAREWELL_S):
+                await self._stream.write(self.refuse(msg=message, code=code))
 
     async def _read_command(self) -> bytes | None:
         """One command's payload; None when it was longer than ``max_packet`` (dropped)."""
@@ -302,7 +385,9 @@ class _Stream:
         ``MysqlStream`` over the TLS reader and writer takes over, at the packet sequence the
         SSLRequest left, and so do this stream's own reads.
         """
-        reader, writer = await tls_stream.start_tls(self._reader, self._writer, context)
+        reader, writer = await tls_stream.start_tls(
+            self._reader, self._writer, context, handshake_timeout=self._connect_timeout_s
+        )
         stream = MysqlStream(reader, writer)
         stream.seq = self._stream.seq
         self._stream, self._reader, self._writer = stream, reader, writer
@@ -323,6 +408,19 @@ class _Connection(Connection):
     phase, where a client that ignored the error could run statements: MySQL closes the
     connection instead, and so does this.
     """
+
+    async def connection_phase(self) -> None:
+        """mysql-mimic's login, then the session's wait_timeout bounds each wait for a command.
+
+        A client that said CLIENT_INTERACTIVE waits ``interactive_timeout`` instead, as MySQL's
+        ``server_mpvio_update_thd`` (sql/auth/sql_authentication.cc) sets it at login.
+        """
+        await super().connection_phase()
+        session = cast("GrstatsSession", self.session)
+        if self.capabilities & Capabilities.CLIENT_INTERACTIVE:
+            session.interactive()
+        stream = cast("_Stream", self.stream)
+        stream.idle = lambda: session.wait_timeout_s
 
     async def authenticate(self, *args: Any, **kwargs: Any) -> None:
         self.session.username = None
@@ -355,6 +453,7 @@ class _Server(MysqlServer):
         log: FilteringBoundLogger,
         *,
         max_packet: int,
+        connect_timeout_s: float,
     ) -> None:
         self._tls = tls if tls is not None and tls.cert_file is not None else None
         self._watch = FileWatch(self._tls) if self._tls is not None else None
@@ -367,6 +466,7 @@ class _Server(MysqlServer):
         self._new_session = session_factory
         self._identity = identity
         self._max_packet = max_packet
+        self._connect_timeout_s = connect_timeout_s
         self._log = log
         self._warn = ThrottledWarning(log, "sql_connection_failed", LOG_EVERY_S)
         self.tasks: set[asyncio.Task[Any]] = set()
@@ -382,7 +482,7 @@ class _Server(MysqlServer):
         stream: _Stream | None = None
         try:
             self._renew_tls()
-            stream = _Stream(reader, writer, self._max_packet)
+            stream = _Stream(reader, writer, self._max_packet, self._connect_timeout_s)
             connection = _Connection(
                 stream=stream,  # type: ignore[arg-type]  # a MysqlStream by delegation
                 session=self._new_session(),
@@ -404,6 +504,8 @@ class _Server(MysqlServer):
             await connection.start()
         except _Refused:
             pass  # told 1045 and logged by the plugin
+        except _TimedOut as exc:  # told 1159 or 4031; MySQL logs these at its info level
+            self._log.debug("sql_client_timed_out", client=_peer(writer), waited=str(exc))
         except _DISCONNECTS as exc:
             self._log.debug("sql_client_disconnected", client=_peer(writer), error=_text(exc))
         except Exception as exc:  # noqa: BLE001  (a client's garbage: this connection only)

@@ -37,6 +37,10 @@ information_schema and ``SELECT @@var`` itself) with grstats's rules:
   ``+00:00`` (UTC) until ``SET time_zone = 'SYSTEM'``, ``'+02:00'`` or ``'Europe/Paris'``
   (:mod:`grstats.agent.rows.zone`); any other value is MySQL's 1298.
 
+* ``@@connect_timeout``, ``@@wait_timeout`` and ``@@interactive_timeout`` are the endpoint's
+  ``limits.sql_*_timeout_s`` (:func:`.variables.timeout_schema`); ``SET SESSION wait_timeout``
+  sets the session's own, which the endpoint applies (:attr:`GrstatsSession.wait_timeout_s`).
+
 mysql-mimic does not let a session set a result column's flags (NOT_NULL, UNSIGNED, ENUM),
 length or decimals, nor its schema and table: clients see them as 0 or empty.
 """
@@ -318,7 +322,8 @@ class GrstatsSession(Session):
         limits: SqlLimits,
         executor: concurrent.futures.Executor,
     ) -> None:
-        super().__init__(SessionVariables(GlobalVariables(VARIABLES)))
+        schema = {**VARIABLES, **member_variables.timeout_schema(limits)}
+        super().__init__(SessionVariables(GlobalVariables(schema)))
         self._source = source
         self._limits = limits
         self._executor = executor
@@ -334,6 +339,20 @@ class GrstatsSession(Session):
         self.middlewares.insert(0, self._refusal_middleware)
         self.middlewares.insert(2, self._function_middleware)
         self._identify()
+
+    @property
+    def wait_timeout_s(self) -> float:
+        """How long the session may stay idle before the endpoint closes it: ``@@wait_timeout``."""
+        return float(cast("float", self.variables.get("wait_timeout")))
+
+    def interactive(self) -> None:
+        """The client said CLIENT_INTERACTIVE: its ``wait_timeout`` is ``interactive_timeout``.
+
+        As MySQL's ``server_mpvio_update_thd`` (sql/auth/sql_authentication.cc) sets
+        ``net_wait_timeout`` to ``net_interactive_timeout`` at login.
+        """
+        seconds = float(cast("float", self.variables.get("interactive_timeout")))
+        self.variables.set("wait_timeout", member_variables.Configured(seconds), force=True)
 
     def _identify(self) -> None:
         """Set the identity's variables from the source (its member id may change)."""

@@ -22,21 +22,30 @@ multi-primary mode. MySQL 8.4 removed it, so a member of 8.4 or later shows none
 ``performance_schema.replication_group_communication_information`` is the member's one row as
 the agent last read it (:func:`communication_rows`), none while it cannot read it, as MySQL
 gives none while the member is not in a group.
+
+``@@connect_timeout``, ``@@wait_timeout`` and ``@@interactive_timeout`` are the endpoint's
+``limits.sql_connect_timeout_s``, ``sql_wait_timeout_s`` and ``sql_interactive_timeout_s``
+(:func:`timeout_schema`), which the endpoint applies as MySQL applies those variables.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
+
+from mysql_mimic.errors import SQLSTATES, ErrorCode, MysqlError
 
 from grstats.agent.model import FlowControlSettings
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from mysql_mimic.variables import VariableSchema
 
     from grstats.agent.model import MemberSnapshot
     from grstats.agent.rows import Value
+    from grstats.agent.sql.bounds import SqlLimits
 
 PREFIX = "group_replication_"
 #: The flow-control variables, by FlowControlSettings field.
@@ -132,3 +141,93 @@ def communication_rows(snapshot: MemberSnapshot | None) -> list[tuple[Value, ...
             info.failure_suspicions or "",
         )
     ]
+
+
+#: MySQL's ER_GLOBAL_VARIABLE and ER_WRONG_TYPE_FOR_VAR (include/mysqld_error.h), and the
+#: latter's SQLSTATE (mysql-mimic sends HY000 for a code it does not know).
+ER_GLOBAL_VARIABLE = 1229
+ER_WRONG_TYPE_FOR_VAR = 1232
+SQLSTATES.setdefault(cast("ErrorCode", ER_WRONG_TYPE_FOR_VAR), b"42000")
+#: The largest wait_timeout and interactive_timeout (LONG_TIMEOUT, 3600 * 24 * 365 seconds).
+LONG_TIMEOUT = 365 * 24 * 3600
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Configured:
+    """Seconds from the config, set as a session's timeout as they are (a fraction included).
+
+    A client's SET takes whole seconds only (:func:`session_timeout`); the endpoint itself sets
+    ``wait_timeout`` to the configured ``interactive_timeout`` for an interactive client.
+    """
+
+    seconds: float
+
+
+def seconds_shown(seconds: float) -> int | float:
+    """A timeout as its variable shows it: whole seconds as an integer (MySQL's are)."""
+    return int(seconds) if float(seconds).is_integer() else seconds
+
+
+def session_timeout(name: str) -> Callable[[object], int | float]:
+    """What ``SET SESSION name = value`` stores for ``wait_timeout`` or ``interactive_timeout``.
+
+    As MySQL's ``Sys_var_ulong`` (sql/sys_vars.h, ``Sys_var_integral``): an integer, out of
+    1..LONG_TIMEOUT brought to the nearest bound (sql/set_var.cc, ``throw_bounds_warning``:
+    with a warning 1292 unless ``sql_mode`` has STRICT_ALL_TABLES, which MySQL's default has
+    not; mysql-mimic sends no warnings); anything else (a string, a decimal) is error 1232,
+    ``Incorrect argument type to variable 'wait_timeout'`` (``Sys_var_integral``'s
+    ``check_update_type``).
+    """
+
+    def check(value: object) -> int | float:
+        if isinstance(value, Configured):
+            return seconds_shown(value.seconds)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise MysqlError(
+                f"Incorrect argument type to variable '{name}'",
+                code=cast("ErrorCode", ER_WRONG_TYPE_FOR_VAR),
+            )
+        return min(max(value, 1), LONG_TIMEOUT)
+
+    return check
+
+
+def global_only(name: str) -> Callable[[object], object]:
+    """What ``SET SESSION name`` gets for a GLOBAL-only variable: MySQL's 1229.
+
+    ``connect_timeout`` is ``GLOBAL_VAR`` (sql/sys_vars.cc, ``Sys_connect_timeout``): a
+    session cannot set it (``set_var::check``); SET GLOBAL is refused before this (1290).
+    """
+
+    def check(_: object) -> object:
+        raise MysqlError(
+            f"Variable '{name}' is a GLOBAL variable and should be set with SET GLOBAL",
+            code=cast("ErrorCode", ER_GLOBAL_VARIABLE),
+        )
+
+    return check
+
+
+def timeout_schema(limits: SqlLimits) -> dict[str, VariableSchema]:
+    """``connect_timeout``, ``wait_timeout`` and ``interactive_timeout`` for mysql-mimic.
+
+    Their values are the endpoint's ``limits.sql_*_timeout_s``; a session may set its own
+    ``wait_timeout`` and ``interactive_timeout``, and SET ... = DEFAULT goes back to them.
+    """
+    return {
+        "connect_timeout": (
+            global_only("connect_timeout"),
+            seconds_shown(limits.sql_connect_timeout_s),
+            True,
+        ),
+        "wait_timeout": (
+            session_timeout("wait_timeout"),
+            seconds_shown(limits.sql_wait_timeout_s),
+            True,
+        ),
+        "interactive_timeout": (
+            session_timeout("interactive_timeout"),
+            seconds_shown(limits.sql_interactive_timeout_s),
+            True,
+        ),
+    }

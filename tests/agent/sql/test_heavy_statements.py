@@ -326,7 +326,11 @@ async def test_a_result_past_sql_max_result_bytes_gets_1104(group: Group, sql: s
 
 class TestConnectionControl:
     def test_delays_follow_mysqls_rule(self) -> None:
-        """Past the threshold each login waits 1 s more, from min to max; a success resets it."""
+        """Past the threshold each login waits 1 s more, from min to max; a success resets it.
+
+        As ``Connection_delay_action::notify_event`` and ``get_wait_time``
+        (plugin/connection_control/connection_delay.cc), per ``'user'@'host'``.
+        """
         waits: list[float] = []
 
         async def sleep(seconds: float) -> None:
@@ -334,18 +338,37 @@ class TestConnectionControl:
 
         control = ConnectionControl(3, 1000, 3500, 16, sleep=sleep)
 
-        async def logins(host: str, outcomes: str) -> None:
+        async def logins(user: str, host: str, outcomes: str) -> None:
             for outcome in outcomes:
-                await control.settle(host, failed=outcome == "x")
+                await control.settle(user, host, failed=outcome == "x")
 
-        asyncio.run(logins("10.0.0.5", "xxxxxxx"))
+        asyncio.run(logins("bob", "10.0.0.5", "xxxxxxx"))
         assert waits == [1.0, 2.0, 3.0, 3.5]
-        assert control.failures("10.0.0.5") == 7
-        asyncio.run(logins("10.0.0.5", "o"))  # a success still waits, then resets the count
+        assert control.failures("bob", "10.0.0.5") == 7
+        asyncio.run(logins("bob", "10.0.0.5", "o"))  # a success still waits, then resets the count
         assert waits[-1] == 3.5
-        assert control.failures("10.0.0.5") == 0
-        asyncio.run(logins("10.0.0.6", "xxxx"))
+        assert control.failures("bob", "10.0.0.5") == 0
+        asyncio.run(logins("bob", "10.0.0.6", "xxxx"))
         assert waits[-1] == 1.0
+
+    def test_accounts_are_counted_apart(self) -> None:
+        """Another user on the same host is not delayed (make_hash_key: 'user'@'host')."""
+        waits: list[float] = []
+
+        async def sleep(seconds: float) -> None:
+            waits.append(seconds)
+
+        control = ConnectionControl(2, 1000, 9000, 16, sleep=sleep)
+
+        async def logins() -> None:
+            for _ in range(4):
+                await control.settle("bob", "10.0.0.5", failed=True)
+            await control.settle("alice", "10.0.0.5", failed=False)
+
+        asyncio.run(logins())
+        assert waits == [1.0, 2.0]  # bob's third and fourth; alice none
+        assert control.failures("bob", "10.0.0.5") == 4
+        assert control.failures("alice", "10.0.0.5") == 0
 
     def test_min_delay_and_off(self) -> None:
         """The first delay is at least min; a threshold of 0 never delays."""
@@ -353,13 +376,13 @@ class TestConnectionControl:
         assert ConnectionControl(1, 1000, 9000, 16).delay_ms(3) == 3000
         assert ConnectionControl(0, 1000, 9000, 16).delay_ms(100) == 0
 
-    def test_hosts_are_bounded(self) -> None:
-        """At most max_hosts hosts are counted; the least recently failing goes first."""
+    def test_accounts_are_bounded(self) -> None:
+        """At most max_accounts are counted; the least recently failing goes first."""
         control = ConnectionControl(3, 1000, 2000, 16)
         for index in range(40):
-            asyncio.run(control.settle(f"10.0.0.{index}", failed=True))
-        assert control.failures("10.0.0.39") == 1
-        assert control.failures("10.0.0.0") == 0
+            asyncio.run(control.settle(f"user{index}", "10.0.0.5", failed=True))
+        assert control.failures("user39", "10.0.0.5") == 1
+        assert control.failures("user0", "10.0.0.5") == 0
 
 
 def write_users(path: Path) -> Path:
@@ -369,8 +392,8 @@ def write_users(path: Path) -> Path:
     return path
 
 
-async def test_failed_logins_from_a_host_are_delayed(group: Group, tmp_path: Path) -> None:
-    """Past 2 failed logins the host's next one is answered 1 s late, the loop on time meanwhile."""
+async def test_failed_logins_of_an_account_are_delayed(group: Group, tmp_path: Path) -> None:
+    """Past 2 failed logins the account's next one is answered 1 s late, the loop on time."""
     users = write_users(tmp_path / "users")
     async with serving_with_users(group.agents[0], users) as served:
 

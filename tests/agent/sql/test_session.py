@@ -96,6 +96,9 @@ class Limits:
     sql_max_result_bytes: int = 16 * 1024 * 1024
     sql_max_allowed_packet: int = 16 * 1024
     sql_max_cost: int = 400_000
+    sql_connect_timeout_s: float = 10.0
+    sql_wait_timeout_s: float = 28800.0
+    sql_interactive_timeout_s: float = 28800.0
 
 
 class AgentSource:
