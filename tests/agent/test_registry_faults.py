@@ -7,7 +7,6 @@ peers. The full disk itself, and SIGBUS, are in tests/agent/registry/test_full_d
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +16,7 @@ from structlog.testing import capture_logs
 from grstats.agent.registry import MemoryRegistry, SqliteRegistry
 from grstats.agent.registry_sync import DAMAGED_EFFECT
 from tests.agent.registry.records import generation
+from tests.agent.registry.test_sqlite import empty, garbage, half
 from tests.agent.test_runtime import members_of, start_group, stop_all
 
 if TYPE_CHECKING:
@@ -143,21 +143,6 @@ async def test_registry_damaged_while_running_is_set_aside_and_saved_anew() -> N
 def exists(name: str) -> bool:
     """Whether there is a file called ``name``."""
     return Path(name).exists()
-
-
-def half(path: Path) -> None:
-    """Truncate the file to half its size."""
-    os.truncate(path, path.stat().st_size // 2)
-
-
-def garbage(path: Path) -> None:
-    """Overwrite the file with bytes that are no database, keeping its size."""
-    path.write_bytes(b"\xde\xad\xbe\xef" * (path.stat().st_size // 4))
-
-
-def empty(path: Path) -> None:
-    """Truncate the file to 0 bytes."""
-    os.truncate(path, 0)
 
 
 @pytest.mark.parametrize("damage", [half, garbage, empty], ids=["half", "garbage", "empty"])

@@ -8,33 +8,17 @@ agent 0 (the primary) of a 3-member in-memory group, the test clock stopped.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 import pytest
 
-from grstats.agent.limits import LimitsConfig
 from grstats.agent.sql.functions import timestamp_diff
 from grstats.agent.sql.server_show import REPLICA_STATUS_COLUMNS, legacy_name
-from tests.agent.sql.test_session import READ_ONLY, Client, Endpoint, serving
-
-if TYPE_CHECKING:
-    from collections.abc import AsyncIterator
-
-
-@pytest.fixture(name="endpoint")
-async def _endpoint() -> AsyncIterator[Endpoint]:
-    """The endpoint with the default limits (LimitsConfig's)."""
-    async with serving(LimitsConfig()) as endpoint:
-        yield endpoint
-
-
-@pytest.fixture(name="client")
-async def _client(endpoint: Endpoint) -> AsyncIterator[Client]:
-    """One connection to the endpoint."""
-    client = await endpoint.connect()
-    yield client
-    client.connection.close()
-
+from tests.agent.sql.test_session import (  # the endpoint and client fixtures too
+    READ_ONLY,
+    Client,
+    Endpoint,
+    _client,  # noqa: F401
+    _endpoint,  # noqa: F401
+)
 
 # -- statements that would change the server -------------------------------------------------
 
