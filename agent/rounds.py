@@ -240,11 +240,15 @@ class PeerRounds:
         refuse everything. So, for such an agent only, a peer of its own (``via``) that sends
         its member's view, listing that member, makes the member known, within ``max_members``:
         the view counts as the agent's own view would, and its members' values are taken.
+        Not a member forgotten (``grstats members forget``, kept across restarts): it stays
+        forgotten until another member's view lists it, even while the agent's first read
+        is failing or still running after a restart.
         """
         state, snapshot = self._member.state, self._member.snapshot
         if (
             not member
             or member in state.origins
+            or member.lower() in state.forgotten
             or (snapshot is not None and snapshot.view.view_id)
             or len(state.origins) >= state.max_origins
             or via not in self.peers()

@@ -40,7 +40,7 @@ from grstats.proto import grstats_pb2_grpc as pb_grpc
 from tests.agent.cli.test_agent_processes import PYTHON, grstats
 from tests.agent.test_runtime import START_S, Clock, Group, settings, stats
 from tests.certs import make_certs
-from tests.waiting import wait_until
+from tests.waiting import wait_until, wait_until_async
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator
@@ -286,6 +286,12 @@ class TestServerTlsOnly:
             for name in ("m0.pem", "m0.key", "ca.pem"):
                 shutil.copy(renewed / name, live / name)
             await group.rounds(1)
+            # That round's read is the agent's first: it steps the simulated group through its
+            # first 10 s, which on a loaded host can outlast the round's wait for it
+            # (runtime.READ_WAIT_PERIODS) and end after the round. The member's row is what the
+            # read below counts: wait for the read, not for more rounds.
+            member = group.agents[0].member
+            await wait_until_async(lambda: member.snapshot is not None, 10, "agent 0's first read")
             assert await read_tables(address, trusting_renewed) == 1
             with pytest.raises(grpc.aio.AioRpcError):
                 await read_tables(address, Security(tls(certs, None, require=False)))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from grstats.agent.errors import SourceUnavailable
 from grstats.agent.metrics_series import SeriesInput, table_series
 from grstats.agent.registry import SqliteRegistry
 from grstats.agent.runtime import Agent
@@ -24,6 +25,8 @@ from tests.agent.test_runtime import START_S, Clock, _start_without_loop, settin
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+    from grstats.agent.model import MemberSnapshot
 
 TOLERATES_ONE = "Group is ONLINE and can tolerate up to ONE failure."
 #: Shell's sentence for 5 known members of which 3 are ONLINE ("Cluster" for "Group"), then
@@ -47,12 +50,44 @@ SCENARIO = from_mapping(
 )
 
 
-def agent_of(index: int, clock: Clock, network: MemoryNetwork, registry: Path) -> Agent:
+class FirstReadFails:
+    """A simulated member whose server does not answer the agent's first read, then does.
+
+    So the agent has no view of its own for a period, as when its first read after a restart
+    outlasts the round's wait (``READ_WAIT_PERIODS``, a 44 s catch-up of the simulator on a
+    loaded host): peers' own views are then what it hears first.
+    """
+
+    def __init__(self, source: SimulatedSource) -> None:
+        self._source = source
+        self._failed = False
+
+    async def read(self) -> MemberSnapshot:
+        """Fail the first read, as an unreachable server does; then read the simulator."""
+        if not self._failed:
+            self._failed = True
+            raise SourceUnavailable("simulated member 0: not answering yet (test)")
+        return await self._source.read()
+
+    async def aclose(self) -> None:
+        """Close the simulator."""
+        await self._source.aclose()
+
+
+def agent_of(
+    index: int,
+    clock: Clock,
+    network: MemoryNetwork,
+    registry: Path,
+    *,
+    first_read_fails: bool = False,
+) -> Agent:
     """Agent ``index`` of the scenario, on ``network``, with its registry in the file ``registry``."""
     addresses = tuple(f"agent-{i}:7400" for i in range(SCENARIO.members))
+    source = SimulatedSource(SCENARIO, index, seed=1, group_start_s=START_S, clock=clock.s)
     return Agent(
         settings(advertise=addresses[index], peers=addresses),
-        SimulatedSource(SCENARIO, index, seed=1, group_start_s=START_S, clock=clock.s),
+        FirstReadFails(source) if first_read_fails else source,
         transport=network.transport(addresses[index]),
         registry=SqliteRegistry(registry),
         clock=clock.us,
@@ -132,6 +167,18 @@ async def test_two_expelled_members_are_not_active_on_every_agent_until_forgotte
         agents[0] = agent_of(0, clock, network, paths[0])
         await _start_without_loop(agents[0])
         await run_to(agents, clock, 47)
+        assert verdict(agents[0]) == ("OK", TOLERATES_ONE, 0)
+        assert states(agents[0]) == ["ONLINE"] * 3
+        # And when its first read fails: the expelled members' agents, which still list them
+        # in their own views, do not bring them back meanwhile (PeerRounds._admit). Shell's
+        # removeInstance drops a member from the metadata whatever its own view says
+        # (Cluster_impl::remove_instance, modules/adminapi/cluster/cluster_impl.cc).
+        await agents[0].stop(grace_s=0)
+        agents[0] = agent_of(0, clock, network, paths[0], first_read_fails=True)
+        await _start_without_loop(agents[0])
+        await run_to(agents, clock, 48)
+        assert agents[0].member.snapshot is None  # no view of its own in that period
+        await run_to(agents, clock, 50)
         assert verdict(agents[0]) == ("OK", TOLERATES_ONE, 0)
         assert states(agents[0]) == ["ONLINE"] * 3
     finally:

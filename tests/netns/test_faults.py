@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -127,6 +128,35 @@ def last_sample(
     return last[0]
 
 
+def states_noting_silence(
+    net: Network, viewers: tuple[Host, ...], member: str, silent_at: list[float]
+) -> tuple[object, ...]:
+    """``member``'s MEMBER_STATE at each viewer (None: not listed).
+
+    The first sample that finds it CONNECTED NO at every viewer appends its time to
+    ``silent_at``, so that one sampling loop checks both the state and the silence.
+    """
+    sampled_at = time.time()
+    rows = [seen(net, viewer, member) for viewer in viewers]
+    if not silent_at and all(row and row["CONNECTED"] == "NO" for row in rows):
+        silent_at.append(sampled_at)
+    return tuple(row["MEMBER_STATE"] if row else None for row in rows)
+
+
+def silent_by(
+    net: Network, viewers: tuple[Host, ...], member: str, silent_at: list[float], by_s: float
+) -> None:
+    """Assert that a sample found ``member`` CONNECTED NO at every viewer by the wall time ``by_s``."""
+    wait_until(
+        lambda: silent_at or (states_noting_silence(net, viewers, member, silent_at) and silent_at),
+        by_s - time.time(),
+        f"{member} CONNECTED NO at every viewer",
+    )
+    assert silent_at[0] <= by_s, (
+        f"{member} CONNECTED NO at every viewer only {silent_at[0] - by_s:.1f} s after the deadline"
+    )
+
+
 def hold(
     sample: Callable[[], T],
     ok: Callable[[T], bool],
@@ -189,18 +219,19 @@ def test_partition_cut_link_one_way_and_stall(net3: Network) -> None:
     # 1. Full partition of host 2, at the instant the simulator partitions member 2.
     sleep_until(start + partition_at)
     with net3.partition(h2):
-        wait_until(
-            lambda: all(state(net3, h, m2, "CONNECTED") == "NO" for h in (h0, h1)),
-            5,
-            "the peers show member 2 CONNECTED NO",
-        )
-        # Then UNREACHABLE (the simulator suspects it 2 s in), until the group expels it.
+        # UNREACHABLE (the simulator suspects it 2 s in) until the group expels it, 5 s later,
+        # and CONNECTED NO within 5 s, from the same samples of member 2's rows. CONNECTED NO
+        # comes 3 periods after the partition (later when the agents' periods run late on a
+        # loaded host) and lasts until the heal: waiting for it before sampling the states
+        # took most of the UNREACHABLE window.
+        silent_at: list[float] = []
         states = last_sample(
-            lambda: tuple(state(net3, h, m2, "MEMBER_STATE") for h in (h0, h1)),
+            partial(states_noting_silence, net3, (h0, h1), m2, silent_at),
             lambda seen_states: seen_states == ("UNREACHABLE", "UNREACHABLE"),
             start + partition_at + 7,
             "member 2 is UNREACHABLE at agents 0 and 1",
         )
+        silent_by(net3, (h0, h1), m2, silent_at, start + partition_at + 5)
         # Point 2: once expelled (out of the view) while its agent runs, member 2 is "not
         # active" in the verdict of every peer.
         expelled = last_sample(
