@@ -132,8 +132,10 @@ class TimedAgent(Agent):
         self.held: dict[tuple[str, int, int], int] = {}  # origin, stamp -> first held at, µs
         merge = self.rounds.merge  # where every update from a peer enters the state
 
-        def timed_merge(updates: list[Update], via: str, sender_member: str = "") -> MergeResult:
-            result = merge(updates, via, sender_member)
+        def timed_merge(
+            updates: list[Update], via: str, sender_member: str = "", *, sent: bool = False
+        ) -> MergeResult:
+            result = merge(updates, via, sender_member, sent=sent)
             self._note_held(updates)
             return result
 
