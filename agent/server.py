@@ -176,8 +176,14 @@ class MemoryRelease:
 
     def _hand_back(self, loop: asyncio.AbstractEventLoop) -> None:
         trim = _malloc_trim()
-        if trim is not None:
+        if trim is None:
+            return
+        try:
             loop.run_in_executor(None, trim, 0)
+        except RuntimeError:
+            # The loop's executor is shut down (asyncio.run's end, once the agent stopped): a
+            # timer of the last calls fired after it, and the process is about to exit anyway.
+            return
 
 
 class _Noticing(grpc.aio.ServerInterceptor):
