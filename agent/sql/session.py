@@ -86,6 +86,7 @@ from grstats.agent.sql.bounds import (
     check_result,
     check_rows,
     check_run,
+    check_shape,
     check_text,
     engine_env,
     for_engine,
@@ -409,13 +410,18 @@ class GrstatsSession(Session):
     def _parse_in(self, sql: str) -> list[exp.Expression]:
         """The statements of ``sql``, its parse bounded before it starts (:mod:`.bounds`).
 
-        A parse out of Python's stack (a deep nesting) is 1064, as MySQL's parser out of its.
+        A parse out of Python's stack (a deep nesting) is 1064, as MySQL's parser out of its;
+        SELECTs or expressions nested too deep are 1473 and 1436 here, where it was parsed
+        (:func:`.bounds.check_shape`), as MySQL's parser refuses them.
         """
         check_text(sql, self._limits)
         try:
-            return self._parse(sql)
+            expressions = self._parse(sql)
         except RecursionError:
             raise parser_exhausted(sql) from None
+        for expression in expressions:
+            check_shape(expression)
+        return expressions
 
     @property
     def time_zone(self) -> TimeZone:
