@@ -83,31 +83,24 @@ def new_events(found: pa.Table, committed: pa.Table) -> pa.Table:
     return ordered(distinct.select(ARROW_EVENTS.names).cast(ARROW_EVENTS))
 
 
-def read_events(table_dir: Path) -> pa.Table:
-    """Every committed event of the table at ``table_dir`` (ARROW_EVENTS; none: empty).
+def read_event_files(files: Sequence[Path]) -> pa.Table:
+    """The events of ``files`` (ARROW_EVENTS; none: empty).
 
-    Raises:
-        TableError: the log is broken (a missing commit, an unreadable entry).
+    :func:`grstats.spark.table.read_events` gives it the files of the table's events dataset.
     """
-    from grstats.spark.table import TableLog  # noqa: PLC0415 (pyspark: see the module doc)
-
-    files = TableLog(table_dir).committed_event_files()
     if not files:
         return ARROW_EVENTS.empty_table()
     return pa.concat_tables(pq.read_table(path, schema=ARROW_EVENTS) for path in files)
 
 
-def write_events(publish: Path, number: int, events: pa.Table) -> tuple[str, int] | None:
-    """Write commit ``number``'s events under ``publish`` (fsynced); their path and count.
+def write_events(publish: Path, relative: str, events: pa.Table) -> tuple[str, int] | None:
+    """Write a commit's events at ``relative`` under ``publish`` (fsynced); the path and count.
 
-    The path is relative to ``publish``, the one the commit names relative to the table
-    (``events/commit=N/c<N>-events.parquet``). No events: no file, None.
+    ``relative`` is the path the commit names relative to the table
+    (:func:`grstats.spark.table.events_file_name`). No events: no file, None.
     """
-    from grstats.spark.table import EVENTS_DIR, commit_dir_name  # noqa: PLC0415 (as read_events)
-
     if not events.num_rows:
         return None
-    relative = f"{EVENTS_DIR}/{commit_dir_name(number)}/c{number:020d}-events.parquet"
     target = publish / relative
     target.parent.mkdir(parents=True, exist_ok=True)
     temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex}.tmp")

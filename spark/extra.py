@@ -1,4 +1,4 @@
-"""The ``spark`` extra: pyspark and pyarrow, which ``pip install 'grstats[spark]'`` adds.
+"""The ``spark`` extra: pyspark, pyarrow and deltalake, which ``pip install 'grstats[spark]'`` adds.
 
 ``pip install grstats`` leaves them out: the agent, the collector and the queries need
 neither. ``grstats spark --help`` and argument errors need neither too (the command modules
@@ -13,7 +13,7 @@ import importlib
 from grstats.agent.cli.errors import CliError
 
 #: The import names of what the extra installs.
-MODULES = ("pyspark", "pyarrow")
+MODULES = ("pyspark", "pyarrow", "deltalake")
 #: The command that installs them.
 INSTALL = "pip install 'grstats[spark]'"
 
@@ -30,4 +30,6 @@ def require_spark() -> None:
         except ImportError as exc:
             missing = (exc.name or "").partition(".")[0]
             detail = "" if missing in MODULES else f" ({' '.join(str(exc).split())})"
-            raise CliError(f"grstats spark needs pyspark and pyarrow: {INSTALL}{detail}") from exc
+            raise CliError(
+                f"grstats spark needs pyspark, pyarrow and deltalake: {INSTALL}{detail}"
+            ) from exc

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 from grstats.collector.columns import columns_path
 from grstats.collector.spool import sealed_segments
-from grstats.spark.events import events_table, new_events, read_events, write_events
+from grstats.spark.events import events_table, new_events, write_events
 from grstats.spark.rollup import (
     DEFAULT_SETTINGS,
     ROLLUPS_DIR,
@@ -66,9 +66,11 @@ from grstats.spark.table import (
     TableLog,
     commit_dir_name,
     data_file_name,
+    events_file_name,
     fsync_directory,
     now_text,
     quarantine_copy_name,
+    read_events,
     staging_dir,
 )
 
@@ -240,6 +242,7 @@ def run_ingest(  # noqa: PLR0913  (the options are keyword-only, each with its d
         cleaned = log.clean()
         if cleaned:
             say(f"deleted {len(cleaned)} leftovers of an uncommitted ingest")
+        _catch_up(log, say)
         known = log.known_segments(str(spool))
         pending = []
         for path in segments:
@@ -326,6 +329,16 @@ def run_ingest(  # noqa: PLR0913  (the options are keyword-only, each with its d
             finished=len(finished),
             files=sum(len(s.files) for s in loaded),
             events=events,
+        )
+
+
+def _catch_up(log: TableLog, say: Callable[[str], None]) -> None:
+    """Write the Delta logs of the commits an earlier grstats (or a stopped run) loaded."""
+    converted = log.catch_up()
+    if converted:
+        say(
+            "wrote the Delta logs of commits loaded before: "
+            + ", ".join(f"{dataset}/ {files} files" for dataset, files in converted.items())
         )
 
 
@@ -536,7 +549,7 @@ def _stage_events(
         return (), 0
     events = new_events(found, read_events(table))
     publish = staging / PUBLISH_DIR
-    written = write_events(publish, number, events)
+    written = write_events(publish, events_file_name(number), events)
     if written is None:
         say(f"{found.num_rows:,} events, all in the table already")
         return (), 0

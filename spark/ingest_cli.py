@@ -36,8 +36,10 @@ EPILOG = """\
                                               which reports over long ranges read
   _grstats/log/                               the commits: which segments each loaded, and
                                               its files
-  Each of data/, rollups/members/ and rollups/groups/ holds only committed files: Spark SQL,
-  DuckDB and pyarrow read it as a Hive-partitioned Parquet dataset (docs/architecture.md).
+  data/_delta_log/, rollups/*/_delta_log/, events/_delta_log/
+                                              each dataset is a Delta Lake table: DuckDB's
+                                              delta_scan, deltalake, Spark with delta-spark
+                                              read it (docs/architecture.md)
   _grstats/quarantine/                        copies of corrupt segments, set aside
 
 Run it as often as you like (e.g. every few minutes from a timer): each run loads only the

@@ -62,18 +62,27 @@ from typing import TYPE_CHECKING, Any, Self
 from pyspark.sql import functions as F  # noqa: N812 (pyspark's own idiom)
 
 from grstats.spark import rollup
+from grstats.spark.delta import (
+    DELTA_LOG,
+    DeltaTableError,
+    catch_up,
+    dataset_files,
+    files_of,
+    held_commit,
+)
+from grstats.spark.events import read_event_files
 from grstats.spark.schema import (
     GROUP_ROLLUPS,
     LATER_COLUMNS,
     MEMBER_ROLLUPS,
     MEMBER_ROW_COLUMNS,
     MEMBER_ROWS,
-    PARTITION_COLUMN,
 )
 
 if TYPE_CHECKING:
     from types import TracebackType
 
+    import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
@@ -175,6 +184,11 @@ def entry_name(number: int) -> str:
 def data_file_name(number: int, segment: str) -> str:
     """Return the name under ``data/`` of the file commit ``number`` adds for ``segment``."""
     return f"c{number:020d}-{segment.rsplit('.', 1)[0]}.parquet"
+
+
+def events_file_name(number: int) -> str:
+    """The events file of commit ``number``, relative to the table directory."""
+    return f"{EVENTS_DIR}/{commit_dir_name(number)}/c{number:020d}-events.parquet"
 
 
 def commit_dir_name(number: int) -> str:
@@ -327,6 +341,9 @@ class TableLog:
                 for directory in (target.parent.parent, target.parent.parent.parent):
                     if directory.is_relative_to(self.table_dir):
                         fsync_directory(directory)
+        # Each dataset's Delta table, of this commit and any earlier one it lacks: before the
+        # staging goes, so that a run stopped here is finished by finish_publishing.
+        self.catch_up(self.commits[:number])
         shutil.rmtree(staging)
         with contextlib.suppress(OSError):  # not empty: another load's staging
             staging.parent.rmdir()
@@ -368,6 +385,8 @@ class TableLog:
             if not directory.is_dir():
                 continue
             for path in sorted(directory.rglob("*")):
+                if DELTA_LOG in path.relative_to(directory).parts:
+                    continue  # a dataset's Delta log (grstats.spark.delta)
                 if path.is_file() and path not in named:
                     path.unlink()
                     removed.append(path)
@@ -397,6 +416,35 @@ class TableLog:
         with contextlib.suppress(OSError):  # an empty staging directory is no leftover
             staging.rmdir()
         return removed
+
+    def catch_up(self, commits: list[Commit] | None = None) -> dict[str, int]:
+        """Add to the datasets' Delta tables what they lack of ``commits`` (None: the published).
+
+        Only an ingest holding the table's lock, or ``grstats spark convert``, may call this.
+        Returns the files added, by dataset (:func:`grstats.spark.delta.catch_up`).
+        """
+        try:
+            return catch_up(self.table_dir, self._published() if commits is None else commits)
+        except DeltaTableError as exc:
+            raise TableError(str(exc)) from exc
+
+    def check_delta(self, dataset: str) -> None:
+        """Refuse to read ``dataset`` when its Delta table lacks a published commit's files.
+
+        A table loaded by an earlier grstats has the log and no Delta log: reading it as
+        empty would be wrong, so the reader is told to convert it.
+        """
+        adding = [commit.number for commit in self._published() if files_of(commit, dataset)]
+        try:
+            held = held_commit(self.table_dir, dataset)
+        except DeltaTableError as exc:
+            raise TableError(str(exc)) from exc
+        if adding and held < adding[-1]:
+            raise TableError(
+                f"{self.table_dir}: {dataset}/ lacks the Delta log of commit {adding[-1]} "
+                "(a table of an earlier grstats): run 'grstats spark convert --table "
+                f"{self.table_dir}' (or an ingest) to write it"
+            )
 
     def commit(self, commit: Commit) -> Path:
         """Write ``commit``'s entry atomically (the commit point) and return its path."""
@@ -517,7 +565,7 @@ def read_member_rows(spark: SparkSession, table_dir: Path | str) -> DataFrame:
         TableError: the log is broken (a missing commit, an unreadable entry).
     """
     table = Path(table_dir)
-    files = TableLog(table).committed_files()
+    files = delta_files(table, DATA_DIR)
     if not files:
         return spark.createDataFrame([], MEMBER_ROWS)
     frame = _read_parquet(spark, MEMBER_ROWS, table / DATA_DIR, files)
@@ -566,18 +614,6 @@ def read_group_rollups(
     return _read_rollups(spark, Path(table_dir), "groups", GROUP_ROLLUPS, (first_day, last_day))
 
 
-def _partition_day(path: Path) -> dt.date | None:
-    """The date of a file under ``collected_date=YYYY-MM-DD/`` (None when it is not there)."""
-    name = path.parent.name
-    prefix = f"{PARTITION_COLUMN}="
-    if not name.startswith(prefix):
-        return None
-    try:
-        return dt.date.fromisoformat(name[len(prefix) :])
-    except ValueError:
-        return None
-
-
 def rollup_files(
     table_dir: Path | str,
     kind: str,
@@ -592,12 +628,9 @@ def rollup_files(
     Raises:
         TableError: the log is broken (a missing commit, an unreadable entry).
     """
-    return [
-        path
-        for path in TableLog(table_dir).committed_rollup_files(kind)
-        if (day := _partition_day(path)) is None
-        or ((first_day is None or day >= first_day) and (last_day is None or day <= last_day))
-    ]
+    if kind not in ROLLUP_KINDS:
+        raise ValueError(f"kind: {kind!r} is not one of {', '.join(ROLLUP_KINDS)}")
+    return delta_files(table_dir, f"{ROLLUPS_DIR}/{kind}", first_day, last_day)
 
 
 def _read_rollups(
@@ -648,9 +681,34 @@ def data_files(
     Raises:
         TableError: the log is broken (a missing commit, an unreadable entry).
     """
-    return [
-        path
-        for path in TableLog(table_dir).committed_files()
-        if (day := _partition_day(path)) is None
-        or ((first_day is None or day >= first_day) and (last_day is None or day <= last_day))
-    ]
+    return delta_files(table_dir, DATA_DIR, first_day, last_day)
+
+
+def read_events(table_dir: Path | str) -> pa.Table:
+    """Every committed event of the table at ``table_dir`` (ARROW_EVENTS; none: empty).
+
+    Raises:
+        TableError: the log is broken, or the Delta table lags it (convert the table).
+    """
+    return read_event_files(delta_files(table_dir, EVENTS_DIR))
+
+
+def delta_files(
+    table_dir: Path | str,
+    dataset: str,
+    first_day: dt.date | None = None,
+    last_day: dt.date | None = None,
+) -> list[Path]:
+    """The files of ``dataset``'s current Delta version, of the UTC dates asked (None: any).
+
+    What every Delta reader reads (:func:`grstats.spark.delta.dataset_files`), once the log
+    says the Delta table holds every published commit (:meth:`TableLog.check_delta`).
+
+    Raises:
+        TableError: the log is broken, or the Delta table lags it (convert the table).
+    """
+    TableLog(table_dir).check_delta(dataset)
+    try:
+        return dataset_files(table_dir, dataset, first_day, last_day)
+    except DeltaTableError as exc:
+        raise TableError(str(exc)) from exc

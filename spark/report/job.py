@@ -14,7 +14,6 @@ import json
 import time
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from grstats.spark.events import read_events
 from grstats.spark.report import arrow_tables, event_tables
 from grstats.spark.report.fleet import (
     GROUPS_DIR,
@@ -51,6 +50,7 @@ from grstats.spark.report.tables import (
     SWITCHOVERS,
     WORST,
 )
+from grstats.spark.table import read_events
 
 if TYPE_CHECKING:
     from collections.abc import Callable

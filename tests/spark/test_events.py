@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 from grstats.collector.records import EVENT_COLUMNS
 from grstats.spark.events import ARROW_EVENTS, events_table, new_events, write_events
 from grstats.spark.stage import CORRUPT, LOADED, stage_segment
-from grstats.spark.table import Commit, TableLog, now_text
+from grstats.spark.table import Commit, TableLog, events_file_name, now_text
 from tests.spark.spool import MEMBER_IDS, T0_US, make_record, write_spool
 
 if TYPE_CHECKING:
@@ -82,7 +82,7 @@ def test_a_commit_names_its_events_file_and_readers_find_it(tmp_path: Path) -> N
     """The entry's events survive the log's JSON, and clean() keeps the file it names."""
     table = tmp_path / "table"
     events = events_table([[*GROUP, *FAILED]])
-    written = write_events(table, 1, events)
+    written = write_events(table, events_file_name(1), events)
     assert written == ("events/commit=1/c00000000000000000001-events.parquet", 1)
     log = TableLog(table)
     log.commit(Commit(1, now_text(), "spool", (), (), None, (written,)))

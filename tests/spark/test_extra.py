@@ -24,7 +24,7 @@ for name in sys.argv[1].split(","):
 from grstats.cli import main
 sys.exit(main(sys.argv[2:]))
 """
-MESSAGE = "grstats: error: grstats spark needs pyspark and pyarrow: pip install 'grstats[spark]'"
+MESSAGE = "grstats: error: grstats spark needs pyspark, pyarrow and deltalake: pip install 'grstats[spark]'"
 
 
 def grstats_without(modules: str, *args: str) -> subprocess.CompletedProcess[str]:

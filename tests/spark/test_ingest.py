@@ -12,6 +12,7 @@ import pytest
 
 from grstats.collector.columns import columns_path
 from grstats.spark.decode import decode_segment
+from grstats.spark.delta import DELTA_LOG
 from grstats.spark.ingest import IngestError, SettingsRefused, run_ingest, task_sizes
 from grstats.spark.rollup import DEFAULT_SETTINGS, RollupSettings, group_rollups, member_rollups
 from grstats.spark.schema import GROUP_ROLLUPS, MEMBER_ROLLUPS, MEMBER_ROWS
@@ -366,6 +367,9 @@ class TestIngestRollups:
             del segment["rollups"]
         del entry["rollup_settings"]
         path.write_text(json.dumps(entry))
+        for delta_log in older.rglob(DELTA_LOG):  # an older grstats wrote none
+            shutil.rmtree(delta_log)
+        assert TableLog(older).catch_up() == {"data": 2}
         assert TableLog(table).rollup_settings() == DEFAULT_SETTINGS.to_json()
         assert TableLog(older).rollup_settings() is None
         assert read_member_rows(spark, older).count() == 9 * 3

@@ -124,7 +124,7 @@ def test_a_table_without_commits_reads_as_empty(spark: SparkSession, tmp_path: P
 def test_a_table_written_before_the_group_columns_still_reads(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    """Files without the group columns read them as 'default', "" and "" beside newer ones."""
+    """Converted to Delta, files without the group columns read 'default', "" and "" beside newer ones."""
     older = tmp_path / "older"
     (segment,) = write_spool(older, [[make_record(1)]])
     new_spool = tmp_path / "newer"
@@ -150,6 +150,9 @@ def test_a_table_written_before_the_group_columns_still_reads(
         pq.write_table(rows.drop_columns(["collected_date"]), table / relative)
         files.append(relative)
         TableLog(table).commit(commit(number, [relative], path.name))
+    with pytest.raises(TableError, match=r"data/ lacks the Delta log of commit 2 .*spark convert"):
+        read_member_rows(spark, table)  # a table of an earlier grstats: no Delta log yet
+    assert TableLog(table).catch_up() == {"data": 2}
     frame = read_member_rows(spark, table)
     assert frame.schema == MEMBER_ROWS
     got = sorted(

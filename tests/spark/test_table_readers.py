@@ -10,6 +10,8 @@ commits: what grstats' own readers, which follow the log, give.
 
 from __future__ import annotations
 
+import importlib.util
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import duckdb
@@ -17,6 +19,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 import pytest
+from deltalake import DeltaTable
 
 from grstats.spark.decode import ARROW_MEMBER_ROWS
 from grstats.spark.ingest import run_ingest
@@ -33,8 +36,6 @@ from grstats.spark.table import (
 from tests.spark.spool import make_record, write_spool
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from pyspark.sql import SparkSession
 
 pytestmark = pytest.mark.spark
@@ -110,6 +111,42 @@ def test_duckdb_reads_each_dataset_as_committed(table: Path, dataset: str) -> No
         found = connection.sql(query, params=[f"{directory}/**/*.parquet"]).to_arrow_table()
     assert same_rows(found, committed(table, dataset))
     assert set(found.column("commit").to_pylist()) == {1}
+
+
+def delta_duckdb() -> duckdb.DuckDBPyConnection:
+    """A DuckDB connection with the ``delta`` extension of the ``duckdb-ext-delta`` package, offline."""
+    locations = importlib.util.find_spec("duckdb_ext")
+    assert locations is not None
+    assert locations.submodule_search_locations is not None
+    (root,) = locations.submodule_search_locations
+    connection = duckdb.connect(
+        config={
+            "extension_directory": str(Path(root) / "extensions"),
+            "autoinstall_known_extensions": False,
+            "autoload_known_extensions": False,
+        }
+    )
+    connection.execute("LOAD delta")
+    return connection
+
+
+@pytest.mark.parametrize("dataset", list(DATASETS))
+def test_duckdb_delta_scan_reads_each_dataset_as_committed(table: Path, dataset: str) -> None:
+    """DuckDB's delta_scan of a dataset's Delta table: the committed rows, with their dates."""
+    directory = table / DATASETS[dataset][0]
+    with delta_duckdb() as connection:
+        found = connection.sql("SELECT * FROM delta_scan(?)", params=[str(directory)])
+        arrow = found.to_arrow_table()
+    want = committed(table, dataset)
+    assert same_rows(arrow, want)
+    assert arrow.column(PARTITION).type == pa.date32()
+
+
+@pytest.mark.parametrize("dataset", list(DATASETS))
+def test_deltalake_reads_each_dataset_as_committed(table: Path, dataset: str) -> None:
+    """delta-rs (the ``deltalake`` package) reads each dataset to pyarrow: the committed rows."""
+    found = DeltaTable(str(table / DATASETS[dataset][0])).to_pyarrow_table()
+    assert same_rows(found, committed(table, dataset))
 
 
 def test_spark_sql_reads_each_dataset_as_committed(spark: SparkSession, table: Path) -> None:
