@@ -1,4 +1,4 @@
-"""``grstats spark``: the Spark jobs, as sub-subcommands (``ingest``, ``report``, ``convert``).
+"""``grstats spark``: the table's jobs (``ingest``, ``report``, ``compact``, ``convert``).
 
 Each job's module exposes ``register(subparsers)`` like the top-level commands do. pyspark and
 pyarrow (the ``spark`` extra, see :mod:`grstats.spark.extra`) are imported only inside the
@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from grstats.spark import convert_cli, ingest_cli, report_cli
+from grstats.spark import compact_cli, convert_cli, ingest_cli, report_cli
 
 if TYPE_CHECKING:
     from grstats.agent.cli.types import Subparsers
@@ -19,6 +19,7 @@ EPILOG = """\
 jobs:
   ingest  load the collector's sealed spool segments into the Parquet table, exactly once
   report  turn the table into a report (HTML for people, JSON, Parquet and CSV for scripts)
+  compact compact the table's small files and vacuum the replaced ones (no Spark)
   convert write the Delta Lake logs of a table an earlier grstats loaded (no Spark)
 
 Both run on this machine (local mode, every core) unless --master names a cluster, e.g.
@@ -43,6 +44,7 @@ def register(subparsers: Subparsers) -> None:
     jobs = parser.add_subparsers(title="jobs", metavar="JOB")
     ingest_cli.register(jobs)
     report_cli.register(jobs)
+    compact_cli.register(jobs)
     convert_cli.register(jobs)
     parser.set_defaults(handler=lambda _args: _usage(parser))
 

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
-from deltalake import CommitProperties, DeltaTable, Transaction
+from deltalake import CommitProperties, DeltaTable, Transaction, WriterProperties
 from deltalake import Schema as DeltaSchema
 from deltalake.exceptions import DeltaError
 from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
@@ -259,3 +259,50 @@ def _local_path(uri: str) -> Path:
 def datasets_present(table_dir: Path | str) -> Iterable[str]:
     """The datasets of the table that have a Delta table."""
     return [name for name in SCHEMAS if _open(table_dir, name) is not None]
+
+
+def compact(table_dir: Path | str, dataset: str, target_bytes: int) -> dict[str, int]:
+    """Rewrite ``dataset``'s small files of each date into files of about ``target_bytes``.
+
+    Delta's OPTIMIZE (delta-rs ``optimize.compact``): one Delta commit that adds the new
+    files and removes the old ones, which stay on disk, for readers of earlier versions,
+    until :func:`vacuum`. Zstandard, level 3 (it runs seldom; the staged files use 1).
+    Returns the files added and removed (none without a Delta table). Only a holder of the
+    table's lock calls it.
+
+    Raises:
+        DeltaTableError: the Delta log cannot be read or written.
+    """
+    table = _open(table_dir, dataset)
+    if table is None:
+        return {"added": 0, "removed": 0}
+    try:
+        metrics = table.optimize.compact(
+            target_size=target_bytes,
+            writer_properties=WriterProperties(compression="ZSTD", compression_level=3),
+        )
+    except DeltaError as exc:
+        raise DeltaTableError(f"{table.table_uri}: compaction failed: {exc}") from exc
+    return {"added": int(metrics["numFilesAdded"]), "removed": int(metrics["numFilesRemoved"])}
+
+
+def vacuum(table_dir: Path | str, dataset: str, retention_hours: int) -> int:
+    """Delete ``dataset``'s files that no Delta version of the last ``retention_hours`` reads.
+
+    The files compaction replaced, once older than the retention. Returns how many went.
+    Only a holder of the table's lock calls it, after every commit's files are in the Delta
+    log (a file the log does not list yet is one vacuum would take as garbage).
+
+    Raises:
+        DeltaTableError: the Delta log cannot be read or written.
+    """
+    table = _open(table_dir, dataset)
+    if table is None:
+        return 0
+    try:
+        removed = table.vacuum(
+            retention_hours=retention_hours, dry_run=False, enforce_retention_duration=False
+        )
+    except DeltaError as exc:
+        raise DeltaTableError(f"{table.table_uri}: vacuum failed: {exc}") from exc
+    return len(removed)

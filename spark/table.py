@@ -63,7 +63,6 @@ from pyspark.sql import functions as F  # noqa: N812 (pyspark's own idiom)
 
 from grstats.spark import rollup
 from grstats.spark.delta import (
-    DELTA_LOG,
     DeltaTableError,
     catch_up,
     dataset_files,
@@ -385,8 +384,8 @@ class TableLog:
             if not directory.is_dir():
                 continue
             for path in sorted(directory.rglob("*")):
-                if DELTA_LOG in path.relative_to(directory).parts:
-                    continue  # a dataset's Delta log (grstats.spark.delta)
+                if top != QUARANTINE_DIR and not _in_commit_dir(path.relative_to(directory)):
+                    continue  # Delta's own: its log, files compaction wrote (vacuum's to drop)
                 if path.is_file() and path not in named:
                     path.unlink()
                     removed.append(path)
@@ -464,6 +463,16 @@ class TableLog:
         fsync_directory(log_dir)
         self.commits.append(commit)
         return target
+
+
+def _in_commit_dir(relative: Path) -> bool:
+    """Whether a path in a dataset lies in a commit's directory (``[rollups/kind/]commit=N/``).
+
+    Only those are ingest's: the rest of a dataset directory is the Delta table's (its
+    ``_delta_log/``, the files compaction wrote), or an older table's first files, which
+    the log names.
+    """
+    return any(part.startswith(f"{COMMIT_COLUMN}=") for part in relative.parts[:-1])
 
 
 def _parse_entry(path: Path, number: int) -> Commit:

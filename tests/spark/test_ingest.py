@@ -338,7 +338,10 @@ class TestIngestRollups:
         staged = list((table / STAGING_DIR).rglob(f"{ROLLUPS_DIR}/*/commit=1/*/*.parquet"))
         assert len(staged) == 4  # two segments, two kinds, all uncommitted
         stray = (
-            table / ROLLUPS_DIR / "groups/collected_date=2026-01-07" / data_file_name(9, "x.sealed")
+            table
+            / ROLLUPS_DIR
+            / "groups/commit=9/collected_date=2026-01-07"
+            / data_file_name(9, "x.sealed")
         )
         stray.parent.mkdir(parents=True)
         stray.write_bytes(b"not committed")

@@ -80,12 +80,14 @@ class TestTableLog:
             TableLog(tmp_path)
 
     def test_clean_deletes_only_what_no_commit_names(self, tmp_path: Path) -> None:
-        """Staging, stray data files and a half-written entry go; committed files stay."""
-        kept = tmp_path / "data/collected_date=2026-01-05/kept.parquet"
-        stray = tmp_path / "data/collected_date=2026-01-05/stray.parquet"
+        """Staging, strays in commit directories and a half-written entry go; committed and Delta's files stay."""
+        kept = tmp_path / "data/commit=1/collected_date=2026-01-05/kept.parquet"
+        stray = tmp_path / "data/commit=1/collected_date=2026-01-05/stray.parquet"
+        compacted = tmp_path / "data/collected_date=2026-01-05/part-00001-c000.zstd.parquet"
+        delta_entry = tmp_path / "data/_delta_log/00000000000000000000.json"
         staged = tmp_path / "_grstats/staging/commit-2/x.parquet"
         half = tmp_path / LOG_DIR / f"{entry_name(2)}.tmp"
-        for path in (kept, stray, staged):
+        for path in (kept, stray, compacted, delta_entry, staged):
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(b"x")
         log = TableLog(tmp_path)
@@ -93,6 +95,8 @@ class TestTableLog:
         half.write_text("{")
         removed = log.clean()
         assert kept.exists()
+        assert compacted.exists()  # Delta's: vacuum drops it once no version reads it
+        assert delta_entry.exists()
         assert not stray.exists()
         assert not staged.exists()
         assert not half.exists()
@@ -254,7 +258,7 @@ class TestRollupsInTheLog:
         named = [tmp_path / path for path, _ in log.commits[0].segments[0]["rollups"]]
         stray = (
             tmp_path
-            / "rollups/members/collected_date=2026-01-05/c00000000000000000002-segment-2.parquet"
+            / "rollups/members/commit=2/collected_date=2026-01-05/c00000000000000000002-segment-2.parquet"
         )
         for path in (*named, stray):
             path.parent.mkdir(parents=True, exist_ok=True)
