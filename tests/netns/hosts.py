@@ -191,6 +191,16 @@ class Agent:
             self.process.kill()
             self.process.wait()
 
+    def events(self, event: str) -> list[dict[str, Any]]:
+        """The lines of the agent's JSON log whose event is ``event`` (others, gRPC's, skipped)."""
+        found = []
+        for line in self.log.read_text(errors="replace").splitlines():
+            with contextlib.suppress(ValueError):
+                entry = json.loads(line)
+                if isinstance(entry, dict) and entry.get("event") == event:
+                    found.append(entry)
+        return found
+
     def log_tail(self, lines: int = 15) -> str:
         """The last lines of the agent's log, for a failure message."""
         try:
@@ -359,17 +369,19 @@ class Network:
         clock_offset_s: float = 0.0,
         config: str = "",
         extra: tuple[str, ...] = (),
+        source: str = "simulated",
     ) -> Agent:
         """Start member ``member``'s (default: the host's index) agent on ``host``.
 
         ``config`` is TOML added to the agent's config file (period_s, silence_periods, ...);
         ``clock_offset_s`` runs the agent under libfaketime with its wall clock that far ahead
-        (positive) or behind (negative).
+        (positive) or behind (negative). ``source`` other than ``simulated`` (``mysql``, whose
+        section ``config`` then holds) drops the group's simulated flags.
         """
         member = host.index if member is None else member
         peers = ",".join(other.agent for other in self.hosts if other != host)
         path = self.write_config(
-            f"agent-{host.index}-{len(self.agents)}.toml", 'source = "simulated"\n' + config
+            f"agent-{host.index}-{len(self.agents)}.toml", f'source = "{source}"\n' + config
         )
         log = self.workdir / f"agent-{host.index}-{len(self.agents)}.log"
         env = dict(os.environ)
@@ -379,13 +391,17 @@ class Network:
                 "FAKETIME": f"{clock_offset_s:+g}s",
                 "FAKETIME_DONT_FAKE_MONOTONIC": "1",
             }
+        simulated = (
+            *("--scenario", str(group.scenario), "--members", str(group.size)),
+            *("--member-index", str(member), "--seed", str(group.seed)),
+            *("--group-start", str(group.start_s)),
+        )
         argv = [
             *("ip", "netns", "exec", host.namespace, sys.executable, "-m", "grstats", "agent"),
             *("--config", str(path), "--listen", host.agent, "--peers", peers),
             *("--state-dir", str(self.workdir / f"state-{host.index}")),
-            *("--scenario", str(group.scenario), "--members", str(group.size)),
-            *("--member-index", str(member), "--seed", str(group.seed)),
-            *("--group-start", str(group.start_s), "--log-format", "json"),
+            *(simulated if source == "simulated" else ()),
+            *("--log-format", "json"),
             *extra,
         ]
         with log.open("ab") as sink:
