@@ -19,7 +19,7 @@ from grstats.collector.errors import CollectorError
 from grstats.collector.groups import GroupSpec, check_unique, groups_from_file, parse_group
 from grstats.collector.metrics import CollectorMetrics, MetricsServer
 from grstats.collector.poller import DEFAULT_GROUP_LABEL, Fleet, Poller, PollerSettings
-from grstats.collector.spool import SpoolSettings, SpoolWriter, SyncPolicy
+from grstats.collector.spool import DEFAULT_SEGMENT_AGE_S, SpoolSettings, SpoolWriter, SyncPolicy
 
 if TYPE_CHECKING:
     from grstats.agent.cli.types import Subparsers
@@ -140,9 +140,10 @@ def register(subparsers: Subparsers) -> None:
     spool.add_argument(
         "--segment-age",
         type=float,
-        default=3600.0,
+        default=DEFAULT_SEGMENT_AGE_S,
         metavar="SECONDS",
-        help="seal a segment this long after it was opened (default 3600)",
+        help="seal a segment this long after it was opened, so that ingest sees it "
+        f"(default {DEFAULT_SEGMENT_AGE_S:g})",
     )
     spool.add_argument(
         "--fsync",

@@ -314,6 +314,12 @@ class SyncPolicy(enum.Enum):
     SEAL = "seal"
 
 
+#: A segment's default age at its seal: 60 s, so that an ingest every minute has the newest
+#: snapshots in the table within about 2 minutes (issue 44); an ingest compacts the small
+#: files that makes (``grstats.spark.compact_settings.COMPACT_OVER``). It was an hour.
+DEFAULT_SEGMENT_AGE_S = 60.0
+
+
 @dataclass(frozen=True, slots=True)
 class SpoolSettings:
     """How segments roll and how records reach the disk.
@@ -322,7 +328,8 @@ class SpoolSettings:
         segment_bytes: seal a segment before it would grow past this many bytes (a single
             larger record gets a segment of its own); 1 KiB to 1 TiB, default 64 MiB.
         segment_age_s: seal a segment this many seconds after it was opened, so that ingest
-            sees quiet periods too; 1 s to 7 days, default 1 hour.
+            sees the newest snapshots within about a minute (``grstats spark ingest
+            --every``); 1 s to 7 days, default :data:`DEFAULT_SEGMENT_AGE_S`.
         sync: when records reach the disk (:class:`SyncPolicy`), default every record.
         columns: write each sealed segment's columns file (:mod:`grstats.collector.columns`)
             for ingest, default True. It takes about a fifth of the segment's size on disk
@@ -331,7 +338,7 @@ class SpoolSettings:
     """
 
     segment_bytes: int = 64 * _MIB
-    segment_age_s: float = 3600.0
+    segment_age_s: float = DEFAULT_SEGMENT_AGE_S
     sync: SyncPolicy = SyncPolicy.RECORD
     columns: bool = True
 

@@ -256,13 +256,36 @@ def _local_path(uri: str) -> Path:
     return Path(uri.removeprefix("file://"))
 
 
+def crowded_days(
+    table_dir: Path | str, dataset: str, days: Iterable[dt.date], over: int
+) -> list[dt.date] | None:
+    """Of ``days``, those on which ``dataset`` holds more than ``over`` files.
+
+    For ``events`` (no dates): None when it holds at most ``over`` files, else ``[]`` (compact
+    it whole).
+    """
+    if not SCHEMAS[dataset][1]:
+        return [] if len(dataset_files(table_dir, dataset)) > over else None
+    crowded = [
+        day for day in sorted(set(days)) if len(dataset_files(table_dir, dataset, day, day)) > over
+    ]
+    return crowded or None
+
+
 def datasets_present(table_dir: Path | str) -> Iterable[str]:
     """The datasets of the table that have a Delta table."""
     return [name for name in SCHEMAS if _open(table_dir, name) is not None]
 
 
-def compact(table_dir: Path | str, dataset: str, target_bytes: int) -> dict[str, int]:
-    """Rewrite ``dataset``'s small files of each date into files of about ``target_bytes``.
+def compact(
+    table_dir: Path | str,
+    dataset: str,
+    target_bytes: int,
+    days: Sequence[dt.date] | None = None,
+) -> dict[str, int]:
+    """Rewrite ``dataset``'s small files of each date (of ``days``; None: all) into larger ones.
+
+    Files of about ``target_bytes``.
 
     Delta's OPTIMIZE (delta-rs ``optimize.compact``): one Delta commit that adds the new
     files and removes the old ones, which stay on disk, for readers of earlier versions,
@@ -277,7 +300,11 @@ def compact(table_dir: Path | str, dataset: str, target_bytes: int) -> dict[str,
     if table is None:
         return {"added": 0, "removed": 0}
     try:
+        filters = None
+        if days is not None and SCHEMAS[dataset][1]:
+            filters = [(PARTITION_COLUMN, "in", [day.isoformat() for day in days])]
         metrics = table.optimize.compact(
+            partition_filters=filters,
             target_size=target_bytes,
             writer_properties=WriterProperties(compression="ZSTD", compression_level=3),
         )

@@ -37,6 +37,7 @@ storage that the driver and every executor see at the same paths (NFS, a shared 
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import shutil
 import threading
@@ -47,6 +48,9 @@ from typing import TYPE_CHECKING, Any
 
 from grstats.collector.columns import columns_path
 from grstats.collector.spool import sealed_segments
+from grstats.spark.compact_settings import COMPACT_OVER
+from grstats.spark.compact_settings import TARGET_MIB as COMPACT_TARGET_MIB
+from grstats.spark.delta import DeltaTableError, compact, crowded_days
 from grstats.spark.events import events_table, new_events, write_events
 from grstats.spark.rollup import (
     DEFAULT_SETTINGS,
@@ -54,9 +58,11 @@ from grstats.spark.rollup import (
     RollupSettings,
     RollupSettingsError,
 )
+from grstats.spark.schema import PARTITION_COLUMN
 from grstats.spark.stage import CORRUPT, LOADED, UNKNOWN_SCHEMA, StagedSegment, stage_partition
 from grstats.spark.table import (
     DATA_DIR,
+    DATASETS,
     META_DIR,
     PUBLISH_DIR,
     QUARANTINE_DIR,
@@ -152,6 +158,8 @@ class IngestResult:
             run put in place first (no leftovers: their rows were committed).
         files: data files this run added.
         events: events this run added: those of its segments no earlier commit holds.
+        compacted: files this run compacted, in the datasets and dates it added to that held
+            more than ``compact_over`` files (:func:`_compact_crowded`).
     """
 
     commit: int | None
@@ -168,6 +176,7 @@ class IngestResult:
     finished: int = 0
     files: int = 0
     events: int = 0
+    compacted: int = 0
 
     @property
     def rows_per_second(self) -> float:
@@ -189,6 +198,7 @@ class IngestResult:
             "rows": self.rows,
             "events": self.events,
             "files": self.files,
+            "compacted": self.compacted,
             "quarantined": [
                 {"segment": q.name, "offset": q.offset, "reason": q.reason, "copy": q.copy}
                 for q in self.quarantined
@@ -210,13 +220,16 @@ def run_ingest(  # noqa: PLR0913  (the options are keyword-only, each with its d
     progress: Callable[[str], None] | None = None,
     rollups: RollupSettings = DEFAULT_SETTINGS,
     use_columns: bool = True,
+    compact_over: int | None = COMPACT_OVER,
 ) -> IngestResult:
     """Load the sealed segments of ``spool_dir`` that ``table_dir`` lacks; see the module doc.
 
     The rollups are made with ``rollups``: a table keeps the settings of its first commit
     that made rollups, so other settings are refused before anything is loaded. A segment's
     rows are read from its columns file where it has a good one, unless ``use_columns`` is
-    False (then every segment's records are decoded; the rows are the same).
+    False (then every segment's records are decoded; the rows are the same). After its
+    commit, each dataset's dates it added to that hold more than ``compact_over`` files are
+    compacted (None: never; ``grstats spark compact`` does it on demand).
 
     Raises:
         SettingsRefused: ``rollups`` differ from the settings of the table's rollups.
@@ -313,6 +326,7 @@ def run_ingest(  # noqa: PLR0913  (the options are keyword-only, each with its d
         )
         log.commit(commit)
         log.publish(number)
+        compacted = _compact_crowded(table, commit, compact_over, say)
         _remove_quarantined(segments, log.known_segments(str(spool)), say)
         return IngestResult(
             commit=number,
@@ -329,7 +343,39 @@ def run_ingest(  # noqa: PLR0913  (the options are keyword-only, each with its d
             finished=len(finished),
             files=sum(len(s.files) for s in loaded),
             events=events,
+            compacted=compacted,
         )
+
+
+def _compact_crowded(
+    table: Path, commit: Commit, over: int | None, say: Callable[[str], None]
+) -> int:
+    """Compact each dataset's dates that ``commit`` added to once they hold over ``over`` files.
+
+    So that frequent ingests (segments sealed every minute) keep the table at most about
+    ``over`` files a dataset and date, with no schedule of its own; the replaced files stay
+    until ``grstats spark compact --vacuum-hours``. Returns the files compacted.
+    """
+    if over is None:
+        return 0
+    days = [
+        dt.date.fromisoformat(part.split("=", 1)[1])
+        for path in (*commit.files, *commit.rollup_files)
+        for part in Path(path).parts
+        if part.startswith(f"{PARTITION_COLUMN}=")
+    ]
+    removed = 0
+    try:
+        for dataset in DATASETS:
+            crowded = crowded_days(table, dataset, days, over)
+            if crowded is None:
+                continue
+            done = compact(table, dataset, COMPACT_TARGET_MIB * 2**20, crowded or None)
+            removed += done["removed"]
+            say(f"compacted {done['removed']} files of {dataset}/ into {done['added']}")
+    except DeltaTableError as exc:
+        raise TableError(str(exc)) from exc
+    return removed
 
 
 def _catch_up(log: TableLog, say: Callable[[str], None]) -> None:

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from grstats.agent.cli.errors import CliError
+from grstats.spark.compact_settings import COMPACT_OVER
 from grstats.spark.extra import require_spark
 from grstats.spark.rollup_settings import (
     ROLLUP_FLOW_CONTROL_THRESHOLD,
@@ -24,6 +27,10 @@ from grstats.spark.rollup_settings import (
 )
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from pyspark.sql import SparkSession
+
     from grstats.agent.cli.types import Subparsers
     from grstats.spark.ingest import IngestResult
 
@@ -64,6 +71,7 @@ examples:
   grstats spark ingest --spool /var/lib/grstats/spool --table /var/lib/grstats/table
   grstats spark ingest --spool spool --table table --format json
   grstats spark ingest --spool spool --table table --flow-control-threshold 10000
+  grstats spark ingest --spool spool --table table --every 30     # fresh within 2 minutes
   grstats spark ingest --spool /mnt/shared/spool --table /mnt/shared/table \\
       --master spark://spark-master:7077
 """
@@ -120,16 +128,58 @@ def register(subparsers: Subparsers) -> None:
         "columns files out)",
     )
     parser.add_argument(
+        "--compact-over",
+        type=int,
+        default=COMPACT_OVER,
+        metavar="N",
+        help="after its commit, compact each dataset's dates it added to that hold more than N "
+        f"files, 0 never (default {COMPACT_OVER}; grstats spark compact does it on demand)",
+    )
+    parser.add_argument(
+        "--every",
+        type=float,
+        metavar="SECONDS",
+        help="run again every SECONDS (1 to 86400) with the same Spark session, until SIGTERM "
+        "or Ctrl-C (exit 0): with the collector's default --segment-age 60, a snapshot is in "
+        "the table within about 60 + SECONDS + the run's time; a failed run is reported and "
+        "the next one tried (default: one run)",
+    )
+    parser.add_argument(
+        "--runs",
+        type=int,
+        metavar="N",
+        help="with --every, stop after N runs (default: until stopped)",
+    )
+    parser.add_argument(
         "--format",
         choices=("text", "json"),
         default="text",
-        help="text: a summary for people; json: the summary for scripts (default text)",
+        help="text: a summary for people; json: the summary for scripts, one JSON object a run "
+        "(default text)",
     )
     parser.set_defaults(handler=run)
 
 
+def _check_schedule(args: argparse.Namespace) -> None:
+    """Refuse --compact-over, --every and --runs out of range (exit 2, naming the flag)."""
+    if args.compact_over < 0:
+        raise CliError(f"--compact-over: {args.compact_over} is not 0 or more", code=2)
+    if args.every is not None and not 1 <= args.every <= 86_400:
+        raise CliError(
+            f"--every: {args.every:g} is not a number of seconds from 1 to 86400", code=2
+        )
+    if args.runs is not None and (args.every is None or args.runs < 1):
+        raise CliError(
+            f"--runs: {args.runs} needs --every and is a count from 1"
+            if args.every is None
+            else f"--runs: {args.runs} is not a count from 1",
+            code=2,
+        )
+
+
 def run(args: argparse.Namespace) -> int:
-    """Run the ingest ``args`` describe and print its summary."""
+    """Run the ingest ``args`` describe (once, or every ``--every``) and print each summary."""
+    _check_schedule(args)
     require_spark()
     rollups = settings_from_args(args)
     if not args.spool.is_dir():
@@ -138,10 +188,7 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--table: {str(args.table)!r} is not a directory", code=2)
     from pyspark.sql import SparkSession  # noqa: PLC0415 (pyspark only when a job runs)
 
-    from grstats.collector.errors import SpoolError  # noqa: PLC0415
-    from grstats.spark.ingest import IngestError, SettingsRefused, run_ingest  # noqa: PLC0415
     from grstats.spark.session import build_session  # noqa: PLC0415
-    from grstats.spark.table import TableError  # noqa: PLC0415
 
     def progress(message: str) -> None:
         print(f"ingest: {message}", file=sys.stderr, flush=True)
@@ -152,27 +199,74 @@ def run(args: argparse.Namespace) -> int:
     spark = build_session(args.master, "grstats-ingest", python_work=True, class_archive=True)
     startup_seconds = time.monotonic() - began
     try:
-        result = run_ingest(
-            spark,
-            args.spool,
-            args.table,
-            progress=progress,
-            rollups=rollups,
-            use_columns=not args.ignore_columns,
-        )
-    except SettingsRefused as exc:  # the arguments do not fit this table
-        raise CliError(str(exc), code=2) from exc
-    except (IngestError, TableError, SpoolError) as exc:
-        raise CliError(str(exc)) from exc
+        _runs(args, spark, rollups, progress, startup_seconds)
     finally:
         if running is None:  # a session this command started (not one its caller runs)
             spark.stop()
-    if args.format == "json":
-        summary = result.to_json() | {"startup_seconds": round(startup_seconds, 3)}
-        print(json.dumps(summary, indent=2, sort_keys=True))
-    else:
-        print(summary_text(result, startup_seconds))
     return 0
+
+
+def _runs(
+    args: argparse.Namespace,
+    spark: SparkSession,
+    rollups: RollupSettings,
+    progress: Callable[[str], None],
+    startup_seconds: float,
+) -> None:
+    """One ingest, or one every ``--every`` seconds until a signal or ``--runs``."""
+    from grstats.collector.errors import SpoolError  # noqa: PLC0415
+    from grstats.spark.ingest import IngestError, SettingsRefused, run_ingest  # noqa: PLC0415
+    from grstats.spark.table import TableError  # noqa: PLC0415
+
+    stopping = _stop_on_signals() if args.every is not None else threading.Event()
+    runs = 0
+    while True:
+        runs += 1
+        try:
+            result = run_ingest(
+                spark,
+                args.spool,
+                args.table,
+                progress=progress,
+                rollups=rollups,
+                use_columns=not args.ignore_columns,
+                compact_over=args.compact_over or None,
+            )
+        except SettingsRefused as exc:  # the arguments do not fit this table
+            raise CliError(str(exc), code=2) from exc
+        except (IngestError, TableError, SpoolError) as exc:
+            if args.every is None:
+                raise CliError(str(exc)) from exc
+            progress(f"run {runs} failed: {exc}; the next run in {args.every:g} s")
+        else:
+            _print_summary(args, result, startup_seconds if runs == 1 else None)
+        if args.every is None or (args.runs is not None and runs >= args.runs):
+            return
+        if stopping.wait(args.every):
+            progress("stopped")
+            return
+
+
+def _stop_on_signals() -> threading.Event:
+    """An event SIGTERM and SIGINT set (in the main thread; elsewhere none is installed)."""
+    stopping = threading.Event()
+    if threading.current_thread() is threading.main_thread():
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda _signum, _frame: stopping.set())
+    return stopping
+
+
+def _print_summary(
+    args: argparse.Namespace, result: IngestResult, startup_seconds: float | None
+) -> None:
+    if args.format == "json":
+        summary = result.to_json()
+        if startup_seconds is not None:
+            summary["startup_seconds"] = round(startup_seconds, 3)
+        indent = None if args.every is not None else 2  # one line a run when it repeats
+        print(json.dumps(summary, indent=indent, sort_keys=True), flush=True)
+    else:
+        print(summary_text(result, startup_seconds), flush=True)
 
 
 def settings_from_args(args: argparse.Namespace) -> RollupSettings:

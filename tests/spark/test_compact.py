@@ -89,3 +89,22 @@ def test_bad_settings_are_invalid_arguments(
     assert done.returncode == 2
     assert message in done.stderr
     assert not any(tmp_path.iterdir())
+
+
+def test_ingest_compacts_a_date_once_it_holds_more_than_compact_over_files(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """With compact_over 3, five ingests never leave more than 4 files a dataset and date, rows intact."""
+    spool, table = tmp_path / "spool", tmp_path / "table"
+    counts, compacted = [], []
+    for first in range(0, 50, 10):
+        write_spool(spool, [[make_record(s) for s in range(first, first + 10)]])
+        result = run_ingest(spark, spool, table, compact_over=3)
+        counts.append(len(dataset_files(table, "data")))
+        compacted.append(result.compacted)
+        assert result.to_json()["compacted"] == result.compacted
+    assert counts == [1, 2, 3, 1, 2]
+    assert compacted[:3] == [0, 0, 0]
+    assert compacted[3] >= 4  # data/'s 4 files (and each rollup kind's)
+    assert len(dataset_files(table, "rollups/groups")) == 2
+    assert read_member_rows(spark, table).count() == 50 * 3

@@ -9,14 +9,16 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import threading
 from typing import TYPE_CHECKING
 
 import pytest
 
 from grstats.cli import main
-from grstats.spark.table import LOG_DIR, entry_name
+from grstats.spark.table import LOG_DIR, TableLog, entry_name
 from tests.inprocess import run_main
 from tests.spark.spool import make_record, write_spool
+from tests.waiting import wait_until
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -190,3 +192,59 @@ def test_ignore_columns_decodes_the_records(
     assert " s of the Spark job alone: not the log and the commit, not starting Spark (" in (
         done.stdout
     )
+
+
+@pytest.mark.spark
+def test_every_runs_again_with_one_session_and_loads_what_was_sealed_meanwhile(
+    tmp_path: Path, shared_session: SparkSession, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--every 1 --runs 3: one JSON line a run, and a segment sealed after run 1 is loaded by a later run."""
+    spool, table = tmp_path / "spool", tmp_path / "table"
+    write_spool(spool, [[make_record(s) for s in range(3)]])
+
+    def seal_after_the_first_commit() -> None:
+        wait_until(lambda: len(TableLog(table).commits) >= 1, 60, "the first run's commit")
+        write_spool(spool, [[make_record(s) for s in range(3, 5)]])
+
+    sealer = threading.Thread(target=seal_after_the_first_commit)
+    sealer.start()
+    done = run_main(
+        [
+            "spark",
+            "ingest",
+            *("--spool", str(spool), "--table", str(table)),
+            *("--every", "1", "--runs", "3", "--format", "json"),
+        ],
+        capsys,
+    )
+    sealer.join()
+    assert done.returncode == 0, done.stderr
+    # (the spool writer of this test's thread logs to stdout too)
+    summaries = [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
+    assert len(summaries) == 3
+    assert [s["rows"] for s in summaries if s["commit"] is not None] == [9, 6]
+    assert "startup_seconds" in summaries[0]
+    assert all("startup_seconds" not in s for s in summaries[1:])
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--every", "0.5"], "--every: 0.5 is not a number of seconds from 1 to 86400"),
+        (["--runs", "2"], "--runs: 2 needs --every and is a count from 1"),
+        (["--every", "5", "--runs", "0"], "--runs: 0 is not a count from 1"),
+        (["--compact-over", "-1"], "--compact-over: -1 is not 0 or more"),
+    ],
+)
+def test_bad_schedules_are_invalid_arguments(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flags: list[str], message: str
+) -> None:
+    """An out-of-range --every, --runs or --compact-over exits 2 naming the flag and value."""
+    spool = tmp_path / "spool"
+    spool.mkdir()
+    done = run_main(
+        ["spark", "ingest", "--spool", str(spool), "--table", str(tmp_path / "t"), *flags], capsys
+    )
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == f"grstats: error: {message}"
+    assert not (tmp_path / "t").exists()
