@@ -536,6 +536,10 @@ class Group:
             applying_commit,
             now_us - 100 if busy_applier else 0,
             round(m.lag_s, 6),
+            int(m.applier_queue),  # TRANSACTIONS_BEHIND
+            0.00055,  # TRANSPORT_SECONDS: queued 550 us after the original commit (above)
+            round(m.lag_s * 0.9, 6),  # WAITING_SECONDS: most of the lag is the queue's
+            0.00025,  # APPLY_SECONDS: LAST_APPLIED start to end apply (above)
         ]
 
 

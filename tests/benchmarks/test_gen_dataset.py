@@ -150,3 +150,15 @@ class TestArguments:
             main(["--out", str(tmp_path / "spool"), flag, value])
         assert exited.value.code == 2
         assert message in capsys.readouterr().err
+
+
+def test_a_generated_spool_decodes_as_the_collector_s(tmp_path: Path) -> None:
+    """Every record decodes with the table's columns: the generator's tables match the agents' (MEMBER_ROWS)."""
+    from grstats.spark.decode import decode_segment  # noqa: PLC0415 (pyarrow, the spark extra)
+
+    generate(tmp_path / "spool", 0.001, 1, START, progress=False, groups=1, members=3)
+    records = records_of(tmp_path / "spool")
+    decoded = [decode_segment(path) for path in sealed_segments(tmp_path / "spool")]
+    assert sum(segment.rows.num_rows for segment in decoded) == len(records) * 3
+    for segment in decoded:
+        assert segment.rows.column("transport_seconds").null_count == 0
