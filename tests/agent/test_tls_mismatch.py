@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import datetime as dt
 import ssl
 from typing import TYPE_CHECKING, Any
 
 import pytest
 import structlog
 from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
 from structlog.testing import capture_logs
 
 from grstats.agent.runtime import Agent
@@ -39,7 +37,7 @@ from grstats.agent.tls_handshake import (
 )
 from grstats.agent.tls_watch import TlsWatch
 from tests.agent.test_runtime import START_S, Clock, settings
-from tests.certs import make_certs
+from tests.certs import EXPIRED_AT, expired_copy, make_certs
 from tests.waiting import wait_until_async
 
 if TYPE_CHECKING:
@@ -49,8 +47,6 @@ if TYPE_CHECKING:
     Line = MutableMapping[str, Any]  # a log line capture_logs captured
 
 UUIDS = [member_uuid("steady", 1, index) for index in range(2)]
-#: When the expired certificate expired: a whole second, as X.509 times are.
-EXPIRED_AT = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
 #: Periods run after both warnings: more failed dials, none warned again.
 MORE_PERIODS = 4
 
@@ -65,22 +61,7 @@ def _cas(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     members = [f"m{index}={uuid}@127.0.0.1" for index, uuid in enumerate(UUIDS)]
     first = make_certs(tmp_path_factory.mktemp("ca-a"), *members)
     second = make_certs(tmp_path_factory.mktemp("ca-b"), *members)
-    ca = x509.load_pem_x509_certificate((first / "ca.pem").read_bytes())
-    ca_key: Any = serialization.load_pem_private_key((first / "ca.key").read_bytes(), None)
-    own = x509.load_pem_x509_certificate((first / "m1.pem").read_bytes())
-    builder = (
-        x509.CertificateBuilder()
-        .subject_name(own.subject)
-        .issuer_name(ca.subject)
-        .public_key(own.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(EXPIRED_AT - dt.timedelta(days=30))
-        .not_valid_after(EXPIRED_AT)
-    )
-    for extension in own.extensions:
-        builder = builder.add_extension(extension.value, critical=extension.critical)
-    expired = builder.sign(ca_key, hashes.SHA256())
-    (first / "m1x.pem").write_bytes(expired.public_bytes(serialization.Encoding.PEM))
+    expired_copy(first, "m1")
     return first, second
 
 

@@ -10,7 +10,6 @@ tests/agent/test_tls_mismatch.py and tests/agent/sql/test_timeouts.py.
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import json
 import select
 import subprocess
@@ -19,11 +18,8 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-
 from grstats.agent.sim.group import member_uuid
-from tests.certs import make_certs
+from tests.certs import expired_copy, make_certs
 from tests.netns.hosts import IP, REPO, SQL_PORT, Group, Host, Network, network
 from tests.netns.test_faults import CONFIG, HEAL_S
 from tests.waiting import wait_until
@@ -39,7 +35,6 @@ CHECKED = 987_654_321
 #: Every agent exchanges with all its peers each period, so each dials the forger each period.
 FANOUT_CONFIG = CONFIG + "pull_fanout = 3\n"
 #: When the expired certificate expired (a whole second, as X.509 times are).
-EXPIRED_AT = dt.datetime(2026, 1, 2, 3, 4, 5, tzinfo=dt.UTC)
 
 
 # -- certificates ---------------------------------------------------------------------------
@@ -52,27 +47,6 @@ def group_certs(directory: Path, net: Network, names: Mapping[int, tuple[int, ..
         for index, hosts in names.items()
     ]
     return make_certs(directory, *members)
-
-
-def expired_copy(certs: Path, name: str) -> Path:
-    """``name``'s certificate (same key, names, extensions) re-signed by the CA to expire at EXPIRED_AT."""
-    ca = x509.load_pem_x509_certificate((certs / "ca.pem").read_bytes())
-    ca_key: Any = serialization.load_pem_private_key((certs / "ca.key").read_bytes(), None)
-    own = x509.load_pem_x509_certificate((certs / f"{name}.pem").read_bytes())
-    builder = (
-        x509.CertificateBuilder()
-        .subject_name(own.subject)
-        .issuer_name(ca.subject)
-        .public_key(own.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(EXPIRED_AT - dt.timedelta(days=30))
-        .not_valid_after(EXPIRED_AT)
-    )
-    for extension in own.extensions:
-        builder = builder.add_extension(extension.value, critical=extension.critical)
-    path = certs / f"{name}x.pem"
-    path.write_bytes(builder.sign(ca_key, hashes.SHA256()).public_bytes(serialization.Encoding.PEM))
-    return path
 
 
 def tls_section(certs: Path, name: str, cert: Path | None = None) -> str:
