@@ -8,7 +8,7 @@
 #     themselves, and the driver moves and commits them: SPOOL and TABLE must be the same
 #     paths on this machine and on every worker (NFS, CephFS, a shared volume). The report's
 #     OUT only needs to be writable here.
-#   * Python 3.11+ with grstats and its spark extra (pyspark, pyarrow; msgpack comes with
+#   * Python 3.11+ with grstats and its spark extra (pyspark, pyarrow, deltalake; msgpack comes with
 #     grstats) on every executor. --py-files cannot carry compiled modules, so this script
 #     ships a whole virtual environment: it packs one with venv-pack (built once, reused),
 #     installing the wheel as grstats[spark], and passes it with --archives; executors unpack

@@ -222,6 +222,7 @@ def test_the_spark_image_has_the_extra_and_java_17() -> None:
     assert {re.split(r"[<>=!~ ]", requirement)[0] for requirement in extra} == {
         "pyspark",
         "pyarrow",
+        "deltalake",
     }
     assert f'ENTRYPOINT ["{INSTALLED_GRSTATS}"]' in spark
     users = [line for line in spark + stages["sidecar"] if line.startswith("USER")]
