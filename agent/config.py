@@ -36,6 +36,9 @@ A config file looks like this; every key but ``source`` and its section has a de
     ca_file = "/etc/grstats/tls/ca.pem"      # the group's CA
     require_client_cert = true        # mutual TLS: peers speak only for their own member
 
+    [metrics]                         # what /metrics exports: see grstats.agent.metrics_scope
+    scope = "own"                     # own: each series from one agent; all: every series
+
     [limits]                          # what a peer or client may send: see grstats.agent.limits
     max_message_bytes = 16777216      # also max_gtid_text, max_updates, gossip_rate, ...
     sql_connections_per_host = 16     # also sql_query_timeout_s, sql_max_rows
@@ -83,6 +86,7 @@ from grstats.agent.checks import (
 from grstats.agent.errors import ConfigError
 from grstats.agent.limits import DEFAULT_LIMITS, LimitsConfig
 from grstats.agent.log import LOG_FORMATS, LOG_LEVELS
+from grstats.agent.metrics_scope import DEFAULT_METRICS, MetricsConfig
 from grstats.agent.model import LABEL_RULE, is_group_label
 from grstats.agent.sources.mysql_config import MySQLSourceConfig
 from grstats.agent.sources.simulated_config import SimulatedSourceConfig
@@ -184,6 +188,8 @@ class AgentConfig:
         group_label: the group's human name (``orders``), shown beside its UUID in status,
             SQL, metrics, the collector's records and reports, where the member's InnoDB
             Cluster metadata gives none (its ``cluster_name`` wins); None (the default): none.
+        metrics: the ``[metrics]`` section (:class:`~grstats.agent.metrics_scope.MetricsConfig`;
+            a table from TOML becomes one): ``scope``, which series ``/metrics`` exports.
     """
 
     source: str
@@ -213,10 +219,12 @@ class AgentConfig:
     tls: TlsConfig | None = None
     token_file: Path | None = None
     group_label: str | None = None
+    metrics: MetricsConfig = DEFAULT_METRICS
 
     def __post_init__(self) -> None:
         self._check_source()
         object.__setattr__(self, "limits", LimitsConfig.from_table(self.limits))
+        object.__setattr__(self, "metrics", MetricsConfig.from_table(self.metrics))
         self._check_network()
         self._check_timing()
         self._check_security()
@@ -520,6 +528,7 @@ _SECTION_KEYS: dict[str, tuple[str, ...]] = {
     "mysql": tuple(f.name for f in fields(MySQLSourceConfig)),
     "limits": tuple(f.name for f in fields(LimitsConfig)),
     "tls": tuple(f.name for f in fields(TlsConfig)),
+    "metrics": tuple(f.name for f in fields(MetricsConfig)),
 }
 _SECTION_CLASSES: dict[str, type] = {
     "simulated": SimulatedSourceConfig,

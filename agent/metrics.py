@@ -1,17 +1,18 @@
-"""Prometheus metrics: every member's rows as any agent serves them, and the agent's own figures.
+"""Prometheus metrics: the members' rows as the agents serve them, and the agent's own figures.
 
 ``grstats agent --metrics-listen HOST:PORT`` serves ``/metrics`` in Prometheus' text format
 (:mod:`grstats.agent.metrics_http`, an HTTP server in threads of its own). Three kinds of
 series:
 
 * **Members' rows**, from the tables the agent serves (the same ones ``grstats query
-  --extended`` prints), one series per member and metric, labelled ``group_name`` (GR's
-  ``group_replication_group_name``) and ``member_id`` (its server_uuid) **only**: a label that
-  changed with the relay path a row arrived by, or with a role, would start a new series and
-  break ``rate()``. The member's address and version are on ``grstats_member_info{group_name,
-  member_id, member_host, member_port, member_version} 1``, which changes only when the member
-  is moved or upgraded (its role is ``grstats_member_primary``, which a failover does not
-  relabel), to join on::
+  --extended`` prints), one series per member and metric (of the members the agent exports,
+  below: its own, by default, and those whose agents are not heard), labelled ``group_name``
+  (GR's ``group_replication_group_name``) and ``member_id`` (its server_uuid) **only**: a label
+  that changed with the relay path a row arrived by, or with a role, would start a new series
+  and break ``rate()``. The member's address and version are on
+  ``grstats_member_info{group_name, member_id, member_host, member_port, member_version} 1``,
+  which changes only when the member is moved or upgraded (its role is
+  ``grstats_member_primary``, which a failover does not relabel), to join on::
 
       grstats_applier_lag_seconds
         * on (group_name, member_id) group_left (member_host, member_port) grstats_member_info
@@ -39,11 +40,13 @@ series:
   while the member is not part of the majority group but its own server says ONLINE or
   RECOVERING, MySQL Shell's "split-brain!"; 0 otherwise). A member whose agent is not
   heard keeps every series, at its last values, with ``grstats_agent_up`` 0, so that an alert
-  on it does not go silent with the member. A member's stats series start once its stats were heard.
+  on it does not go silent with the member. A member's stats series start once its stats were
+  heard.
 * **The group's verdict** (:mod:`grstats.agent.status`, MySQL Shell's ``cluster.status()``),
-  labelled ``group_name``: ``grstats_group_info{group_label} 1`` (the group's human name, its
-  InnoDB Cluster name or the agents' ``group_label``, ``''`` when none: alerts name the group
-  by it), ``grstats_group_status{status}`` (1 for the current status of
+  from one agent of the group by default (below), labelled ``group_name``:
+  ``grstats_group_info{group_label} 1`` (the group's human name, its InnoDB Cluster name or
+  the agents' ``group_label``, ``''`` when none: alerts name the group by it),
+  ``grstats_group_status{status}`` (1 for the current status of
   :data:`~grstats.agent.rows.status.STATUSES`, 0 for the five others),
   ``grstats_group_tolerance`` (how many more members can fail with quorum kept),
   ``grstats_group_members_not_active`` (Shell's "N members are not active": the known members
@@ -68,20 +71,31 @@ series:
   per member heard directly, relabelled only when that agent is upgraded or downgraded.
   From every member's events (:mod:`grstats.agent.events`), counted once each and only
   those after this agent started: ``grstats_primary_changes_total{group_name}`` (primaries
-  elected) and ``grstats_member_state_changes_total{group_name, member_id, state}``.
+  elected) and ``grstats_member_state_changes_total{group_name, member_id, state}``, served
+  as the group's and the member's series are (the scope below): a handover shows the new
+  exporter's count, since its own start, under its ``instance``.
 
 No series of a member or of the group is served while the group's name is unknown (the agent's
 member in no group and no other member's view heard), so that ``group_name`` never changes from
 ``''`` to a name.
 
-**Aggregating across agents.** Every agent serves every member: scrape **one** agent per group,
-or scrape all of them and keep one series per member with ``max by (group_name, member_id)``
-(``max by (group_name, member_id) (grstats_agent_up) == 0``: a member no agent hears; ``min``
-instead: a member some agent does not hear), else each member counts once per agent; sum the
-result by ``group_name`` for a group's figures. The group's series are the scraped agent's
-verdict: scraping every agent gives one per agent, told apart by ``instance``; ``max by
-(group_name, status) (grstats_group_status)`` is 1 for every status some agent gives. The
-agent's own health is per agent: keep ``instance``.
+**Which agent exports what** (``metrics.scope``, :mod:`grstats.agent.metrics_scope`). With
+``own``, the default, each member's series and the group's come from one agent, chosen alike by
+every agent from the gossip: an agent exports its own member; a member whose agent is not heard,
+and the group's series (the verdict, quorum, tolerance, primary, thresholds, stable set,
+``grstats_primary_changes_total``), come from the lowest member id whose agent is heard. Scrape
+**every** agent of the group: each member's series and the group's are there once (with the
+``instance`` of the agent that exports them), so ``sum by (group_name)`` counts each member
+once, and ``grstats_agent_up == 0`` is a member no agent hears. A member's series move to
+another agent once its own agent was not heard for the silence (``silence_periods * period_s``,
+10 s by default), and come back at once when it is heard again (the other agent stops within a
+period): at most the silence plus 2.5 periods (relays and the rendering ahead), 12.5 s at the
+defaults. With ``all``, every agent exports every member's series and its own verdict, for a
+Prometheus that scrapes **one** agent per group; scraping several, keep one series per member
+with ``max by (group_name, member_id)`` (``min`` instead: a member some agent does not hear),
+else each member counts once per agent; ``max by (group_name, status) (grstats_group_status)``
+is 1 for every status some agent gives. The agent's own health is per agent in either scope:
+keep ``instance``.
 
 **When the series are built.** The tables are built on the agent's event loop (a scrape runs in
 the HTTP server's thread and must not read the gossip state while the loop changes it). While
@@ -104,12 +118,14 @@ import time
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client.core import Metric as MetricFamily
 
 from grstats import __version__
-from grstats.agent.metrics_series import MEMBER_STATES, SeriesInput, table_series
+from grstats.agent.metrics_scope import EVERYTHING, Scope
+from grstats.agent.metrics_series import MEMBER_STATES, SeriesInput, series_scope, table_series
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Sequence
+    from collections.abc import Callable, Iterator, Mapping, Sequence
 
     from prometheus_client.core import Metric
 
@@ -224,19 +240,20 @@ class AgentMetrics:
             registry=self.registry,
         )
         self._peer_labels: dict[str, tuple[str, str, str]] = {}  # member -> its series' labels
+        # Served with the members' series, as far as the scope exports them (watch()).
         self._primary_changes = Counter(
             "grstats_primary_changes",
             "Primaries elected in the group (MEMBER_ROLE events to PRIMARY) since this agent "
             "started, as the members' events say.",
             ("group_name",),
-            registry=self.registry,
+            registry=None,
         )
         self._state_changes = Counter(
             "grstats_member_state_changes",
             "MEMBER_STATE changes of each member since this agent started, per new state, as "
             "the member's events say (UNREACHABLE as this agent's member saw it).",
             ("group_name", "member_id", "state"),
-            registry=self.registry,
+            registry=None,
         )
 
     def source_read(self, seconds: float, *, ok: bool) -> None:
@@ -306,11 +323,44 @@ class AgentMetrics:
         version: Callable[[], object],
         loop: asyncio.AbstractEventLoop,
     ) -> TablesCollector:
-        """Add the members' and the group's series: see :class:`TablesCollector`."""
+        """Add the members' and the group's series: see :class:`TablesCollector`.
+
+        The event counters come after them, as far as the scope of their build exports them
+        (collected after the build, so the same scope as the series beside them).
+        """
         collector = TablesCollector(build, version, loop)
         self.registry.register(collector)
+        counters = (self._primary_changes, self._state_changes)
+        self.registry.register(_ScopedCounters(collector, counters))
         self.tables = collector
         return collector
+
+
+class _ScopedCounters:
+    """Counters of the group or its members, served where the last build's scope says."""
+
+    def __init__(self, tables: TablesCollector, counters: Sequence[Counter]) -> None:
+        self._tables = tables
+        self._counters = counters
+
+    def describe(self) -> list[Metric]:
+        """Nothing up front: which series are served depends on the scope at scrape time."""
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        """Each counter's samples of the members (or the group) the scope exports."""
+        scope = self._tables.scope
+        for counter in self._counters:
+            for family in counter.collect():
+                kept = MetricFamily(family.name, family.documentation, family.type, family.unit)
+                kept.samples = [s for s in family.samples if scope_keeps(scope, s.labels)]
+                yield kept
+
+
+def scope_keeps(scope: Scope, labels: Mapping[str, str]) -> bool:
+    """Whether ``scope`` exports a series of these labels: its member's, else the group's."""
+    member_id = labels.get("member_id")
+    return scope.group if member_id is None else scope.exports(member_id)
 
 
 class TablesCollector:
@@ -345,6 +395,8 @@ class TablesCollector:
         self._clock = clock
         self._lock = threading.Lock()
         self._kept: tuple[object, float, list[Metric]] | None = None
+        #: what the last build exported (every member's and the group's before the first)
+        self.scope: Scope = EVERYTHING
 
     def describe(self) -> list[Metric]:
         """Nothing up front: the series depend on the members known at scrape time."""
@@ -392,8 +444,10 @@ class TablesCollector:
         if kept is not None:
             return kept
         version, now = self._version(), self._clock()
-        found = table_series(self._build())
+        built = self._build()
+        found = table_series(built)
         with self._lock:
             self._kept = (version, now, found)
+            self.scope = series_scope(built)
             self.builds += 1
         return found

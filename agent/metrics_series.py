@@ -17,7 +17,9 @@ and how to aggregate them; this module holds the rules of their labels:
 * no series of a member or of the group while the group's name is unknown (``''``), so that
   a label never changes from ``''`` to a name;
 * a member's stats series start once its stats were heard: MySQL's empty row for a member
-  never heard would make its counters start at 0 and jump, a false ``rate()``.
+  never heard would make its counters start at 0 and jump, a false ``rate()``;
+* with ``metrics.scope = "own"`` only the members, and the group, that this agent is the one
+  exporter of (:mod:`grstats.agent.metrics_scope`): the same series, from one agent.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from grstats.agent.gtid import GtidSet
+from grstats.agent.metrics_scope import ALL, EVERYTHING, Scope, exported
 from grstats.agent.rows import STATUSES
 
 if TYPE_CHECKING:
@@ -107,12 +110,18 @@ class SeriesInput:
         member_id: the agent's own member, ``''`` before its first read.
         applier_threshold: the flow-control applier threshold the verdict judges with.
         certifier_threshold: the certifier threshold, likewise.
+        scope: ``metrics.scope``: ``own`` or ``all`` (the default, for callers that judge
+            one agent's view of every member).
+        heard: the members whose agents this agent hears now, its own included
+            (:func:`~grstats.agent.metrics_scope.agents_heard`), for scope ``own``.
     """
 
     served: Served
     member_id: str
     applier_threshold: int
     certifier_threshold: int
+    scope: str = ALL
+    heard: frozenset[str] = frozenset()
 
 
 def table_series(found: SeriesInput) -> list[Metric]:
@@ -120,11 +129,19 @@ def table_series(found: SeriesInput) -> list[Metric]:
     families: list[Metric] = [peers_heard(found.served, found.member_id)]
     group = group_name(found.served)
     if group:
-        families += member_families(found.served, group)
-        families += group_families(
-            found.served, group, (found.applier_threshold, found.certifier_threshold)
-        )
+        scope = series_scope(found)
+        families += member_families(found.served, group, scope)
+        if scope.group:
+            families += group_families(
+                found.served, group, (found.applier_threshold, found.certifier_threshold)
+            )
     return families
+
+
+def series_scope(found: SeriesInput) -> Scope:
+    """Which members' series and whether the group's this build exports (``found.scope``)."""
+    listed = _by_member(found.served, _MEMBERS)
+    return exported(found.scope, found.member_id, listed, found.heard)
 
 
 def group_name(served: Served) -> str:
@@ -146,9 +163,12 @@ def peers_heard(served: Served, member_id: str) -> Metric:
     return heard
 
 
-def member_families(served: Served, group: str) -> list[Metric]:
-    """The families of every member's rows in ``served`` (extended tables) of group ``group``."""
-    members = _by_member(served, _MEMBERS)
+def member_families(served: Served, group: str, scope: Scope = EVERYTHING) -> list[Metric]:
+    """The families of the rows in ``served`` (extended tables) of group ``group``'s members.
+
+    Only the members ``scope`` exports; every member by default.
+    """
+    members = _by_member(served, _MEMBERS, scope)
     info = GaugeMetricFamily(
         "grstats_member_info",
         "1 for each member: its host, port and version (MEMBER_HOST, MEMBER_PORT, "
@@ -183,7 +203,7 @@ def member_families(served: Served, group: str) -> list[Metric]:
     # view), so that every agent exports the same: the agent beside a split-brain member
     # serves that member's own view in its tables (the others UNREACHABLE), and a scrape of
     # it must not say so of the majority's members (grstats_member_split_brain says why).
-    verdict = _by_member(served, _MEMBER_STATUS)
+    verdict = _by_member(served, _MEMBER_STATUS, scope)
     for member_id, row in members.items():
         labels = [group, member_id]
         judged = verdict.get(member_id, row)
@@ -205,17 +225,19 @@ def member_families(served: Served, group: str) -> list[Metric]:
             state.add_metric([*labels, name], _flag(judged["MEMBER_STATE"] == name))
         if isinstance(row.get("AGE_MS"), int):
             age.add_metric(labels, row["AGE_MS"] / 1000)
-    return [info, source, up, in_view, state, primary, age, *_stats_families(served, group)]
+    return [info, source, up, in_view, state, primary, age, *_stats_families(served, group, scope)]
 
 
 #: The stage label of grstats_applier_stage_seconds -> its column of replication_group_member_lag.
 _STAGES = {"transport": "TRANSPORT_SECONDS", "waiting": "WAITING_SECONDS", "apply": "APPLY_SECONDS"}
 
 
-def _stats_families(served: Served, group: str) -> list[Metric]:
+def _stats_families(served: Served, group: str, scope: Scope) -> list[Metric]:
     """MySQL's counters and gauges, the applier lag, transactions behind and throttling."""
     heard = {
-        m: row for m, row in _by_member(served, _STATS).items() if row.get("AGE_MS") is not None
+        m: row
+        for m, row in _by_member(served, _STATS, scope).items()
+        if row.get("AGE_MS") is not None
     }
     families: list[Metric] = []
     for column, (name, text) in STATS_COUNTERS.items():
@@ -245,7 +267,7 @@ def _stats_families(served: Served, group: str) -> list[Metric]:
         "of replication_group_member_status / 1000); beyond 0.5 s either way the agent warns "
         "(clock_skewed); no series while its clock is not known.",
     )
-    for member_id, row in _by_member(served, _MEMBER_STATUS).items():
+    for member_id, row in _by_member(served, _MEMBER_STATUS, scope).items():
         if row.get("TRANSACTIONS_BEHIND") is not None:
             behind.add_metric([group, member_id], float(row["TRANSACTIONS_BEHIND"]))
         throttling.add_metric([group, member_id], _flag(row["THROTTLING"] == "YES"))
@@ -253,16 +275,16 @@ def _stats_families(served: Served, group: str) -> list[Metric]:
             skew.add_metric([group, member_id], row["CLOCK_SKEW_MS"] / 1000)
     return [
         *families,
-        *_lag_families(served, group),
+        *_lag_families(served, group, scope),
         behind,
         throttling,
         skew,
-        _errant_family(served, group),
-        _split_brain_family(served, group),
+        _errant_family(served, group, scope),
+        _split_brain_family(served, group, scope),
     ]
 
 
-def _lag_families(served: Served, group: str) -> list[Metric]:
+def _lag_families(served: Served, group: str, scope: Scope) -> list[Metric]:
     """The applier lag, whole and by stage (replication_group_member_lag)."""
     lag = _gauge(
         "grstats_applier_lag_seconds",
@@ -277,7 +299,7 @@ def _lag_families(served: Served, group: str) -> list[Metric]:
         "apply (APPLY_SECONDS); no series while unknown (MySQL 5.7 gives none).",
         labels=(*MEMBER_LABELS, "stage"),
     )
-    for member_id, row in _by_member(served, _LAG).items():
+    for member_id, row in _by_member(served, _LAG, scope).items():
         if row.get("APPLIER_LAG_SECONDS") is not None:
             lag.add_metric([group, member_id], float(row["APPLIER_LAG_SECONDS"]))
         for stage, column in _STAGES.items():
@@ -286,7 +308,7 @@ def _lag_families(served: Served, group: str) -> list[Metric]:
     return [lag, stages]
 
 
-def _errant_family(served: Served, group: str) -> Metric:
+def _errant_family(served: Served, group: str, scope: Scope) -> Metric:
     """How many GTIDs each member executed that the group lacks (ERRANT_TRANSACTIONS)."""
     errant = _gauge(
         "grstats_member_errant_transactions",
@@ -294,14 +316,14 @@ def _errant_family(served: Served, group: str) -> Metric:
         "ERRANT_TRANSACTIONS of replication_group_member_status): above 0, MySQL refuses the "
         "member's next join; no series while unknown.",
     )
-    for member_id, row in _by_member(served, _MEMBER_STATUS).items():
+    for member_id, row in _by_member(served, _MEMBER_STATUS, scope).items():
         if row.get("ERRANT_TRANSACTIONS") is not None:
             count = GtidSet.parse(row["ERRANT_TRANSACTIONS"]).count()
             errant.add_metric([group, member_id], float(count))
     return errant
 
 
-def _split_brain_family(served: Served, group: str) -> Metric:
+def _split_brain_family(served: Served, group: str, scope: Scope) -> Metric:
     """1 for each member split from the group (SPLIT_BRAIN), 0 for the others."""
     split = _gauge(
         "grstats_member_split_brain",
@@ -309,7 +331,7 @@ def _split_brain_family(served: Served, group: str) -> Metric:
         "or RECOVERING (SPLIT_BRAIN of replication_group_member_status: MySQL Shell's "
         "'split-brain!'): applications on it read stale data and its writes hang; 0 when not.",
     )
-    for member_id, row in _by_member(served, _MEMBER_STATUS).items():
+    for member_id, row in _by_member(served, _MEMBER_STATUS, scope).items():
         split.add_metric([group, member_id], _flag(row["SPLIT_BRAIN"] == "YES"))
     return split
 
@@ -408,5 +430,7 @@ def _named(served: Served, table: str) -> list[dict[str, Any]]:
     return [dict(zip(names, row, strict=True)) for row in rows]
 
 
-def _by_member(served: Served, table: str) -> dict[str, dict[str, Any]]:
-    return {str(row["MEMBER_ID"]): row for row in _named(served, table)}
+def _by_member(served: Served, table: str, scope: Scope = EVERYTHING) -> dict[str, dict[str, Any]]:
+    """The rows of ``table`` by MEMBER_ID, of the members ``scope`` exports."""
+    rows = ((str(row["MEMBER_ID"]), row) for row in _named(served, table))
+    return {member_id: row for member_id, row in rows if scope.exports(member_id)}

@@ -44,6 +44,7 @@ from grstats.agent.local import LocalMember
 from grstats.agent.messages import SourceReport
 from grstats.agent.metrics import AgentMetrics, SeriesInput
 from grstats.agent.metrics_http import start_metrics_server
+from grstats.agent.metrics_scope import agents_heard
 from grstats.agent.registry_sync import RegistrySync
 from grstats.agent.rounds import PeerRounds
 from grstats.agent.security import Security
@@ -375,11 +376,14 @@ class Agent:
     def _series_input(self) -> SeriesInput:
         """What /metrics builds its members' and group's series from (on the loop)."""
         applier, certifier = flow_control_thresholds(self.member.state, self.member.snapshot)
-        return SeriesInput(self.tables(extended=True), self.member_id, applier, certifier)
+        heard = agents_heard(self.member.state, self._clock(), self._config.silence_us)
+        scope = self._config.metrics.scope
+        tables = self.tables(extended=True)
+        return SeriesInput(tables, self.member_id, applier, certifier, scope, heard)
 
-    def _version(self) -> tuple[int, int | None, int]:
-        """Changes whenever the served tables may (read from /metrics' thread: ints only)."""
-        return self._tables.version(self.periods)
+    def _version(self) -> tuple[tuple[int, int | None, int], str]:
+        """Changes whenever the served tables or the scope may (read from /metrics' thread)."""
+        return self._tables.version(self.periods), self._config.metrics.scope
 
     def peers(self) -> list[str]:
         """The peers this agent gossips with now (see :meth:`PeerRounds.peers`)."""

@@ -15,6 +15,7 @@ from grstats.agent.cli.agent import OVERRIDES
 from grstats.agent.config import SOURCES, AgentConfig, load_config
 from grstats.agent.errors import ConfigError
 from grstats.agent.limits import LimitsConfig
+from grstats.agent.metrics_scope import MetricsConfig
 from grstats.agent.sources import MySQLSourceConfig, SimulatedSourceConfig
 from grstats.agent.tls import TlsConfig
 from grstats.cli import build_parser
@@ -29,11 +30,12 @@ SECTION_CLASSES: dict[str, type] = {
     "": AgentConfig,
     "tls": TlsConfig,
     "limits": LimitsConfig,
+    "metrics": MetricsConfig,
     "simulated": SimulatedSourceConfig,
     "mysql": MySQLSourceConfig,
 }
 #: AgentConfig fields that are sections, not keys.
-SECTION_FIELDS = {*SOURCES, "limits", "tls"}
+SECTION_FIELDS = {*SOURCES, "limits", "tls", "metrics"}
 NO_FLAG = "—"
 LONG_FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)*(?![\w*-])")
 Rows = dict[str, list[str]]

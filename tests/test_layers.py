@@ -60,6 +60,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "grstats.agent.auth",
             "grstats.agent.tls",
             "grstats.agent.security",
+            "grstats.agent.metrics_scope",  # the [metrics] section and the scope's rule
             "grstats.agent.config",
             "grstats.agent.messages",
         ),

@@ -13,13 +13,14 @@ from grstats.agent.cli.status_view import GroupStatus, document, render_status
 from grstats.agent.gtid import GtidSet
 from tests.agent.cli.test_query_status import wire
 from tests.agent.test_group_status import ids, member_status, run_to, states, status
-from tests.agent.test_metrics_series import rendered, value
+from tests.agent.test_metrics_series import export_everything, rendered, value
 from tests.agent.test_runtime import start_group, stop_all
 
 
 async def test_errant_write_is_named_before_the_rejoin_is_refused() -> None:
     """Every agent names member 2 and its own-UUID GTIDs from 40 s; at 50 s its join fails: ERROR everywhere."""
     group = await start_group(3, scenario="errant-write", memory=True)
+    export_everything(*group.agents)  # every agent's /metrics of every member, below
     try:
         await run_to(group, 39)  # stopped, written on, not sampled since the write
         errant = ids(group)[2]

@@ -29,6 +29,7 @@ from tests.agent.test_group_status import (
     start,
     table,
 )
+from tests.agent.test_metrics_series import export_everything
 from tests.agent.test_runtime import (
     START_S,
     Clock,
@@ -78,6 +79,7 @@ def primary(agent: Agent) -> str:
 async def test_a_failover_as_every_agent_tells_it() -> None:
     """Primary 0 crashes at 30 s and returns at 90 s: every agent lists the same events."""
     async with running(await start(load_scenario("primary-failover"))) as group:
+        export_everything(*group.agents)  # agent 1's counts of every member, below
         old, one, two = ids(group)
         await run_to(group, 45)
         elected = primary(group.agents[1])  # the simulator's new primary

@@ -12,6 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from grstats.agent.errors import ConfigError
 from grstats.agent.metrics import MEMBER_STATES
+from grstats.agent.metrics_scope import ALL, MetricsConfig
 from grstats.agent.metrics_series import STATS_COUNTERS, STATS_GAUGES
 from grstats.agent.rows import STATUSES
 from tests.agent.test_config import agent as agent_config
@@ -50,11 +51,13 @@ MEMBER_SERIES = frozenset(
 
 @pytest.fixture(name="group")
 async def _group(request: pytest.FixtureRequest) -> AsyncIterator[Group]:
-    """Three agents (or ``request.param``); the last serves /metrics on a free port."""
+    """Three agents (or ``request.param``); the last serves every member's /metrics on a free port."""
     members: int = getattr(request, "param", 3)
     group = await start_group(members, started=members - 1)
     last = group.agents[-1]
-    last.config = dataclasses.replace(last.config, metrics_listen="127.0.0.1:0")
+    last.config = dataclasses.replace(
+        last.config, metrics_listen="127.0.0.1:0", metrics=MetricsConfig(scope=ALL)
+    )
     await _start_without_loop(last)
     addresses = tuple(agent.address for agent in group.agents)  # the last's port is known now
     for agent in group.agents:

@@ -25,7 +25,7 @@ from tests.agent.test_group_status import (
     start,
     status,
 )
-from tests.agent.test_metrics_series import rendered, value
+from tests.agent.test_metrics_series import export_everything, rendered, value
 from tests.agent.test_runtime import (
     START_S,
     Clock,
@@ -144,6 +144,7 @@ async def test_peers_heard_counts_the_other_agents_heard_now() -> None:
 async def test_throttled_thresholds_and_throttling_follow_the_verdict() -> None:
     """Applier threshold 500: the series are THROTTLED, the writer's thresholds and THROTTLING."""
     async with running(await start(slow_secondary(applier_threshold=THRESHOLD))) as group:
+        export_everything(*group.agents)  # every agent's own verdict
         primary = ids(group)[0]
         seen = set()
         for _ in range(15):

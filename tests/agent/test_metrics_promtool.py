@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from grstats.agent.metrics_scope import ALL, MetricsConfig
 from tests.agent.test_metrics import MEMBER_SERIES
 from tests.agent.test_metrics_series import GROUP_SERIES
 from tests.agent.test_runtime import _start_without_loop, start_group, stop_all
@@ -34,10 +35,12 @@ def _promtool() -> str:
 
 @pytest.fixture(name="group")
 async def _group() -> AsyncIterator[Group]:
-    """Three agents over gRPC; the last serves /metrics on a free port of 127.0.0.1."""
+    """Three agents over gRPC; the last serves every series' /metrics on a free port."""
     group = await start_group(3, started=2)
     last = group.agents[-1]
-    last.config = dataclasses.replace(last.config, metrics_listen="127.0.0.1:0")
+    last.config = dataclasses.replace(
+        last.config, metrics_listen="127.0.0.1:0", metrics=MetricsConfig(scope=ALL)
+    )
     await _start_without_loop(last)
     addresses = tuple(agent.address for agent in group.agents)
     for agent in group.agents:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from grstats.agent.metrics_scope import ALL, MetricsConfig
 from grstats.agent.model import GroupView
 from grstats.agent.runtime import Agent
 from grstats.agent.sim.scenario import load_scenario
@@ -70,6 +71,15 @@ TRACKED = MEMBER_SERIES | {
 MOVING = "grstats_member_source_info"
 
 Labels = frozenset[tuple[str, str]]
+
+
+def export_everything(*agents: Agent) -> None:
+    """``metrics.scope = "all"``: each agent exports every member's and the group's series.
+
+    For tests of what one agent's view of every member gives (a single-agent scrape).
+    """
+    for agent in agents:
+        agent.config = dataclasses.replace(agent.config, metrics=MetricsConfig(scope=ALL))
 
 
 def rendered(agent: Agent) -> dict[str, Metric]:
@@ -129,6 +139,7 @@ async def scrape_all(group: Group, seen: Seen, rounds: int) -> None:
 async def test_one_label_set_per_member_while_relay_paths_change() -> None:
     """Links cut and healed, an agent silenced: each member keeps one label set per metric."""
     group = await start_group(4, memory=True)
+    export_everything(*group.agents)
     network = group.network
     assert network is not None
     a, b, c, d = (agent.address for agent in group.agents)

@@ -37,7 +37,7 @@ from tests.agent.test_group_status import (
     status,
     table,
 )
-from tests.agent.test_metrics_series import rendered, value
+from tests.agent.test_metrics_series import export_everything, rendered, value
 
 if TYPE_CHECKING:
     from grstats.agent.runtime import Agent
@@ -95,6 +95,7 @@ def state_metric(agent: Agent, group: Group) -> list[str]:
 async def test_a_cut_off_member_is_served_its_own_view_and_flagged_everywhere() -> None:
     """After the expulsion agent 3 serves its member's own view, SQL too; every agent flags 3 and 4 split-brain."""
     async with running(await start(TWO_CUT_OFF)) as group:
+        export_everything(*group.agents)  # every agent's own view of every member
         everyone = ids(group)
         await run_to(group, 16)  # every member ONLINE: no one split
         for agent in group.agents:

@@ -368,12 +368,18 @@ def main(argv: list[str] | None = None) -> int:
     (port,) = free_ports(1)
     metrics = f"127.0.0.1:{port}"
     with tempfile.TemporaryDirectory(prefix="grstats-bench-scrape-") as workdir:
+        # Agent 0 alone is scraped: it exports every member's series (metrics.scope all).
+        every_member = Path(workdir) / "scope-all.toml"
+        every_member.write_text('[metrics]\nscope = "all"\n', encoding="utf-8")
         try:
             start_group(
                 Path(workdir),
                 group,
                 fixed=args.fixed,
-                first_extra=("--metrics-listen", f"127.0.0.1:{port}"),
+                first_extra=(
+                    *("--metrics-listen", f"127.0.0.1:{port}"),
+                    *("--config", str(every_member)),
+                ),
             )
             found = asyncio.run(measure(group, metrics, args))
         finally:
