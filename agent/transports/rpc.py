@@ -40,6 +40,13 @@ KEEPALIVE_OPTIONS = (
 #: Pushes whose encoding is kept: a period's news (and the opening message) for every peer.
 _ENCODINGS_KEPT = 2
 
+#: Messages one push stream carries before it is half-closed and the next push opens another
+#: (with an opening message of all the agent's values). gRPC holds memory for every message a
+#: stream carried until the stream ends: about 0.65 KiB for each message of 0.8 KB (grpcio
+#: 1.85; docs/benchmarks.md, "Soak"), so a stream kept open for good grew each agent's RSS by
+#: that much a period for every peer. A minute of pushes at the default period bounds it.
+PUSH_STREAM_MESSAGES = 60
+
 _PushCall = grpc.aio.StreamUnaryCall[bytes, pb.PushReply]
 
 
@@ -78,6 +85,8 @@ class GrpcTransport:
         self._stubs: dict[str, grpc.aio.UnaryUnaryMultiCallable[pb.ExchangeRequest, bytes]] = {}
         self._channels: dict[str, grpc.aio.Channel] = {}
         self._streams: dict[str, _PushCall] = {}
+        self._written: dict[str, int] = {}  # peer -> messages written on its open push stream
+        self._closing: set[asyncio.Task[None]] = set()  # half-closes of full streams under way
         self._generation = 0  # bumped when the TLS files change: channels are made anew
         self._made: dict[str, int] = {}  # peer -> the generation its channel was made in
 
@@ -99,6 +108,7 @@ class GrpcTransport:
         if not self._stale(peer):
             return
         call = self._streams.pop(peer, None)
+        self._written.pop(peer, None)
         if call is not None:
             call.cancel()
         self._stubs.pop(peer, None)
@@ -135,9 +145,14 @@ class GrpcTransport:
         return await asyncio.to_thread(_answer, response, self._limits, message.ByteSize())
 
     def streaming(self, peer: str) -> bool:
-        """Whether a push stream to ``peer`` is open (and not about to be renewed)."""
+        """Whether a push stream to ``peer`` is open (and not about to be renewed or full)."""
         call = self._streams.get(peer)
-        return call is not None and not call.done() and not self._stale(peer)
+        return (
+            call is not None
+            and not call.done()
+            and self._written.get(peer, 0) < PUSH_STREAM_MESSAGES
+            and not self._stale(peer)
+        )
 
     async def push(self, peer: str, news: Gossip, timeout_s: float) -> int:
         """Write ``news`` on the push stream to ``peer``, opening the stream if needed.
@@ -147,10 +162,15 @@ class GrpcTransport:
         A stream that ended (the peer restarted, or refused a message) or a write that fails
         or takes longer than ``timeout_s`` drops the stream; the next push opens a new one.
         When the TLS files changed, the channel is dialled again first, with the new files.
+        A stream that carried :data:`PUSH_STREAM_MESSAGES` is half-closed (the peer answers it
+        as usual) and this push opens the next one.
         """
         payload = self._encoding(news)
         await self._renew(peer)
         call = self._streams.get(peer)
+        if call is not None and not call.done() and self._written[peer] >= PUSH_STREAM_MESSAGES:
+            self._close_full(peer, call)
+            call = None
         if call is not None and call.done():
             del self._streams[peer]
             try:
@@ -165,6 +185,7 @@ class GrpcTransport:
                 PUSH_METHOD, response_deserializer=pb.PushReply.FromString
             )
             call = self._streams[peer] = multicallable(metadata=self._security.metadata)
+            self._written[peer] = 0
         try:
             async with asyncio.timeout(timeout_s):
                 await call.write(payload)
@@ -178,7 +199,16 @@ class GrpcTransport:
         except asyncio.InvalidStateError as exc:  # the call ended between the check and the write
             self._drop(peer, call)
             raise PeerUnreachable(f"{peer}: push stream ended") from exc
+        self._written[peer] += 1
         return len(payload)
+
+    def _close_full(self, peer: str, call: _PushCall) -> None:
+        """Half-close ``peer``'s full push stream in the background; the next push opens one."""
+        del self._streams[peer]
+        del self._written[peer]
+        closing = asyncio.ensure_future(_half_close(call))
+        self._closing.add(closing)
+        closing.add_done_callback(self._closing.discard)
 
     def _encoding(self, news: Gossip) -> bytes:
         """The bytes of ``news``, encoded on its first push and kept for the other peers."""
@@ -199,12 +229,17 @@ class GrpcTransport:
         call.cancel()
         if self._streams.get(peer) is call:
             del self._streams[peer]
+            del self._written[peer]
 
     async def aclose(self) -> None:
         """Close every push stream and channel."""
         for call in self._streams.values():
             call.cancel()
         self._streams.clear()
+        self._written.clear()
+        for closing in list(self._closing):
+            closing.cancel()
+        await asyncio.gather(*self._closing, return_exceptions=True)
         for channel in self._channels.values():
             await channel.close()
         self._channels.clear()
@@ -222,6 +257,18 @@ def _answer(response: bytes, limits: LimitsConfig, request_bytes: int) -> Answer
     except DecodeError as exc:
         raise WireError("answer: not an ExchangeResponse") from exc
     return answer_from_wire(parsed, limits, request_bytes)
+
+
+async def _half_close(call: _PushCall) -> None:
+    """Tell the peer that ``call`` carries no more messages; it ends with the peer's answer.
+
+    An error here changes nothing: the stream is no longer used, and the peer's faults are
+    found by the next stream's writes.
+    """
+    try:
+        await call.done_writing()
+    except (grpc.aio.AioRpcError, asyncio.InvalidStateError):
+        call.cancel()
 
 
 async def _ended(peer: str, call: _PushCall) -> None:

@@ -21,6 +21,12 @@ file name of every frame it records for good, and sqlglot's executor compiles ea
 expressions with their Python source as the file name, so distinct texts would grow
 tracemalloc's table, not the agent (measured: no RSS growth over 200,000 distinct ones
 without tracemalloc).
+
+``python -m tests.agent.soak_memory_probe group TRIMS`` is the gossip's side: two agents of a
+simulated group of 2 over gRPC on 127.0.0.1, their periods run back to back on the test clock
+with a read of the first agent each period, and the process's RSS sampled at ``TRIMS`` trims of
+the simulator's log after a warm-up (:func:`group_probe`); the JSON object holds the samples
+and their rise per period.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ import os
 import sys
 import tracemalloc
 import urllib.request
+from pathlib import Path
 from typing import Any
 
 import pymysql  # type: ignore[import-untyped]
@@ -70,8 +77,8 @@ class Reader:
     def __init__(self, agent: Agent, kinds: tuple[str, ...] = KINDS) -> None:
         self.kinds = kinds
         self._grpc = agent.address
-        self._sql = _port(agent.sql_address)
-        self._metrics = _port(agent.metrics_address)
+        self._sql = _port(agent.sql_address) if {"sql_kept", "sql_new"} & set(kinds) else 0
+        self._metrics = _port(agent.metrics_address) if "metrics" in kinds else 0
         self._security = Security.from_files(None, None)
         self._channel = self._security.channel(self._grpc)
         self._kept: Any | None = None
@@ -170,5 +177,69 @@ async def probe(warm: int, reads: int) -> dict[str, object]:
         await agent.stop(grace_s=0)
 
 
+def resident_kb() -> int:
+    """``VmRSS`` of this process after a full collection and glibc's ``malloc_trim(0)``, KiB.
+
+    The trim hands back what glibc holds free, as the agent's own
+    :class:`~grstats.agent.server.MemoryRelease` does after calls, so that what is left is
+    what the process holds.
+    """
+    gc.collect()
+    trim = server._malloc_trim()
+    if trim is not None:
+        trim(0)
+    for line in Path("/proc/self/status").read_text(encoding="ascii").splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError("/proc/self/status: no VmRSS")
+
+
+#: Trims of the simulator's log that are the group probe's warm-up.
+WARM_TRIMS = 1
+
+
+async def group_probe(trims: int) -> dict[str, object]:
+    """Two agents gossiping over gRPC, read every round: their process's RSS at each trim.
+
+    The group's periods run back to back on the test clock, one simulated second each, so
+    that minutes of the group's life pass in seconds. RSS rises and falls with the simulator's
+    log of transactions, which trims every 65,536 of them (``TxLog.trim``: every 131 rounds
+    at the steady scenario's 500 a second): the samples are taken just after each trim, at the
+    same point of that saw-tooth, and the first trim ends the warm-up (the log's first
+    fill, the lazily built caches). Returns the (round, KiB) samples after the warm-up and
+    their rise per round.
+    """
+    from tests.agent.test_runtime import start_group  # noqa: PLC0415  (its pytest fixtures)
+
+    group = await start_group(2)
+    log = group.agents[0].member._source.group.log  # type: ignore[attr-defined]
+    reader = Reader(group.agents[0], ("grpc_kept", "grpc_new"))
+    samples: list[tuple[int, int]] = []
+    number, seen = 0, 0
+    try:
+        while seen < trims + WARM_TRIMS:
+            base = log.base
+            await group.rounds(1)
+            await reader.read(number)
+            number += 1
+            if log.base != base:
+                seen += 1
+                if seen > WARM_TRIMS:
+                    samples.append((number, resident_kb()))
+        (first_round, first_kib), (last_round, last_kib) = samples[0], samples[-1]
+        return {
+            "samples": samples,
+            "rise_kib_per_round": (last_kib - first_kib) / (last_round - first_round),
+        }
+    finally:
+        await reader.close()
+        for agent in group.agents:
+            await agent.stop(grace_s=0)
+
+
 if __name__ == "__main__":
-    print(json.dumps(asyncio.run(probe(int(sys.argv[1]), int(sys.argv[2])))))
+    if sys.argv[1] == "group":
+        found = asyncio.run(group_probe(int(sys.argv[2])))
+    else:
+        found = asyncio.run(probe(int(sys.argv[1]), int(sys.argv[2])))
+    print(json.dumps(found))

@@ -1,10 +1,10 @@
 """Soak: the RSS of agent processes under steady client reads, and its slope (issue 43, point 7).
 
-``python -m tests.benchmarks.bench_soak [--agents 5] [--rate 50] [--minutes 5]`` starts
-``--agents`` agent processes of one simulated steady group (``grstats agent --source
-simulated``, 1 s period, each with ``--sql-listen`` and ``--metrics-listen``), waits until each
-hears the others, then reads them at ``--rate`` reads a second in all, spread round-robin over
-the agents and paced open-loop, for ``--minutes``. The reads take turns: a gRPC ``Query.Read``
+``python -m tests.benchmarks.bench_soak [--agents 5] [--members N] [--rate 50] [--minutes 5]``
+starts ``--agents`` agent processes of one simulated steady group of ``--members`` (default
+``--agents``; ``grstats agent --source simulated``, 1 s period, each with ``--sql-listen`` and
+``--metrics-listen``), waits until each hears the others, then reads them at ``--rate`` reads
+a second in all, spread round-robin over the agents and paced open-loop, for ``--minutes``. The reads take turns: a gRPC ``Query.Read``
 of every table on one channel kept open, one on a new channel (as ``grstats query`` makes one),
 a SQL ``SELECT`` on a PyMySQL connection kept open, one on a new connection, and a ``/metrics``
 GET. Every ``--sample-s`` seconds it reads each agent's ``VmRSS`` (``/proc/PID/status``); the
@@ -73,8 +73,13 @@ def slope_mb_per_min(samples: list[tuple[float, float]]) -> float:
     return 60.0 * rise / spread if spread else float("nan")
 
 
-def start(agents: int, workdir: Path) -> list[Soaked]:
-    """Start ``agents`` agent processes of one simulated group on 127.0.0.1."""
+def start(agents: int, workdir: Path, members: int | None = None) -> list[Soaked]:
+    """Start ``agents`` agent processes of one simulated group of ``members`` on 127.0.0.1.
+
+    ``members`` defaults to ``agents``; more members than agents simulates the whole group in
+    each agent while only ``agents`` of them gossip (``--agents 1 --members 5``: a group of 5
+    without a peer), which tells the agents' gossip from the rest of their work.
+    """
     ports = free_ports(3 * agents)
     grpc_ports = ports[:agents]
     peers = ",".join(f"127.0.0.1:{port}" for port in grpc_ports)
@@ -84,7 +89,8 @@ def start(agents: int, workdir: Path) -> list[Soaked]:
         sql, metrics = ports[agents + index], ports[2 * agents + index]
         arguments = [
             *(sys.executable, "-m", "grstats", "agent", "--source", "simulated"),
-            *("--scenario", "steady", "--members", str(agents), "--member-index", str(index)),
+            *("--scenario", "steady", "--members", str(members or agents)),
+            *("--member-index", str(index)),
             *("--group-start", str(began), "--period", "1", "--peers", peers),
             *("--listen", f"127.0.0.1:{grpc_ports[index]}"),
             *("--sql-listen", f"127.0.0.1:{sql}", "--metrics-listen", f"127.0.0.1:{metrics}"),
@@ -129,6 +135,9 @@ class Reader:
         self._security = Security.from_files(None, None)
         self._channels = [self._security.channel(f"127.0.0.1:{a.grpc}") for a in group]
         self._sql = [self._connect(agent) for agent in group]
+        # One read at a time on a kept connection: on a busy machine a read can outlast the
+        # turns (0.5 s at 50 reads/s over 5 agents), and two at once break its packet order.
+        self._sql_locks = [threading.Lock() for _ in group]
         self.done: dict[str, int] = dict.fromkeys(KINDS, 0)
         self.failed: dict[str, int] = dict.fromkeys(KINDS, 0)
 
@@ -167,14 +176,15 @@ class Reader:
             with urllib.request.urlopen(url, timeout=5) as answer:
                 answer.read()
             return
-        connection = self._sql[index] if kind == "sql_kept" else self._connect(agent)
+        if kind == "sql_kept":
+            with self._sql_locks[index]:
+                _select(self._sql[index])
+            return
+        connection = self._connect(agent)
         try:
-            with connection.cursor() as cursor:
-                cursor.execute(SQL)
-                cursor.fetchall()
+            _select(connection)
         finally:
-            if kind == "sql_new":
-                connection.close()
+            connection.close()
 
     async def close(self) -> None:
         """Close the kept channels and connections."""
@@ -182,6 +192,13 @@ class Reader:
             await channel.close()
         for connection in self._sql:
             connection.close()
+
+
+def _select(connection: Any) -> None:
+    """Run the soak's statement on ``connection`` and read its rows."""
+    with connection.cursor() as cursor:
+        cursor.execute(SQL)
+        cursor.fetchall()
 
 
 async def soak(group: list[Soaked], rate: float, seconds: float, sample_s: float) -> Reader:
@@ -241,10 +258,12 @@ def report(group: list[Soaked], reader: Reader | None, args: argparse.Namespace)
                 "rss_end_mb": round(kept[-1][1], 2) if kept else None,
                 "slope_mb_per_min": round(slope_mb_per_min(kept), 3),
                 "samples": len(kept),
+                "rss_mb_by_s": [[round(t, 1), round(mb, 3)] for t, mb in agent.samples],
             }
         )
     return {
         "agents": args.agents,
+        "members": args.members or args.agents,
         "rate": args.rate,
         "minutes": args.minutes,
         "warmup_s": args.warmup_s,
@@ -260,7 +279,8 @@ def markdown(figures: dict[str, Any]) -> str:
     """The figures as a markdown table."""
     lines = [
         (
-            f"{figures['agents']} agents, {figures['rate']:g} reads/s, {figures['minutes']:g} "
+            f"{figures['agents']} agents (a group of {figures['members']}), "
+            f"{figures['rate']:g} reads/s, {figures['minutes']:g} "
             f"min (slope after {figures['warmup_s']:g} s); reads "
             f"{sum(figures['reads'].values())}, failed {sum(figures['failed'].values())}"
         ),
@@ -279,6 +299,9 @@ def main(argv: list[str] | None = None) -> int:
     """Run the soak and print its figures."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--agents", type=int, default=5)
+    parser.add_argument(
+        "--members", type=int, default=None, help="the simulated group's size (default: --agents)"
+    )
     parser.add_argument("--rate", type=float, default=50.0, help="reads a second, all agents")
     parser.add_argument("--minutes", type=float, default=5.0)
     parser.add_argument("--warmup-s", type=float, default=60.0, help="samples before: not fitted")
@@ -286,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, metavar="FILE")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="grstats-soak-") as work:
-        group = start(args.agents, Path(work))
+        group = start(args.agents, Path(work), args.members)
         reader = None
         try:
             wait_heard(group)
