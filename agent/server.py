@@ -72,6 +72,10 @@ RELEASE_AFTER_BYTES = 1024 * 1024
 RELEASE_DELAY_S = 0.5
 #: How long after any call glibc's free memory is handed back (once for all calls meanwhile).
 TRIM_EVERY_S = 5.0
+#: Trims after a burst's last call, at 2, 4, ... 2**LATE_TRIMS times ``every_s`` after the one
+#: before (:class:`MemoryRelease`): a flood refused on a loaded host was still being read at the
+#: first, and its 30 MB stayed until the next call (tests/agent/test_message_memory.py).
+LATE_TRIMS = 5
 
 _RESOURCE_EXHAUSTED = grpc.StatusCode.RESOURCE_EXHAUSTED
 
@@ -133,7 +137,10 @@ class MemoryRelease:
     same). After a large message, :meth:`soon` schedules a collection and glibc's
     ``malloc_trim(0)`` within ``delay_s``; after any call, :meth:`noticed` schedules the trim
     alone within ``every_s`` (0.3 ms when there is nothing to hand back). They default to
-    :data:`RELEASE_DELAY_S` and :data:`TRIM_EVERY_S`. The trim runs on a worker thread, and
+    :data:`RELEASE_DELAY_S` and :data:`TRIM_EVERY_S`. After the last call of a burst come
+    :data:`LATE_TRIMS` more trims, each twice as late as the one before: a message still being
+    read or decoded at the first one (a slow host, a loaded one) is freed by a later one, even
+    when no call follows (a group of one, a quiet peer). The trim runs on a worker thread, and
     not at all on a C library without it.
     """
 
@@ -143,6 +150,7 @@ class MemoryRelease:
         self._full: asyncio.TimerHandle | None = None
         self._trim: asyncio.TimerHandle | None = None
         self._busy = False  # a call was noticed since the trim was scheduled
+        self._late = 0  # the late trims done since the last call's
 
     def soon(self) -> None:
         """Collect and trim ``delay_s`` from now, unless that is already scheduled."""
@@ -156,6 +164,7 @@ class MemoryRelease:
         The trim after the last call of a burst comes ``every_s`` or more after that call
         began, once what it held is freed.
         """
+        self._late = 0
         if self._trim is None:
             loop = asyncio.get_running_loop()
             self._trim = loop.call_later(self._every_s, self._trim_only, loop)
@@ -173,6 +182,9 @@ class MemoryRelease:
         if self._busy:  # calls came since this trim was scheduled: one more after them
             self._busy = False
             self._trim = loop.call_later(self._every_s, self._trim_only, loop)
+        elif self._late < LATE_TRIMS:  # the burst is over: later ones, for what it still held
+            self._late += 1
+            self._trim = loop.call_later(self._every_s * 2**self._late, self._trim_only, loop)
 
     def _hand_back(self, loop: asyncio.AbstractEventLoop) -> None:
         trim = _malloc_trim()
