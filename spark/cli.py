@@ -22,8 +22,8 @@ jobs:
   compact compact the table's small files and vacuum the replaced ones (no Spark)
   convert write the Delta Lake logs of a table an earlier grstats loaded (no Spark)
 
-Both run on this machine (local mode, every core) unless --master names a cluster, e.g.
-spark://HOST:7077; see deploy/spark/submit.sh for spark-submit on a real cluster.
+ingest and report run on this machine (local mode, every core) unless --master names a
+cluster, e.g. spark://HOST:7077; see deploy/spark/submit.sh for spark-submit on a real cluster.
 
 examples:
   grstats spark ingest --spool /var/lib/grstats/spool --table /var/lib/grstats/table

@@ -13,13 +13,17 @@ No Spark: delta-rs does the work in this process.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from grstats.spark.compact_settings import TARGET_MIB
 from grstats.spark.delta import DeltaTableError, compact, vacuum
-from grstats.spark.table import DATASETS, TableError, TableLock, TableLog
+from grstats.spark.table import DATASETS, META_DIR, TableError, TableLock, TableLog
+
+if TYPE_CHECKING:
+    from collections.abc import Iterator
 
 #: The compacted files' size, in bytes.
 TARGET_BYTES = TARGET_MIB * 2**20
@@ -38,21 +42,48 @@ class CompactResult:
         return {"added": self.added, "removed": self.removed, "vacuumed": self.vacuumed}
 
 
+class NotATable(TableError):
+    """``--table`` names a directory without grstats' metadata (an invalid argument)."""
+
+
+@contextlib.contextmanager
+def _settled(table: Path) -> Iterator[TableLog]:
+    """The table's log under its lock, with what a stopped ingest left finished first.
+
+    Its renames and its Delta commits (:meth:`TableLog.catch_up`): the Delta logs then list
+    every committed file, so that vacuum never takes one for garbage.
+    """
+    if not (table / META_DIR).is_dir():
+        raise NotATable(f"--table: {str(table)!r} is not a grstats table (no {META_DIR}/)")
+    with TableLock(table):
+        log = TableLog(table)
+        log.finish_publishing()
+        yield log
+
+
+def convert_table(table_dir: Path | str) -> tuple[int, dict[str, int]]:
+    """Write the Delta logs of a table an earlier grstats loaded: its commits, files added.
+
+    Raises:
+        NotATable: the directory is no grstats table.
+        TableError: the table cannot be used (a broken log, an ingest running).
+    """
+    with _settled(Path(table_dir)) as log:
+        return len(log.commits), log.catch_up()
+
+
 def compact_table(
     table_dir: Path | str, *, target_bytes: int = TARGET_BYTES, vacuum_hours: int | None = None
 ) -> CompactResult:
     """Compact every dataset of the table, then vacuum it when ``vacuum_hours`` is given.
 
     Raises:
-        TableError: the table cannot be used (not a table, a broken log, an ingest running).
+        NotATable: the directory is no grstats table.
+        TableError: the table cannot be used (a broken log, an ingest running).
     """
     table = Path(table_dir)
-    if not (table / "_grstats").is_dir():
-        raise TableError(f"{table}: not a grstats table (no _grstats/)")
     result = CompactResult()
-    with TableLock(table):
-        log = TableLog(table)
-        log.finish_publishing()
+    with _settled(table) as log:
         log.catch_up()
         try:
             for dataset in DATASETS:

@@ -27,7 +27,7 @@ runs that long). It takes the table's lock: run it between ingests (e.g. nightly
 timer that runs ingest), never beside one. No Spark is started.
 
 exit status: 0 when done, 1 when it failed (a broken table, an ingest running), 2 for invalid
-arguments.
+arguments (also a --table that is no grstats table).
 
 examples:
   grstats spark compact --table /var/lib/grstats/table
@@ -79,13 +79,15 @@ def run(args: argparse.Namespace) -> int:
     if args.vacuum_hours is not None and not 0 <= args.vacuum_hours <= 87_600:
         raise CliError(f"--vacuum-hours: {args.vacuum_hours} is not from 0 to 87600", code=2)
     require_spark()
-    from grstats.spark.compact import compact_table  # noqa: PLC0415 (pyspark, as every job)
+    from grstats.spark.compact import NotATable, compact_table  # noqa: PLC0415 (pyspark)
     from grstats.spark.table import TableError  # noqa: PLC0415
 
     try:
         result = compact_table(
             args.table, target_bytes=args.target_mib * 2**20, vacuum_hours=args.vacuum_hours
         )
+    except NotATable as exc:
+        raise CliError(str(exc), code=2) from exc
     except TableError as exc:
         raise CliError(str(exc)) from exc
     if args.format == "json":

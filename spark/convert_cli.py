@@ -61,17 +61,14 @@ def register(subparsers: Subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     """Convert the table ``args`` name and print what was added."""
     require_spark()
-    from grstats.spark.table import META_DIR, TableError, TableLock, TableLog  # noqa: PLC0415
+    from grstats.spark.compact import NotATable, convert_table  # noqa: PLC0415 (pyspark)
+    from grstats.spark.table import TableError  # noqa: PLC0415
 
     table: Path = args.table
-    if not (table / META_DIR).is_dir():
-        raise CliError(f"--table: {str(table)!r} is not a grstats table (no {META_DIR}/)", code=2)
     try:
-        with TableLock(table):
-            log = TableLog(table)
-            log.finish_publishing()
-            added = log.catch_up()
-            commits = len(log.commits)
+        commits, added = convert_table(table)
+    except NotATable as exc:
+        raise CliError(str(exc), code=2) from exc
     except TableError as exc:
         raise CliError(str(exc)) from exc
     if args.format == "json":

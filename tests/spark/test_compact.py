@@ -79,6 +79,7 @@ def test_compaction_leaves_one_file_a_date_the_same_rows_and_vacuum_drops_the_re
     [
         ("--target-mib", "0", "--target-mib: 0 is not from 1 to 4096"),
         ("--vacuum-hours", "-1", "--vacuum-hours: -1 is not from 0 to 87600"),
+        ("--vacuum-hours", "1", "is not a grstats table (no _grstats/)"),  # an empty directory
     ],
 )
 def test_bad_settings_are_invalid_arguments(
