@@ -13,6 +13,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 #: Reads before tracemalloc starts: the lazily built caches and the first trim fill first.
@@ -34,10 +35,10 @@ GROUP_TRIMS = 3
 MAX_GROUP_RISE_KIB_PER_ROUND = 0.75
 
 
-def test_memory_an_agent_holds_does_not_grow_with_reads() -> None:
-    """Reads over gRPC (kept and new channels), SQL (kept and new connections) and /metrics."""
+def probe(*args: str) -> dict[str, Any]:
+    """Run the probe in a process of its own with ``args``; what it found (its last line)."""
     done = subprocess.run(
-        [sys.executable, "-m", "tests.agent.soak_memory_probe", str(WARM_READS), str(READS)],
+        [sys.executable, "-m", "tests.agent.soak_memory_probe", *args],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -45,7 +46,13 @@ def test_memory_an_agent_holds_does_not_grow_with_reads() -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    found = json.loads(done.stdout.splitlines()[-1])
+    found: dict[str, Any] = json.loads(done.stdout.splitlines()[-1])
+    return found
+
+
+def test_memory_an_agent_holds_does_not_grow_with_reads() -> None:
+    """Reads over gRPC (kept and new channels), SQL (kept and new connections) and /metrics."""
+    found = probe(str(WARM_READS), str(READS))
     assert found["reads"] == READS
     where = json.dumps(found["grew_most"], indent=1)
     assert found["growth_per_read_bytes"] < MAX_GROWTH_PER_READ_BYTES, where
@@ -59,15 +66,6 @@ def test_rss_of_a_gossiping_group_stays_flat_over_hundreds_of_periods() -> None:
     ends it after a minute of pushes. Nothing of MySQL is followed here: GR's own group
     communication (XCom, plugin/group_replication/libmysqlgcs) has no gRPC streams.
     """
-    done = subprocess.run(
-        [sys.executable, "-m", "tests.agent.soak_memory_probe", "group", str(GROUP_TRIMS)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    found = json.loads(done.stdout.splitlines()[-1])
+    found = probe("group", str(GROUP_TRIMS))
     assert len(found["samples"]) == GROUP_TRIMS
     assert found["rise_kib_per_round"] < MAX_GROUP_RISE_KIB_PER_ROUND, found["samples"]
