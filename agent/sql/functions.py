@@ -11,6 +11,12 @@
   Member must be ONLINE and in the majority partition.`` (udf_write_concurrency.cc,
   udf_communication_protocol.cc; the words are udf_utils.h's ``member_offline_or_minority_str``).
   Those that change the group are refused with 1290 (:data:`.denied.GROUP_ACTIONS`);
+* the GTID functions a DBA compares sets with: ``GTID_SUBSET(a, b)`` (1 when every GTID of
+  ``a`` is in ``b``, else 0) and ``GTID_SUBTRACT(a, b)`` (the GTIDs of ``a`` not in ``b``, in
+  ``Gtid_set::to_string``'s text), NULL for a NULL argument, and MySQL's 1772 ``Malformed GTID
+  set specification '...'.`` for a text that is no GTID set (``Item_func_gtid_subset::val_int``
+  and ``Item_func_gtid_subtract::val_str_ascii``, sql/item_strfunc.cc and item_func.cc; the
+  set read by ``Gtid_set::add_gtid_text``, as :mod:`grstats.agent.gtid` reads it);
 * any other function neither MySQL's parser nor sqlglot's executor knows is looked up as
   MySQL looks up a name that is no native function and no UDF: as a stored function of the
   database it names, else of the session's (``PTI_function_call_generic_ident_sys::itemize``,
@@ -31,6 +37,8 @@ from mysql_mimic.errors import SQLSTATES, ErrorCode, MysqlError
 from sqlglot import exp
 from sqlglot.executor.env import ENV
 
+from grstats.agent.gtid import GtidError, GtidSet
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Container, Iterable
 
@@ -41,8 +49,10 @@ ER_NO_DB_ERROR = 1046
 ER_CANT_INITIALIZE_UDF = 1123
 ER_NOT_SUPPORTED_YET = 1235
 ER_SP_DOES_NOT_EXIST = 1305
+ER_MALFORMED_GTID_SET_SPECIFICATION = 1772
 SQLSTATES.setdefault(cast("ErrorCode", ER_SP_DOES_NOT_EXIST), b"42000")
 SQLSTATES.setdefault(cast("ErrorCode", ER_NO_DB_ERROR), b"3D000")
+SQLSTATES.setdefault(cast("ErrorCode", ER_MALFORMED_GTID_SET_SPECIFICATION), b"HY000")
 
 TIMESTAMPDIFF = "TIMESTAMPDIFF"
 #: udf_utils.h, ``member_offline_or_minority_str``
@@ -99,8 +109,39 @@ def timestamp_diff(unit: str, first: object, second: object) -> int | None:
     return sign * (microseconds // (_UNIT_SECONDS[unit] * 1_000_000))
 
 
+def _gtid_set(value: object) -> GtidSet:
+    """``value`` read as a GTID set, or MySQL's 1772 naming its first 200 characters."""
+    text = value if isinstance(value, str) else str(value)
+    try:
+        return GtidSet.parse(text)
+    except GtidError:
+        # share/messages_to_clients.txt: ER_MALFORMED_GTID_SET_SPECIFICATION, '%.200s'
+        raise MysqlError(
+            f"Malformed GTID set specification '{text[:200]}'.",
+            code=cast("ErrorCode", ER_MALFORMED_GTID_SET_SPECIFICATION),
+        ) from None
+
+
+def gtid_subset(first: object, second: object) -> int | None:
+    """``GTID_SUBSET(first, second)``: 1 if every GTID of ``first`` is in ``second``, else 0."""
+    if first is None or second is None:
+        return None
+    return 1 if _gtid_set(first).issubset(_gtid_set(second)) else 0
+
+
+def gtid_subtract(first: object, second: object) -> str | None:
+    """``GTID_SUBTRACT(first, second)``: the GTIDs of ``first`` not in ``second``, as text."""
+    if first is None or second is None:
+        return None
+    return str(_gtid_set(first) - _gtid_set(second))
+
+
 #: The executor's functions this module adds (given with :func:`.bounds.engine_env`'s).
-ENGINE_FUNCTIONS: dict[str, Callable[..., Any]] = {TIMESTAMPDIFF: timestamp_diff}
+ENGINE_FUNCTIONS: dict[str, Callable[..., Any]] = {
+    TIMESTAMPDIFF: timestamp_diff,
+    "GTID_SUBSET": gtid_subset,
+    "GTID_SUBTRACT": gtid_subtract,
+}
 
 
 def for_executor(expression: exp.Expr) -> exp.Expr:

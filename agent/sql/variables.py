@@ -11,6 +11,9 @@ they are NULL, as is the group name of a member that has none.
 ``@@read_only`` and ``@@super_read_only`` are the member's own, as the agent last read them
 (``ServerSettings``: a primary's are 0, a secondary's 1, as Group Replication sets them); 1
 until the agent has read its member (a proxy reading them then routes no writes to it).
+``@@gtid_executed`` is the member's executed set as the agent last read it, in MySQL's text
+(``Gtid_set::to_string``), NULL until then: ``SELECT GTID_SUBTRACT(@@gtid_executed, ...)``
+on the endpoint asks what it asks on the member, as of that read.
 
 Its status is ``group_replication_primary_member`` as MySQL 8.0 gives it
 (``show_primary_member``, plugin.cc, through ``Group_member_info_manager::
@@ -57,6 +60,7 @@ _FLOW_CONTROL = {
 SCHEMA: dict[str, VariableSchema] = {
     "read_only": (bool, True, False),
     "super_read_only": (bool, True, False),
+    "gtid_executed": (str, None, False),
     f"{PREFIX}group_name": (str, None, False),
     f"{PREFIX}single_primary_mode": (bool, None, False),
     f"{PREFIX}member_weight": (int, None, False),
@@ -79,6 +83,7 @@ def member_variables(snapshot: MemberSnapshot | None) -> dict[str, object]:
     return {
         "read_only": snapshot.server.read_only,
         "super_read_only": snapshot.server.super_read_only,
+        "gtid_executed": str(snapshot.gtid_executed),
         f"{PREFIX}group_name": snapshot.view.group_name or None,
         f"{PREFIX}single_primary_mode": snapshot.view.single_primary_mode,
         f"{PREFIX}member_weight": snapshot.member_weight,

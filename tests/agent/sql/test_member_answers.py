@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from grstats.agent.sql.functions import timestamp_diff
+from grstats.agent.sql.functions import gtid_subset, gtid_subtract, timestamp_diff
 from grstats.agent.sql.server_show import REPLICA_STATUS_COLUMNS, legacy_name
 from tests.agent.sql.test_session import (  # the endpoint and client fixtures too
     READ_ONLY,
@@ -192,6 +192,54 @@ async def test_timestampdiff_runs_over_the_tables(client: Client) -> None:
     )
     assert rows
     assert {row[0] for row in rows} <= {"0", None}
+
+
+A = "3e11fa47-71ca-11e1-9e33-c80aa9429562"
+B = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "subset", "subtract"),
+    [
+        # The examples of the manual's "Functions Used with GTIDs" (12.18.2), upper case in,
+        # MySQL's lower case out (Gtid_set::to_string).
+        (f"{A.upper()}:21-57", f"{A.upper()}:21", 0, f"{A}:22-57"),
+        (f"{A}:21-57", f"{A}:20-57", 1, ""),
+        (f"{A}:1-6", f"{A}:3-4", 0, f"{A}:1-2:5-6"),
+        # Two UUIDs: MySQL separates them with ",\n" (Gtid_set::default_string_format).
+        (f"{B}:1-3,{A}:1-9", f"{A}:5", 0, f"{A}:1-4:6-9,\n{B}:1-3"),
+        ("", f"{A}:1", 1, ""),
+        (None, f"{A}:1", None, None),
+        (f"{A}:1", None, None, None),
+    ],
+)
+def test_gtid_functions_as_mysql_computes_them(
+    first: str | None, second: str | None, subset: int | None, subtract: str | None
+) -> None:
+    """GTID_SUBSET and GTID_SUBTRACT as sql/item_func.cc and item_strfunc.cc compute them."""
+    assert gtid_subset(first, second) == subset
+    assert gtid_subtract(first, second) == subtract
+
+
+async def test_gtid_functions_run_at_the_endpoint(client: Client) -> None:
+    """A DBA's errant-transaction check runs over @@gtid_executed; bad text is MySQL's 1772."""
+    # On main GTID_SUBTRACT and GTID_SUBSET answered 1046 (no such stored function).
+    ((executed,),) = await client.rows("SELECT @@gtid_executed")
+    assert executed is not None
+    assert await client.rows("SELECT GTID_SUBSET(@@gtid_executed, @@gtid_executed)") == [("1",)]
+    assert await client.rows("SELECT GTID_SUBTRACT(@@gtid_executed, @@gtid_executed)") == [("",)]
+    assert await client.rows(f"SELECT GTID_SUBTRACT('{A}:1-10', '{A}:3-4') AS e") == [
+        (f"{A}:1-2:5-10",)
+    ]
+    # share/messages_to_clients.txt, ER_MALFORMED_GTID_SET_SPECIFICATION: '%.200s'.
+    assert await client.error("SELECT GTID_SUBSET('5.7.26', '')") == (
+        1772,
+        "Malformed GTID set specification '5.7.26'.",
+    )
+    assert await client.error("SELECT GTID_SUBTRACT(1, '')") == (
+        1772,
+        "Malformed GTID set specification '1'.",
+    )
 
 
 async def test_scalar_subqueries_without_from(client: Client) -> None:

@@ -44,10 +44,10 @@ def snapshot(*, single_primary: bool = True, weight: int | None = 70) -> MemberS
 
 
 def test_every_variable_is_null_while_the_member_is_not_read() -> None:
-    """Without a read, the thirteen GR variables are NULL, the read-only flags 1, the status NULL."""
+    """Without a read, the GR variables and gtid_executed are NULL, the read-only flags 1, the status NULL."""
     flags = {"read_only": True, "super_read_only": True}
     assert member_variables(None) == {**dict.fromkeys(SCHEMA), **flags}
-    assert len(SCHEMA) == 15
+    assert len(SCHEMA) == 16
     assert member_status(None, None) == {"group_replication_primary_member": None}
 
 
