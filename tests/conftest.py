@@ -84,6 +84,7 @@ _PROCESS_OR_SERVER = (
     "netns/",
     "deploy/",
     "release/",
+    "spark/report/test_page_width.py",
     "spark/test_class_archive.py",
     "spark/test_cluster.py",
     "spark/test_extra.py",

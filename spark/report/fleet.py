@@ -5,11 +5,25 @@ Each group's figures are those of a report of that group alone, written into its
 
 * summary.json gets a ``groups`` list, one entry per group: ``group_label``, ``group_name``,
   ``dir`` and the content of the group's own summary.json (``range``, ``group``, ``members``,
-  episodes, ``throttling``, ``worst_minutes``, ``tables`` relative to the top directory), plus
-  ``not_online_s``;
-* report.html starts with the fleet overview, the groups ranked by worst lag, time not ONLINE,
-  throttled time and UNREACHABLE episodes (each linking to its section and its own page),
-  then one section per group with the content of its own page.
+  episodes, ``switchovers``, ``throttling``, ``worst_minutes``, ``tables`` relative to the top
+  directory), plus ``not_online_s``;
+* report.html starts with the fleet overview, the groups in trouble first (each linking to its
+  section and its own page), then one section per group, in the same order, with the content
+  of its own page.
+
+The overview's order (:func:`ranked`, from :class:`Trouble`, the group's own figures) is the
+order an on-call engineer looks at them in:
+
+1. time in ERROR: a member that left the group on an error stays out until someone acts;
+2. time not connected plus time UNREACHABLE: a member nobody could read, or that the group could
+   not reach (an agent down for minutes counts here, although its member's last rows said
+   ONLINE);
+3. primary switchovers: each one a write outage;
+4. the worst APPLIER_LAG_SECONDS;
+
+then, to break ties, time not ONLINE, time throttled by flow control, and the label. The times
+are member-seconds: each member's FIGURES seconds (``error_s``, ``not_connected_s``,
+``unreachable_s``), added up over the group's members.
 
 Nothing here imports pyspark.
 """
@@ -18,9 +32,10 @@ from __future__ import annotations
 
 import html
 import re
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from grstats.spark.report.page import PageData, body, foot, head, human_times
+from grstats.spark.report.page import PageData, body, foot, head, human_times, scrolling
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
@@ -85,20 +100,61 @@ def group_entry(
     return entry
 
 
-def ranked(groups: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """The groups, worst first: by worst lag, then time not ONLINE, throttled time, episodes."""
+@dataclass(frozen=True, slots=True)
+class Trouble:
+    """A group's trouble in range, read from its own summary: what the overview ranks it by.
 
-    def key(entry: Mapping[str, Any]) -> tuple[float, float, float, float, str]:
-        figures = entry["group"]
+    Attributes:
+        error_s, not_connected_s, unreachable_s: member-seconds in ERROR, not connected and
+            UNREACHABLE (the members' FIGURES ``error_s``, ``not_connected_s``, ``unreachable_s``).
+        switchovers: primary switchovers in range (the summary's SWITCHOVERS rows).
+        lag_seconds_max: the group's worst APPLIER_LAG_SECONDS (None: no member gave one).
+        not_online_s: member-seconds in any state but ONLINE (:func:`not_online_s`).
+        throttling_s: seconds any member was throttled by flow control (None: unknown).
+    """
+
+    error_s: float
+    not_connected_s: float
+    unreachable_s: float
+    switchovers: int
+    lag_seconds_max: float | None
+    not_online_s: float
+    throttling_s: float | None
+
+    def key(self) -> tuple[float, ...]:
+        """The sort key, worst first: ERROR, not connected plus UNREACHABLE, switchovers, lag."""
         return (
-            -(figures["lag_seconds_max"] or 0.0),
-            -entry["not_online_s"],
-            -(figures["throttling_s"] or 0.0),
-            -(figures["unreachable_episodes"] or 0),
-            entry["group_label"],
+            -self.error_s,
+            -(self.not_connected_s + self.unreachable_s),
+            -self.switchovers,
+            -(self.lag_seconds_max or 0.0),
+            -self.not_online_s,
+            -(self.throttling_s or 0.0),
         )
 
-    return sorted(groups, key=key)
+
+def trouble(entry: Mapping[str, Any]) -> Trouble:
+    """The trouble of one entry of ``groups`` (:func:`group_entry`), from its own figures."""
+    members = entry["members"]
+
+    def total(name: str) -> float:
+        return sum(float(member.get(name) or 0.0) for member in members)
+
+    figures = entry["group"]
+    return Trouble(
+        error_s=total("error_s"),
+        not_connected_s=total("not_connected_s"),
+        unreachable_s=total("unreachable_s"),
+        switchovers=len(entry.get("switchovers") or ()),
+        lag_seconds_max=figures["lag_seconds_max"],
+        not_online_s=float(entry["not_online_s"]),
+        throttling_s=figures["throttling_s"],
+    )
+
+
+def ranked(groups: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """The groups, in trouble first: in :meth:`Trouble.key`'s order, then by label."""
+    return sorted(groups, key=lambda entry: (*trouble(entry).key(), entry["group_label"]))
 
 
 def fleet_summary(top: Mapping[str, Any], groups: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
@@ -127,8 +183,60 @@ def _cell(value: object, digits: int = 1) -> str:
     return html.escape(str(value))
 
 
+def _trouble_cell(value: float) -> str:
+    """A trouble figure's cell, marked when there was any."""
+    marked = ' class="bad"' if value else ""
+    return f"<td{marked}>{_cell(value)}</td>"
+
+
 def _anchor(entry: Mapping[str, Any]) -> str:
     return "group-" + str(entry["dir"]).rsplit("/", 1)[-1]
+
+
+#: The overview's columns, in the order of its rows' sort: (heading, whether it holds words).
+#: A unit stays on its heading's last line.
+_OVERVIEW = (
+    ("rank", False),
+    ("group", True),
+    ("ERROR\N{NO-BREAK SPACE}s", False),
+    ("not connected\N{NO-BREAK SPACE}s", False),
+    ("UNREACHABLE\N{NO-BREAK SPACE}s", False),
+    ("switchovers", False),
+    ("lag max\N{NO-BREAK SPACE}s", False),
+    ("not ONLINE\N{NO-BREAK SPACE}s", False),
+    ("throttled\N{NO-BREAK SPACE}s", False),
+)
+#: What the overview's order is, above its table.
+OVERVIEW_ORDER = (
+    "The groups, in trouble first: by time in ERROR (a member out of the group on an error), "
+    "then time not connected plus time UNREACHABLE (a member nobody could read, such as one "
+    "whose agent was down, or that the group could not reach), then primary switchovers, "
+    "then the worst APPLIER_LAG_SECONDS; ties by time not ONLINE (in any other state) and "
+    "time writers were throttled by flow control. Times are member-seconds, added up over "
+    "the group's members. Under each group: GR's group name, its members and snapshots. Each "
+    "group's own report, with its summary.json and tables, is in its directory (page)."
+)
+
+
+def _overview_row(rank: int, entry: Mapping[str, Any]) -> str:
+    found = trouble(entry)
+    link = (
+        f"<a href='#{_anchor(entry)}'>{html.escape(entry['group_label'])}</a> "
+        f"<a class='muted' href='{html.escape(entry['dir'])}/report.html'>(page)</a>"
+    )
+    name = f"{html.escape(entry['group_name'])}; " if entry["group_name"] else ""
+    about = f"{name}{len(entry['members'])} members, {_cell(entry['group']['snapshots'])} snapshots"
+    cells = [
+        f"<td>{rank}</td><td class='text'>{link}<br><span class='muted'>{about}</span></td>",
+        _trouble_cell(found.error_s),
+        _trouble_cell(found.not_connected_s),
+        _trouble_cell(found.unreachable_s),
+        _trouble_cell(found.switchovers),
+        f"<td>{_cell(found.lag_seconds_max, 3)}</td>",
+        f"<td>{_cell(found.not_online_s)}</td>",
+        f"<td>{_cell(found.throttling_s)}</td>",
+    ]
+    return "<tr>" + "".join(cells) + "</tr>"
 
 
 def render_fleet(
@@ -137,47 +245,24 @@ def render_fleet(
     groups: Sequence[Mapping[str, Any]],
     pages: Mapping[str, PageData],
 ) -> str:
-    """Return the fleet's page: the ranked overview, then each group's section.
+    """Return the fleet's page: the overview, then each group's section, in trouble first.
 
     ``pages`` holds each group's page data, by label.
     """
-    rows = []
-    for rank, entry in enumerate(ranked(groups), start=1):
-        figures = entry["group"]
-        link = (
-            f"<a href='#{_anchor(entry)}'>{html.escape(entry['group_label'])}</a> "
-            f"<a class='muted' href='{html.escape(entry['dir'])}/report.html'>(page)</a>"
-        )
-        rows.append(
-            f"<tr><td>{rank}</td><td class='text'>{link}</td>"
-            f"<td class='text'>{_cell(entry['group_name'] or None)}</td>"
-            f"<td>{_cell(figures['lag_seconds_max'], 3)}</td>"
-            f"<td>{_cell(entry['not_online_s'])}</td>"
-            f"<td>{_cell(figures['throttling_s'])}</td>"
-            f"<td>{_cell(figures['unreachable_episodes'])}</td>"
-            f"<td>{len(entry['members'])}</td><td>{_cell(figures['snapshots'])}</td></tr>"
-        )
+    header = "".join(
+        f"<th class='text'>{html.escape(name)}</th>" if words else f"<th>{html.escape(name)}</th>"
+        for name, words in _OVERVIEW
+    )
+    rows = [_overview_row(rank, entry) for rank, entry in enumerate(ranked(groups), start=1)]
     parts = [
         head(title),
         f"<h1>{html.escape(title)}</h1>",
         f"<p>{html.escape(human_times(range_text))}</p>",
         "<h2 id='fleet'>Fleet overview</h2>",
-        (
-            "<p>The groups, worst first: by their worst APPLIER_LAG_SECONDS, then time not "
-            "ONLINE (member-seconds in any other state), time writers were throttled by flow "
-            "control, and UNREACHABLE episodes. Each group's own report, with its summary.json "
-            "and tables, is in its directory (page).</p>"
-        ),
-        (
-            "<table class='fleet'><tr><th>rank</th><th class='text'>group</th>"
-            "<th class='text'>group name</th><th>lag max s</th>"
-            "<th>not ONLINE s</th><th>throttled s</th><th>UNREACHABLE episodes</th>"
-            "<th>members</th><th>snapshots</th></tr>"
-        ),
-        *rows,
-        "</table>",
+        f"<p>{html.escape(OVERVIEW_ORDER)}</p>",
+        scrolling(f"<table class='fleet'><tr>{header}</tr>{''.join(rows)}</table>"),
     ]
-    for entry in groups:
+    for entry in ranked(groups):
         heading = group_heading(entry["group_label"], entry["group_name"])
         parts += [
             f"<section id='{_anchor(entry)}'>",

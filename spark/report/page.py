@@ -17,7 +17,7 @@ from grstats.spark.report.tables import RANKINGS
 from grstats.spark.rollup import STATES
 
 if TYPE_CHECKING:
-    from collections.abc import Callable, Sequence
+    from collections.abc import Callable, Collection, Sequence
 
 #: Episode tables show at most this many rows; the CSV files have them all.
 MAX_EPISODE_ROWS = 200
@@ -28,14 +28,15 @@ body{font:14px/1.45 system-ui,sans-serif;margin:0 auto;padding:12px 20px 40px;ma
 color:#222}
 h1{font-size:22px;margin-bottom:2px}h2{font-size:17px;margin-top:30px;border-bottom:1px solid #ddd}
 h3{font-size:15px;margin:18px 0 4px}h4{font-size:14px;margin:16px 0 4px}
-table{border-collapse:collapse;margin:8px 0;font-variant-numeric:tabular-nums;font-size:13px;
-display:block;max-width:100%;overflow-x:auto}
+.scroll{margin:8px 0;max-width:100%;overflow-x:auto}
+table{border-collapse:collapse;font-variant-numeric:tabular-nums;font-size:13px}
 td,th{padding:3px 6px;border-bottom:1px solid #eee;text-align:right;white-space:nowrap}
 th{background:#f4f4f4;white-space:normal;vertical-align:bottom;font-weight:600;min-width:4em}
 td:first-child,th:first-child{text-align:left}
 td:first-child{white-space:normal;overflow-wrap:anywhere;min-width:7em}
 td.text,th.text{white-space:normal;overflow-wrap:anywhere;text-align:left;min-width:7em}
-.fleet td:first-child{min-width:0}
+td.name,th.name{text-align:left}
+.fleet td:first-child{min-width:0}.bad{color:#b00020;font-weight:600}
 .muted{color:#777}.chart{display:block;width:100%;height:auto;font:11px system-ui,sans-serif;
 fill:#444;cursor:crosshair;user-select:none;-webkit-user-select:none}
 .chart.focus polyline,.chart.focus .dots{opacity:.15}
@@ -138,11 +139,38 @@ def _percent(value: object) -> str:
     return _fmt(None) if value is None else f"{float(str(value)) * 100:.3f}%"
 
 
-def _table(header: Sequence[str], rows: Sequence[Sequence[str]], note: str = "") -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
+def scrolling(table: str) -> str:
+    """``table`` in a box as wide as the page's column that scrolls sideways if the table is wider.
+
+    The tables' words wrap (cells of class ``text``), so that they fit at 1,000 px; the box keeps
+    one that cannot from widening the page.
+    """
+    return f"<div class='scroll'>{table}</div>"
+
+
+def _table(
+    header: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    note: str = "",
+    text: Collection[int] = (),
+    names: Collection[int] = (),
+) -> str:
+    """A table of ``rows`` under ``header``; the columns at the indexes ``text`` hold words.
+
+    Numbers align right and do not wrap; words align left and wrap, anywhere if they must;
+    the columns at the indexes ``names`` hold one name each (an event type), left, unwrapped.
+    """
+
+    def cell(tag: str, index: int, content: str) -> str:
+        kind = " class='text'" if index in text else " class='name'" if index in names else ""
+        return f"<{tag}{kind}>{content}</{tag}>"
+
+    head = "".join(cell("th", i, html.escape(h)) for i, h in enumerate(header))
+    body = "".join(
+        "<tr>" + "".join(cell("td", i, c) for i, c in enumerate(row)) + "</tr>" for row in rows
+    )
     extra = f'<p class="muted">{html.escape(note)}</p>' if note else ""
-    return f"<table><tr>{head}</tr>{body}</table>{extra}"
+    return scrolling(f"<table><tr>{head}</tr>{body}</table>") + extra
 
 
 def _member_table(
@@ -440,7 +468,7 @@ def _stages_section(stages: Sequence[dict[str, Any]], labels: dict[str, str]) ->
         "commit to the end of its queueing; waiting, from there to the start of its apply; "
         "apply, from start to end. Transport and waiting compare two members' clocks, so "
         "clock skew moves them (below 0 too). MySQL 5.7 has none of these times.</p>"
-        + (f"<table><tr>{head}</tr>{''.join(rows)}</table>" if rows else "<p>None.</p>")
+        + (scrolling(f"<table><tr>{head}</tr>{''.join(rows)}</table>") if rows else "<p>None.</p>")
     )
 
 
@@ -518,6 +546,7 @@ def _switchover_section(switchovers: Sequence[dict[str, Any]], labels: dict[str,
             ],
             rows,
             note,
+            text=(1, 2, 4, 5),
         )
     )
 
@@ -544,7 +573,8 @@ def _events_section(events: Sequence[dict[str, Any]], labels: dict[str, str]) ->
     rows = []
     for e in events[:MAX_EPISODE_ROWS]:
         old, new = e["old_value"], e["new_value"]
-        change = f"{old or _NOTHING} -> {new or _NOTHING}" if old or new else ""
+        # The arrow stays with the old value: a line breaks after it.
+        change = f"{old or _NOTHING}\N{NO-BREAK SPACE}-> {new or _NOTHING}" if old or new else ""
         reporter = e["reported_by"]
         rows.append(
             [
@@ -564,7 +594,13 @@ def _events_section(events: Sequence[dict[str, Any]], labels: dict[str, str]) ->
     return (
         f"{title}<p>{len(events)} events, as the agents recorded them (replication_group_events"
         "; each at its reporter's clock).</p>"
-        + _table(["time (UTC)", "member", "event", "change", "seen by", "detail"], rows, note)
+        + _table(
+            ["time (UTC)", "member", "event", "change", "seen by", "detail"],
+            rows,
+            note,
+            text=(1, 3, 4, 5),
+            names=(2,),
+        )
     )
 
 
@@ -589,7 +625,9 @@ def _worst_section(worst: Sequence[dict[str, Any]], labels: dict[str, str]) -> s
         ]
         parts.append(f"<h3>{title}</h3>")
         parts.append(
-            _table(["#", "minute (UTC)", "member", column], rows) if rows else "<p>None.</p>"
+            _table(["#", "minute (UTC)", "member", column], rows, text=(2,))
+            if rows
+            else "<p>None.</p>"
         )
     return "".join(parts)
 

@@ -235,7 +235,7 @@ def test_the_page_shows_both_tables_and_says_when_empty(failover: Failover) -> N
     assert "<h2>Primary switchovers</h2><p>1 in this range" in page
     assert f"{failover.elected}" in page
     assert "(from SOURCE_FAILED)" in page
-    assert "<th>write outage (s)</th>" in page
+    assert "<th class='text'>write outage (s)</th>" in page
     assert "until the new primary's super_read_only turned OFF" in page
     assert "(to SUPER_READ_ONLY OFF at " in page
     assert f"<h2>Events</h2><p>{len(rows['events'])} events" in page

@@ -10,6 +10,7 @@ import pytest
 
 from grstats.spark.ingest import run_ingest
 from grstats.spark.report.config import ReportConfig
+from grstats.spark.report.fleet import trouble
 from grstats.spark.report.job import ReportInputError, run_report
 from tests.spark.spool import MEMBER_IDS, make_record, write_spool
 
@@ -100,12 +101,18 @@ class TestFleetReport:
                 assert (reports.fleet_dir / where["csv"]).is_file()
 
     def test_the_page_starts_with_the_ranked_overview(self, reports: Reports) -> None:
-        """The overview ranks the group with the worse lag or states first and links to sections."""
+        """The overview ranks the group in trouble first, from its own figures; links to sections."""
         page = (reports.fleet_dir / "report.html").read_text(encoding="utf-8")
         overview = page[page.index("Fleet overview") : page.index("<section")]
-        assert overview.index("#group-east") < overview.index(
-            "#group-west"
-        )  # east had a member down
+        entries = {entry["group_label"]: entry for entry in reports.fleet["groups"]}
+        east, west = trouble(entries["east"]), trouble(entries["west"])
+        assert east.unreachable_s == 10.0  # member 3 from 20 s to 30 s
+        assert west.unreachable_s == 0.0
+        # Member 2 is never connected in either group (make_record): 59 s of east's, 39 of west's.
+        assert (east.not_connected_s, west.not_connected_s) == (59.0, 39.0)
+        assert overview.index("#group-east") < overview.index("#group-west")
+        east_row = overview[overview.index("#group-east") : overview.index("#group-west")]
+        assert '<td class="bad">10.0</td>' in east_row  # its UNREACHABLE seconds
         assert "href='groups/west/report.html'" in overview
         assert "<section id='group-east'>" in page
         assert "<section id='group-west'>" in page
