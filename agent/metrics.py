@@ -61,14 +61,22 @@ series:
   tells agents apart): ``grstats_build_info{version} 1``, ``grstats_source_up`` (1 when the
   agent's last read of its own member succeeded, 0 when it failed),
   ``grstats_source_read_errors_total``, ``grstats_source_read_duration_seconds`` (a histogram
-  of every read, failed ones included), ``grstats_peers_heard`` (the other members whose agent
-  it hears now); messages and bytes sent per ``peer`` (an address) and ``kind`` (push,
-  exchange), received per sending ``member_id`` (``unknown`` for a member it does not know),
-  failed pushes and exchanges, the round trip of each exchange, period overruns; and which
-  grstats each other member's agent runs, as its messages to this agent say:
+  of every read, failed ones included, 6 buckets), ``grstats_peers_heard`` (the other members
+  whose agent it hears now); messages and bytes sent per ``kind`` (push, exchange), received
+  per ``kind`` and ``sender`` (``known``, or ``unknown`` for a member it does not know), failed
+  pushes and exchanges per ``peer`` (an address: a series only for a peer that failed), the
+  round trip of the exchanges (``grstats_peer_round_trip_seconds``, a summary: its sum and
+  count), period overruns; and which grstats each member's agent runs:
   ``grstats_peer_info{member_id, version, protocol_revision} 1`` (``version="unknown"`` and
-  ``protocol_revision="1"`` for an agent older than the fields; docs/upgrades.md), one series
-  per member heard directly, relabelled only when that agent is upgraded or downgraded.
+  ``protocol_revision="1"`` for an agent older than the fields; docs/upgrades.md), relabelled
+  only when that agent is upgraded or downgraded, for this agent's own member and, as their
+  messages to this agent say, for the members it exports (the scope below) and those whose
+  agents speak an older protocol revision (they serve none of their own).
+  No series is per peer but the failures, and none per process (the agent's registry holds no
+  process or Python collector): with scope ``own`` an agent's own figures are 25 series in a
+  steady group of any size (more while pushes fail, a stranger sends, or an agent is unheard),
+  so that scraping every agent of a 9-member group keeps at most 60 series per member (README,
+  "Cardinality"; ``tests/agent/test_metrics_cardinality.py``).
   From every member's events (:mod:`grstats.agent.events`), counted once each and only
   those after this agent started: ``grstats_primary_changes_total{group_name}`` (primaries
   elected) and ``grstats_member_state_changes_total{group_name, member_id, state}``, served
@@ -117,10 +125,11 @@ import threading
 import time
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Summary
 from prometheus_client.core import Metric as MetricFamily
 
 from grstats import __version__
+from grstats.agent.messages import PROTOCOL_REVISION
 from grstats.agent.metrics_scope import EVERYTHING, Scope
 from grstats.agent.metrics_series import MEMBER_STATES, SeriesInput, series_scope, table_series
 
@@ -142,8 +151,9 @@ REBUILD_AFTER_S = 1.0
 #: How long a scrape waits for the agent's loop to build the series.
 BUILD_TIMEOUT_S = 5.0
 _T = TypeVar("_T")
-_ROUND_TRIP_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0)
-_READ_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+#: The read histogram's buckets: a read of a member takes milliseconds, and the sources
+#: give up at seconds; 6 buckets, each about 4 times the last, keep its series few (issue 46).
+_READ_BUCKETS = (0.0025, 0.01, 0.05, 0.25, 1.0, 5.0)
 
 
 class RendersAhead(Protocol):
@@ -190,28 +200,32 @@ class AgentMetrics:
             buckets=_READ_BUCKETS,
             registry=self.registry,
         )
+        # Per kind, not per peer: one series per peer at every agent would be the fleet's most
+        # series (issue 46); the peers that fail are on grstats_gossip_errors.
         self._messages_sent = Counter(
             "grstats_gossip_messages_sent",
-            "Gossip messages sent, per peer agent and kind (push, exchange).",
-            ("peer", "kind"),
+            "Gossip messages sent to the peer agents, per kind (push, exchange).",
+            ("kind",),
             registry=self.registry,
         )
         self._bytes_sent = Counter(
             "grstats_gossip_bytes_sent",
-            "Bytes of gossip messages sent (protobuf, without gRPC framing).",
-            ("peer", "kind"),
+            "Bytes of gossip messages sent, per kind (protobuf, without gRPC framing).",
+            ("kind",),
             registry=self.registry,
         )
         self._messages_received = Counter(
             "grstats_gossip_messages_received",
-            "Gossip messages received, per sending member (its UUID, or unknown) and kind.",
-            ("member_id", "kind"),
+            "Gossip messages received, per kind and sender (known: a member this agent knows; "
+            "unknown: another).",
+            ("kind", "sender"),
             registry=self.registry,
         )
         self._bytes_received = Counter(
             "grstats_gossip_bytes_received",
-            "Bytes of gossip messages received (protobuf, without gRPC framing).",
-            ("member_id", "kind"),
+            "Bytes of gossip messages received, per kind and sender (protobuf, without gRPC "
+            "framing).",
+            ("kind", "sender"),
             registry=self.registry,
         )
         self._errors = Counter(
@@ -220,11 +234,10 @@ class AgentMetrics:
             ("peer", "kind"),
             registry=self.registry,
         )
-        self._round_trip = Histogram(
+        self._round_trip = Summary(
             "grstats_peer_round_trip_seconds",
-            "Round trip of each push-pull exchange with a peer agent.",
-            ("peer",),
-            buckets=_ROUND_TRIP_BUCKETS,
+            "Round trip of each push-pull exchange with a peer agent (its sum and count: the "
+            "mean is their rates' ratio).",
             registry=self.registry,
         )
         self._overruns = Counter(
@@ -232,12 +245,13 @@ class AgentMetrics:
             "Periods that ended after the next one should have started.",
             registry=self.registry,
         )
+        # Served as far as the scope exports its members, with this agent's own (watch()).
         self._peer_info = Gauge(
             "grstats_peer_info",
-            "1, labelled with the grstats version and protocol revision each other member's "
-            "agent says it runs (unknown and 1: an agent older than the fields).",
+            "1, labelled with the grstats version and protocol revision each member's agent "
+            "runs, as its messages say (unknown and 1: an agent older than the fields).",
             ("member_id", "version", "protocol_revision"),
-            registry=self.registry,
+            registry=None,
         )
         self._peer_labels: dict[str, tuple[str, str, str]] = {}  # member -> its series' labels
         # Served with the members' series, as far as the scope exports them (watch()).
@@ -263,23 +277,24 @@ class AgentMetrics:
         if not ok:
             self._read_errors.inc()
 
-    def sent(self, peer: str, kind: str, size: int) -> None:
-        """Count one message of ``size`` bytes sent to ``peer``."""
-        self._messages_sent.labels(peer, kind).inc()
-        self._bytes_sent.labels(peer, kind).inc(size)
+    def sent(self, peer: str, kind: str, size: int) -> None:  # noqa: ARG002  (per kind only)
+        """Count one message of ``size`` bytes sent to ``peer`` (counted per kind)."""
+        self._messages_sent.labels(kind).inc()
+        self._bytes_sent.labels(kind).inc(size)
 
     def received(self, member: str, kind: str, size: int) -> None:
-        """Count one message of ``size`` bytes received from ``member``'s agent."""
-        self._messages_received.labels(member, kind).inc()
-        self._bytes_received.labels(member, kind).inc(size)
+        """Count one message of ``size`` bytes from ``member``'s agent (``unknown``: not known)."""
+        sender = "unknown" if member == "unknown" else "known"
+        self._messages_received.labels(kind, sender).inc()
+        self._bytes_received.labels(kind, sender).inc(size)
 
     def failed(self, peer: str, kind: str) -> None:
         """Count one failed push or exchange with ``peer``."""
         self._errors.labels(peer, kind).inc()
 
-    def round_trip(self, peer: str, seconds: float) -> None:
-        """Observe one exchange's round trip."""
-        self._round_trip.labels(peer).observe(seconds)
+    def round_trip(self, peer: str, seconds: float) -> None:  # noqa: ARG002  (of all peers)
+        """Observe one exchange's round trip (with any peer: one summary per agent)."""
+        self._round_trip.observe(seconds)
 
     def overran(self) -> None:
         """Count one period overrun."""
@@ -325,13 +340,15 @@ class AgentMetrics:
     ) -> TablesCollector:
         """Add the members' and the group's series: see :class:`TablesCollector`.
 
-        The event counters come after them, as far as the scope of their build exports them
-        (collected after the build, so the same scope as the series beside them).
+        The event counters and ``grstats_peer_info`` come after them, as far as the scope of
+        their build exports them (collected after the build, so the same scope as the series
+        beside them).
         """
         collector = TablesCollector(build, version, loop)
         self.registry.register(collector)
         counters = (self._primary_changes, self._state_changes)
         self.registry.register(_ScopedCounters(collector, counters))
+        self.registry.register(_PeerInfo(collector, self._peer_info))
         self.tables = collector
         return collector
 
@@ -355,6 +372,47 @@ class _ScopedCounters:
                 kept = MetricFamily(family.name, family.documentation, family.type, family.unit)
                 kept.samples = [s for s in family.samples if scope_keeps(scope, s.labels)]
                 yield kept
+
+
+class _PeerInfo:
+    """grstats_peer_info: each member's build from the agent that exports the member.
+
+    That is this agent's own build, and each other member's as its messages said when the scope
+    exports that member (every member with scope ``all``; with ``own`` those whose agents are
+    not heard) or when its agent speaks an older protocol revision: an agent of before this
+    rule serves no series of its own build.
+    """
+
+    def __init__(self, tables: TablesCollector, peers: Gauge) -> None:
+        self._tables = tables
+        self._peers = peers
+
+    def describe(self) -> list[Metric]:
+        """Nothing up front: which series are served depends on the scope at scrape time."""
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        """The agent's own build, once its member is known, and the peers' the scope keeps."""
+        scope, own = self._tables.scope, self._tables.member_id
+        for family in self._peers.collect():
+            kept = MetricFamily(family.name, family.documentation, family.type, family.unit)
+            if own:
+                labels = {
+                    "member_id": own,
+                    "version": __version__,
+                    "protocol_revision": str(PROTOCOL_REVISION),
+                }
+                kept.add_sample(family.name, labels, 1.0)
+            kept.samples += [
+                s
+                for s in family.samples
+                if s.labels["member_id"] != own
+                and (
+                    scope.exports(s.labels["member_id"])
+                    or int(s.labels["protocol_revision"]) < PROTOCOL_REVISION
+                )
+            ]
+            yield kept
 
 
 def scope_keeps(scope: Scope, labels: Mapping[str, str]) -> bool:
@@ -397,6 +455,8 @@ class TablesCollector:
         self._kept: tuple[object, float, list[Metric]] | None = None
         #: what the last build exported (every member's and the group's before the first)
         self.scope: Scope = EVERYTHING
+        #: the agent's own member as of the last build (``''`` before its first read)
+        self.member_id = ""
 
     def describe(self) -> list[Metric]:
         """Nothing up front: the series depend on the members known at scrape time."""
@@ -449,5 +509,6 @@ class TablesCollector:
         with self._lock:
             self._kept = (version, now, found)
             self.scope = series_scope(built)
+            self.member_id = built.member_id
             self.builds += 1
         return found

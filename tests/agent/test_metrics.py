@@ -163,32 +163,48 @@ async def test_agent_up_stays_at_zero_for_a_silent_agent(group: Group) -> None:
 
 
 async def test_the_agents_own_figures(group: Group) -> None:
-    """Messages and bytes per peer and kind, exchange round trips and failures are counted."""
+    """Messages and bytes per kind, exchange round trips, and failures per peer are counted."""
     await group.rounds(3)
     group.transports[2].broken.add(group.agents[0].address)
     await group.rounds(1)
     families = await scrape(group.agents[2].metrics_address or "")
     sent = families["grstats_gossip_messages_sent"]
-    pushes = {
-        s.labels["peer"]: s.value
-        for s in sent.samples
-        if s.name.endswith("_total") and s.labels["kind"] == "push"
-    }
-    assert pushes[group.agents[1].address] == 4.0  # one per period
-    assert pushes[group.agents[0].address] == 3.0  # the 4th failed
+    pushes = {s.labels["kind"]: s.value for s in sent.samples if s.name.endswith("_total")}
+    assert set(sent.samples[0].labels) == {"kind"}  # per kind, not per peer (issue 46)
+    assert pushes["push"] == 4.0 + 3.0  # one per period to each peer: the 4th to one failed
+    assert pushes["exchange"] >= 3  # one exchange per period
     received = families["grstats_gossip_messages_received"]
-    from_members = {s.labels["member_id"] for s in received.samples if s.name.endswith("_total")}
-    assert {group.agents[0].member_id, group.agents[1].member_id} <= from_members
+    senders = {
+        (s.labels["kind"], s.labels["sender"]): s.value
+        for s in received.samples
+        if s.name.endswith("_total")
+    }
+    assert senders[("push", "known")] >= 6  # from both peers, every period but the first
     errors = families["grstats_gossip_errors"]
     failed = {
         (s.labels["peer"], s.labels["kind"]): s.value
         for s in errors.samples
         if s.name.endswith("_total")
     }
-    assert failed[(group.agents[0].address, "push")] == 1.0
+    assert failed == {(group.agents[0].address, "push"): 1.0}
     trips = families["grstats_peer_round_trip_seconds"]
-    counts = [s.value for s in trips.samples if s.name.endswith("_count")]
-    assert sum(counts) >= 3  # one exchange per period
+    assert trips.type == "summary"  # its sum and count, of every peer's exchanges
+    (count,) = [s.value for s in trips.samples if s.name.endswith("_count")]
+    assert count >= 3
+
+
+async def test_messages_from_an_unknown_member_are_counted_apart(group: Group) -> None:
+    """A message from a member the agent does not know counts under sender unknown."""
+    metrics = group.agents[2].metrics
+    metrics.received("unknown", "push", 100)
+    metrics.received(group.agents[0].member_id, "push", 50)
+    families = await scrape(group.agents[2].metrics_address or "")
+    received = {
+        s.labels["sender"]: s.value
+        for s in families["grstats_gossip_bytes_received"].samples
+        if s.name.endswith("_total") and s.labels["kind"] == "push"
+    }
+    assert received == {"unknown": 100.0, "known": 50.0}
 
 
 def served_rows(agent: Agent, table: str) -> list[dict[str, Any]]:

@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from grstats import __version__
 from grstats.agent.config import load_config
 from grstats.agent.errors import ConfigError
+from grstats.agent.messages import PROTOCOL_REVISION
 from grstats.agent.metrics_scope import (
     ALL,
     EVERYTHING,
@@ -201,9 +203,40 @@ async def test_a_silent_agents_member_moves_to_one_agent_and_back(
     assert waited == SILENCE_S + 1  # once the silence is over: not heard for more than it
     assert group_exporters(others) == {taker}
     assert set(series(others).values()) == {1}  # every series once, the silent member's too
+    assert builds(others)[(silent.member_id, __version__, str(PROTOCOL_REVISION))] == 1
     for other in others:  # it runs again
         network.heal(silent.address, other.address)
     await periods(group, group.agents, 1)
     assert exporters(group.agents, silent.member_id) == {silent.member_id}
     assert group_exporters(group.agents) == {ordered[0].member_id}
     assert set(series(group.agents).values()) == {1}
+
+
+def builds(agents: Iterable[Agent]) -> Counter[tuple[str, str, str]]:
+    """How many of ``agents`` serve each grstats_peer_info series (member, version, revision)."""
+    return Counter(
+        (sample.labels["member_id"], sample.labels["version"], sample.labels["protocol_revision"])
+        for agent in agents
+        for sample in rendered(agent)["grstats_peer_info"].samples
+    )
+
+
+async def test_each_members_build_comes_from_its_exporter(group: Group) -> None:
+    """Own: each agent serves its own build, and an older agent's; all: every member's."""
+    members = sorted(agent.member_id for agent in group.agents)
+    ours = (__version__, str(PROTOCOL_REVISION))
+    assert builds(group.agents) == Counter({(m, *ours): 1 for m in members})
+    older = members[1]  # its agent says it runs revision 1: it serves no build of its own
+    for agent in group.agents:
+        if agent.member_id != older:
+            agent.metrics.peer_build(older, "", 1)
+    expected = {(m, *ours): 1 for m in members if m != older}
+    assert builds(group.agents) == Counter(
+        {**expected, (older, "unknown", "1"): 2, (older, *ours): 1}
+    )
+    for agent in group.agents:
+        agent.config = dataclasses.replace(agent.config, metrics=MetricsConfig(scope=ALL))
+    for agent in group.agents:
+        if agent.member_id != older:
+            agent.metrics.peer_build(older, __version__, PROTOCOL_REVISION)
+    assert builds(group.agents) == Counter({(m, *ours): 3 for m in members})

@@ -252,12 +252,12 @@ def test_an_earlier_agent_and_agents_of_this_checkout_serve_one_group(
     for index, port in metrics.items():
         expected = {
             members[0]: ("unknown", "1"),
-            members[3 - index]: (__version__, str(PROTOCOL_REVISION)),
+            members[index]: (__version__, str(PROTOCOL_REVISION)),
         }
         waiting.wait_until(
             functools.partial(peer_info_is, port, expected),
             15,
-            f"agent {index}'s grstats_peer_info: member 0 of revision 1, the other of {PROTOCOL_REVISION}",
+            f"agent {index}'s grstats_peer_info: member 0 of revision 1, its own of {PROTOCOL_REVISION}",
             detail=functools.partial(shown_peer_info, port),
         )
         seen = logged(tmp_path / f"agent-{index}.log", "peer_version")
