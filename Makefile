@@ -37,7 +37,7 @@ $(VENV)/.installed-bench: $(VENV)/.installed
 
 install: $(VENV)/.installed ## create .venv and install grstats (editable, with Spark) and its test and dev tools
 
-system-deps: ## install the system packages the tests need (MariaDB server and client, tmux, Prometheus, Alertmanager, npm, mysqld_exporter, iproute2, iptables, libfaketime, lintian, binutils), if missing
+system-deps: ## install the system packages the tests need (MariaDB server and client, tmux, Prometheus, Alertmanager, npm, mysqld_exporter, iproute2, iptables, libfaketime, lintian, binutils, haproxy, chromium), if missing
 	@missing=""; \
 	command -v mariadbd >/dev/null || test -x /usr/sbin/mariadbd || missing="$$missing mariadb-server"; \
 	command -v mariadb >/dev/null || missing="$$missing mariadb-client"; \
@@ -50,10 +50,12 @@ system-deps: ## install the system packages the tests need (MariaDB server and c
 	command -v iptables >/dev/null || missing="$$missing iptables"; \
 	command -v lintian >/dev/null || missing="$$missing lintian"; \
 	command -v objdump >/dev/null || missing="$$missing binutils"; \
+	command -v haproxy >/dev/null || missing="$$missing haproxy"; \
+	command -v chromium >/dev/null || missing="$$missing chromium"; \
 	ls /usr/lib/*/faketime/libfaketimeMT.so.1 >/dev/null 2>&1 || missing="$$missing libfaketime"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
-	    echo "installing$$missing (the tests start a MariaDB server and a Prometheus of their own, read the agents' SQL endpoint with the mariadb client and mysqld_exporter, run the watch screen in tmux, and put agents on test hosts in network namespaces with iptables and libfaketime)"; \
+	    echo "installing$$missing (the tests start a MariaDB server and a Prometheus of their own, read the agents' SQL endpoint with the mariadb client and mysqld_exporter, run the watch screen in tmux, check the probes with HAProxy, look at the reports in headless chromium, and put agents on test hosts in network namespaces with iptables and libfaketime)"; \
 	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null; \
 	  else \
 	    echo "make test needs$$missing: run 'sudo apt-get install$$missing' (or make test as root)" >&2; \

@@ -39,6 +39,9 @@ A config file looks like this; every key but ``source`` and its section has a de
     [metrics]                         # what /metrics exports: see grstats.agent.metrics_scope
     scope = "own"                     # own: each series from one agent; all: every series
 
+    [health]                          # /member/health and /member/ready: grstats.agent.member_probe
+    ready_max_backlog = 100           # ready only with at most this many transactions to apply
+
     [limits]                          # what a peer or client may send: see grstats.agent.limits
     max_message_bytes = 16777216      # also max_gtid_text, max_updates, gossip_rate, ...
     sql_connections_per_host = 16     # also sql_query_timeout_s, sql_max_rows
@@ -86,6 +89,7 @@ from grstats.agent.checks import (
 from grstats.agent.errors import ConfigError
 from grstats.agent.limits import DEFAULT_LIMITS, LimitsConfig
 from grstats.agent.log import LOG_FORMATS, LOG_LEVELS
+from grstats.agent.member_probe import DEFAULT_HEALTH, HealthConfig
 from grstats.agent.metrics_scope import DEFAULT_METRICS, MetricsConfig
 from grstats.agent.model import LABEL_RULE, is_group_label
 from grstats.agent.sources.mysql_config import MySQLSourceConfig
@@ -190,6 +194,8 @@ class AgentConfig:
             Cluster metadata gives none (its ``cluster_name`` wins); None (the default): none.
         metrics: the ``[metrics]`` section (:class:`~grstats.agent.metrics_scope.MetricsConfig`;
             a table from TOML becomes one): ``scope``, which series ``/metrics`` exports.
+        health: the ``[health]`` section (:class:`~grstats.agent.member_probe.HealthConfig`):
+            ``ready_max_backlog``, what ``/member/ready`` allows.
     """
 
     source: str
@@ -220,11 +226,13 @@ class AgentConfig:
     token_file: Path | None = None
     group_label: str | None = None
     metrics: MetricsConfig = DEFAULT_METRICS
+    health: HealthConfig = DEFAULT_HEALTH
 
     def __post_init__(self) -> None:
         self._check_source()
         object.__setattr__(self, "limits", LimitsConfig.from_table(self.limits))
         object.__setattr__(self, "metrics", MetricsConfig.from_table(self.metrics))
+        object.__setattr__(self, "health", HealthConfig.from_table(self.health))
         self._check_network()
         self._check_timing()
         self._check_security()
@@ -529,6 +537,7 @@ _SECTION_KEYS: dict[str, tuple[str, ...]] = {
     "limits": tuple(f.name for f in fields(LimitsConfig)),
     "tls": tuple(f.name for f in fields(TlsConfig)),
     "metrics": tuple(f.name for f in fields(MetricsConfig)),
+    "health": tuple(f.name for f in fields(HealthConfig)),
 }
 _SECTION_CLASSES: dict[str, type] = {
     "simulated": SimulatedSourceConfig,

@@ -30,6 +30,7 @@ from prometheus_client import utils
 from prometheus_client.exposition import ThreadingWSGIServer
 
 from grstats.agent.errors import ConfigError
+from grstats.agent.member_probe import PROBE_PATHS
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
@@ -37,7 +38,11 @@ if TYPE_CHECKING:
 
     from prometheus_client.core import Metric
 
+    from grstats.agent.member_probe import ProbeAnswer
     from grstats.agent.metrics import AgentMetrics, TablesCollector
+
+    #: Answers a probe's path on the agent's loop (None: not a probe's path).
+    Probe = Callable[[str], ProbeAnswer | None]
 
 #: What is served: Prometheus' text format 0.0.4 (every name grstats serves is a legacy name).
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -50,6 +55,8 @@ _number = cast("Callable[[float], str]", utils.floatToGoString)
 _TEXT_TYPES = {"stateset": "gauge", "gaugehistogram": "histogram", "unknown": "untyped"}
 
 
+#: How long a probe's answer is served again before it is judged anew, in seconds.
+PROBE_FRESH_S = 0.5
 #: While a scraper came within this long, the agent renders the exposition ahead, mid-period.
 PREPARE_WHILE_SCRAPED_S = 300.0
 
@@ -83,9 +90,11 @@ class Exposition:
     :meth:`render` may be called from several threads at once (one per scrape).
     """
 
-    def __init__(self, metrics: AgentMetrics) -> None:
+    def __init__(self, metrics: AgentMetrics, probe: Probe | None = None) -> None:
         self.renders = 0  #: how many times the text was rendered (for tests and benchmarks)
         self._metrics = metrics
+        self._probe = probe
+        self._probes: dict[str, tuple[float, bytes, str]] = {}
         self._lock = threading.Lock()
         self._rendered: _Rendered | None = None
         self._prepared: _Prepared | None = None
@@ -145,7 +154,10 @@ class Exposition:
         return rendered
 
     def app(self, environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
-        """The WSGI application: the exposition on every path (gzipped if accepted)."""
+        """The WSGI application: the probes at their paths, the exposition on every other one."""
+        path = environ.get("PATH_INFO", "")
+        if self._probe is not None and path in PROBE_PATHS:
+            return self._answer_probe(self._probe, path, environ, start_response)
         gzipped = "gzip" in environ.get("HTTP_ACCEPT_ENCODING", "")
         body = self.render(gzipped=gzipped)
         headers = [("Content-Type", CONTENT_TYPE), ("Content-Length", str(len(body)))]
@@ -153,6 +165,38 @@ class Exposition:
             headers.append(("Content-Encoding", "gzip"))
         start_response("200 OK", headers)
         return [body] if environ.get("REQUEST_METHOD") != "HEAD" else []
+
+    def _answer_probe(
+        self, probe: Probe, path: str, environ: WSGIEnvironment, start_response: StartResponse
+    ) -> Iterable[bytes]:
+        """``/member/health`` or ``/member/ready``, judged on the agent's loop, as JSON.
+
+        An answer is judged at most once per :data:`PROBE_FRESH_S` and path, so that probes
+        sent in a flood cost the loop no more than one judgement each time.
+        """
+        now = time.monotonic()
+        with self._lock:
+            kept = self._probes.get(path)
+        if kept is not None and now - kept[0] < PROBE_FRESH_S:
+            body, status = kept[1], kept[2]
+        else:
+            body, status = self._judge(probe, path)
+            with self._lock:
+                self._probes[path] = (now, body, status)
+        headers = [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+        start_response(status, headers)
+        return [body] if environ.get("REQUEST_METHOD") != "HEAD" else []
+
+    def _judge(self, probe: Probe, path: str) -> tuple[bytes, str]:
+        """The probe's body and status line now; 503 while the loop cannot answer."""
+        tables = self._metrics.tables
+        try:
+            answer = tables.on_loop(lambda: probe(path)) if tables is not None else None
+        except TimeoutError:
+            answer = None
+        if answer is None:  # the agent is not serving yet, or its loop did not answer in time
+            return b'{"ok":false,"reason":"not_known"}\n', "503 Service Unavailable"
+        return answer.json_bytes(), answer.status
 
 
 def render_text(families: Iterable[Metric]) -> bytes:
@@ -202,9 +246,9 @@ class _QuietHandler(WSGIRequestHandler):
 
 
 def serve_metrics(
-    metrics: AgentMetrics, host: str, port: int
+    metrics: AgentMetrics, host: str, port: int, probe: Probe | None = None
 ) -> tuple[ThreadingWSGIServer, threading.Thread, int]:
-    """Start the ``/metrics`` HTTP server; return it, its thread and the bound port."""
+    """Start the server of ``/metrics`` and ``probe``'s paths; return it, its thread, its port."""
 
     class Server(ThreadingWSGIServer):
         """The server, of the address family ``host`` needs (IPv4 or IPv6)."""
@@ -212,22 +256,24 @@ def serve_metrics(
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     family, _, _, _, address = infos[0]
     Server.address_family = family
-    exposition = Exposition(metrics)
+    exposition = Exposition(metrics, probe)
     server = make_server(str(address[0]), port, exposition.app, Server, handler_class=_QuietHandler)
     thread = threading.Thread(target=server.serve_forever, name="grstats-metrics", daemon=True)
     thread.start()
     return server, thread, int(server.server_port)
 
 
-def start_metrics_server(metrics: AgentMetrics, listen: str) -> tuple[ThreadingWSGIServer, str]:
-    """Serve ``/metrics`` at ``listen`` (``host:port``); return the server and its address.
+def start_metrics_server(
+    metrics: AgentMetrics, listen: str, probe: Probe | None = None
+) -> tuple[ThreadingWSGIServer, str]:
+    """Serve ``/metrics`` (and the probes) at ``listen`` (``host:port``); return server, address.
 
     Raises:
         ConfigError: the address cannot be bound (the message names ``metrics_listen``).
     """
     host, _, port = listen.rpartition(":")
     try:
-        server, _, bound = serve_metrics(metrics, host.strip("[]"), int(port))
+        server, _, bound = serve_metrics(metrics, host.strip("[]"), int(port), probe)
     except OSError as exc:
         raise ConfigError(f"metrics_listen: cannot bind {listen}: {exc}") from exc
     return server, f"{host}:{bound}"

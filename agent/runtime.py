@@ -41,6 +41,7 @@ from grstats.agent.gossip import RelayRule
 from grstats.agent.limits import RateLimiter
 from grstats.agent.liveness import Liveness
 from grstats.agent.local import LocalMember
+from grstats.agent.member_probe import ProbeAnswer, probe
 from grstats.agent.messages import SourceReport
 from grstats.agent.metrics import AgentMetrics, SeriesInput
 from grstats.agent.metrics_http import start_metrics_server
@@ -182,7 +183,7 @@ class Agent:
         if self._config.metrics_listen:
             try:
                 self._metrics_server, self.metrics_address = start_metrics_server(
-                    self.metrics, self._config.metrics_listen
+                    self.metrics, self._config.metrics_listen, self.probe
                 )
             except ConfigError:  # stop what started, so the process ends cleanly
                 await self.stop(grace_s=0)
@@ -372,6 +373,12 @@ class Agent:
     def tables(self, extended: bool) -> Served:
         """The served tables now (Query.Read), from the peers, the registry and the reads."""
         return self._tables.get(extended, self.periods)
+
+    def probe(self, path: str) -> ProbeAnswer | None:
+        """``/member/health`` or ``/member/ready`` now (None for another path), on the loop."""
+        tables, health = self.tables(extended=False), self._config.health
+        failed = self.member.snapshot is None and self.member.fault is not None
+        return probe(path, self.member_id, tables, health, read_failed=failed)
 
     def _series_input(self) -> SeriesInput:
         """What /metrics builds its members' and group's series from (on the loop)."""

@@ -15,6 +15,7 @@ from grstats.agent.cli.agent import OVERRIDES
 from grstats.agent.config import SOURCES, AgentConfig, load_config
 from grstats.agent.errors import ConfigError
 from grstats.agent.limits import LimitsConfig
+from grstats.agent.member_probe import HealthConfig
 from grstats.agent.metrics_scope import MetricsConfig
 from grstats.agent.sources import MySQLSourceConfig, SimulatedSourceConfig
 from grstats.agent.tls import TlsConfig
@@ -31,11 +32,12 @@ SECTION_CLASSES: dict[str, type] = {
     "tls": TlsConfig,
     "limits": LimitsConfig,
     "metrics": MetricsConfig,
+    "health": HealthConfig,
     "simulated": SimulatedSourceConfig,
     "mysql": MySQLSourceConfig,
 }
 #: AgentConfig fields that are sections, not keys.
-SECTION_FIELDS = {*SOURCES, "limits", "tls", "metrics"}
+SECTION_FIELDS = {*SOURCES, "limits", "tls", "metrics", "health"}
 NO_FLAG = "—"
 LONG_FLAG = re.compile(r"(?<![\w-])--[a-z][a-z0-9]*(?:-[a-z0-9]+)*(?![\w*-])")
 Rows = dict[str, list[str]]

@@ -61,6 +61,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "grstats.agent.tls",
             "grstats.agent.security",
             "grstats.agent.metrics_scope",  # the [metrics] section and the scope's rule
+            "grstats.agent.member_probe",  # the [health] section and the probes' rule
             "grstats.agent.config",
             "grstats.agent.messages",
         ),
