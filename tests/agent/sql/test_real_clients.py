@@ -216,6 +216,47 @@ def test_proxysql_group_replication_check(group: Group) -> None:
         assert int(behind) >= 0
 
 
+PROXYSQL_SCRIPT = Path(__file__).parents[3] / "deploy" / "examples" / "proxysql-grstats-check.sh"
+
+
+def test_the_proxysql_scheduler_script_routes_by_the_agents_view(group: Group) -> None:
+    """deploy/examples' scheduler script reads each agent's sys view with the mariadb client."""
+    # Two open agents and a port nobody serves: the writer's hostgroup for the primary, the
+    # readers' for the secondary, OFFLINE_SOFT for the member whose agent does not answer.
+    primary = [
+        port
+        for port in group.sql_ports[:-1]
+        if rows_of(port, "SELECT read_only FROM sys.gr_member_routing_candidate_status")
+        == [("NO",)]
+    ]
+    (dead,) = free_ports(1)
+    # One host here: the members are told apart by their MySQL ports, 3300, 3301 and 3302.
+    ports = [*group.sql_ports[:-1], dead]
+    backends = [f"127.0.0.1:330{i}:{port}" for i, port in enumerate(ports)]
+    done = subprocess.run(
+        ["/bin/sh", str(PROXYSQL_SCRIPT), "--dry-run", *backends],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        env={**os.environ, "CLIENT": require("mariadb", "mariadb-client")},
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    where = " AND hostgroup_id IN (10, 20);"
+    expected = [
+        f"UPDATE mysql_servers SET status='ONLINE', hostgroup_id="
+        f"{10 if port in primary else 20} WHERE hostname='127.0.0.1' AND port=330{i}{where}"
+        for i, port in enumerate(group.sql_ports[:-1])
+    ]
+    assert lines == [
+        *expected,
+        "UPDATE mysql_servers SET status='OFFLINE_SOFT' WHERE hostname='127.0.0.1' AND port=3302;",
+        "LOAD MYSQL SERVERS TO RUNTIME;",
+    ]
+    assert len(primary) <= 1
+
+
 def test_mariadb_filter_on_server_uuid(group: Group) -> None:
     """``WHERE MEMBER_ID=@@server_uuid`` gives the asked agent's own member only."""
     for index, port in enumerate(group.sql_ports[:-1]):
