@@ -15,6 +15,7 @@ from grstats.agent.cli.security import add_security_arguments, client_security
 from grstats.agent.errors import ConfigError
 from grstats.agent.log import LOG_FORMATS, LOG_LEVELS, configure_logging, get_logger
 from grstats.collector.collect import Limits, collect
+from grstats.collector.compression import Compression
 from grstats.collector.errors import CollectorError
 from grstats.collector.groups import GroupSpec, check_unique, groups_from_file, parse_group
 from grstats.collector.metrics import CollectorMetrics, MetricsServer
@@ -156,8 +157,15 @@ def register(subparsers: Subparsers) -> None:
         "--no-columns",
         action="store_true",
         help="seal segments without their columns files (the member rows a column at a time, "
-        "about a fifth of a segment's size, which grstats spark ingest reads about three "
-        "times faster than the records)",
+        "which grstats spark ingest reads about three times faster than the records)",
+    )
+    spool.add_argument(
+        "--spool-compression",
+        choices=tuple(c.value for c in Compression),
+        default=Compression.XZ.value,
+        help="how sealed segments and their columns files are stored: xz (the default, about "
+        "17 times fewer bytes), zlib, or none (what a release older than this one's ingest "
+        "reads: docs/upgrades.md)",
     )
     stopping = parser.add_argument_group("stopping and reporting")
     stopping.add_argument("--count", type=int, metavar="N", help="stop after N snapshots")
@@ -220,6 +228,7 @@ def settings_from(args: argparse.Namespace) -> tuple[Fleet, SpoolSettings, Limit
                 segment_age_s=args.segment_age,
                 sync=SyncPolicy(args.fsync),
                 columns=not args.no_columns,
+                compression=Compression(args.spool_compression),
             ),
             Limits(
                 count=args.count,

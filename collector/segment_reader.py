@@ -6,9 +6,9 @@ live here: walking the frames and their CRC-32s, and telling whether a columns f
 to its segment. :func:`read_segment` gives either:
 
 * :class:`StoredColumns`: the member rows of the columns file, checked by its own CRC-32 and
-  by the segment's size and last frame (offset and CRC-32, read alone: the rest of the
-  segment is not read, so a segment damaged after its seal still gives the rows it was
-  sealed with);
+  by the segment's size and last frame (offset and CRC-32, read alone, or for a compressed
+  segment as its header names it: the rest of the segment is not read, so a segment damaged
+  after its seal still gives the rows it was sealed with);
 * :class:`SegmentFrames`: the segment's records as msgpack payloads, each with its frame's
   byte offset, every frame checked as it is reached (the payloads are left for the caller
   to unpack, as it prefers: ingest keeps their texts as bytes).
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from grstats.collector import columns as columns_file
 from grstats.collector.errors import SegmentCorrupt
-from grstats.collector.spool import FRAME_HEADER, frame_at, iter_frames
+from grstats.collector.spool import FRAME_HEADER, frame_at, iter_frames, read_packed_header
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Mapping, Sequence
@@ -70,13 +70,14 @@ class StoredColumns:
 class SegmentFrames:
     """A sealed segment's frames: iterate for ``(frame offset, msgpack payload)``, in order.
 
-    Iterating checks the magic, each frame's length and CRC-32, and raises
+    A compressed segment is decompressed as iteration starts (its offsets are the plain
+    segment's). Iterating checks the magic, each frame's length and CRC-32, and raises
     :class:`SegmentCorrupt` (naming the file, the frame's offset and the reason) at the first
     bad one, after the good frames before it.
 
     Attributes:
         path: the segment.
-        data: its bytes.
+        data: its bytes (compressed, for a compressed segment).
         columns_problem: why its columns file was not read (None when it was not tried).
     """
 
@@ -151,10 +152,15 @@ def _checked(segment: Path, data: bytes, segment_size: int) -> StoredColumns:
         raise ColumnsUnusable(f"made for a segment of {made_for} bytes, not {segment_size}")
     offset, crc = body["last_frame"]
     try:
-        found, payload = frame_at(segment, offset)
+        packed = read_packed_header(segment)
+        if packed is None:
+            found, payload = frame_at(segment, offset)
+            ends = offset + FRAME_HEADER.size + len(payload) == segment_size
+        else:  # its header names its last frame
+            found, ends = packed.last_crc, packed.last_offset == offset
     except (SegmentCorrupt, OSError) as exc:
         raise ColumnsUnusable(f"the segment's last frame does not match: {exc}") from exc
-    if found != crc or offset + FRAME_HEADER.size + len(payload) != segment_size:
+    if found != crc or not ends:
         raise ColumnsUnusable(
             f"made for a segment whose last frame, at offset {offset}, has CRC-32 {crc:#010x}"
         )

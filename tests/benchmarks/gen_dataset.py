@@ -68,10 +68,13 @@ import msgpack  # type: ignore[import-untyped]
 from grstats.agent.gtid import GtidSet
 from grstats.agent.log import configure_logging
 from grstats.agent.rows import EXTENDED_COLUMNS, TABLES
+from grstats.collector.compression import Compression
 from grstats.collector.records import SCHEMA_VERSION, TABLE_NAMES
-from grstats.collector.spool import SpoolSettings, SpoolWriter, SyncPolicy
+from grstats.collector.spool import SpoolSettings, SpoolWriter, SyncPolicy, usage
 
 MEMBERS = 9
+#: How the collector stores sealed segments unless told otherwise.
+DEFAULT_COMPRESSION = SpoolSettings().compression
 WRITERS = (0, 1, 2)
 WRITER_SHARE = (0.5, 0.3, 0.2)
 BLOCK = 1_000_000  # group_replication_gtid_assignment_block_size
@@ -565,13 +568,18 @@ def generate(
     *,
     groups: int = 1,
     members: int = MEMBERS,
+    compression: Compression = DEFAULT_COMPRESSION,
 ) -> dict[str, Any]:
-    """Write the spool into ``out`` and return what was written."""
+    """Write the spool into ``out`` and return what was written.
+
+    ``bytes`` is the records' (frames'), ``spool_bytes`` what the spool takes on disk: its
+    sealed segments, stored with ``compression``, and their columns files.
+    """
     start_s = int(dt.datetime.combine(start, dt.time(), dt.UTC).timestamp())
     seconds = int(days * 86_400)
     fleet = make_groups(seed, start_s, groups, members)
     sim_clock = [0.0]
-    settings = SpoolSettings(sync=SyncPolicy.SEAL)
+    settings = SpoolSettings(sync=SyncPolicy.SEAL, compression=compression)
     pack = msgpack.Packer(use_bin_type=True).pack
     began = time.monotonic()
     jitter = random.Random(seed + 1)
@@ -609,6 +617,8 @@ def generate(
         "member_rows": records * members,
         "segments": sealed,
         "bytes": size,
+        "compression": compression.value,
+        "spool_bytes": usage(out).bytes,
         "seconds": round(elapsed, 1),
         "records_per_second": round(records / elapsed) if elapsed else None,
         "throttled_seconds": sum(group.throttled_s for group in fleet),
@@ -644,6 +654,13 @@ def main(argv: list[str] | None = None) -> int:
         default=DEFAULT_START,
         help=f"first day, YYYY-MM-DD, 00:00 UTC (default {DEFAULT_START})",
     )
+    parser.add_argument(
+        "--compression",
+        choices=[codec.value for codec in Compression],
+        default=DEFAULT_COMPRESSION.value,
+        help="how sealed segments and columns files are stored "
+        f"(default {DEFAULT_COMPRESSION.value}, the collector's)",
+    )
     parser.add_argument("--format", choices=("text", "json"), default="text")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     args = parser.parse_args(argv)
@@ -670,6 +687,7 @@ def main(argv: list[str] | None = None) -> int:
         progress=not args.quiet,
         groups=args.groups,
         members=args.members,
+        compression=Compression(args.compression),
     )
     if args.format == "json":
         print(json.dumps(summary, indent=2))
@@ -677,8 +695,9 @@ def main(argv: list[str] | None = None) -> int:
         fleet = f" of {args.groups} groups" if args.groups > 1 else ""
         print(
             f"wrote {summary['records']:,} records{fleet} ({summary['member_rows']:,} member rows) in "
-            f"{summary['segments']} segments, {summary['bytes'] / 2**20:,.0f} MiB, to "
-            f"{summary['out']} in {summary['seconds']} s"
+            f"{summary['segments']} segments, {summary['bytes'] / 2**20:,.0f} MiB of records "
+            f"({summary['spool_bytes'] / 2**20:,.1f} MiB on disk, {summary['compression']}), "
+            f"to {summary['out']} in {summary['seconds']} s"
         )
     return 0
 

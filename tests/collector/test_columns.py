@@ -12,6 +12,7 @@ from structlog.testing import capture_logs
 
 from grstats.collector import columns as columns_file
 from grstats.collector.columns import SegmentColumns, columns_path, is_temporary
+from grstats.collector.compression import Compression
 from grstats.collector.errors import SegmentCorrupt
 from grstats.collector.records import TABLE_NAMES, encode
 from grstats.collector.spool import (
@@ -20,6 +21,7 @@ from grstats.collector.spool import (
     SpoolWriter,
     encode_frame,
     frame_at,
+    iter_frames,
     read_records,
     sealed_segments,
     segment_name,
@@ -31,6 +33,12 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 MEMBERS, STATS, LAG, GTIDS = TABLE_NAMES
+
+
+def last_frame(segment: Path) -> list[int]:
+    """The offset and CRC-32 of the last frame of ``segment`` (plain or compressed)."""
+    offset, payload = list(iter_frames(segment.read_bytes(), segment))[-1]
+    return [offset, zlib.crc32(payload)]
 
 
 def body(segment: Path) -> dict[str, Any]:
@@ -47,9 +55,13 @@ def with_cell(table: str, column: str, value: object) -> dict[str, Any]:
 
 
 class TestTheWriter:
-    def test_each_sealed_segment_has_its_columns_file(self, tmp_path: Path) -> None:
+    @pytest.mark.parametrize("compression", list(Compression))
+    def test_each_sealed_segment_has_its_columns_file(
+        self, compression: Compression, tmp_path: Path
+    ) -> None:
         """Sealing writes segment-N.columns: its size, records and rows are the segment's."""
-        with SpoolWriter(tmp_path, SpoolSettings(segment_bytes=8192)) as writer:
+        settings = SpoolSettings(segment_bytes=8192, compression=compression)
+        with SpoolWriter(tmp_path, settings) as writer:
             for second in range(9):
                 writer.append(make_record(second))
             assert writer.current is not None
@@ -61,7 +73,8 @@ class TestTheWriter:
             assert found["segment_size"] == segment.stat().st_size
             offsets = [offset for offset, _ in read_records(segment)]
             assert found["records"] == len(offsets)
-            assert found["last_frame"] == [offsets[-1], frame_at(segment, offsets[-1])[0]]
+            assert found["last_frame"] == last_frame(segment)
+            assert found["last_frame"][0] == offsets[-1]
             assert found["rows"] == found["records"] * len(MEMBER_IDS)
         assert sum(body(segment)["records"] for segment in segments) == 9
 
@@ -188,7 +201,7 @@ class TestRecovery:
         found = body(segment)
         assert (found["segment_size"], found["records"]) == (segment.stat().st_size, 4)
         last = [offset for offset, _ in read_records(segment)][-1]
-        assert found["last_frame"] == [last, zlib.crc32(frame_at(segment, last)[1])]
+        assert found["last_frame"] == [last, last_frame(segment)[1]]
 
         with SpoolWriter(tmp_path / "twin", SpoolSettings()) as writer:
             writer.append_all(records)
@@ -209,7 +222,7 @@ class TestRecovery:
 
 def test_frame_at_reads_one_frame_and_checks_it(tmp_path: Path) -> None:
     """frame_at gives one frame's CRC and payload, and reports a torn or damaged one."""
-    with SpoolWriter(tmp_path) as writer:
+    with SpoolWriter(tmp_path, SpoolSettings(compression=Compression.NONE)) as writer:
         offsets = [writer.append(make_record(second)).offset for second in range(3)]
     (segment,) = sealed_segments(tmp_path)
     crc, payload = frame_at(segment, offsets[1])
@@ -263,3 +276,45 @@ def test_a_record_is_not_changed_by_the_builder() -> None:
     before = copy.deepcopy(record)
     SegmentColumns().add(record, 8)
     assert record == before
+
+
+@pytest.mark.parametrize(
+    ("values", "lag", "kind"),
+    [
+        ([], 3, "delta"),
+        ([5], 3, "delta"),
+        ([10, 20, 30, 11, 21, 31, 13, 0, -7], 3, "delta"),
+        ([2**63 - 1, -(2**63), 0], 1, "int"),  # a difference past 64 bits: kept as it is
+    ],
+)
+def test_integers_stored_as_differences_read_back_as_they_were(
+    values: list[int], lag: int, kind: str
+) -> None:
+    """A compressed file's integer columns are differences of ``lag`` rows; parse undoes them."""
+    spec = ["int", array("q", values).tobytes(), b""]
+    coded = columns_file.delta_coded(spec, lag)
+    assert coded[0] == kind
+    if kind == "delta":
+        assert array("q", coded[1]).tolist() == values[:lag] + [
+            now - before for before, now in zip(values, values[lag:], strict=False)
+        ]
+        assert columns_file.delta_decoded(coded) == spec
+
+
+@pytest.mark.parametrize("compression", [Compression.ZLIB, Compression.XZ])
+def test_a_compressed_columns_file_checks_its_crc_first(
+    tmp_path: Path, compression: Compression
+) -> None:
+    """A compressed columns file names its codec, parses as the plain one, and fails its CRC."""
+    columns = SegmentColumns()
+    for second in range(30):
+        columns.note_frame(8 + second, second)
+        columns.add(make_record(second), 8 + second)
+    plain, packed = columns.to_bytes(100), columns.to_bytes(100, compression)
+    assert packed[:8] == columns_file.MAGICS[compression]
+    assert len(packed) * 3 < len(plain)
+    assert columns_file.parse(packed) == columns_file.parse(plain)
+    damaged = bytearray(packed)
+    damaged[len(damaged) // 2] ^= 0xFF
+    with pytest.raises(ValueError, match="CRC mismatch"):
+        columns_file.parse(bytes(damaged))

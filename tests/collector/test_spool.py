@@ -6,31 +6,43 @@ import errno
 import os
 import threading
 import time
+import zlib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from structlog.testing import capture_logs
 
 from grstats.agent.errors import ConfigError
 from grstats.collector import spool
+from grstats.collector.compression import Compression
 from grstats.collector.errors import SegmentCorrupt, SpoolError, SpoolLocked
 from grstats.collector.records import encode
 from grstats.collector.spool import (
     FRAME_HEADER,
     MAGIC,
+    PACKED_MAGICS,
+    Packed,
     SpoolSettings,
     SpoolWriter,
     SyncPolicy,
     encode_frame,
     iter_frames,
     parse_segment_name,
+    plain_bytes,
+    read_packed_header,
     read_records,
     read_segment,
     scan,
     sealed_segments,
     segment_name,
 )
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+#: Sealed segments stored as they were written (the layout tests read their bytes).
+PLAIN = SpoolSettings(compression=Compression.NONE)
 
 
 def record(index: int, pad: int = 100) -> dict[str, Any]:
@@ -99,8 +111,8 @@ class TestFraming:
         ]
 
     def test_frame_layout_is_length_crc_payload(self, tmp_path: Path) -> None:
-        """A segment is the magic, then big-endian length and CRC-32 before each payload."""
-        with SpoolWriter(tmp_path) as writer:
+        """A plain segment is the magic, then big-endian length and CRC-32 before each payload."""
+        with SpoolWriter(tmp_path, PLAIN) as writer:
             writer.append(record(7))
         data = sealed_segments(tmp_path)[0].read_bytes()
         payload = encode(record(7))
@@ -188,6 +200,160 @@ class TestCorruption:
         assert found.valid_bytes == found.size - 7
         assert found.problem is not None
         assert found.problem.offset == found.valid_bytes > offsets[1]
+
+
+def numbered(count: int) -> list[dict[str, Any]]:
+    """``count`` records that compress as a spool's do: mostly alike, numbers changing."""
+    return [record(index, pad=50 + index % 7) | {"lag": index * 0.001} for index in range(count)]
+
+
+def sealed_pair(
+    tmp_path: Path, compression: Compression, records: list[dict[str, Any]]
+) -> tuple[Path, Path]:
+    """One segment of ``records`` written plain and one written with ``compression``."""
+    segments = []
+    for name, codec in (("plain", Compression.NONE), ("packed", compression)):
+        with SpoolWriter(tmp_path / name, SpoolSettings(compression=codec)) as writer:
+            writer.append_all(records)
+        (segment,) = sealed_segments(tmp_path / name)
+        segments.append(segment)
+    return segments[0], segments[1]
+
+
+PACKED = [Compression.ZLIB, Compression.XZ]
+
+
+class TestCompression:
+    def test_xz_is_the_default(self) -> None:
+        """The collector seals segments with xz unless told otherwise."""
+        assert SpoolSettings().compression is Compression.XZ
+
+    @pytest.mark.parametrize("compression", PACKED)
+    def test_a_compressed_segment_reads_as_the_plain_one(
+        self, tmp_path: Path, compression: Compression
+    ) -> None:
+        """Same records at the same offsets; decompressed, the very bytes of the plain one."""
+        records = numbered(300)
+        plain, packed = sealed_pair(tmp_path, compression, records)
+        assert packed.read_bytes()[:8] == PACKED_MAGICS[compression]
+        assert packed.stat().st_size * 5 < plain.stat().st_size
+        assert list(read_records(packed)) == list(read_records(plain))
+        assert [r for _, r in read_records(packed)] == records
+        assert plain_bytes(packed.read_bytes(), packed) == plain.read_bytes()
+
+    @pytest.mark.parametrize("compression", PACKED)
+    def test_the_header_names_the_plain_size_and_last_frame(
+        self, tmp_path: Path, compression: Compression
+    ) -> None:
+        """The header holds what a columns file is checked against, read without the stream."""
+        plain, packed = sealed_pair(tmp_path, compression, numbered(20))
+        last, payload = list(iter_frames(plain.read_bytes(), plain))[-1]
+        assert read_packed_header(packed) == Packed(
+            compression, plain.stat().st_size, last, zlib.crc32(payload)
+        )
+        assert read_packed_header(plain) is None
+
+    @pytest.mark.parametrize("compression", PACKED)
+    def test_a_damaged_stream_is_corrupt_at_a_frame_after_the_good_ones(
+        self, tmp_path: Path, compression: Compression
+    ) -> None:
+        """A flipped byte mid-stream stops reading at a real frame; the records before it came."""
+        records = numbered(2000)
+        plain, packed = sealed_pair(tmp_path, compression, records)
+        offsets = [offset for offset, _ in read_records(plain)]
+        data = bytearray(packed.read_bytes())
+        data[len(data) // 2] ^= 0xFF
+        packed.write_bytes(bytes(data))
+        seen: list[dict[str, Any]] = []
+        with pytest.raises(SegmentCorrupt) as caught:
+            seen.extend(read_segment(packed))
+        assert caught.value.offset in offsets
+        assert seen == records[: offsets.index(caught.value.offset)]
+        assert len(seen) > 100  # the first half's frames, within a piece of the damage
+        reason = caught.value.reason
+        assert reason.startswith(f"{compression.value} segment: ") or "CRC mismatch" in reason
+
+    @pytest.mark.parametrize(
+        ("damage", "offset", "reason"),
+        [
+            (lambda data: data[:-9], None, "xz segment: the compressed stream is cut short"),
+            (lambda data: data + b"\x00", None, "xz segment: 1 bytes follow the compressed stream"),
+            (lambda data: data[:40], None, "xz segment: the compressed stream is cut short"),
+            (lambda data: data[:8] + b"\xff" + data[9:], 0, "xz segment's header: CRC mismatch"),
+            (lambda data: data[:30], 0, "torn xz segment: header cut short"),
+        ],
+    )
+    def test_a_cut_or_padded_segment_says_so(
+        self,
+        tmp_path: Path,
+        damage: Callable[[bytes], bytes],
+        offset: int | None,
+        reason: str,
+    ) -> None:
+        """A torn stream, bytes after it or a bad header are corrupt, with what is wrong."""
+        _, packed = sealed_pair(tmp_path, Compression.XZ, numbered(50))
+        packed.write_bytes(damage(packed.read_bytes()))
+        with pytest.raises(SegmentCorrupt) as caught:
+            list(read_segment(packed))
+        assert caught.value.reason.startswith(reason)
+        if offset is not None:
+            assert caught.value.offset == offset
+        else:
+            assert caught.value.offset >= len(MAGIC)
+
+    def test_a_seal_killed_before_its_rename_is_done_again(self, tmp_path: Path) -> None:
+        """A plain .open and a half-written compressed copy: the copy goes, the seal is redone."""
+        path = tmp_path / segment_name(1, sealed=False)
+        write_segment(path, numbered(40))
+        stale = tmp_path / f".segment-{1:020d}.packed.{'ab' * 16}.tmp"
+        stale.write_bytes(PACKED_MAGICS[Compression.XZ] + b"half")
+        with capture_logs() as logs:
+            SpoolWriter(tmp_path).close()
+        assert not stale.exists()
+        (segment,) = sealed_segments(tmp_path)
+        assert segment.read_bytes()[:8] == PACKED_MAGICS[Compression.XZ]
+        assert list(read_segment(segment)) == numbered(40)
+        assert [e["reason"] for e in logs if e["event"] == "segment_sealed"] == ["recovered"]
+
+    def test_a_seal_killed_after_its_rename_is_sealed_as_it_is(self, tmp_path: Path) -> None:
+        """A compressed .open is a whole segment (fsynced before its rename): sealed unchanged."""
+        _, packed = sealed_pair(tmp_path, Compression.XZ, numbered(40))
+        spool = packed.parent
+        data = packed.read_bytes()
+        packed.rename(spool / segment_name(1, sealed=False))  # killed before the last rename
+        SpoolWriter(spool).close()
+        (segment,) = sealed_segments(spool)
+        assert segment.read_bytes() == data
+        assert list(read_segment(segment)) == numbered(40)
+
+    def test_a_damaged_compressed_open_segment_is_left_to_a_person(self, tmp_path: Path) -> None:
+        """A compressed .open that does not read whole is never truncated nor sealed."""
+        _, packed = sealed_pair(tmp_path, Compression.XZ, numbered(40))
+        spool = packed.parent
+        path = spool / segment_name(1, sealed=False)
+        packed.rename(path)
+        path.write_bytes(path.read_bytes()[:-9])
+        before = path.read_bytes()
+        with pytest.raises(SegmentCorrupt, match="cut short"):
+            SpoolWriter(spool)
+        assert path.read_bytes() == before
+        assert sealed_segments(spool) == []
+
+    def test_scan_of_a_compressed_segment_counts_its_records(self, tmp_path: Path) -> None:
+        """Scan reads a compressed segment decompressed: its records and plain size."""
+        plain, packed = sealed_pair(tmp_path, Compression.XZ, numbered(30))
+        found = scan(packed)
+        assert (found.records, found.valid_bytes, found.size, found.problem) == (
+            30,
+            plain.stat().st_size,
+            plain.stat().st_size,
+            None,
+        )
+
+    def test_an_unknown_compression_is_refused(self) -> None:
+        """A setting that is not a Compression is refused, naming the choices."""
+        with pytest.raises(ConfigError, match="compression: 'gzip' is not one of none, zlib, xz"):
+            SpoolSettings(compression="gzip")  # type: ignore[arg-type]
 
 
 class TestRolling:
@@ -338,7 +504,7 @@ class TestRecovery:
         data = bytearray(path.read_bytes())
         data[offsets[1] + FRAME_HEADER.size + 3] ^= 0xFF
         path.write_bytes(bytes(data))
-        SpoolWriter(tmp_path).close()
+        SpoolWriter(tmp_path, PLAIN).close()
         (segment,) = sealed_segments(tmp_path)
         assert segment.stat().st_size == offsets[1]
         assert list(read_segment(segment)) == [record(0)]

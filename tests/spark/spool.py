@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from grstats.agent.gtid import GtidSet
 from grstats.agent.rows import EXTENDED_COLUMNS, TABLES
+from grstats.collector.compression import Compression
 from grstats.collector.records import TABLE_NAMES, table_rows
 from grstats.collector.spool import (
     SpoolSettings,
@@ -107,9 +108,18 @@ def make_record(
     )
 
 
-def write_spool(spool: Path, segments: list[list[dict[str, Any]]]) -> list[Path]:
-    """Write each list of records as one sealed segment of ``spool``; return their paths."""
-    with SpoolWriter(spool, SpoolSettings(sync=SyncPolicy.SEAL)) as writer:
+def write_spool(
+    spool: Path,
+    segments: list[list[dict[str, Any]]],
+    compression: Compression = Compression.NONE,
+) -> list[Path]:
+    """Write each list of records as one sealed segment of ``spool``; return their paths.
+
+    The segments are stored plain unless ``compression`` says otherwise, as a collector
+    before compression wrote them (the tests that damage frames find them at their offsets).
+    """
+    settings = SpoolSettings(sync=SyncPolicy.SEAL, compression=compression)
+    with SpoolWriter(spool, settings) as writer:
         for records in segments:
             for record in records:
                 writer.append(record)

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from grstats.collector import columns as columns_file
 from grstats.collector.columns import columns_path
+from grstats.collector.compression import Compression
 from grstats.collector.errors import SegmentCorrupt
 from grstats.collector.records import TABLE_NAMES, encode
 from grstats.collector.spool import SpoolSettings, SpoolWriter, SyncPolicy, sealed_segments
@@ -129,10 +130,16 @@ def set_cell_row(row: list[Any], table: str, column: str, value: object) -> list
 
 
 class TestSameRowsAsTheDecoder:
+    @pytest.mark.parametrize("compression", [Compression.NONE, Compression.XZ])
     @pytest.mark.parametrize("case", list(SEGMENTS))
-    def test_written_through_append(self, tmp_path: Path, case: str) -> None:
-        """Records appended as the collector appends them: the columns' rows are the decoder's."""
-        (segment,) = write_spool(tmp_path, [SEGMENTS[case]()])
+    def test_written_through_append(
+        self, tmp_path: Path, case: str, compression: Compression
+    ) -> None:
+        """Records appended as the collector appends them: the columns' rows are the decoder's.
+
+        Compressed, the file's integers are stored as differences (the counters' encoding).
+        """
+        (segment,) = write_spool(tmp_path, [SEGMENTS[case]()], compression)
         assert columns_path(segment).exists()
         from_columns, decoded = read(segment), decode_segment(segment)
         assert from_columns.rows.equals(decoded.rows)
@@ -143,8 +150,9 @@ class TestSameRowsAsTheDecoder:
     def test_written_as_payloads(self, tmp_path: Path, case: str) -> None:
         """Records appended already encoded (as the dataset generator does) give the same file."""
         records = SEGMENTS[case]()
-        (through_records,) = write_spool(tmp_path / "records", [records])
-        with SpoolWriter(tmp_path / "payloads", SpoolSettings(sync=SyncPolicy.SEAL)) as writer:
+        (through_records,) = write_spool(tmp_path / "records", [records], Compression.XZ)
+        settings = SpoolSettings(sync=SyncPolicy.SEAL, compression=Compression.XZ)
+        with SpoolWriter(tmp_path / "payloads", settings) as writer:
             writer.append_payloads([encode(record) for record in records])
         (through_payloads,) = sealed_segments(tmp_path / "payloads")
         assert (

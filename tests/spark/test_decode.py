@@ -10,9 +10,10 @@ import pytest
 from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 
 from grstats.collector import poller
+from grstats.collector.compression import Compression
 from grstats.collector.errors import SegmentCorrupt, UnknownSchema
 from grstats.spark import schema as spark_schema
-from grstats.spark.decode import DEFAULT_GROUP_LABEL, decode_segment
+from grstats.spark.decode import DEFAULT_GROUP_LABEL, decode_segment, read_columns
 from tests.spark.spool import COLUMNS, MEMBER_IDS, expected_rows, make_record, write_spool
 
 if TYPE_CHECKING:
@@ -48,6 +49,21 @@ class TestDecodeSegment:
         assert decoded.records == 700
         assert decoded.rows.num_rows == 700 * len(MEMBER_IDS)
         assert decoded.rows.to_pylist() == expected_rows([segment])
+
+    @pytest.mark.parametrize("compression", [Compression.ZLIB, Compression.XZ])
+    def test_a_compressed_segment_gives_the_plain_ones_rows(
+        self, tmp_path: Path, compression: Compression
+    ) -> None:
+        """Decoded or read from its columns file, a compressed segment gives the plain one's rows."""
+        records = [make_record(s, group=("east", "g-e")) for s in range(300)]
+        records[7] = make_record(7, members=MEMBER_IDS[:2], APPLIER_LAG_SECONDS=None)
+        (plain,) = write_spool(tmp_path / "plain", [records])
+        (packed,) = write_spool(tmp_path / "packed", [records], compression)
+        assert packed.stat().st_size * 4 < plain.stat().st_size
+        expected = expected_rows([plain])
+        assert expected_rows([packed]) == expected
+        assert decode_segment(packed).rows.to_pylist() == expected
+        assert read_columns(packed, packed.stat().st_size).rows.to_pylist() == expected
 
     def test_types_nulls_and_derived_columns(self, tmp_path: Path) -> None:
         """Zero timestamps are null, YES/NO are booleans, GTID counts are MySQL's GTID_COUNT."""
@@ -161,6 +177,17 @@ class TestBadSegments:
         with pytest.raises(SegmentCorrupt, match="torn frame") as caught:
             decode_segment(segment)
         assert caught.value.offset == 8 + 8 + first_length
+
+    def test_a_damaged_compressed_segment_names_the_frame_and_the_stream(
+        self, tmp_path: Path
+    ) -> None:
+        """Cut short, a compressed segment is corrupt where its good frames end, saying why."""
+        (segment,) = write_spool(tmp_path, [[make_record(s) for s in range(200)]], Compression.XZ)
+        segment.write_bytes(segment.read_bytes()[:-100])
+        with pytest.raises(SegmentCorrupt, match="xz segment: the compressed stream") as caught:
+            decode_segment(segment)
+        assert caught.value.offset > 8
+        assert str(segment) in str(caught.value)
 
     def test_not_a_segment(self, tmp_path: Path) -> None:
         """A file without the magic is corrupt at offset 0."""

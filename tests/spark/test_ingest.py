@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from grstats.collector.columns import columns_path
+from grstats.collector.compression import Compression
 from grstats.spark.decode import decode_segment
 from grstats.spark.delta import DELTA_LOG
 from grstats.spark.ingest import IngestError, SettingsRefused, run_ingest, task_sizes
@@ -176,6 +177,32 @@ class TestIngest:
         assert entry["quarantined"][0]["offset"] == quarantined.offset
         assert table_rows(spark, table) == expected_rows([good, last])
         assert run_ingest(spark, spool, table).commit is None
+
+    def test_an_upgraded_collectors_spool_loads_old_and_compressed_segments(
+        self, spark: SparkSession, tmp_path: Path
+    ) -> None:
+        """Old plain and new compressed segments load alike; a damaged compressed one is quarantined."""
+        spool, table = tmp_path / "spool", tmp_path / "table"
+        old = write_spool(spool, segments_of([range(20), range(20, 30)]))
+        both = write_spool(
+            spool, segments_of([range(30, 60), range(60, 90), range(90, 95)]), Compression.XZ
+        )
+        new = both[len(old) :]
+        assert [path.read_bytes()[:8] for path in both] == [b"GRSPOOL1"] * 2 + [b"GRSPOOX1"] * 3
+        bad = new[1]
+        bad_bytes = bad.read_bytes()[:-40]  # cut short, as a disk that lost its tail
+        bad.write_bytes(bad_bytes)
+        messages: list[str] = []
+        result = run_ingest(spark, spool, table, progress=messages.append)
+        assert (result.segments_loaded, result.from_columns, result.records) == (4, 4, 65)
+        (quarantined,) = result.quarantined
+        assert quarantined.name == bad.name
+        assert quarantined.reason.startswith("xz segment: the compressed stream is cut short")
+        assert quarantined.offset is not None
+        assert quarantined.offset > 8
+        assert any(str(bad) in m and f"offset {quarantined.offset}" in m for m in messages)
+        assert (table / quarantined.copy).read_bytes() == bad_bytes
+        assert table_rows(spark, table) == expected_rows([*old, new[0], new[2]])
 
     def test_corrupt_segments_of_one_name_from_two_spools_are_both_kept(
         self, spark: SparkSession, tmp_path: Path
