@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from grstats.spark.compact_settings import TARGET_MIB
 from grstats.spark.delta import DeltaTableError, compact, vacuum
+from grstats.spark.publish import PublishError, publish
 from grstats.spark.table import DATASETS, META_DIR, TableError, TableLock, TableLog
 
 if TYPE_CHECKING:
@@ -31,15 +32,26 @@ TARGET_BYTES = TARGET_MIB * 2**20
 
 @dataclass
 class CompactResult:
-    """What one run did, by dataset: files added and removed by compaction, files vacuumed."""
+    """What one run did, by dataset: files added and removed by compaction, files vacuumed.
+
+    With a copy on object storage: the Delta versions copied to it, the files pruned from it.
+    """
 
     added: dict[str, int] = field(default_factory=dict)
     removed: dict[str, int] = field(default_factory=dict)
     vacuumed: dict[str, int] = field(default_factory=dict)
+    published: int = 0
+    pruned: int = 0
 
     def to_json(self) -> dict[str, Any]:
         """The result for scripts."""
-        return {"added": self.added, "removed": self.removed, "vacuumed": self.vacuumed}
+        return {
+            "added": self.added,
+            "removed": self.removed,
+            "vacuumed": self.vacuumed,
+            "published": self.published,
+            "pruned": self.pruned,
+        }
 
 
 class NotATable(TableError):
@@ -73,13 +85,22 @@ def convert_table(table_dir: Path | str) -> tuple[int, dict[str, int]]:
 
 
 def compact_table(
-    table_dir: Path | str, *, target_bytes: int = TARGET_BYTES, vacuum_hours: int | None = None
+    table_dir: Path | str,
+    *,
+    target_bytes: int = TARGET_BYTES,
+    vacuum_hours: int | None = None,
+    publish_to: str | None = None,
 ) -> CompactResult:
     """Compact every dataset of the table, then vacuum it when ``vacuum_hours`` is given.
 
+    With ``publish_to`` (``s3://bucket/prefix``), the new Delta versions are then copied there
+    and, after a vacuum, the remote copies of the files it deleted are deleted too
+    (:func:`grstats.spark.publish.publish`), under the same lock.
+
     Raises:
         NotATable: the directory is no grstats table.
-        TableError: the table cannot be used (a broken log, an ingest running).
+        TableError: the table cannot be used (a broken log, an ingest running), or the
+            copy at ``publish_to`` cannot be written.
     """
     table = Path(table_dir)
     result = CompactResult()
@@ -93,4 +114,10 @@ def compact_table(
                     result.vacuumed[dataset] = vacuum(table, dataset, vacuum_hours)
         except DeltaTableError as exc:
             raise TableError(str(exc)) from exc
+        if publish_to is not None:
+            try:
+                done = publish(table, publish_to, prune=vacuum_hours is not None)
+            except PublishError as exc:
+                raise TableError(str(exc)) from exc
+            result.published, result.pruned = done["versions"], done["pruned"]
     return result

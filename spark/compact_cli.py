@@ -64,6 +64,13 @@ def register(subparsers: Subparsers) -> None:
         f"(default: no vacuum; Delta's own default retention is {VACUUM_HOURS})",
     )
     parser.add_argument(
+        "--publish",
+        metavar="URI",
+        help="then copy the new Delta versions to the table's copy at URI (s3://bucket/prefix, "
+        "as grstats spark ingest --publish) and, after --vacuum-hours, delete there the files "
+        "vacuumed here (default: none)",
+    )
+    parser.add_argument(
         "--format",
         choices=("text", "json"),
         default="text",
@@ -84,7 +91,10 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         result = compact_table(
-            args.table, target_bytes=args.target_mib * 2**20, vacuum_hours=args.vacuum_hours
+            args.table,
+            target_bytes=args.target_mib * 2**20,
+            vacuum_hours=args.vacuum_hours,
+            publish_to=args.publish,
         )
     except NotATable as exc:
         raise CliError(str(exc), code=2) from exc
@@ -97,5 +107,8 @@ def run(args: argparse.Namespace) -> int:
     line = f"{args.table}: compacted {removed} files into {added}"
     if args.vacuum_hours is not None:
         line += f"; vacuumed {sum(result.vacuumed.values())} replaced files"
+    if args.publish is not None:
+        line += f"; published {result.published} versions to {args.publish}"
+        line += f", pruned {result.pruned} files there" if args.vacuum_hours is not None else ""
     print(line)
     return 0

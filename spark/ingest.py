@@ -52,6 +52,7 @@ from grstats.spark.compact_settings import COMPACT_OVER
 from grstats.spark.compact_settings import TARGET_MIB as COMPACT_TARGET_MIB
 from grstats.spark.delta import DeltaTableError, compact, crowded_days
 from grstats.spark.events import events_table, new_events, write_events
+from grstats.spark.publish import PublishError, publish
 from grstats.spark.rollup import (
     DEFAULT_SETTINGS,
     ROLLUPS_DIR,
@@ -160,6 +161,7 @@ class IngestResult:
         events: events this run added: those of its segments no earlier commit holds.
         compacted: files this run compacted, in the datasets and dates it added to that held
             more than ``compact_over`` files (:func:`_compact_crowded`).
+        published: Delta versions copied to ``publish_to`` (:mod:`grstats.spark.publish`).
     """
 
     commit: int | None
@@ -177,6 +179,7 @@ class IngestResult:
     files: int = 0
     events: int = 0
     compacted: int = 0
+    published: int = 0
 
     @property
     def rows_per_second(self) -> float:
@@ -199,6 +202,7 @@ class IngestResult:
             "events": self.events,
             "files": self.files,
             "compacted": self.compacted,
+            "published": self.published,
             "quarantined": [
                 {"segment": q.name, "offset": q.offset, "reason": q.reason, "copy": q.copy}
                 for q in self.quarantined
@@ -221,6 +225,7 @@ def run_ingest(  # noqa: PLR0913  (the options are keyword-only, each with its d
     rollups: RollupSettings = DEFAULT_SETTINGS,
     use_columns: bool = True,
     compact_over: int | None = COMPACT_OVER,
+    publish_to: str | None = None,
 ) -> IngestResult:
     """Load the sealed segments of ``spool_dir`` that ``table_dir`` lacks; see the module doc.
 
@@ -229,7 +234,10 @@ def run_ingest(  # noqa: PLR0913  (the options are keyword-only, each with its d
     rows are read from its columns file where it has a good one, unless ``use_columns`` is
     False (then every segment's records are decoded; the rows are the same). After its
     commit, each dataset's dates it added to that hold more than ``compact_over`` files are
-    compacted (None: never; ``grstats spark compact`` does it on demand).
+    compacted (None: never; ``grstats spark compact`` does it on demand). With ``publish_to``
+    (``s3://bucket/prefix``), the datasets' Delta versions the copy there lacks are then
+    copied to it, still under the lock (:mod:`grstats.spark.publish`), also when there was
+    nothing to load, so that a copy a failed run left behind catches up.
 
     Raises:
         SettingsRefused: ``rollups`` differ from the settings of the table's rollups.
@@ -257,23 +265,12 @@ def run_ingest(  # noqa: PLR0913  (the options are keyword-only, each with its d
             say(f"deleted {len(cleaned)} leftovers of an uncommitted ingest")
         _catch_up(log, say)
         known = log.known_segments(str(spool))
-        pending = []
-        for path in segments:
-            earlier = known.get(path.name)
-            if earlier is None:
-                pending.append(path)
-                continue
-            size = path.stat().st_size
-            if size != earlier["bytes"]:
-                raise IngestError(
-                    f"{path}: commit {earlier['commit']} loaded this segment with "
-                    f"{earlier['bytes']} bytes, it now has {size}: is {spool} the spool "
-                    f"this table was loaded from?"
-                )
+        pending = _pending(spool, segments, known)
         skipped = len(segments) - len(pending)
         _remove_quarantined(segments, known, say)
         if not pending:
             say(f"nothing to load: all {len(segments)} sealed segments are in the table")
+            published = _publish(table, publish_to, None, say)
             return IngestResult(
                 commit=None,
                 segments_total=len(segments),
@@ -284,6 +281,7 @@ def run_ingest(  # noqa: PLR0913  (the options are keyword-only, each with its d
                 seconds=time.monotonic() - began,
                 cleaned=len(cleaned),
                 finished=len(finished),
+                published=published,
             )
         number = log.next_number
         staging = staging_dir(table, number)
@@ -328,6 +326,7 @@ def run_ingest(  # noqa: PLR0913  (the options are keyword-only, each with its d
         log.publish(number)
         compacted = _compact_crowded(table, commit, compact_over, say)
         _remove_quarantined(segments, log.known_segments(str(spool)), say)
+        published = _publish(table, publish_to, number, say)
         return IngestResult(
             commit=number,
             segments_total=len(segments),
@@ -344,7 +343,41 @@ def run_ingest(  # noqa: PLR0913  (the options are keyword-only, each with its d
             files=sum(len(s.files) for s in loaded),
             events=events,
             compacted=compacted,
+            published=published,
         )
+
+
+def _publish(table: Path, uri: str | None, number: int | None, say: Callable[[str], None]) -> int:
+    """Copy the Delta versions ``uri`` lacks (none without it); return how many were copied.
+
+    Raises:
+        IngestError: the copy failed; commit ``number`` (if any) stands, the next run copies it.
+    """
+    if uri is None:
+        return 0
+    try:
+        return publish(table, uri, say=say)["versions"]
+    except PublishError as exc:
+        kept = f"commit {number} is in the table; " if number is not None else ""
+        raise IngestError(f"{exc} ({kept}the next run publishes what is missing)") from exc
+
+
+def _pending(spool: Path, segments: list[Path], known: dict[str, dict[str, Any]]) -> list[Path]:
+    """The sealed segments no commit names; an IngestError for one whose size changed."""
+    pending = []
+    for path in segments:
+        earlier = known.get(path.name)
+        if earlier is None:
+            pending.append(path)
+            continue
+        size = path.stat().st_size
+        if size != earlier["bytes"]:
+            raise IngestError(
+                f"{path}: commit {earlier['commit']} loaded this segment with "
+                f"{earlier['bytes']} bytes, it now has {size}: is {spool} the spool "
+                f"this table was loaded from?"
+            )
+    return pending
 
 
 def _compact_crowded(

@@ -136,6 +136,14 @@ def register(subparsers: Subparsers) -> None:
         f"files, 0 never (default {COMPACT_OVER}; grstats spark compact does it on demand)",
     )
     parser.add_argument(
+        "--publish",
+        metavar="URI",
+        help="after each run, copy the table's new Delta versions to object storage at URI "
+        "(s3://bucket/prefix; credentials, region and AWS_ENDPOINT_URL as the AWS SDKs read "
+        "them), where other engines read the datasets (docs/architecture.md); --table stays "
+        "the working copy (default: none)",
+    )
+    parser.add_argument(
         "--every",
         type=float,
         metavar="SECONDS",
@@ -186,6 +194,13 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--spool: {str(args.spool)!r} is not a directory", code=2)
     if args.table.exists() and not args.table.is_dir():
         raise CliError(f"--table: {str(args.table)!r} is not a directory", code=2)
+    if args.publish is not None:
+        from grstats.spark.publish import PublishError, remote_filesystem  # noqa: PLC0415
+
+        try:
+            remote_filesystem(args.publish)
+        except PublishError as exc:
+            raise CliError(str(exc), code=2) from exc
     from pyspark.sql import SparkSession  # noqa: PLC0415 (pyspark only when a job runs)
 
     from grstats.spark.session import build_session  # noqa: PLC0415
@@ -231,6 +246,7 @@ def _runs(
                 rollups=rollups,
                 use_columns=not args.ignore_columns,
                 compact_over=args.compact_over or None,
+                publish_to=args.publish,
             )
         except SettingsRefused as exc:  # the arguments do not fit this table
             raise CliError(str(exc), code=2) from exc
