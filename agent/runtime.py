@@ -383,7 +383,9 @@ class Agent:
     def _series_input(self) -> SeriesInput:
         """What /metrics builds its members' and group's series from (on the loop)."""
         applier, certifier = flow_control_thresholds(self.member.state, self.member.snapshot)
-        heard = agents_heard(self.member.state, self._clock(), self._config.silence_us)
+        heard = agents_heard(
+            self.member.state, self._clock(), self._config.silence_us, self.rounds.offsets
+        )
         scope = self._config.metrics.scope
         tables = self.tables(extended=True)
         return SeriesInput(tables, self.member_id, applier, certifier, scope, heard)
