@@ -37,7 +37,6 @@ from typing import TYPE_CHECKING
 
 from grstats.agent.checks import check_int
 from grstats.agent.errors import ConfigError
-from grstats.agent.rows import REPLICATION_GROUP_MEMBER_STATUS, REPLICATION_GROUP_STATUS
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -231,6 +230,13 @@ def probe(
     """
     if path not in PROBE_PATHS:
         return None
+    # Here, not at the top: the config reads [health] from this module, and loading the rows'
+    # schema with it would cost every command that reads a config (grstats --version, ...).
+    from grstats.agent.rows import (  # noqa: PLC0415
+        REPLICATION_GROUP_MEMBER_STATUS,
+        REPLICATION_GROUP_STATUS,
+    )
+
     groups = _named(served, REPLICATION_GROUP_STATUS.name)
     group = groups[0] if groups else {}
     members = _named(served, REPLICATION_GROUP_MEMBER_STATUS.name)
