@@ -38,7 +38,10 @@ series:
   ``grstats_member_errant_transactions`` (GTIDs it executed that the group lacks, which make
   MySQL refuse its next join; absent while unknown) and ``grstats_member_split_brain`` (1
   while the member is not part of the majority group but its own server says ONLINE or
-  RECOVERING, MySQL Shell's "split-brain!"; 0 otherwise). A member whose agent is not
+  RECOVERING, MySQL Shell's "split-brain!"; 0 otherwise) and
+  ``grstats_member_view_disagreements`` (how many disagreements between the members' own
+  views name the member: split-brain, a lagging view id, a one-way link; 0 when none). A
+  member whose agent is not
   heard keeps every series, at its last values, with ``grstats_agent_up`` 0, so that an alert
   on it does not go silent with the member. A member's stats series start once its stats were
   heard.

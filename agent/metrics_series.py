@@ -32,6 +32,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from grstats.agent.gtid import GtidSet
 from grstats.agent.metrics_scope import ALL, EVERYTHING, Scope, exported
 from grstats.agent.rows import STATUSES
+from grstats.agent.views import disagreements
 
 if TYPE_CHECKING:
     from prometheus_client.core import Metric
@@ -99,6 +100,7 @@ _STATS = "replication_group_member_stats"
 _LAG = "replication_group_member_lag"
 _GROUP_STATUS = "replication_group_status"
 _MEMBER_STATUS = "replication_group_member_status"
+_VIEWS = "replication_group_member_views"
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,6 +283,7 @@ def _stats_families(served: Served, group: str, scope: Scope) -> list[Metric]:
         skew,
         _errant_family(served, group, scope),
         _split_brain_family(served, group, scope),
+        _disagreement_family(served, group, scope),
     ]
 
 
@@ -334,6 +337,28 @@ def _split_brain_family(served: Served, group: str, scope: Scope) -> Metric:
     for member_id, row in _by_member(served, _MEMBER_STATUS, scope).items():
         split.add_metric([group, member_id], _flag(row["SPLIT_BRAIN"] == "YES"))
     return split
+
+
+def _disagreement_family(served: Served, group: str, scope: Scope) -> Metric:
+    """How many disagreements between members' views name each member (0 for none)."""
+    found = GaugeMetricFamily(
+        "grstats_member_view_disagreements",
+        "How many disagreements between the members' own views name the member "
+        "(DISAGREEMENT of replication_group_member_views): split from the group while its "
+        "server says ONLINE or RECOVERING, its view id lagging the group's, and each member "
+        "it sees differently from how that member sees it (one lists the other UNREACHABLE "
+        "or not at all, the other it ONLINE: a one-way link); 0 when none. grstats query "
+        "status names them.",
+        labels=MEMBER_LABELS,
+    )
+    named: dict[str, int] = {}
+    for one in disagreements(_named(served, _VIEWS) if _VIEWS in served else ()):
+        for member in (one.member_id, one.peer_id):
+            if member is not None:
+                named[member] = named.get(member, 0) + 1
+    for member_id in _by_member(served, _MEMBER_STATUS, scope):
+        found.add_metric([group, member_id], float(named.get(member_id, 0)))
+    return found
 
 
 def group_families(served: Served, group: str, thresholds: tuple[int, int]) -> list[Metric]:

@@ -33,7 +33,10 @@ clock offsets it estimated. Rules (MySQL's where MySQL defines them):
 * ``replication_group_status`` and ``replication_group_member_status`` hold the group's verdict
   (:mod:`grstats.agent.status`), built from the same inputs;
 * ``replication_group_events`` holds every member's events (:mod:`grstats.agent.events`), on
-  their reporters' clocks, so that every agent serves the same rows.
+  their reporters' clocks, so that every agent serves the same rows;
+* ``replication_group_member_views`` holds every member's own view of every member, and where
+  two disagree (:mod:`grstats.agent.views`); it has AGE_MS and CONNECTED of its own, and no
+  ``extended`` columns.
 """
 
 from __future__ import annotations
@@ -62,12 +65,14 @@ from grstats.agent.rows import (
     REPLICATION_GROUP_MEMBER_LAG,
     REPLICATION_GROUP_MEMBER_STATS,
     REPLICATION_GROUP_MEMBER_STATUS,
+    REPLICATION_GROUP_MEMBER_VIEWS,
     REPLICATION_GROUP_MEMBERS,
     REPLICATION_GROUP_STATUS,
     Column,
     GtidExecutedRow,
 )
 from grstats.agent.status import group_status
+from grstats.agent.views import member_views
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
@@ -221,6 +226,15 @@ def served_tables(  # noqa: PLR0913  (every input of the tables is explicit)
             REPLICATION_GROUP_EVENTS.name: lambda: (
                 REPLICATION_GROUP_EVENTS.columns,
                 [event.values() for event in group_events(state)],
+            ),
+            REPLICATION_GROUP_MEMBER_VIEWS.name: lambda: (
+                REPLICATION_GROUP_MEMBER_VIEWS.columns,
+                [
+                    row.values()
+                    for row in member_views(
+                        state, local, now_us=now_us, silence_us=silence_us, offsets=offsets
+                    )
+                ],
             ),
         },
         group_name=view.group_name if view.members else "",

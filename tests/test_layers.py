@@ -71,6 +71,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "grstats.agent.convert",
             "grstats.agent.known",
+            "grstats.agent.views",
             "grstats.agent.status",
             "grstats.agent.served",
             "grstats.agent.metrics",

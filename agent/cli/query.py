@@ -40,6 +40,7 @@ from grstats.agent.cli.events import EVENTS_TABLE, EventFilter, check_member, fo
 from grstats.agent.cli.security import add_security_arguments
 from grstats.agent.cli.status_view import (
     STATUS_TABLES,
+    VIEWS_TABLE,
     GroupStatus,
     StatusTableMissing,
     render_status,
@@ -66,6 +67,7 @@ WHAT = {
     "stats": "replication_group_member_stats",
     "lag": "replication_group_member_lag",
     "gtids": "replication_group_member_gtid_executed",
+    "views": "replication_group_member_views",
 }
 #: The word that asks for the group's verdict (replication_group_status and its members).
 STATUS = "status"
@@ -81,10 +83,17 @@ what:
            start of apply) and APPLY_SECONDS (start to end); NULL for a MySQL 5.7 member
   gtids    every member's gtid_executed, all sampled on the same mark of the wall clock
            (every 60 s), and SAMPLED_AT, when
+  views    every member's own view of every member: a row per OBSERVER_ID and MEMBER_ID, the
+           MEMBER_STATE the observer's own server gives the member (NOT_LISTED where its view
+           lacks it), its VIEW_ID, MEMBER_FAILURE_SUSPICIONS_COUNT (MySQL 8.4; the asked
+           agent's own member only), ROUND_TRIP_MS between the two agents, AGE_MS, CONNECTED,
+           and DISAGREEMENT: SPLIT_BRAIN, VIEW_LAG (its view id lags the group's) or ONE_WAY
+           (one lists the other UNREACHABLE or not at all, the other it ONLINE)
   status   the group's verdict as MySQL Shell's cluster.status() gives it (OK, OK_PARTIAL,
            OK_NO_TOLERANCE, NO_QUORUM, ...), how many failures it tolerates, the mode, the
            primary, flow control, and each member's state, role, lag, queues, freshness
-           and clock skew (CLOCK_SKEW_MS; a "clock skew" line names a member 0.5 s+ off)
+           and clock skew (CLOCK_SKEW_MS; a "clock skew" line names a member 0.5 s+ off);
+           "split-brain", "one-way" and "view lag" lines name where members' views disagree
   events   what happened to the members, oldest first: state and role changes (a primary
            elected), views, joins and leaves, an agent losing and regaining its server, flow
            control beginning and ceasing to throttle a member, and a member's agent falling
@@ -96,8 +105,9 @@ what:
            --member MEMBER_ID one member's, --follow prints each new one as it comes (a line
            each, or JSON Lines with --format json) until Ctrl-C
 
---extended adds CONNECTED (its agent heard, its server read), IN_VIEW (is the member in the group's
-view), LAST_SEEN and AGE_MS (how fresh the row is) and SOURCE (the agent it came through).
+--extended (members, stats, lag, gtids) adds CONNECTED (its agent heard, its server read), IN_VIEW
+(is the member in the group's view), LAST_SEEN and AGE_MS (how fresh the row is) and SOURCE (the
+agent it came through).
 
 status --watch [SECONDS] asks again every SECONDS (default 1, the agent's period). On a terminal
 it redraws one screen in place like top: states in colour, values that changed in reverse, the
@@ -132,6 +142,7 @@ examples:
   grstats query members --node db2:7400 --extended --format vertical
   grstats query lag --node db2:7400 --time-zone SYSTEM
   grstats query lag --node db3:7400 --format json
+  grstats query views --node db3:7400
   grstats query status --node db1:7400
   grstats query status --node db1:7400 --watch
   grstats query status --node db1:7400 --format json --watch 5 >> status.jsonl
@@ -212,6 +223,8 @@ def run(args: argparse.Namespace) -> int:
     if args.what == EVENTS:
         return events(args)
     name = WHAT[args.what]
+    if args.extended and name == VIEWS_TABLE:
+        raise CliError("--extended: the views table holds CONNECTED and AGE_MS already", code=2)
     settings = client_settings(args)
     node, security = settings.node, settings.security()
     started = time.monotonic()
@@ -239,8 +252,16 @@ def status(args: argparse.Namespace) -> int:
     settings = client_settings(args)
     node, security = settings.node, settings.security()
 
+    views = [VIEWS_TABLE]  # emptied once the agent turns out older than the views table
+
     async def fetch() -> GroupStatus:
-        response = await _read(node, STATUS_TABLES, args.timeout, security)
+        try:
+            response = await _read(node, (*STATUS_TABLES, *views), args.timeout, security)
+        except OlderAgent as exc:
+            if exc.table != VIEWS_TABLE:
+                raise
+            views.clear()
+            response = await _read(node, STATUS_TABLES, args.timeout, security)
         tables = {table.name: table_from_wire(table) for table in response.tables}
         try:
             return GroupStatus.from_tables(node, tables, _source(node, response))
@@ -332,6 +353,14 @@ def _older(node: str, table: str) -> str:
     return f"{node}: the agent does not serve {table}: it is an older grstats agent (upgrade it)"
 
 
+class OlderAgent(CliError):
+    """The agent asked does not serve ``table``: it is older than it."""
+
+    def __init__(self, node: str, table: str) -> None:
+        super().__init__(_older(node, table))
+        self.table = table
+
+
 async def _read(
     node: str,
     names: tuple[str, ...],
@@ -356,7 +385,7 @@ async def _read(
             raise CliError(f"{node}: unreachable: {why}") from exc
         unknown = next((n for n in names if repr(n) in (exc.details() or "")), None)
         if exc.code() == grpc.StatusCode.INVALID_ARGUMENT and unknown is not None:
-            raise CliError(_older(node, unknown)) from exc
+            raise OlderAgent(node, unknown) from exc
         raise CliError(f"{node}: {exc.code().name}: {exc.details()}") from exc
 
 

@@ -10,7 +10,9 @@ The JSON document (``--format json``) is one object: ``status``, ``status_text``
 group's human name, null when it has none or the agent is older), ``view_id``, ``as_of``
 (ISO 8601 in UTC with ``Z`` and microseconds, or null), ``throttled`` (bool),
 ``throttled_by`` (MEMBER_IDs), ``agent`` (the agent asked), ``stable_set_stalled`` (null while
-TRANSACTIONS_COMMITTED_ALL_MEMBERS advances, else :func:`stall_document`) and ``members``, each with
+TRANSACTIONS_COMMITTED_ALL_MEMBERS advances, else :func:`stall_document`), ``disagreements``
+(where members' own views disagree, :func:`disagreement_document` each; null when the agent is
+older than ``replication_group_member_views``) and ``members``, each with
 ``member_id``, ``host``, ``port``, ``state``, ``role``, ``version``, ``connected`` (bool),
 ``age_ms``, ``applier_lag_seconds``, ``applier_queue``, ``certifier_queue``,
 ``transactions_behind``, ``read_only`` and ``super_read_only`` (bool, or null when unknown),
@@ -24,7 +26,10 @@ and knows no member at all, the agent's verdict is UNKNOWN and its sentence says
 (:func:`~grstats.agent.verdict.source_unknown`).
 
 The summary has a ``split-brain`` line while some member is split from the group
-(:func:`split_members`), and an ``errant`` line while some member executed transactions the
+(:func:`split_members`), a ``one-way`` line while two members see each other differently and a
+``view lag`` line while a member's view id lags the group's (:func:`one_way_members`,
+:func:`lagging_members`, from ``replication_group_member_views``: :mod:`grstats.agent.views`),
+and an ``errant`` line while some member executed transactions the
 group lacks (:func:`errant_members`): the member and the GTIDs, which make MySQL refuse its
 next join.
 
@@ -50,6 +55,7 @@ from grstats.agent.gossip.clocks import SKEW_WARN_US
 from grstats.agent.messages import SourceReport
 from grstats.agent.rows import (
     REPLICATION_GROUP_MEMBER_STATUS,
+    REPLICATION_GROUP_MEMBER_VIEWS,
     REPLICATION_GROUP_STATUS,
     Column,
     Kind,
@@ -59,7 +65,9 @@ from grstats.agent.rows import (
 )
 from grstats.agent.rows.domains import timestamp_iso
 from grstats.agent.rows.render import json_objects
+from grstats.agent.rows.views import ONE_WAY, VIEW_LAG
 from grstats.agent.rows.zone import UTC_ZONE
+from grstats.agent.views import Disagreement, disagreements
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
@@ -69,6 +77,8 @@ if TYPE_CHECKING:
 
 #: The two tables ``grstats query status`` asks for.
 STATUS_TABLES = (REPLICATION_GROUP_STATUS.name, REPLICATION_GROUP_MEMBER_STATUS.name)
+#: The table of every member's own view it asks for too (older agents lack it).
+VIEWS_TABLE = REPLICATION_GROUP_MEMBER_VIEWS.name
 
 #: One answered table: its column names and its rows.
 WireTable = tuple["Sequence[str]", "Sequence[Sequence[Value]]"]
@@ -122,6 +132,8 @@ class GroupStatus:
     member_rows: tuple[tuple[Value, ...], ...]
     #: whether the agent asked can read its own member (its answer's ``source_fault``)
     source: SourceReport = field(default_factory=SourceReport)
+    #: replication_group_member_views's rows by column name; None when the agent sent none
+    views: tuple[dict[str, Value], ...] | None = None
 
     @classmethod
     def from_tables(
@@ -130,7 +142,9 @@ class GroupStatus:
         tables: Mapping[str, WireTable],
         source: SourceReport | None = None,
     ) -> GroupStatus:
-        """Read the two status tables of an answer by column name; ``source`` is its report.
+        """Read the status tables of an answer by column name; ``source`` is its report.
+
+        The views table is read when the answer has it (an older agent's has not).
 
         Raises:
             StatusTableMissing: the answer lacks a table, or the verdict table has no row.
@@ -142,6 +156,10 @@ class GroupStatus:
             raise StatusTableMissing(member_table)
         group_names, group_rows = tables[group_table]
         member_names, member_rows = tables[member_table]
+        views = None
+        if VIEWS_TABLE in tables:
+            view_names, view_rows = tables[VIEWS_TABLE]
+            views = tuple(dict(zip(view_names, row, strict=True)) for row in view_rows)
         return cls(
             agent=agent,
             group=dict(zip(group_names, group_rows[0], strict=True)),
@@ -150,6 +168,7 @@ class GroupStatus:
             ),
             member_rows=tuple(tuple(row) for row in member_rows),
             source=source or SourceReport(),
+            views=views,
         )
 
     @property
@@ -186,6 +205,11 @@ class GroupStatus:
     def throttled_by(self) -> list[str]:
         """THROTTLED_BY as a list of MEMBER_IDs."""
         return ids(self.text("THROTTLED_BY"))
+
+    @property
+    def disagreements(self) -> list[Disagreement] | None:
+        """Where the members' own views disagree; None when the agent sent no views table."""
+        return None if self.views is None else disagreements(self.views)
 
     def address_of(self, member_id: str) -> str:
         """``host:port`` of the member ``member_id`` ('' when it is not listed)."""
@@ -243,9 +267,79 @@ def document(status: GroupStatus) -> dict[str, Any]:
         "throttled_by": status.throttled_by,
         "agent": status.agent,
         "stable_set_stalled": stall_document(status),
+        "disagreements": (
+            None
+            if (found := status.disagreements) is None
+            else [disagreement_document(status, one) for one in found]
+        ),
         "members": [member_document(member) for member in status.members],
         "agent_source": source_document(status.source),
     }
+
+
+def disagreement_document(status: GroupStatus, found: Disagreement) -> dict[str, Any]:
+    """One disagreement for JSON: kind, member_id, state, view_id, peer_id, peer_state, text.
+
+    ``kind`` is SPLIT_BRAIN, VIEW_LAG or ONE_WAY (the DISAGREEMENT of
+    ``replication_group_member_views``); ``state`` is how the member's own server lists itself,
+    or, ONE_WAY, the peer (UNREACHABLE or NOT_LISTED); ``peer_id`` and ``peer_state`` (how the
+    peer lists the member: ONLINE) are null but for ONE_WAY; ``text`` says it in one line.
+    """
+    return {
+        "kind": found.kind,
+        "member_id": found.member_id,
+        "state": found.state,
+        "view_id": found.view_id,
+        "peer_id": found.peer_id,
+        "peer_state": found.peer_state,
+        "text": disagreement_text(status, found),
+    }
+
+
+def disagreement_text(status: GroupStatus, found: Disagreement) -> str:
+    """One disagreement in a line, members named by ``host:port`` where the status lists them."""
+    member = _named(status, found.member_id)
+    if found.kind == ONE_WAY:
+        peer = _named(status, str(found.peer_id))
+        listed = f"does not list {peer}"
+        if found.state != "NOT_LISTED":
+            listed = f"lists {peer} {found.state}"
+        return (
+            f"{member} {listed} while {peer} lists it {found.peer_state}: messages from "
+            f"{peer} do not reach {member} (a one-way or asymmetric link, or an expulsion "
+            f"{peer} missed)"
+        )
+    if found.kind == VIEW_LAG:
+        return (
+            f"{member} is {found.state} in view {found.view_id}, older than the group's "
+            f"{status.text('VIEW_ID')}: it did not install the group's view"
+        )
+    return (
+        f"{member} is {found.state} on its own server, in view {found.view_id}, but not part of "
+        "the majority group (split-brain)"
+    )
+
+
+def _named(status: GroupStatus, member_id: str) -> str:
+    return status.address_of(member_id) or member_id
+
+
+def one_way_members(status: GroupStatus) -> str:
+    """The pairs of members that see each other differently, in one line ('' if none)."""
+    return "; ".join(
+        disagreement_text(status, found)
+        for found in status.disagreements or ()
+        if found.kind == ONE_WAY
+    )
+
+
+def lagging_members(status: GroupStatus) -> str:
+    """The members whose own view id lags the group's, in one line ('' if none)."""
+    return "; ".join(
+        disagreement_text(status, found)
+        for found in status.disagreements or ()
+        if found.kind == VIEW_LAG
+    )
 
 
 def one_line(text: str) -> str:
@@ -354,6 +448,8 @@ def summary(status: GroupStatus, zone: TimeZone = UTC_ZONE) -> list[tuple[str, s
         *([("clock skew", skewed)] if skewed else []),
         *([("errant", errant)] if (errant := errant_members(status)) else []),
         *([("split-brain", split)] if (split := split_members(status)) else []),
+        *([("one-way", one_way)] if (one_way := one_way_members(status)) else []),
+        *([("view lag", lag)] if (lag := lagging_members(status)) else []),
         *([("stable set", stalled)] if (stalled := stable_set_stalled(status)) else []),
     ]
 

@@ -8,12 +8,17 @@ its sentence; the mode, primary, group, view, AS_OF and flow control; then one l
 terminal is narrow), state (ONLINE green, RECOVERING yellow, UNREACHABLE and ERROR red,
 OFFLINE dim), role (``*`` when flow control holds its writes back), applier lag in seconds,
 applier and certifier queues, transactions behind, read-only flags and the age of its row
-(``!`` when it is not connected). A value that changed since the last refresh is shown in
-reverse. When the agent stops answering, the last answer stays on the screen, marked STALE
-with the time it began and the error, and the agent is asked again every period. While the
-agent answers but cannot read its own member, a yellow line under the title says so
-(:func:`~grstats.agent.cli.status_view.source_line`). Ctrl-C (or SIGTERM) leaves the alternate
-screen, shows the cursor and exits 0.
+(``!`` when it is not connected). Under them, for groups of up to 9, the views matrix
+(:data:`VIEW_LETTERS`): a row per member, what its own server shows of each member, a column
+per member in the same order, the state as a letter in its colour, a disagreement between two
+members' views (``replication_group_member_views``' DISAGREEMENT: split-brain, a lagging view,
+a one-way link) on red; where the terminal is too short for it (9 members on 24 lines), one
+line says how many disagreements there are instead. A value that changed since the last
+refresh is shown in reverse. When the agent stops answering, the last answer stays on the
+screen, marked STALE with the time it began and the error, and the agent is asked again every
+period. While the agent answers but cannot read its own member, a yellow line under the title
+says so (:func:`~grstats.agent.cli.status_view.source_line`). Ctrl-C (or SIGTERM) leaves the
+alternate screen, shows the cursor and exits 0.
 
 Anywhere else (a pipe, a file) and for ``json``, each answer is printed as it comes and
 flushed: one compact JSON object per line (JSON Lines), or the text of ``grstats query status``
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import math
 import os
 import signal
@@ -78,6 +84,23 @@ CHANGED = "reverse"
 #: The characters of a MEMBER_ID shown on the screen.
 SHORT_ID = 8
 LEGEND = "reverse: changed  ROLE*: throttled  AGE!: agent not heard  Ctrl-C: quit"
+#: The letter of each state in the views matrix; NOT_LISTED is ``-``, an unheard view ``?``.
+VIEW_LETTERS = {
+    "ONLINE": "O",
+    "RECOVERING": "R",
+    "UNREACHABLE": "U",
+    "ERROR": "E",
+    "OFFLINE": "o",
+    "NOT_LISTED": "-",
+}
+#: The most members the views matrix is drawn for (a group's most: 9).
+MATRIX_MEMBERS = 9
+#: The style of a matrix cell whose observation disagrees with another member's view.
+DISAGREES = "bold white on red"
+MATRIX_LEGEND = (
+    "views: row = what that member's server shows of member 1..n  O ONLINE R RECOVERING "
+    "U UNREACHABLE E ERROR o OFFLINE - not listed  red: views disagree"
+)
 
 
 def watch_period(text: str) -> float:
@@ -218,6 +241,7 @@ async def _live(fetch: Fetch, screen: WatchScreen, console: Console) -> None:
         redirect_stderr=False,
     ) as live:
         async for _ in _every(screen.period_s):
+            screen.height, screen.width = console.size.height, console.size.width
             try:
                 status = await fetch()
             except CliError as exc:
@@ -389,6 +413,8 @@ class WatchScreen:
     error: str | None = None
     failing_since: float | None = None
     zone: TimeZone = UTC_ZONE  #: the zone of the times shown
+    height: int | None = None  #: the terminal's lines, None: as many as needed
+    width: int = 80  #: the terminal's columns (where the lines wrap, for :attr:`height`)
 
     def answered(self, status: GroupStatus) -> None:
         """The agent answered ``status``."""
@@ -411,9 +437,17 @@ class WatchScreen:
         )
         if warning is not None:
             parts.append(Text(warning, style="bold yellow", no_wrap=True, overflow="ellipsis"))
+        matrix: RenderableType | None = None
         if self.current is not None:
-            parts += [*self._verdict(self.current), Text(""), self._members(self.current)]
+            verdict = self._verdict(self.current)
+            parts += [*verdict, Text(""), self._members(self.current)]
+            used = self._lines(parts) + 2  # and a blank line, the legend
+            matrix = self._views(self.current, used)
+            if matrix is not None:
+                parts += [Text(""), matrix]
         parts += [Text(""), Text(LEGEND, style="dim", no_wrap=True, overflow="ellipsis")]
+        if isinstance(matrix, Table):
+            parts.append(Text(MATRIX_LEGEND, style="dim", no_wrap=True, overflow="ellipsis"))
         return Group(*parts)
 
     def _title(self, now: float) -> Table:
@@ -496,3 +530,59 @@ class WatchScreen:
                 cells.append(Text(value, style=style.strip()))
             table.add_row(*cells)
         return table
+
+    def _lines(self, parts: list[RenderableType]) -> int:
+        """How many lines ``parts`` take at :attr:`width` (a long status sentence wraps)."""
+        if self.height is None:
+            return 0
+        console = Console(file=io.StringIO(), width=self.width, height=self.height)
+        return len(console.render_lines(Group(*parts), pad=False))
+
+    def _views(self, status: GroupStatus, used: int) -> Table | Text | None:
+        """The views matrix (see the module docstring); None without views or past 9 members.
+
+        ``used`` is the lines the rest of the screen takes; where the matrix does not fit in
+        :attr:`height` besides, one line counts the disagreements instead.
+        """
+        members = [str(member.get("MEMBER_ID")) for member in status.members]
+        if status.views is None or not members or len(members) > MATRIX_MEMBERS:
+            return None
+        needed = used + len(members) + 3  # a blank, the header, a line each, its legend
+        if self.height is not None and needed > self.height:
+            count = len(status.disagreements or ())
+            return Text(
+                f"views: {count} disagreement{'' if count == 1 else 's'} (the matrix needs "
+                f"{needed} lines)",
+                style="bold red" if count else "dim",
+                no_wrap=True,
+                overflow="ellipsis",
+            )
+        table = Table(
+            box=None, pad_edge=False, padding=(0, 0, 0, 1), header_style="bold", show_edge=False
+        )
+        table.add_column("VIEWS", no_wrap=True, min_width=SHORT_ID + 2)
+        for number in range(1, len(members) + 1):
+            table.add_column(str(number), justify="center", no_wrap=True)
+        now, before = _cells(status), _cells(self.previous) if self.previous else None
+        for number, observer in enumerate(members, start=1):
+            cells = [Text(f"{number} {observer[:SHORT_ID]}")]
+            for member in members:
+                state, disagreement = now.get((observer, member), ("", ""))
+                letter = VIEW_LETTERS.get(state, "?")
+                style = DISAGREES if disagreement else STATE_STYLES.get(state, "")
+                if before is not None and before.get((observer, member)) != (state, disagreement):
+                    style += f" {CHANGED}"
+                cells.append(Text(letter, style=style.strip()))
+            table.add_row(*cells)
+        return table
+
+
+def _cells(status: GroupStatus) -> dict[tuple[str, str], tuple[str, str]]:
+    """Each (observer, member) of the views: the state and the disagreement ('' for none)."""
+    return {
+        (str(row.get("OBSERVER_ID")), str(row.get("MEMBER_ID"))): (
+            str(row.get("MEMBER_STATE") or ""),
+            str(row.get("DISAGREEMENT") or ""),
+        )
+        for row in status.views or ()
+    }

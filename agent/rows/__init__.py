@@ -41,6 +41,7 @@ from grstats.agent.rows.schema import (
     REPLICATION_GROUP_MEMBER_LAG,
     REPLICATION_GROUP_MEMBER_STATS,
     REPLICATION_GROUP_MEMBER_STATUS,
+    REPLICATION_GROUP_MEMBER_VIEWS,
     REPLICATION_GROUP_MEMBERS,
     REPLICATION_GROUP_STATUS,
     ROW_TABLES,
@@ -51,6 +52,7 @@ from grstats.agent.rows.schema import (
 )
 from grstats.agent.rows.stats import MemberStatsRow
 from grstats.agent.rows.status import MODES, STATUSES, GroupStatusRow, MemberStatusRow
+from grstats.agent.rows.views import NOT_LISTED, MemberViewRow
 
 __all__ = [
     "ANONYMOUS",
@@ -59,12 +61,14 @@ __all__ = [
     "GROUP_REPLICATION_APPLIER",
     "MODES",
     "MYSQL57_STATS_COLUMNS",
+    "NOT_LISTED",
     "REPLICATION_GROUP_EVENTS",
     "REPLICATION_GROUP_MEMBERS",
     "REPLICATION_GROUP_MEMBER_GTID_EXECUTED",
     "REPLICATION_GROUP_MEMBER_LAG",
     "REPLICATION_GROUP_MEMBER_STATS",
     "REPLICATION_GROUP_MEMBER_STATUS",
+    "REPLICATION_GROUP_MEMBER_VIEWS",
     "REPLICATION_GROUP_STATUS",
     "ROW_TABLES",
     "STATUSES",
@@ -82,6 +86,7 @@ __all__ = [
     "MemberState",
     "MemberStatsRow",
     "MemberStatusRow",
+    "MemberViewRow",
     "Role",
     "Row",
     "RowValueError",

@@ -12,7 +12,8 @@ compute, and ProxySQL's TRANSACTIONS_BEHIND;
 ``replication_group_member_gtid_executed`` holds each member's ``gtid_executed``;
 ``replication_group_status`` (one row) and ``replication_group_member_status`` (one per member)
 hold the group's verdict in MySQL Shell's terms (``cluster.status()``), see
-:mod:`grstats.agent.verdict`.
+:mod:`grstats.agent.verdict`; ``replication_group_member_views`` holds what each member's own
+server says of every member, see :mod:`grstats.agent.views`.
 
 WARNING: ONLY APPEND to these column lists. Their order is what users, the collector's spool
 and the Spark schema see; MySQL too only ever appended columns (WL#10380).
@@ -282,6 +283,37 @@ REPLICATION_GROUP_EVENTS = Table(
     ),
 )
 
+#: grstats's table of each member's own view (issue 47): one row per observer and member, the
+#: MEMBER_STATE the observer's own server gives the member in its replication_group_members
+#: (``get_group_members_info`` in plugin/group_replication/src/ps_information.cc: the
+#: observer's view, UNREACHABLE where its failure detector suspects the member), or NOT_LISTED
+#: where its view lacks it, with the observer's VIEW_ID (see agent.views).
+REPLICATION_GROUP_MEMBER_VIEWS = Table(
+    "replication_group_member_views",
+    (
+        _text("OBSERVER_ID", "CHAR(36)", collation=BIN),  # the member whose server reports
+        _text("MEMBER_ID", "CHAR(36)", collation=BIN),  # the member it reports of
+        _text("MEMBER_STATE", "CHAR(64)", collation=BIN),  # GR's state, or NOT_LISTED
+        _text("VIEW_ID", "CHAR(60)", collation=BIN),  # the observer's own view ('' for none)
+        # MySQL 8.4's MEMBER_FAILURE_SUSPICIONS_COUNT of the observer's server for the member
+        # (replication_group_communication_information); read by the observer's agent and not
+        # gossiped: NULL but for the serving agent's own member, or before 8.4
+        Column(
+            "MEMBER_FAILURE_SUSPICIONS_COUNT", "BIGINT UNSIGNED", nullable=True, kind=Kind.INTEGER
+        ),
+        # the observer's agent's round trip to the member's agent, ms (the clock filter's of the
+        # last exchanges); NULL when the two agents do not exchange directly
+        Column("ROUND_TRIP_MS", "DECIMAL(20,6)", nullable=True, kind=Kind.DECIMAL),
+        # ms since the observer's agent last reported it (its last read); NULL when never
+        Column("AGE_MS", "BIGINT UNSIGNED", nullable=True, kind=Kind.INTEGER),
+        # the observer's agent heard and its server read within the silence, as CONNECTED
+        _yes_no("CONNECTED"),
+        # what the observation contradicts, '' for nothing: a split-brain, a one-way link or a
+        # lagging view (the values of agent.rows.views.DISAGREEMENTS, see agent.views)
+        _text("DISAGREEMENT", "CHAR(16)"),
+    ),
+)
+
 #: grstats's columns appended to every table with ``extended`` (WL#2860's CONNECTED and more).
 #: They mean the same in every table, and CONNECTED and AGE_MS the same in
 #: ``replication_group_member_status`` (see :mod:`grstats.agent.served`).
@@ -308,6 +340,7 @@ TABLES: dict[str, Table] = {
         REPLICATION_GROUP_STATUS,
         REPLICATION_GROUP_MEMBER_STATUS,
         REPLICATION_GROUP_EVENTS,
+        REPLICATION_GROUP_MEMBER_VIEWS,
     )
 }
 

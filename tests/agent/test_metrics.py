@@ -43,6 +43,7 @@ MEMBER_SERIES = frozenset(
         "grstats_member_clock_skew_seconds",
         "grstats_member_errant_transactions",
         "grstats_member_split_brain",
+        "grstats_member_view_disagreements",
         *(name for name, _ in STATS_COUNTERS.values()),
         *(name for name, _ in STATS_GAUGES.values()),
     }

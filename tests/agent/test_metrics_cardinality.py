@@ -37,7 +37,7 @@ MEMBERS = 9
 MOST_PER_MEMBER = 60
 #: README's "Cardinality", scope own: the series of each member, at most (the three lag stages
 #: are absent while unknown); of each group; and of each agent's own health and figures.
-MEMBER_SERIES = 28
+MEMBER_SERIES = 29
 GROUP_SERIES = 13
 AGENT_SERIES = 25
 

@@ -51,6 +51,7 @@ DOCUMENT_KEYS = {
     "agent",
     "agent_source",
     "stable_set_stalled",
+    "disagreements",
 }
 MEMBER_KEYS = {
     "member_id",
@@ -137,6 +138,7 @@ async def test_json_is_the_documented_document(group: Group, grstats: Grstats) -
         "agent": asked.address,
         "agent_source": {"ok": True},
         "stable_set_stalled": None,
+        "disagreements": [],
     }
     assert ISO_UTC.fullmatch(found["as_of"])
     as_of = datetime.fromisoformat(found["as_of"])

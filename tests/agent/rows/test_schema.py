@@ -13,6 +13,7 @@ from grstats.agent.rows import (
     REPLICATION_GROUP_MEMBER_LAG,
     REPLICATION_GROUP_MEMBER_STATS,
     REPLICATION_GROUP_MEMBER_STATUS,
+    REPLICATION_GROUP_MEMBER_VIEWS,
     REPLICATION_GROUP_MEMBERS,
     REPLICATION_GROUP_STATUS,
     ROW_TABLES,
@@ -24,6 +25,7 @@ from grstats.agent.rows import (
     MemberRow,
     MemberStatsRow,
     MemberStatusRow,
+    MemberViewRow,
     Row,
     Table,
 )
@@ -137,6 +139,7 @@ def test_lag_table_uses_wl7374_names_in_mysql_order() -> None:
         pytest.param(GroupStatusRow, REPLICATION_GROUP_STATUS, id="group-status"),
         pytest.param(MemberStatusRow, REPLICATION_GROUP_MEMBER_STATUS, id="member-status"),
         pytest.param(EventRow, REPLICATION_GROUP_EVENTS, id="events"),
+        pytest.param(MemberViewRow, REPLICATION_GROUP_MEMBER_VIEWS, id="views"),
     ],
 )
 def test_row_fields_follow_the_columns(row_type: type[Row], table: Table) -> None:
@@ -154,6 +157,7 @@ def test_tables_by_name() -> None:
         "replication_group_member_lag",
         "replication_group_member_stats",
         "replication_group_member_status",
+        "replication_group_member_views",
         "replication_group_members",
         "replication_group_status",
     ]
