@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 import urllib.error
 import urllib.request
 from http import HTTPStatus
@@ -26,11 +25,8 @@ from grstats.agent.member_probe import (
     health,
     ready,
 )
-from grstats.agent.runtime import Agent
-from grstats.agent.sim.scenario import load_scenario
-from grstats.agent.sources.simulated import SimulatedSource
-from grstats.agent.transports import MemoryNetwork
-from tests.agent.test_runtime import settings, start_group, stop_all
+from tests.agent.test_metrics_http import metrics_agent
+from tests.agent.test_runtime import start_group, stop_all
 from tests.waiting import wait_until_async
 
 if TYPE_CHECKING:
@@ -171,18 +167,7 @@ def fetch(address: str, path: str, method: str = "GET") -> tuple[int, str, bytes
 
 async def test_the_probes_are_served_over_http_beside_metrics() -> None:
     """A running agent answers both paths with JSON on the metrics listener; /metrics is unchanged."""
-    address = "agent-0:7400"
-    source = SimulatedSource(
-        load_scenario("steady").with_members(1), 0, seed=1, group_start_s=time.time() - 10
-    )
-    config = settings(
-        advertise=address,
-        peers=(address,),
-        period_s=1.0,
-        rpc_timeout_s=0.5,
-        metrics_listen="127.0.0.1:0",
-    )
-    agent = Agent(config, source, transport=MemoryNetwork().transport(address))
+    agent = metrics_agent(1)
     await agent.start()
     try:
         listen = agent.metrics_address

@@ -120,11 +120,14 @@ async def test_rendered_ahead_while_scraped_and_served_without_the_loop(agent: A
     assert (exposition.renders, tables.builds) == (4, 4)
 
 
-async def test_the_agent_renders_ahead_mid_period() -> None:
-    """A running agent serving /metrics renders it once a period after a first scrape, not before."""
+def metrics_agent(members: int) -> Agent:
+    """An agent of a simulated group of ``members`` (member 0) serving /metrics on a free port.
+
+    Its loop runs at a 1 s period once started; it alone is on its in-memory network.
+    """
     address = "agent-0:7400"
     source = SimulatedSource(
-        load_scenario("steady").with_members(3), 0, seed=1, group_start_s=time.time() - 10
+        load_scenario("steady").with_members(members), 0, seed=1, group_start_s=time.time() - 10
     )
     config = settings(
         advertise=address,
@@ -133,7 +136,12 @@ async def test_the_agent_renders_ahead_mid_period() -> None:
         rpc_timeout_s=0.5,
         metrics_listen="127.0.0.1:0",
     )
-    agent = Agent(config, source, transport=MemoryNetwork().transport(address))
+    return Agent(config, source, transport=MemoryNetwork().transport(address))
+
+
+async def test_the_agent_renders_ahead_mid_period() -> None:
+    """A running agent serving /metrics renders it once a period after a first scrape, not before."""
+    agent = metrics_agent(3)
     await agent.start()
     try:
         exposition = agent.metrics.exposition

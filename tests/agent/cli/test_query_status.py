@@ -24,7 +24,7 @@ from tests.agent.test_runtime import Group, start_group, stop_all
 from tests.inprocess import grstats_in_thread
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Mapping
+    from collections.abc import AsyncIterator, Callable, Mapping
     from pathlib import Path
 
     from grstats.agent.runtime import Agent
@@ -254,10 +254,16 @@ async def test_an_agent_that_does_not_answer_exits_1_with_one_line(grstats: Grst
 
 
 class OlderAgent:
-    """An agent as served before the status tables existed: the real one's other tables."""
+    """An agent as served before some tables existed (the status tables, by default).
 
-    def __init__(self, agent: Agent) -> None:
+    The real agent's tables but those ``lacks`` names.
+    """
+
+    def __init__(
+        self, agent: Agent, lacks: Callable[[str], bool] = lambda n: "status" in n
+    ) -> None:
         self._agent = agent
+        self._lacks = lacks
 
     @property
     def address(self) -> str:
@@ -269,7 +275,7 @@ class OlderAgent:
 
     def tables(self, extended: bool) -> Mapping[str, Table]:
         tables = self._agent.tables(extended)
-        return {name: rows for name, rows in tables.items() if "status" not in name}
+        return {name: rows for name, rows in tables.items() if not self._lacks(name)}
 
 
 async def test_an_older_agent_without_the_tables_exits_1_with_one_line(

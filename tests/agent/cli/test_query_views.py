@@ -19,15 +19,13 @@ from grstats.agent.cli.status_view import GroupStatus
 from grstats.agent.cli.watch import WatchScreen
 from grstats.agent.rows import REPLICATION_GROUP_MEMBER_VIEWS
 from grstats.agent.server import build_server
-from tests.agent.cli.test_query_status import wire
+from tests.agent.cli.test_query_status import OlderAgent, wire
 from tests.agent.test_runtime import Group, start_group, stop_all
 from tests.inprocess import grstats_in_thread
 
 if TYPE_CHECKING:
-    from collections.abc import AsyncIterator, Mapping
+    from collections.abc import AsyncIterator
 
-    from grstats.agent.runtime import Agent
-    from grstats.agent.served import Table
     from tests.inprocess import Grstats
 
 VIEWS = REPLICATION_GROUP_MEMBER_VIEWS.name
@@ -91,29 +89,11 @@ async def test_status_json_names_no_disagreement_in_a_healthy_group(
     assert json.loads(done.stdout)["disagreements"] == []
 
 
-class WithoutViews:
-    """An agent as served before the views table: the real one's other tables."""
-
-    def __init__(self, agent: Agent) -> None:
-        self._agent = agent
-
-    @property
-    def address(self) -> str:
-        return self._agent.address
-
-    @property
-    def member_id(self) -> str:
-        return self._agent.member_id
-
-    def tables(self, extended: bool) -> Mapping[str, Table]:
-        tables = self._agent.tables(extended)
-        return {name: rows for name, rows in tables.items() if name != VIEWS}
-
-
 async def test_status_of_an_agent_without_the_views_table(group: Group, grstats: Grstats) -> None:
     """An older agent's status still answers, its disagreements unknown (null)."""
     agent = group.agents[0]
-    server = build_server(WithoutViews(agent), agent.rounds, health.aio.HealthServicer())
+    older = OlderAgent(agent, lacks=lambda name: name == VIEWS)
+    server = build_server(older, agent.rounds, health.aio.HealthServicer())
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
     try:
