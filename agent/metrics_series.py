@@ -17,7 +17,11 @@ and how to aggregate them; this module holds the rules of their labels:
 * no series of a member or of the group while the group's name is unknown (``''``), so that
   a label never changes from ``''`` to a name;
 * a member's stats series start once its stats were heard: MySQL's empty row for a member
-  never heard would make its counters start at 0 and jump, a false ``rate()``;
+  never heard would make its counters start at 0 and jump, a false ``rate()``; and its
+  counters only once they were heard in this run of the agent, not from the registry: a
+  restarted agent's remembered row is older than what it exported before (the registry is
+  flushed every few seconds), and the counter would go back, a reset Prometheus would see
+  (tests/deploy/test_metrics_handover.py saw one under load);
 * with ``metrics.scope = "own"`` only the members, and the group, that this agent is the one
   exporter of (:mod:`grstats.agent.metrics_scope`): the same series, from one agent.
 """
@@ -29,6 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
+from grstats.agent.gossip import REGISTRY
 from grstats.agent.gtid import GtidSet
 from grstats.agent.metrics_scope import ALL, EVERYTHING, Scope, exported
 from grstats.agent.rows import STATUSES
@@ -242,9 +247,10 @@ def _stats_families(served: Served, group: str, scope: Scope) -> list[Metric]:
         if row.get("AGE_MS") is not None
     }
     families: list[Metric] = []
+    live = {m: row for m, row in heard.items() if row.get("SOURCE") != REGISTRY}
     for column, (name, text) in STATS_COUNTERS.items():
         counter = CounterMetricFamily(name, text, labels=MEMBER_LABELS)
-        for member_id, row in heard.items():
+        for member_id, row in live.items():
             counter.add_metric([group, member_id], float(row[column]))
         families.append(counter)
     for column, (name, text) in STATS_GAUGES.items():

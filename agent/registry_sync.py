@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, TypeVar
 
-from grstats.agent.gossip import Counts, Events, Key
+from grstats.agent.gossip import REGISTRY, Counts, Events, Key
 from grstats.agent.gtid import GtidSet
 from grstats.agent.model import GroupView
 from grstats.agent.registry import MemberRecord, RegistryDamaged, RegistryError
@@ -97,7 +97,7 @@ class RegistrySync:
         """
         state.forgotten.update(self.forgotten)
         for record in self.remembered:
-            state.seed(record.member_id, remembered_values(record), record.last_seen_us, "registry")
+            state.seed(record.member_id, remembered_values(record), record.last_seen_us, REGISTRY)
 
     def own_member(self, address: str) -> str:
         """The remembered member whose agent is at ``address`` (this agent's), ``''`` if none.

@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 from grstats.agent.gossip.relays import RelayRule
-from grstats.agent.gossip.state import LOCAL, Digest, GossipState, Heard, MergeResult, Origin
+from grstats.agent.gossip.state import (
+    LOCAL,
+    REGISTRY,
+    Digest,
+    GossipState,
+    Heard,
+    MergeResult,
+    Origin,
+)
 from grstats.agent.gossip.updates import ClockOffset, Counts, Events, Key, Stamp, Update
 
 __all__ = [
     "LOCAL",
+    "REGISTRY",
     "ClockOffset",
     "Counts",
     "Digest",

@@ -47,6 +47,9 @@ if TYPE_CHECKING:
 
 #: What ``via`` says for values the agent read from its own source.
 LOCAL = "local"
+#: What ``via`` says for values remembered by the registry (:meth:`GossipState.seed`), held
+#: until news of their member comes in this run.
+REGISTRY = "registry"
 
 #: Above any incarnation an agent's clock gives (µs since the epoch, year 2262): a stamp at or
 #: past it is not refuted, so a hostile peer cannot push the incarnation past the wire's uint64.

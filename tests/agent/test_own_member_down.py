@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import shutil
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -21,6 +22,7 @@ from grstats.agent.sim.scenario import load_scenario
 from grstats.agent.sources.memory import MemorySource
 from grstats.agent.sources.simulated import SimulatedSource
 from grstats.agent.transports import FaultyTransport, GrpcTransport
+from tests.agent.test_metrics_series import rendered, value
 from tests.agent.test_runtime import START_S, Group, start_group, stop_all
 from tests.waiting import wait_until_async
 
@@ -28,6 +30,10 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from grstats.agent.model import MemberSnapshot
+
+
+#: A member's COUNT_TRANSACTIONS_CHECKED in /metrics.
+CHECKED = "grstats_transactions_checked_total"
 
 
 def rows(agent: Agent, table: str) -> dict[str, dict[str, Any]]:
@@ -153,6 +159,41 @@ async def test_healthy_restart_answers_its_verdict_while_its_first_read_runs(
         )
         own = rows(restarted, "replication_group_member_stats")[restarted.member_id]
         assert (own["SOURCE"], own["CONNECTED"]) == ("local", "YES")
+    finally:
+        await stop_all(group)
+
+
+async def test_a_restart_exports_no_remembered_counter_that_would_go_back(tmp_path: Path) -> None:
+    """Before its first read a restarted agent exports no counter of its member from the registry.
+
+    The registry is flushed every few seconds, so a kill leaves it behind what /metrics gave:
+    the remembered COUNT_TRANSACTIONS_CHECKED is lower, and exported under the same
+    ``instance`` it is a reset to Prometheus (main exported it; the handover test saw the reset
+    under load). Once its read comes, the counter is the member's, no lower than before.
+    """
+    path, older = tmp_path / "registry.sqlite", tmp_path / "older.sqlite"
+    group = await start_group(3, registries={2: SqliteRegistry(path)})
+    try:
+        await group.rounds(2)
+        await group.agents[2].flush()
+        shutil.copyfile(path, older)  # as a kill -9 leaves it: the last flush's rows
+        await group.rounds(6)
+        own = group.agents[2].member_id
+        before = value(rendered(group.agents[2]), CHECKED, member_id=own)
+        slow = SlowFirstRead(simulated("steady", 2, group))
+        restarted = await restart(group, 2, slow, older, period_s=1.0, rpc_timeout_s=0.9)
+        await periods(group, 1)
+        remembered = rows(restarted, "replication_group_member_stats")[own]
+        assert remembered["SOURCE"] == "registry"
+        assert remembered["COUNT_TRANSACTIONS_CHECKED"] < before  # what main exported: a reset
+        samples = rendered(restarted)[CHECKED.removesuffix("_total")].samples
+        assert own not in {sample.labels["member_id"] for sample in samples}
+        slow.done.set()
+        await periods(group, 1)
+        await wait_until_async(
+            lambda: restarted.local is not None, 3, "the restarted agent has its own member"
+        )
+        assert value(rendered(restarted), CHECKED, member_id=own) >= before
     finally:
         await stop_all(group)
 
