@@ -119,15 +119,16 @@ proto: $(VENV)/.installed ## regenerate the committed gRPC code (grstats.proto) 
 # The release files: the sdist, the wheel (built from the sdist) and, from that wheel, the
 # single-file executable for this machine (no Python needed on the host; Spark stays in the
 # wheel's extra). deploy/release/build-binary.sh freezes it with PyInstaller.
-dist: $(VENV)/.installed ## the release files in dist/: the sdist, the wheel, and the single-file executable grstats-VERSION-linux-ARCH
+dist: $(VENV)/.installed ## the release files in dist/: the sdist, the wheel, and the single-file executable grstats-VERSION-linux-ARCH and, from the same build, the directory bundle grstats-VERSION-linux-ARCH.dir/
 	rm -rf dist
 	env -u PYTHONDONTWRITEBYTECODE $(BIN)/python -m build --outdir dist .
 	PYTHON=$(BIN)/python bash deploy/release/build-binary.sh dist/grstats-*.whl dist
 
-# The Debian package of that executable (deploy/debian/build-deb.sh): /usr/bin/grstats, the
-# units of deploy/systemd, the user grstats, /etc/grstats's example configs (conffiles).
-deb: dist ## the Debian package dist/grstats_VERSION_ARCH.deb of the executable (deploy/README.md: the Debian package)
-	bash deploy/debian/build-deb.sh dist/grstats-*-linux-"$$(uname -m)" dist
+# The Debian package of the directory bundle the same build writes beside the executable
+# (deploy/debian/build-deb.sh): /usr/lib/grstats (the bundle) and /usr/bin/grstats linking to
+# it, the units of deploy/systemd, the user grstats, /etc/grstats's example configs (conffiles).
+deb: dist ## the Debian package dist/grstats_VERSION_ARCH.deb of the directory bundle (deploy/README.md: the Debian package)
+	bash deploy/debian/build-deb.sh dist/grstats-*-linux-"$$(uname -m)".dir dist
 
 clean: ## remove the virtual environment and caches
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis .benchmarks *.egg-info

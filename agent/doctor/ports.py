@@ -1,7 +1,9 @@
 """The doctor's check of the agent's ports: each free, or held by this very agent.
 
-For ``listen``, ``metrics_listen`` and ``sql_listen`` the doctor binds the address as the
-agent would. A port already taken is looked at: the gRPC port is this agent's when its
+For ``listen``, ``metrics_listen`` and ``sql_listen`` the doctor binds the address, and then
+starts on each free one the server the agent would start there, all at once, and stops them
+(:mod:`~grstats.agent.doctor.start`): a listener that does not start fails its line, as it
+would stop the agent. A port already taken is looked at: the gRPC port is this agent's when its
 ``Query`` service answers as the config's advertised address; ``/metrics`` and the SQL
 endpoint are a grstats agent's when ``/metrics`` serves ``grstats_build_info`` and the MySQL
 greeting's server version ends with ``-grstats`` (:mod:`grstats.agent.sql`), and this agent's
@@ -22,6 +24,7 @@ from grstats.agent.address import join_address, split_address
 from grstats.agent.config import is_unspecified
 from grstats.agent.doctor.checklist import Check
 from grstats.agent.doctor.local import current_user
+from grstats.agent.doctor.start import start_listeners
 from grstats.agent.doctor.wire import UNAUTHENTICATED, CallFailed, ask_agent
 
 if TYPE_CHECKING:
@@ -54,14 +57,38 @@ async def check_ports(config: AgentConfig, security: Security, timeout_s: float)
     }
     clash = _shared_port(addresses)
     listen, ours = await _check_listen(config, security, timeout_s)
-    checks = [listen]
+    checks = {"listen": listen}
     for key, probe in (("metrics_listen", _is_metrics), ("sql_listen", _is_sql_endpoint)):
         if key in addresses:
-            check = await _check_other(
+            checks[key] = await _check_other(
                 key, addresses[key], probe, ours=ours, listen=config.listen, timeout_s=timeout_s
             )
-            checks.append(check)
-    return checks if clash is None else [*checks, clash]
+    free = [key for key, check in checks.items() if check == _free(key, addresses[key])]
+    if clash is None and free:
+        for key, reason in (await start_listeners(config, security, free)).items():
+            checks[key] = Check.failed(
+                checks[key].name,
+                f"{key} {addresses[key]} is free, but the agent's server does not start "
+                f"there: {reason}",
+                _start_fix(key, reason),
+            )
+    lines = list(checks.values())
+    return lines if clash is None else [*lines, clash]
+
+
+def _free(key: str, address: str) -> Check:
+    """The line of a port the doctor's bind found free."""
+    return Check.ok(f"port.{key}", f"{key} {address} is free")
+
+
+def _start_fix(key: str, reason: str) -> str:
+    """What to do about a listener that does not start for ``reason``."""
+    if reason.startswith(("ImportError", "ModuleNotFoundError")):
+        return (
+            f"reinstall grstats: this installation lacks a module {key} needs (a frozen build "
+            "must bundle it)"
+        )
+    return f"stop what holds that port, or choose another {key}"
 
 
 def _shared_port(addresses: dict[str, str]) -> Check | None:
@@ -186,7 +213,7 @@ def _probe(  # noqa: PLR0911  (one return per way a bind fails)
             return Check.failed(
                 name, f"{key} {address} cannot be bound: {exc.strerror or exc}", f"correct {key}"
             )
-    return Check.ok(name, f"{key} {address} is free")
+    return _free(key, address)
 
 
 def _taken(name: str, key: str, address: str, port: int, why: str) -> Check:

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Builds the Debian package grstats from the single-file executable (deploy/release/
-# build-binary.sh) and writes OUTDIR/grstats_VERSION_ARCH.deb; prints its path.
+# Builds the Debian package grstats from the directory bundle of deploy/release/build-binary.sh
+# and writes OUTDIR/grstats_VERSION_ARCH.deb; prints its path.
 # Used by `make deb` and by the tests (tests/release/test_deb.py), so both build it alike.
 #
 # The package holds:
-#   /usr/bin/grstats                     the executable
+#   /usr/lib/grstats/                    the bundle: the executable grstats and _internal/
+#                                        (Python, the modules, the libraries), loaded where they
+#                                        lie: nothing is unpacked at run time
+#   /usr/bin/grstats                     a link to /usr/lib/grstats/grstats
 #   /lib/systemd/system/grstats-*        the units of deploy/systemd, running /usr/bin/grstats
 #                                        (the unit directory of pkg-config systemd, if set)
 #   /usr/lib/sysusers.d/grstats.conf     deploy/systemd/grstats.sysusers: the user grstats
@@ -13,21 +16,29 @@
 #   /usr/share/doc/grstats/, /usr/share/man/man1/grstats.1.gz
 # The units are made from deploy/systemd's at each build: one definition of each.
 #
-# Usage: deploy/debian/build-deb.sh BINARY OUTDIR [VERSION]
-#   VERSION: the package's version (default: BINARY --version), e.g. a later one to try an
-#   upgrade; a version with no entry in deploy/debian/changelog gets one made up.
+# Usage: deploy/debian/build-deb.sh BUNDLE OUTDIR [VERSION]
+#   BUNDLE: the directory bundle (build-binary.sh's OUTDIR/grstats-VERSION-linux-ARCH.dir), or
+#   the single file beside which it lies (OUTDIR/grstats-VERSION-linux-ARCH).
+#   VERSION: the package's version (default: BUNDLE/grstats --version), e.g. a later one to try
+#   an upgrade; a version with no entry in deploy/debian/changelog gets one made up.
 set -euo pipefail
 if (($# < 2 || $# > 3)); then
-  echo "usage: $0 BINARY OUTDIR [VERSION]" >&2
+  echo "usage: $0 BUNDLE OUTDIR [VERSION]" >&2
   exit 2
 fi
 here="$(cd "$(dirname "$0")" && pwd)"
 systemd="$here/../systemd"
-if [[ ! -f $1 || ! -x $1 ]]; then
-  echo "$0: $1 is not an executable file" >&2
+bundle="$1"
+if [[ -f $bundle && -d $bundle.dir ]]; then
+  bundle="$bundle.dir"
+fi
+if [[ ! -d $bundle || ! -x $bundle/grstats || ! -d $bundle/_internal ]]; then
+  echo "$0: $1 is not a directory bundle of grstats (grstats and _internal/)" >&2
   exit 2
 fi
-binary="$(realpath "$1")"
+bundle="$(realpath "$bundle")"
+# The executable: the bundle's, which glibc file and --help name.
+binary="$bundle/grstats"
 out="$2"
 # Python's pre-releases (0.2.0rc1, 0.2.0.dev3) sort before their release in Debian with a ~.
 version="${3:-$("$binary" --version | awk '$1 == "grstats" { print $2 }' |
@@ -41,10 +52,10 @@ arch="$(dpkg --print-architecture)"
 unitdir="$(pkg-config --variable=systemdsystemunitdir systemd 2>/dev/null || true)"
 unitdir="${unitdir:-/lib/systemd/system}"
 maintainer="$(sed -n 's/^Maintainer: //p' "$here/control")"
-# The oldest glibc the executable runs with: build-binary.sh writes it beside the executable
-# (BINARY.glibc); without that file, this system's, which it was built on.
-if [[ -f $binary.glibc ]]; then
-  glibc="$(cat "$binary.glibc")"
+# The oldest glibc the bundle runs with: build-binary.sh writes it beside the bundle
+# (grstats-VERSION-linux-ARCH.glibc); without that file, this system's, which it was built on.
+if [[ -f ${bundle%.dir}.glibc ]]; then
+  glibc="$(cat "${bundle%.dir}.glibc")"
 else
   glibc="$(getconf GNU_LIBC_VERSION | awk '{ print $2 }')"
 fi
@@ -60,18 +71,33 @@ stage="$work/grstats"
 doc="$stage/usr/share/doc/grstats"
 # /etc/grstats and /var/lib/grstats as policy has directories, 0755 root: postinst gives them
 # their group or owner and mode 0750 (once the user exists), as the units expect them.
-install -d -m 0755 "$stage/DEBIAN" "$stage/usr/bin" "$stage$unitdir" \
+install -d -m 0755 "$stage/DEBIAN" "$stage/usr/bin" "$stage/usr/lib" "$stage$unitdir" \
   "$stage/usr/lib/sysusers.d" "$doc" "$stage/usr/share/man/man1" \
   "$stage/usr/share/lintian/overrides" "$stage/etc/grstats" "$stage/var/lib/grstats"
 
-# Not stripped: a PyInstaller executable carries its archive after the ELF sections.
-install -m 0755 "$binary" "$stage/usr/bin/grstats"
+# The bundle as built, not stripped (PyInstaller's executable carries its archive of modules
+# after the ELF sections), with the modes policy asks for: directories and the executable 0755,
+# every other file 0644 (libraries are loaded, not run). The bootloader finds _internal/ beside
+# the file it was started as, through the link: it resolves /usr/bin/grstats to its target.
+cp -R --no-preserve=mode,ownership "$bundle" "$stage/usr/lib/grstats"
+find "$stage/usr/lib/grstats" -type d -exec chmod 0755 {} +
+find "$stage/usr/lib/grstats" -type f -exec chmod 0644 {} +
+chmod 0755 "$stage/usr/lib/grstats/grstats"
+# The libraries stripped of their symbol tables and comments, as dh_strip does (the dynamic
+# symbols they link by stay); the executable is not, its archive would go.
+find "$stage/usr/lib/grstats/_internal" -type f -print0 | LC_ALL=C sort -z |
+  while IFS= read -r -d '' file; do
+    if [[ "$(head -c 4 "$file" | od -An -c | tr -d ' ')" == '177ELF' ]]; then
+      strip --remove-section=.comment --remove-section=.note --strip-unneeded "$file"
+    fi
+  done
+ln -s ../lib/grstats/grstats "$stage/usr/bin/grstats"
 
 for unit in "$systemd"/*.service "$systemd"/*.timer; do
   target="$stage$unitdir/$(basename "$unit")"
   {
-    echo "# Installed by the grstats Debian package: its ExecStart runs /usr/bin/grstats (one"
-    echo "# executable, no virtual environment), and the notes below on /opt/grstats and"
+    echo "# Installed by the grstats Debian package: its ExecStart runs /usr/bin/grstats (the bundle"
+    echo "# in /usr/lib/grstats, no virtual environment), and the notes below on /opt/grstats and"
     echo "# /etc/systemd/system do not apply. Change a setting with a drop-in, not here:"
     echo "#   systemctl edit $(basename "$unit")"
     sed -E 's#^(Exec[A-Za-z]*=)/opt/grstats/bin/grstats( |$)#\1/usr/bin/grstats\2#' "$unit"
@@ -138,7 +164,7 @@ sed -e "s/@VERSION@/$version/" -e "s/@ARCH@/$arch/" -e "s/@INSTALLED_SIZE@/$size
 find "$stage" -newermt "@$SOURCE_DATE_EPOCH" -exec touch --no-dereference -d "@$SOURCE_DATE_EPOCH" {} +
 mkdir -p "$out"
 deb="$out/grstats_${version}_$arch.deb"
-# gzip, not dpkg-deb's default xz: the executable is compressed already, and xz takes a
-# minute to save 1% of it.
+# gzip, not dpkg-deb's default xz: the bundle's archive of modules is compressed already, and
+# xz takes a minute more.
 dpkg-deb --root-owner-group -Zgzip --build "$stage" "$deb" >/dev/null
 echo "$deb"

@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
-# Builds the single-file grstats executable (no Python needed on the host) from a wheel of
-# grstats: installs the wheel and PyInstaller (requirements.txt) in a virtual environment of
-# its own, freezes grstats.spec, and writes OUTDIR/grstats-VERSION-linux-ARCH and, beside it,
-# OUTDIR/grstats-VERSION-linux-ARCH.glibc: the oldest glibc it runs with (the newest symbol
-# version any bundled library needs; the build host's libpython decides it). The executable
-# runs on hosts whose glibc is at least that: build on the oldest distribution you run.
-# Used by `make dist` and by the tests (tests/release/conftest.py), so both build it alike.
+# Builds grstats frozen (no Python needed on the host) from a wheel of grstats: installs the
+# wheel and PyInstaller (requirements.txt) in a virtual environment of its own, freezes
+# grstats.spec, and writes, from one analysis:
+#   OUTDIR/grstats-VERSION-linux-ARCH        the single-file executable, for hosts without
+#                                            dpkg (it unpacks itself into $TMPDIR at each start)
+#   OUTDIR/grstats-VERSION-linux-ARCH.dir/   the directory bundle (its executable grstats and
+#                                            _internal/), which the Debian package installs:
+#                                            nothing unpacked at run time
+#   OUTDIR/grstats-VERSION-linux-ARCH.glibc  the oldest glibc both run with (the newest symbol
+#                                            version any bundled library needs; the build
+#                                            host's libpython decides it)
+# They run on hosts whose glibc is at least that: build on the oldest distribution you run.
+# Prints the single file's path. Used by `make dist` and by the tests (tests/release/
+# conftest.py), so both build them alike.
 # Usage: deploy/release/build-binary.sh WHEEL OUTDIR   (PYTHON: the Python to build with)
 set -euo pipefail
 if (($# != 2)); then
@@ -30,7 +37,9 @@ version="$(cd "$work" && "$py" -c 'import grstats; print(grstats.__version__)')"
   --distpath "$work/dist" --workpath "$work/build" "$here/grstats.spec")
 mkdir -p "$out"
 target="$out/grstats-$version-linux-$(uname -m)"
-mv "$work/dist/grstats" "$target"
+rm -rf "$target.dir"
+mv "$work/dist/grstats-onefile" "$target"
+mv "$work/dist/grstats-onedir" "$target.dir"
 mv "$work/dist/grstats.glibc" "$target.glibc"
-echo "built $target: $(du -m "$target" | cut -f1) MB, runs with glibc >= $(cat "$target.glibc")" >&2
+echo "built $target: $(du -m "$target" | cut -f1) MB, and $target.dir: $(du -sm "$target.dir" | cut -f1) MB; they run with glibc >= $(cat "$target.glibc")" >&2
 echo "$target"

@@ -2,8 +2,10 @@
 
 Each module here marks its tests ``xdist_group("packaging")``, so that one worker builds them.
 ``release_binary`` is the single-file executable ``make dist`` builds, made by the same script
-(deploy/release/build-binary.sh) from a wheel built from this checkout. Setting
-GRSTATS_RELEASE_BINARY to an executable already built uses it instead (a rerun while editing).
+(deploy/release/build-binary.sh) from a wheel built from this checkout, and ``release_bundle``
+the directory bundle the same build writes beside it (``BINARY.dir``), which the Debian
+package installs. Setting GRSTATS_RELEASE_BINARY to an executable already built uses it (and
+the bundle beside it) instead (a rerun while editing).
 """
 
 from __future__ import annotations
@@ -61,3 +63,11 @@ def release_binary(tmp_path_factory: pytest.TempPathFactory) -> Path:
     (wheel,) = out.glob("grstats-*.whl")
     printed = _build(["bash", str(BUILD_BINARY), str(wheel), str(out)], out, 900)
     return Path(printed.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="session")
+def release_bundle(release_binary: Path) -> Path:
+    """The directory bundle (its executable ``grstats`` and ``_internal/``) of the same build."""
+    bundle = release_binary.with_name(release_binary.name + ".dir")
+    assert (bundle / "grstats").is_file(), f"build-binary.sh wrote no bundle {bundle}"
+    return bundle

@@ -24,7 +24,6 @@ import platform
 import re
 import shutil
 import signal
-import stat
 import subprocess
 import sys
 import time
@@ -36,8 +35,8 @@ import pytest
 from grstats import __version__
 from grstats.agent.cli.demo import free_ports
 from grstats.agent.cli.demo.children import grstats_command
-from tests.mariadb import missing
 from tests.programs import require
+from tests.release.listeners import Frozen, furnish, need_root, serve_everything
 from tests.waiting import wait_until
 
 if TYPE_CHECKING:
@@ -49,8 +48,6 @@ SIZE_LIMIT_BYTES = 60 * 1000 * 1000
 EXECUTABLE = "/usr/local/bin/grstats"
 #: The only host libraries the executable may load: glibc's and zlib's, which every Linux has.
 BASE_LIBRARY = re.compile(r"ld-linux[-\w.]*\.so\.\d+|lib(c|m|dl|pthread|rt|util|resolv|z)\.so\.\d+")
-#: The character devices of the bare root: name -> (major, minor).
-DEVICES = {"null": (1, 3), "urandom": (1, 9)}
 MEMBERS = 3
 SPARK_HINT = "pip install 'grstats[spark]'"
 #: Seconds the agents in the bare root get to start, and then each to serve the whole group
@@ -68,12 +65,12 @@ def _run(args: list[str], cwd: Path, timeout: float = 60) -> subprocess.Complete
     )
 
 
-def host_libraries(binary: Path, scratch: Path) -> set[Path]:
-    """The host's shared libraries ``binary`` loads: its own (ldd) and its unpacked Python's.
+def host_libraries(binary: Path, scratch: Path, bundle: Path | None = None) -> set[Path]:
+    """The host's shared libraries ``binary`` loads: its own (ldd) and its Python's.
 
     The Python half comes from ``LD_DEBUG=libs`` on a query (which imports gRPC, protobuf,
     SSL and SQLite) to a port nothing listens on; what it loads from where it unpacked itself
-    is its own.
+    (the single file) or from ``bundle`` (the directory bundle's folder) is its own.
     """
     linked = subprocess.run(
         [require("ldd", "libc-bin"), str(binary)],
@@ -104,7 +101,7 @@ def host_libraries(binary: Path, scratch: Path) -> set[Path]:
         for trace in scratch.glob("ld.*")
         for path in re.findall(r"calling init: (/\S+)", trace.read_text(errors="replace"))
     }
-    own = {path for path in loaded if path.is_relative_to(unpacked)}
+    own = {path for path in loaded if path.is_relative_to(bundle or unpacked)}
     assert any(path.name.startswith("libpython") for path in own), f"no libpython among {own}"
     return found | (loaded - own)
 
@@ -112,32 +109,15 @@ def host_libraries(binary: Path, scratch: Path) -> set[Path]:
 @pytest.fixture(scope="module")
 def bare_root(release_binary: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A root folder holding the executable, glibc, zlib, /tmp, two devices and /etc/passwd."""
-    if os.geteuid() != 0:
-        missing("the bare-host tests need root (chroot, device files); CI runs as root")
+    need_root()
     require("chroot", "coreutils")
     scratch = tmp_path_factory.mktemp("bare")
     root = scratch / "root"
-    for library in host_libraries(release_binary, scratch / "libraries"):
-        target = root / library.relative_to("/")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(library, target)  # the file itself, where the host has a link
-        target.chmod(0o755)
     executable = root / EXECUTABLE.lstrip("/")
     executable.parent.mkdir(parents=True)
     shutil.copyfile(release_binary, executable)
     executable.chmod(0o755)
-    (root / "tmp").mkdir()
-    (root / "tmp").chmod(0o1777)
-    (root / "dev").mkdir()
-    for name, (major, minor) in DEVICES.items():
-        os.mknod(root / "dev" / name, 0o666 | stat.S_IFCHR, os.makedev(major, minor))
-    try:
-        with (root / "dev" / "urandom").open("rb") as device:
-            device.read(1)
-    except OSError as exc:
-        pytest.fail(f"the device files the bare root needs do not open ({exc}): is it nodev?")
-    (root / "etc").mkdir()
-    (root / "etc" / "passwd").write_text("root:x:0:0:root:/root:/nonexistent\n")
+    furnish(root, host_libraries(release_binary, scratch / "libraries"))
     return root
 
 
@@ -167,6 +147,11 @@ def test_it_prints_its_version_on_the_bare_host(bare_root: Path, tmp_path: Path)
     """``grstats --version`` works in the bare root."""
     done = _run(in_root(bare_root, "--version"), tmp_path)
     assert (done.returncode, done.stdout.strip()) == (0, f"grstats {__version__}"), done.stderr
+
+
+def test_an_agent_on_the_bare_host_serves_every_listener(bare_root: Path, tmp_path: Path) -> None:
+    """An agent in the bare root serves gRPC (mTLS), SQL (TLS) and /metrics, each read by its client."""
+    serve_everything(Frozen(bare_root, EXECUTABLE), tmp_path)
 
 
 def test_spark_on_the_bare_host_says_what_to_install(bare_root: Path, tmp_path: Path) -> None:

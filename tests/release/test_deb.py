@@ -1,11 +1,17 @@
 """The Debian package (``make deb``): lintian, and installs into a throwaway root with dpkg.
 
-deploy/debian/build-deb.sh packages the single-file executable (the ``release_binary``
-fixture) once per module. dpkg installs it with ``--root`` and ``--force-script-chrootless``:
+deploy/debian/build-deb.sh packages the directory bundle (the ``release_bundle`` fixture)
+once per module. dpkg installs it with ``--root`` and ``--force-script-chrootless``:
 the maintainer scripts run here, with DPKG_ROOT naming the root, which they work inside
 (systemd-sysusers --root, deb-systemd-helper); ``--force-depends`` because the root holds no
 other package, ``--force-not-root`` so that it also runs unprivileged (then the owners stay
 the caller's). Every dpkg call of a test uses its own root; the host's database is untouched.
+
+The packaged agent is also run in such a root made a bare host (tests/release/listeners.py:
+the host's glibc and zlib, two devices, no shell, no Python, no /proc), entered with chroot,
+with every listener on, each read by its real client. A root made by ``debootstrap
+--variant=minbase`` would be closer to a real host, but it takes the Debian mirror and
+minutes on every run; the bare root holds less than it, so what runs there runs there.
 """
 
 from __future__ import annotations
@@ -29,14 +35,18 @@ from tests.deploy.files import (
     read_env_file,
 )
 from tests.programs import require
+from tests.release.listeners import Frozen, children, furnish, need_root, serve_everything
+from tests.release.test_binary import host_libraries
 
 #: The packaging worker builds the executable once for this module and test_binary.py.
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("packaging")]
 
 BUILD_DEB = DEPLOY / "debian" / "build-deb.sh"
 SYSTEMD = DEPLOY / "systemd"
-#: Where the package puts the executable, the units' ExecStart.
+#: Where the package puts the executable, the units' ExecStart: a link into the bundle.
 PACKAGED_GRSTATS = "/usr/bin/grstats"
+#: Where the package puts the bundle.
+BUNDLE = "/usr/lib/grstats"
 UNITS = sorted(path.name for path in (*SYSTEMD.glob("*.service"), *SYSTEMD.glob("*.timer")))
 CONFFILES = ("/etc/grstats/agent.toml", "/etc/grstats/collector.env")
 
@@ -53,10 +63,10 @@ def run(args: list[str], timeout: float = 120) -> subprocess.CompletedProcess[st
     )
 
 
-def build_deb(binary: Path, out: Path, version: str | None = None) -> Path:
-    """The package of ``binary`` built in ``out`` by build-deb.sh (at ``version``, if given)."""
+def build_deb(bundle: Path, out: Path, version: str | None = None) -> Path:
+    """The package of ``bundle`` built in ``out`` by build-deb.sh (at ``version``, if given)."""
     done = run(
-        [require("bash"), str(BUILD_DEB), str(binary), str(out), *([version] if version else [])]
+        [require("bash"), str(BUILD_DEB), str(bundle), str(out), *([version] if version else [])]
     )
     assert done.returncode == 0, f"build-deb.sh exited {done.returncode}\n{done.stderr}"
     deb = Path(done.stdout.strip().splitlines()[-1])
@@ -72,16 +82,16 @@ def field(deb: Path, name: str) -> str:
 
 
 @pytest.fixture(name="deb", scope="module")
-def _deb(release_binary: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def _deb(release_bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The package, as ``make deb`` builds it."""
-    return build_deb(release_binary, tmp_path_factory.mktemp("deb"))
+    return build_deb(release_bundle, tmp_path_factory.mktemp("deb"))
 
 
 @pytest.fixture(name="upgrade_deb", scope="module")
-def _upgrade_deb(release_binary: Path, deb: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The same executable packaged at a later version."""
+def _upgrade_deb(release_bundle: Path, deb: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The same bundle packaged at a later version."""
     return build_deb(
-        release_binary, tmp_path_factory.mktemp("upgrade"), field(deb, "Version") + "+1"
+        release_bundle, tmp_path_factory.mktemp("upgrade"), field(deb, "Version") + "+1"
     )
 
 
@@ -202,12 +212,37 @@ def test_package_is_named_and_versioned_after_the_executable(
     assert deb.name == f"grstats_{version[1]}_{field(deb, 'Architecture')}.deb"
 
 
-def test_installed_executable_runs_version_and_doctor(
-    root: Root, deb: Path, release_binary: Path
+def _bundle_files(folder: Path) -> set[str]:
+    """Every file under ``folder``, by its path relative to it."""
+    return {str(path.relative_to(folder)) for path in folder.rglob("*") if path.is_file()}
+
+
+def test_installed_bundle_is_the_built_one_and_bin_links_to_it(
+    root: Root, release_bundle: Path
 ) -> None:
+    """/usr/lib/grstats holds the bundle's files, its executable as built; /usr/bin/grstats links to it; modes are policy's."""
+    bundle = root.file(BUNDLE)
+    assert _bundle_files(bundle) == _bundle_files(release_bundle)
+    # not stripped: the executable carries its archive of modules after its ELF sections
+    assert (bundle / "grstats").read_bytes() == (release_bundle / "grstats").read_bytes()
+    link = root.file(PACKAGED_GRSTATS)
+    assert link.is_symlink()
+    assert str(link.readlink()) == "../lib/grstats/grstats"
+    assert link.resolve() == (bundle / "grstats").resolve()
+    modes = {
+        str(path.relative_to(bundle)): path.stat().st_mode & 0o7777
+        for path in bundle.rglob("*")
+        if not path.is_symlink()
+    }
+    executable = {name for name, mode in modes.items() if mode == 0o755}
+    directories = {str(path.relative_to(bundle)) for path in bundle.rglob("*") if path.is_dir()}
+    assert executable == {"grstats", *directories}
+    assert set(modes.values()) == {0o644, 0o755}
+
+
+def test_installed_executable_runs_version_and_doctor(root: Root, deb: Path) -> None:
     """The installed grstats prints its version, and doctor its checklist of this unconfigured host."""
     grstats = root.file(PACKAGED_GRSTATS)
-    assert grstats.read_bytes() == release_binary.read_bytes()  # as built: not stripped
     done = run([str(grstats), "--version"])
     assert done.returncode == 0, done.stderr
     assert done.stdout == f"grstats {field(deb, 'Version')}\n"
@@ -332,3 +367,31 @@ def test_purge_removes_the_registry_but_keeps_the_spool_and_the_user(
     assert not own_root.file(PACKAGED_GRSTATS).exists()
     assert (spool / "segment").read_bytes() == b"history"
     assert own_root.account("passwd", "grstats")[0] == "grstats"
+
+
+def test_the_packaged_agent_in_a_bare_root_serves_every_listener(
+    own_root: Root, deb: Path, tmp_path: Path
+) -> None:
+    """The package in a bare root runs an agent with gRPC (mTLS), SQL (TLS) and /metrics, read by their clients; one process, nothing unpacked."""
+    need_root()
+    own_root.dpkg("--install", str(deb))
+    bundle = own_root.file(BUNDLE)
+    furnish(own_root.path, host_libraries(bundle / "grstats", tmp_path / "libraries", bundle))
+    python = [
+        path
+        for path in own_root.path.rglob("*")
+        if "python" in path.name.lower() and not path.is_relative_to(bundle)
+    ]
+    assert python == []
+    assert not own_root.file("/proc").exists()
+    assert not own_root.file("/bin").exists()
+    scratch = own_root.file("/tmp")  # noqa: S108  (the bare root's, not this host's)
+
+    def nothing_unpacked(agent: subprocess.Popen[bytes]) -> None:
+        # a single-file executable would have unpacked itself here (_MEI...), for the agent
+        # and for each grstats query, and would run the agent as its child: a SIGKILL of it
+        # would orphan the agent
+        assert list(scratch.iterdir()) == []
+        assert children(agent.pid) == []
+
+    serve_everything(Frozen(own_root.path, PACKAGED_GRSTATS), tmp_path, nothing_unpacked)
