@@ -48,6 +48,10 @@ KEY_RECORDS = (
 #: The names member alerts join (labels member and group), and group alerts (group).
 MEMBER_NAMES = "group_name_member_id_member_group:grstats_member_info:max"
 GROUP_NAMES = "group_name_group:grstats_group_info:max"
+#: What the member and group alerts join: those names over the last 2 minutes, one series each.
+MEMBER_ALERT_NAMES = "group_name_member_id:grstats_member_info:topk_last_over_time2m"
+GROUP_ALERT_NAMES = "group_name:grstats_group_info:topk_last_over_time2m"
+ALERT_NAMES = {MEMBER_NAMES: MEMBER_ALERT_NAMES, GROUP_NAMES: GROUP_ALERT_NAMES}
 #: The agent's own alerts: about a target (instance), naming its member once it has read it.
 AGENT_ALERTS = frozenset({"GrstatsAgentDown", "GrstatsSourceDown"})
 #: The scrape intervals the rules are unit-tested at (the header states 1 s to 75 s).
@@ -160,9 +164,9 @@ def about(rule: dict[str, Any]) -> set[str]:
     """The labels an alert's summary and description must name: what the alert is about."""
     if rule["alert"] in AGENT_ALERTS:
         return {"instance", "member", "group"}
-    if MEMBER_NAMES in rule["expr"]:
+    if MEMBER_ALERT_NAMES in rule["expr"]:
         return {"member", "group"}
-    if GROUP_NAMES in rule["expr"]:
+    if GROUP_ALERT_NAMES in rule["expr"]:
         return {"group"}
     return {"instance", "group"}  # the collector's
 
@@ -201,10 +205,11 @@ def test_alert_joins_the_names(rule: dict[str, Any]) -> None:
         assert "label_replace(" in expr
         assert '"group", "$1", "group_label"' in expr
         return
-    # A member's or group's names are read over the last 2 minutes (last_over_time), as its
-    # condition is: a handover between agents leaves the records empty for the silence, and an
-    # alert without a result for one evaluation starts its for: again (metrics.scope own).
-    named = names if rule["alert"] in AGENT_ALERTS else f"last_over_time({names}[2m])"
+    # A member's or group's names are their topk_last_over_time2m record (the names of the
+    # last 2 minutes, one series each), as its condition reads its records with last_over_time: a handover between
+    # agents leaves the records empty for the silence, and an alert without a result for one
+    # evaluation starts its for: again (metrics.scope own).
+    named = names if rule["alert"] in AGENT_ALERTS else ALERT_NAMES[names]
     assert f"{joins[names]} {named}" in expr, expr
 
 
@@ -237,9 +242,9 @@ def alert_labels(rule: dict[str, Any], *, knows_its_member: bool = True) -> set[
     member = {"group_name", "member_id", "member", "group"}
     if rule["alert"] in AGENT_ALERTS:
         return {"severity", "job", "instance"} | (member if knows_its_member else set())
-    if MEMBER_NAMES in rule["expr"]:
+    if MEMBER_ALERT_NAMES in rule["expr"]:
         return {"severity"} | member
-    if GROUP_NAMES in rule["expr"]:
+    if GROUP_ALERT_NAMES in rule["expr"]:
         return {"severity", "group_name", "group"}
     return {"severity", "job", "instance", "group_label", "group"}  # the collector's
 
