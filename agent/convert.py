@@ -240,7 +240,12 @@ def _events(message: pb.Events, origin: str, where: str) -> Events:
 def _server_to_wire(server: ServerSettings) -> pb.Server:
     flow = server.flow_control
     fields = {f"flow_control_{name}": getattr(flow, name) for name in _FLOW_CONTROL_FIELDS}
-    return pb.Server(read_only=server.read_only, super_read_only=server.super_read_only, **fields)
+    return pb.Server(
+        read_only=server.read_only,
+        super_read_only=server.super_read_only,
+        member_weight=server.member_weight,
+        **fields,
+    )
 
 
 def _server(message: pb.Server, where: str) -> ServerSettings:
@@ -250,9 +255,16 @@ def _server(message: pb.Server, where: str) -> ServerSettings:
         flow = FlowControlSettings(**fields)
     except ConfigError as exc:
         raise WireError(f"{where}.{exc}") from exc
-    return ServerSettings(
-        read_only=message.read_only, super_read_only=message.super_read_only, flow_control=flow
-    )
+    weight = message.member_weight if message.HasField("member_weight") else None
+    try:
+        return ServerSettings(
+            read_only=message.read_only,
+            super_read_only=message.super_read_only,
+            flow_control=flow,
+            member_weight=weight,
+        )
+    except ConfigError as exc:
+        raise WireError(f"{where}.member_weight: {exc}") from exc
 
 
 def _empty(name: str) -> str | int:

@@ -8,7 +8,8 @@ Each read records, under the agent's own stamps, what changed since the last one
   ``Pipeline_stats_member_collector::send_stats_member_message``
   (plugin/group_replication/src/pipeline_stats.cc) sends them once and clears it;
 * the view, the applier fields, the source's health and the server's variables (read_only,
-  super_read_only, flow control), when they change; ``transactions_behind`` rides on the counts;
+  super_read_only, flow control, and the member weight the source read beside them: the next
+  primary forecast's input), when they change; ``transactions_behind`` rides on the counts;
 * ``gtid_executed`` on the first read after each ``executed_interval_s`` mark of the wall
   clock (and on the first read of a run), as ``dispatcher`` broadcasts it every 60 ticks
   (``Certifier_broadcast_thread::broadcast_gtid_executed``): every agent reads at the same
@@ -145,6 +146,10 @@ class LocalMember:
         label = self.config.group_label
         if label and not snapshot.view.group_label:  # the member's metadata names it first
             snapshot = replace(snapshot, view=replace(snapshot.view, group_label=label))
+        if snapshot.server.member_weight != snapshot.member_weight:  # gossiped with the server's
+            snapshot = replace(
+                snapshot, server=replace(snapshot.server, member_weight=snapshot.member_weight)
+            )
         self.snapshot = snapshot
         self._record_if_changed(Key.VIEW, snapshot.view, now)
         self._record_if_changed(Key.APPLIER, snapshot.applier, now)

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 #: version and revision (ExchangeRequest, ExchangeResponse and QueryResponse); 3: the members'
 #: events (``Update.events``, ``Key.EVENTS``), a new kind of value that agents of revisions 1
 #: and 2 refuse, so it is sent only to agents of revision :data:`EVENTS_REVISION` or later.
-PROTOCOL_REVISION = 3
+PROTOCOL_REVISION = 4
 #: The first revision whose agents take the EVENTS value.
 EVENTS_REVISION = 3
 #: The revision of an agent that says none: one older than the field (proto3 reads it as 0).

@@ -76,11 +76,19 @@ class ServerSettings:
     ``super_read_only`` on for secondaries and for a member that is not ONLINE);
     ``flow_control`` is its ``group_replication_flow_control_*`` variables, MySQL's defaults
     when the server does not have one (5.7 before 5.7.20 lacks most of them).
+    ``member_weight`` is its ``group_replication_member_weight`` (0..100), None where it is
+    not known: the server lacks it (before 5.7.20) or the agent that sent it is older; the
+    election counts such a member at :data:`DEFAULT_MEMBER_WEIGHT`.
     """
 
     read_only: bool = False
     super_read_only: bool = False
     flow_control: FlowControlSettings = field(default_factory=FlowControlSettings)
+    member_weight: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.member_weight is not None:
+            check_int("group_replication_member_weight", self.member_weight, 0, 100)
 
 
 #: The longest group label: MySQL Shell's metadata holds a cluster name in VARCHAR(63).

@@ -46,6 +46,7 @@ from grstats.agent.messages import SourceReport
 from grstats.agent.metrics import AgentMetrics, SeriesInput
 from grstats.agent.metrics_http import start_metrics_server
 from grstats.agent.metrics_scope import agents_heard
+from grstats.agent.next_primary_watch import NextPrimaryWatch
 from grstats.agent.registry_sync import RegistrySync
 from grstats.agent.rounds import PeerRounds
 from grstats.agent.security import Security
@@ -135,6 +136,7 @@ class Agent:
         self.registry_sync = RegistrySync(registry, self.member, config, clock=clock)
         self.liveness = Liveness(self.member)  # logs members turning CONNECTED NO, and back
         self.split_brain = SplitBrainWatch()  # logs members split from the group, once each
+        self.next_primary = NextPrimaryWatch()  # logs an unsafe next primary, once a change
         self.stable_set = StableSetWatch()  # fed each read (run_period), asked by the status
         self.event_log = EventLog(self.member.state, clock=clock)  # the member's events
         self._event_counts = EventCounts(self.member.state, self.member.incarnation)
@@ -316,6 +318,14 @@ class Agent:
             events += [found] if found is not None else []
         events += self._throttle_events(now)
         self.split_brain.check(
+            self.member.state,
+            self.member.snapshot,
+            self.member.log,
+            now_us=now,
+            silence_us=self._config.silence_us,
+            offsets=self.rounds.offsets,
+        )
+        self.next_primary.check(
             self.member.state,
             self.member.snapshot,
             self.member.log,

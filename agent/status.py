@@ -45,6 +45,12 @@ in the same file); the sentence names it with Shell's error and the member's own
 ERRANT_TRANSACTIONS is each member's last sampled ``gtid_executed`` judged against the other
 members' samples of the same instant (:mod:`grstats.agent.errant`), the samples' times moved
 to this agent's clock by the members' offsets.
+
+MEMBER_WEIGHT is the member's ``group_replication_member_weight`` as its agent read it and
+gossiped it with its server variables (:func:`member_weights`), NULL where not heard: the input
+of the next primary forecast, whom GR would elect if the primary failed now
+(:func:`~grstats.agent.election.next_primary` over the member rows, a NULL weight counted as
+MySQL's default 50).
 """
 
 from __future__ import annotations
@@ -81,7 +87,7 @@ from grstats.agent.rows import (
 from grstats.agent.verdict import source_unknown, verdict
 
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Iterable, Mapping
 
     from grstats.agent.gossip import GossipState
     from grstats.agent.model import MemberSnapshot
@@ -120,6 +126,7 @@ def group_status(  # noqa: PLR0913  (every input of the verdict is explicit)
     shown = {m: in_view.get(m) or departed(state, m) for m in members}
     counts = {m: _counts(state, local, m, now_us, offsets) for m in members}
     servers = {m: server_of(state, local, m) for m in members}
+    weights = member_weights(state, local, members)
     live = {
         m: connected(state, local, m, now_us=now_us, silence_us=silence_us, offsets=offsets)
         for m in members
@@ -143,6 +150,7 @@ def group_status(  # noqa: PLR0913  (every input of the verdict is explicit)
             throttling=m in held,
             errant=errant.get(m),
             split=m in split,
+            weight=weights[m],
         )
         for m in members
     ]
@@ -188,6 +196,24 @@ def group_status(  # noqa: PLR0913  (every input of the verdict is explicit)
             rows_validating_per_minute=stall.rows_per_minute,
         )
     return group, rows
+
+
+def member_weights(
+    state: GossipState, local: MemberSnapshot | None, members: Iterable[str]
+) -> dict[str, int | None]:
+    """Each member's ``group_replication_member_weight``, None where it was never heard.
+
+    The local member's as its source read it; the others' from the server variables their
+    agents gossip (an older agent sends none).
+    """
+    found: dict[str, int | None] = {}
+    for member in members:
+        if local is not None and member == local.member_id and local.member_weight is not None:
+            found[member] = local.member_weight
+            continue
+        server = server_of(state, local, member)
+        found[member] = server.member_weight if server is not None else None
+    return found
 
 
 def _holding_back(state: GossipState, in_view: Mapping[str, MemberRow]) -> list[str]:
@@ -370,6 +396,7 @@ def _member_row(  # noqa: PLR0913  (one row from several sources)
     throttling: bool,
     errant: GtidSet | None = None,
     split: bool = False,
+    weight: int | None = None,
 ) -> MemberStatusRow:
     stats, age_us = counts if counts is not None else (None, None)
     return MemberStatusRow(
@@ -390,6 +417,7 @@ def _member_row(  # noqa: PLR0913  (one row from several sources)
         throttling="YES" if throttling else "NO",
         errant_transactions=None if errant is None else str(errant),
         split_brain="YES" if split else "NO",
+        member_weight=weight,
     )
 
 

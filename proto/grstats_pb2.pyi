@@ -143,7 +143,7 @@ class Applier(_message.Message):
     def __init__(self, last_queued_transaction: _Optional[str] = ..., last_queued_original_commit_us: _Optional[int] = ..., last_queued_immediate_commit_us: _Optional[int] = ..., last_queued_start_queue_us: _Optional[int] = ..., last_queued_end_queue_us: _Optional[int] = ..., queueing_transaction: _Optional[str] = ..., queueing_original_commit_us: _Optional[int] = ..., queueing_immediate_commit_us: _Optional[int] = ..., queueing_start_queue_us: _Optional[int] = ..., last_applied_transaction: _Optional[str] = ..., last_applied_original_commit_us: _Optional[int] = ..., last_applied_immediate_commit_us: _Optional[int] = ..., last_applied_start_apply_us: _Optional[int] = ..., last_applied_end_apply_us: _Optional[int] = ..., applying_transaction: _Optional[str] = ..., applying_original_commit_us: _Optional[int] = ..., applying_immediate_commit_us: _Optional[int] = ..., applying_start_apply_us: _Optional[int] = ..., timestamps_unknown: _Optional[bool] = ...) -> None: ...
 
 class Server(_message.Message):
-    __slots__ = ("read_only", "super_read_only", "flow_control_mode", "flow_control_certifier_threshold", "flow_control_applier_threshold", "flow_control_min_quota", "flow_control_min_recovery_quota", "flow_control_max_quota", "flow_control_member_quota_percent", "flow_control_period", "flow_control_hold_percent", "flow_control_release_percent")
+    __slots__ = ("read_only", "super_read_only", "flow_control_mode", "flow_control_certifier_threshold", "flow_control_applier_threshold", "flow_control_min_quota", "flow_control_min_recovery_quota", "flow_control_max_quota", "flow_control_member_quota_percent", "flow_control_period", "flow_control_hold_percent", "flow_control_release_percent", "member_weight")
     READ_ONLY_FIELD_NUMBER: _ClassVar[int]
     SUPER_READ_ONLY_FIELD_NUMBER: _ClassVar[int]
     FLOW_CONTROL_MODE_FIELD_NUMBER: _ClassVar[int]
@@ -156,6 +156,7 @@ class Server(_message.Message):
     FLOW_CONTROL_PERIOD_FIELD_NUMBER: _ClassVar[int]
     FLOW_CONTROL_HOLD_PERCENT_FIELD_NUMBER: _ClassVar[int]
     FLOW_CONTROL_RELEASE_PERCENT_FIELD_NUMBER: _ClassVar[int]
+    MEMBER_WEIGHT_FIELD_NUMBER: _ClassVar[int]
     read_only: bool
     super_read_only: bool
     flow_control_mode: str
@@ -168,7 +169,8 @@ class Server(_message.Message):
     flow_control_period: int
     flow_control_hold_percent: int
     flow_control_release_percent: int
-    def __init__(self, read_only: _Optional[bool] = ..., super_read_only: _Optional[bool] = ..., flow_control_mode: _Optional[str] = ..., flow_control_certifier_threshold: _Optional[int] = ..., flow_control_applier_threshold: _Optional[int] = ..., flow_control_min_quota: _Optional[int] = ..., flow_control_min_recovery_quota: _Optional[int] = ..., flow_control_max_quota: _Optional[int] = ..., flow_control_member_quota_percent: _Optional[int] = ..., flow_control_period: _Optional[int] = ..., flow_control_hold_percent: _Optional[int] = ..., flow_control_release_percent: _Optional[int] = ...) -> None: ...
+    member_weight: int
+    def __init__(self, read_only: _Optional[bool] = ..., super_read_only: _Optional[bool] = ..., flow_control_mode: _Optional[str] = ..., flow_control_certifier_threshold: _Optional[int] = ..., flow_control_applier_threshold: _Optional[int] = ..., flow_control_min_quota: _Optional[int] = ..., flow_control_min_recovery_quota: _Optional[int] = ..., flow_control_max_quota: _Optional[int] = ..., flow_control_member_quota_percent: _Optional[int] = ..., flow_control_period: _Optional[int] = ..., flow_control_hold_percent: _Optional[int] = ..., flow_control_release_percent: _Optional[int] = ..., member_weight: _Optional[int] = ...) -> None: ...
 
 class Health(_message.Message):
     __slots__ = ("ok", "message")

@@ -42,6 +42,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "grstats.agent.model",
             "grstats.agent.verdict",
             "grstats.agent.errant",
+            "grstats.agent.election",  # GR's election order: the simulator's and the forecast's
             "grstats.agent.stable_set",
             "grstats.agent.events",
             "grstats.agent.sources.fault",  # why a source fails: a value errors and model name

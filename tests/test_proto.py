@@ -168,12 +168,15 @@ ADDED_AT: dict[int, frozenset[tuple[str, str]]] = {
             ("QueryRequest", "events_since_us"),
         }
     ),
+    # each member's group_replication_member_weight with its server variables (issue 47)
+    4: frozenset({("Server", "member_weight")}),
 }
 #: The wire contract's fingerprint at each revision (:func:`contract_fingerprint`).
 CONTRACT_AT = {
     1: "317ec6ef931a0e19",  # as main at d38a8b3 declares it
     2: "5062183cd34b1412",
     3: "53830bb6bf9507a8",  # with QueryRequest.events_since_us (revision 3 never released without it)
+    4: "68819e65c898cf26",
 }
 
 
@@ -199,7 +202,12 @@ def contract_fingerprint(revision: int) -> str:
             for f in message.field
             if (message.name, f.name) not in later
         ]
-        lines += [f"  oneof {oneof.name}" for oneof in message.oneof_decl]
+        kept = {  # an optional field's oneof (_name) comes with the field
+            f.oneof_index
+            for f in message.field
+            if f.HasField("oneof_index") and (message.name, f.name) not in later
+        }
+        lines += [f"  oneof {o.name}" for i, o in enumerate(message.oneof_decl) if i in kept]
         lines += [f"  reserved {r.start}-{r.end}" for r in message.reserved_range]
         lines += [f"  reserved {name}" for name in message.reserved_name]
     for enum in declared.enum_type:

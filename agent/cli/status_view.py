@@ -12,15 +12,19 @@ group's human name, null when it has none or the agent is older), ``view_id``, `
 ``throttled_by`` (MEMBER_IDs), ``agent`` (the agent asked), ``stable_set_stalled`` (null while
 TRANSACTIONS_COMMITTED_ALL_MEMBERS advances, else :func:`stall_document`), ``disagreements``
 (where members' own views disagree, :func:`disagreement_document` each; null when the agent is
-older than ``replication_group_member_views``) and ``members``, each with
+older than ``replication_group_member_views``), ``next_primary`` (whom GR would elect if
+the primary failed now, :func:`next_primary_document`; null in a multi-primary group or when
+no member is electable) and ``members``, each with
 ``member_id``, ``host``, ``port``, ``state``, ``role``, ``version``, ``connected`` (bool),
 ``age_ms``, ``applier_lag_seconds``, ``applier_queue``, ``certifier_queue``,
 ``transactions_behind``, ``read_only`` and ``super_read_only`` (bool, or null when unknown),
 ``throttling`` (bool), ``clock_skew_ms`` (its clock minus the median of the members', null
 when unknown), ``errant_transactions`` (the GTIDs it executed that the group lacks, as one
-line; ``''`` for none, null when unknown or the agent is older) and ``split_brain`` (bool:
+line; ``''`` for none, null when unknown or the agent is older), ``split_brain`` (bool:
 MySQL Shell's split-brain, out of the group's view while its own server says ONLINE or
-RECOVERING; null when the agent is older), and ``agent_source``:
+RECOVERING; null when the agent is older) and ``member_weight`` (its
+``group_replication_member_weight``, null when unknown or the agent is older), and
+``agent_source``:
 whether the agent asked can read its own member (:func:`source_document`). When it cannot
 and knows no member at all, the agent's verdict is UNKNOWN and its sentence says why
 (:func:`~grstats.agent.verdict.source_unknown`).
@@ -29,9 +33,11 @@ The summary has a ``split-brain`` line while some member is split from the group
 (:func:`split_members`), a ``one-way`` line while two members see each other differently and a
 ``view lag`` line while a member's view id lags the group's (:func:`one_way_members`,
 :func:`lagging_members`, from ``replication_group_member_views``: :mod:`grstats.agent.views`),
-and an ``errant`` line while some member executed transactions the
+an ``errant`` line while some member executed transactions the
 group lacks (:func:`errant_members`): the member and the GTIDs, which make MySQL refuse its
-next join.
+next join; and, in a single-primary group, a ``next primary`` line (:func:`next_primary_text`)
+and a ``next primary unsafe`` line while that member holds errant transactions or has more than
+:data:`~grstats.agent.election.BACKLOG_WARNING` transactions to apply.
 
 Every ``grstats query`` answer also gives :func:`source_line`, the one warning line printed on
 standard error (and on the watch screen) while the agent asked cannot read its member. The JSON
@@ -51,6 +57,7 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from grstats.agent.election import NextPrimary, next_primary
 from grstats.agent.gossip.clocks import SKEW_WARN_US
 from grstats.agent.messages import SourceReport
 from grstats.agent.rows import (
@@ -103,6 +110,7 @@ MEMBER_KEYS = {
     "clock_skew_ms": "CLOCK_SKEW_MS",
     "errant_transactions": "ERRANT_TRANSACTIONS",
     "split_brain": "SPLIT_BRAIN",
+    "member_weight": "MEMBER_WEIGHT",
 }
 
 
@@ -211,6 +219,15 @@ class GroupStatus:
         """Where the members' own views disagree; None when the agent sent no views table."""
         return None if self.views is None else disagreements(self.views)
 
+    @property
+    def next_primary(self) -> NextPrimary | None:
+        """Whom GR would elect if the primary failed now, None if no one (multi-primary too).
+
+        :func:`~grstats.agent.election.next_primary` over the member rows: each member's weight
+        is its row's MEMBER_WEIGHT where the agent sends one.
+        """
+        return next_primary(self.members, single_primary=self.text("MODE") == "single-primary")
+
     def address_of(self, member_id: str) -> str:
         """``host:port`` of the member ``member_id`` ('' when it is not listed)."""
         for member in self.members:
@@ -272,9 +289,62 @@ def document(status: GroupStatus) -> dict[str, Any]:
             if (found := status.disagreements) is None
             else [disagreement_document(status, one) for one in found]
         ),
+        "next_primary": next_primary_document(status),
         "members": [member_document(member) for member in status.members],
         "agent_source": source_document(status.source),
     }
+
+
+def next_primary_document(status: GroupStatus) -> dict[str, Any] | None:
+    """The next primary for JSON, null when there is none (multi-primary, none electable).
+
+    ``member_id``, ``host``, ``port``, ``version``, ``weight`` (50, MySQL's default, when not
+    known), ``weight_known``, ``applier_lag_seconds``, ``transactions_behind``, ``errant``
+    (bool: it holds errant transactions; null when unknown), ``errant_transactions`` (as in a
+    member) and ``warning`` (why failing over to it now is unsafe; null when it is not).
+    """
+    found = status.next_primary
+    if found is None:
+        return None
+    member = next(m for m in status.members if m.get("MEMBER_ID") == found.member_id)
+    errant = found.errant_transactions
+    return {
+        "member_id": found.member_id,
+        "host": member.get("MEMBER_HOST"),
+        "port": member.get("MEMBER_PORT"),
+        "version": found.version,
+        "weight": found.weight,
+        "weight_known": found.weight_known,
+        "applier_lag_seconds": found.applier_lag_seconds,
+        "transactions_behind": found.transactions_behind,
+        "errant": None if errant is None else bool(errant),
+        "errant_transactions": None if errant is None else _one_line_set(errant),
+        "warning": found.warning or None,
+    }
+
+
+def next_primary_text(status: GroupStatus) -> str:
+    """The next primary in a line: ``host:port (weight 70, lag 0.012 s, 3 to apply)``.
+
+    ``none (multi-primary)`` or ``none (no ONLINE secondary ...)`` when there is none, ''
+    while the mode is unknown.
+    """
+    mode = status.text("MODE")
+    if mode == "multi-primary":
+        return "none (multi-primary: every ONLINE member writes)"
+    if mode != "single-primary":
+        return ""
+    found = status.next_primary
+    if found is None:
+        return "none (no ONLINE secondary of the lowest version in the view)"
+    weight = f"weight {found.weight}" + ("" if found.weight_known else " (not known: default)")
+    lag = found.applier_lag_seconds
+    behind = found.transactions_behind
+    return (
+        f"{status.address_of(found.member_id) or found.member_id} ({weight}, "
+        f"lag {'unknown' if lag is None else f'{lag:.3f} s'}, "
+        f"{'unknown' if behind is None else behind} to apply)"
+    )
 
 
 def disagreement_document(status: GroupStatus, found: Disagreement) -> dict[str, Any]:
@@ -450,8 +520,16 @@ def summary(status: GroupStatus, zone: TimeZone = UTC_ZONE) -> list[tuple[str, s
         *([("split-brain", split)] if (split := split_members(status)) else []),
         *([("one-way", one_way)] if (one_way := one_way_members(status)) else []),
         *([("view lag", lag)] if (lag := lagging_members(status)) else []),
+        *([("next primary", following)] if (following := next_primary_text(status)) else []),
+        *([("next primary unsafe", _unsafe(status))] if _unsafe(status) else []),
         *([("stable set", stalled)] if (stalled := stable_set_stalled(status)) else []),
     ]
+
+
+def _unsafe(status: GroupStatus) -> str:
+    """The next primary's warning ('' when there is none or it is safe)."""
+    found = status.next_primary
+    return found.warning if found is not None else ""
 
 
 def clock_skewed(status: GroupStatus) -> str:

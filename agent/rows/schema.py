@@ -263,6 +263,10 @@ REPLICATION_GROUP_MEMBER_STATUS = Table(
         # "split-brain!" (absent from it or UNREACHABLE in it while its own server says ONLINE
         # or RECOVERING: agent.known.split_state); MEMBER_STATE stays the group view's
         _yes_no("SPLIT_BRAIN"),
+        # grstats: the member's group_replication_member_weight (0..100) as its agent gossips
+        # it; NULL where not heard (an older agent, or a server before 5.7.20): the next
+        # primary forecast counts it at MySQL's default 50 (agent.election)
+        Column("MEMBER_WEIGHT", "INTEGER", nullable=True, kind=Kind.INTEGER),
     ),
 )
 

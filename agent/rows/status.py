@@ -18,6 +18,9 @@ from grstats.agent.rows.schema import (
     Table,
 )
 
+#: group_replication_member_weight's greatest value (plugin.cc, ``MAX_MEMBER_WEIGHT``).
+MAX_MEMBER_WEIGHT = 100
+
 #: MySQL Shell's cluster statuses that grstats gives (``Cluster_status`` in
 #: modules/adminapi/common/cluster_types.h), best first.
 STATUSES = (
@@ -100,6 +103,7 @@ class MemberStatusRow(Row):
     clock_skew_ms: int | None = None
     errant_transactions: str | None = None
     split_brain: str = "NO"
+    member_weight: int | None = None
 
     def __post_init__(self) -> None:
         super(MemberStatusRow, self).__post_init__()
@@ -123,3 +127,5 @@ class MemberStatusRow(Row):
                 "ERRANT_TRANSACTIONS", self.errant_transactions, GtidSet.parse, "a GTID set"
             )
             object.__setattr__(self, "errant_transactions", text)
+        if self.member_weight is not None and not 0 <= self.member_weight <= MAX_MEMBER_WEIGHT:
+            raise RowValueError("MEMBER_WEIGHT", self.member_weight, "in 0..100")

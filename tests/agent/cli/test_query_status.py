@@ -52,6 +52,21 @@ DOCUMENT_KEYS = {
     "agent_source",
     "stable_set_stalled",
     "disagreements",
+    "next_primary",
+}
+#: The keys of ``next_primary`` (docs/cli.md).
+NEXT_PRIMARY_KEYS = {
+    "member_id",
+    "host",
+    "port",
+    "version",
+    "weight",
+    "weight_known",
+    "applier_lag_seconds",
+    "transactions_behind",
+    "errant",
+    "errant_transactions",
+    "warning",
 }
 MEMBER_KEYS = {
     "member_id",
@@ -72,6 +87,7 @@ MEMBER_KEYS = {
     "clock_skew_ms",
     "errant_transactions",
     "split_brain",
+    "member_weight",
 }
 #: A time in the JSON: ISO 8601 in UTC with Z, to the microsecond.
 ISO_UTC = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")
@@ -124,7 +140,7 @@ async def test_json_is_the_documented_document(group: Group, grstats: Grstats) -
     primary = group.agents[0].member_id
     local = group.agents[0].local
     assert local is not None
-    assert {key: found[key] for key in DOCUMENT_KEYS - {"members", "as_of"}} == {
+    assert {key: found[key] for key in DOCUMENT_KEYS - {"members", "as_of", "next_primary"}} == {
         "status": "OK",
         "status_text": TOLERATES_ONE,
         "tolerance": 1,
@@ -140,6 +156,9 @@ async def test_json_is_the_documented_document(group: Group, grstats: Grstats) -
         "stable_set_stalled": None,
         "disagreements": [],
     }
+    assert set(found["next_primary"]) == NEXT_PRIMARY_KEYS
+    next_up = min(agent.member_id for agent in group.agents[1:])  # weights 50: the lowest uuid
+    assert (found["next_primary"]["member_id"], found["next_primary"]["weight"]) == (next_up, 50)
     assert ISO_UTC.fullmatch(found["as_of"])
     as_of = datetime.fromisoformat(found["as_of"])
     assert as_of.utcoffset() == timedelta(0)
