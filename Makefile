@@ -12,7 +12,7 @@ TEST_WORKERS ?= 3
 PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
 
 .DEFAULT_GOAL := help
-.PHONY: help install system-deps demo test check lint format bench proto dist deb clean
+.PHONY: help install system-deps demo test test-release check lint format bench proto dist deb clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -78,8 +78,14 @@ $(GRAFANA_SCHEMA): tests/deploy/grafana_schema/package-lock.json | system-deps
 # start processes: docs/benchmarks.md, "Test suite").
 KEEP_BYTECODE := env -u PYTHONDONTWRITEBYTECODE
 
-test: $(VENV)/.installed system-deps $(GRAFANA_SCHEMA) ## run the whole test suite (about 10 minutes on 2 cores)
-	$(KEEP_BYTECODE) $(BIN)/pytest $(PYTEST_PARALLEL)
+test: $(VENV)/.installed system-deps $(GRAFANA_SCHEMA) ## run the test suite but the release files' proofs (about 10 minutes on 2 cores)
+	$(KEEP_BYTECODE) $(BIN)/pytest $(PYTEST_PARALLEL) --ignore=tests/release
+
+# The release files' proofs (tests/release: the single file and the Debian package built
+# from this checkout, lintian, a bare root with every listener): minutes of PyInstaller on
+# one worker, so CI runs them beside `make test` (.ci/run), as a step of their own.
+test-release: $(VENV)/.installed system-deps ## build the release files and prove them (tests/release, about 3 minutes)
+	$(KEEP_BYTECODE) $(BIN)/pytest -n 2 --dist loadgroup tests/release
 
 check: lint ## lint, then the tests that need no Spark, no subprocess and no server (under 2 minutes): the loop while editing
 	$(KEEP_BYTECODE) $(BIN)/pytest $(PYTEST_PARALLEL) -q --check

@@ -210,7 +210,8 @@ def test_a_stolen_certificate_across_hosts(faketime: str, tmp_path: Path) -> Non
             forger.command({"step": 1})
             watch(rows(h0, h1), 4, direct, "member 2 heard directly: its own counts served")
             answered = forger.command({"step": 1000})
-            assert answered >= 6, f"the forger answered {answered} Exchanges with forgeries in 4 s"
+            # At least a few (about one a period; 5 on a loaded CI machine): what was refused.
+            assert answered >= 3, f"the forger answered {answered} Exchanges with forgeries in 4 s"
 
             # 2. Cut off from member 2, agent 1 takes its counts as relays, within the bound:
             # agent 0's real ones, not the forger's that run away by 1000 versions an answer.
