@@ -114,19 +114,17 @@ def next_primary(
     members: Sequence[Mapping[str, Value]],
     *,
     single_primary: bool,
-    weights: Mapping[str, int | None] | None = None,
 ) -> NextPrimary | None:
     """The forecast from rows of ``replication_group_member_status`` keyed by column name.
 
     None in a multi-primary group (every ONLINE member writes already) or when no member
     but the primary is electable. The election is over the members in the view
     (:data:`IN_VIEW_STATES`) other than the PRIMARY, each of a known MEMBER_VERSION. A weight
-    is ``weights[member]`` where given, else the row's MEMBER_WEIGHT (a newer agent's column),
-    else unknown.
+    is the row's MEMBER_WEIGHT (as gossiped; an older agent sends no such column), else
+    unknown.
     """
     if not single_primary:
         return None
-    found = weights or {}
     rows: list[Mapping[str, Value]] = []
     known: list[bool] = []
     voters = []
@@ -137,7 +135,7 @@ def next_primary(
         if version is None:
             continue
         member = str(row.get("MEMBER_ID") or "")
-        weight = found.get(member) if member in found else _weight(row.get("MEMBER_WEIGHT"))
+        weight = _weight(row.get("MEMBER_WEIGHT"))
         index = len(rows)
         rows.append(row)
         known.append(weight is not None)

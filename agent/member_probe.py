@@ -208,12 +208,6 @@ def ready(
     )
 
 
-def _named(served: Mapping[str, Table], table: str) -> list[dict[str, Value]]:
-    """``table``'s rows as served, each by column name."""
-    columns, rows = served[table]
-    return [{c.name: value for c, value in zip(columns, row, strict=True)} for row in rows]
-
-
 def probe(
     path: str,
     member_id: str,
@@ -235,11 +229,12 @@ def probe(
     from grstats.agent.rows import (  # noqa: PLC0415
         REPLICATION_GROUP_MEMBER_STATUS,
         REPLICATION_GROUP_STATUS,
+        by_name,
     )
 
-    groups = _named(served, REPLICATION_GROUP_STATUS.name)
+    groups = by_name(*served[REPLICATION_GROUP_STATUS.name])
     group = groups[0] if groups else {}
-    members = _named(served, REPLICATION_GROUP_MEMBER_STATUS.name)
+    members = by_name(*served[REPLICATION_GROUP_MEMBER_STATUS.name])
     member = next((row for row in members if row.get("MEMBER_ID") == member_id), None)
     if path == HEALTH_PATH:
         return health(member_id, member, read_failed=read_failed)

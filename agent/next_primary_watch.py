@@ -1,11 +1,12 @@
 """``NextPrimaryWatch``: tells the operator when the member GR would elect next is unsafe, once.
 
 Called once per period by the agent, after its round with the peers. The forecast is
-:func:`grstats.agent.election.next_primary` over the agent's member status rows
-(:func:`grstats.agent.status.group_status`), each weight as gossiped
-(:func:`~grstats.agent.status.member_weights`): the member the single-primary election picks if
-the primary failed now. It turning unsafe (errant transactions, or more than
-:data:`~grstats.agent.election.BACKLOG_WARNING` transactions to apply) is one warning,
+:func:`grstats.agent.election.next_primary` over the agent's served verdict (the rows of
+``replication_group_status`` and ``replication_group_member_status``, MEMBER_WEIGHT as gossiped,
+built once a period for everything that asks): the member the single-primary election picks
+if the primary failed now, the same forecast ``grstats query status`` shows. It turning
+unsafe (errant transactions, or more than :data:`~grstats.agent.election.BACKLOG_WARNING`
+transactions to apply) is one warning,
 ``next_primary_unsafe``, naming the member and why; a change of member or of reason is a new
 warning, and its end (safe again, another member next, or none) one info line,
 ``next_primary_safe``. Nothing is logged while it stays so, however its backlog moves. Pure:
@@ -17,7 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from grstats.agent.election import BACKLOG_WARNING, next_primary
-from grstats.agent.status import group_status, member_weights
+from grstats.agent.rows import REPLICATION_GROUP_MEMBER_STATUS, REPLICATION_GROUP_STATUS, by_name
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -25,8 +26,7 @@ if TYPE_CHECKING:
     import structlog
 
     from grstats.agent.election import NextPrimary
-    from grstats.agent.gossip import GossipState
-    from grstats.agent.model import MemberSnapshot
+    from grstats.agent.served import Table
 
 #: What makes it unsafe, as logged: (member, holds errant transactions, backlog over the mark).
 Unsafe = tuple[str, bool, bool]
@@ -38,22 +38,18 @@ class NextPrimaryWatch:
     def __init__(self) -> None:
         self._unsafe: Unsafe | None = None
 
-    def check(  # noqa: PLR0913  (the inputs of group_status(), plus the logger)
-        self,
-        state: GossipState,
-        local: MemberSnapshot | None,
-        log: structlog.typing.FilteringBoundLogger,
-        *,
-        now_us: int,
-        silence_us: int,
-        offsets: Mapping[str, int],
+    def check(
+        self, served: Mapping[str, Table], log: structlog.typing.FilteringBoundLogger
     ) -> NextPrimary | None:
-        """Log when the next primary turned unsafe, or safe again; return the forecast."""
-        group, rows = group_status(state, local, now_us, silence_us, offsets_us=offsets)
+        """Log when the next primary turned unsafe, or safe again; return the forecast.
+
+        ``served`` are the agent's tables now (plain), of which the verdict's two are read.
+        """
+        groups = by_name(*served[REPLICATION_GROUP_STATUS.name])
+        mode = groups[0].get("MODE") if groups else ""
         found = next_primary(
-            [row.as_dict() for row in rows],
-            single_primary=group.mode == "single-primary",
-            weights=member_weights(state, local, (row.member_id for row in rows)),
+            by_name(*served[REPLICATION_GROUP_MEMBER_STATUS.name]),
+            single_primary=mode == "single-primary",
         )
         unsafe = None
         if found is not None and found.warning:

@@ -325,14 +325,7 @@ class Agent:
             silence_us=self._config.silence_us,
             offsets=self.rounds.offsets,
         )
-        self.next_primary.check(
-            self.member.state,
-            self.member.snapshot,
-            self.member.log,
-            now_us=now,
-            silence_us=self._config.silence_us,
-            offsets=self.rounds.offsets,
-        )
+        self.next_primary.check(self.tables(extended=False), self.member.log)
         self.event_log.add(events)
         primaries, states = self._event_counts.update()
         group_name = self._last_read.view.group_name if self._last_read else ""

@@ -31,7 +31,7 @@ from grstats.agent.rows.events import EventRow, EventType
 from grstats.agent.rows.gtids import GtidExecutedRow
 from grstats.agent.rows.members import MemberRow
 from grstats.agent.rows.render import FORMATS, render, render_json, render_table, render_vertical
-from grstats.agent.rows.row import Row, Value
+from grstats.agent.rows.row import Row, Value, by_name
 from grstats.agent.rows.schema import (
     EXTENDED_COLUMNS,
     GROUP_REPLICATION_APPLIER,
@@ -92,6 +92,7 @@ __all__ = [
     "RowValueError",
     "Table",
     "Value",
+    "by_name",
     "communication_stack",
     "displayed_state",
     "encode_version",

@@ -10,6 +10,8 @@ from grstats.agent.rows.domains import BIGINT_UNSIGNED_MAX, RowValueError
 from grstats.agent.rows.schema import Kind
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable, Sequence
+
     from grstats.agent.rows.schema import Column, Table
 
 #: What a cell holds: text, an integer (timestamps as µs), a decimal, or NULL.
@@ -22,6 +24,11 @@ _INT_RANGES = {
     "INTEGER": (-(1 << 31), (1 << 31) - 1),
     "TIMESTAMP(6)": (0, 253_402_300_799_999_999),  # up to 9999-12-31 23:59:59.999999
 }
+
+
+def by_name(columns: Sequence[Column], rows: Iterable[Sequence[Value]]) -> list[dict[str, Value]]:
+    """A served table's rows, each as its columns' names to values."""
+    return [{c.name: value for c, value in zip(columns, row, strict=True)} for row in rows]
 
 
 @dataclass(frozen=True, slots=True)

@@ -61,13 +61,8 @@ PRIMARY = row(P, MEMBER_ROLE="PRIMARY")
 
 
 def forecast_of(agent: Agent) -> NextPrimary | None:
-    """The agent's forecast: its member status rows and the weights its gossip holds."""
-    rows = list(member_status(agent).values())
-    return next_primary(
-        rows,
-        single_primary=True,
-        weights=member_weights(agent.state, agent.local, [str(r["MEMBER_ID"]) for r in rows]),
-    )
+    """The agent's forecast: its member status rows, each with the weight its gossip holds."""
+    return next_primary(list(member_status(agent).values()), single_primary=True)
 
 
 def primary_of(agent: Agent) -> str:
@@ -104,12 +99,17 @@ def test_the_rule_over_rows() -> None:
     assert found is not None
     assert (found.member_id, found.weight, found.weight_known) == (A, 50, False)
     weighted = next_primary(
-        [PRIMARY, row(A), row(B)], single_primary=True, weights={A: 40, B: 90, P: 100}
+        [
+            row(P, MEMBER_ROLE="PRIMARY", MEMBER_WEIGHT=100),
+            row(A, MEMBER_WEIGHT=40),
+            row(B, MEMBER_WEIGHT=90),
+        ],
+        single_primary=True,
     )
     assert weighted is not None
     assert (weighted.member_id, weighted.weight, weighted.weight_known) == (B, 90, True)
     older = next_primary(
-        [PRIMARY, row(A), row(B, MEMBER_VERSION="8.0.35")], single_primary=True, weights={A: 90}
+        [PRIMARY, row(A, MEMBER_WEIGHT=90), row(B, MEMBER_VERSION="8.0.35")], single_primary=True
     )
     assert older is not None
     assert older.member_id == B
@@ -285,14 +285,7 @@ async def test_an_unsafe_next_primary_is_logged_once_and_its_end_once() -> None:
         seen = []
         for _ in range(40):
             await group.rounds(1)
-            found = watch.check(
-                agent.state,
-                agent.local,
-                log,
-                now_us=group.clock.us(),
-                silence_us=agent._config.silence_us,
-                offsets=agent.offsets,
-            )
+            found = watch.check(agent.tables(extended=False), log)
             assert found is not None
             assert found.member_id == group.agents[2].member_id
             seen.append(found.transactions_behind or 0)
