@@ -259,6 +259,7 @@ class SimulatedGroup:
         tick_start = self.now_us
         self._run_events(seconds)
         self._detect_failures(seconds)
+        self._detect_blocks()
         self.log.start_tick(tick_start)
         if self._has_quorum():
             self._certify(self._generate())
@@ -316,6 +317,13 @@ class SimulatedGroup:
             else:  # expelled meanwhile: it finds out, errs, and rejoins after a while
                 member.status = MemberState.ERROR
                 member.rejoin_at = seconds + self.scenario.timing.autorejoin_delay_s
+        elif event.action == "block":
+            for receiver in event.members:
+                self.members[receiver].deaf_to.setdefault(event.member, seconds)
+        elif event.action == "unblock":
+            for receiver in event.members or range(len(self.members)):
+                self.members[receiver].deaf_to.pop(event.member, None)
+                self.members[receiver].suspecting.discard(event.member)
         elif event.action == "rate":
             member.rate_tps = event.value
         elif event.action == "capacity":
@@ -365,6 +373,20 @@ class SimulatedGroup:
             if member.rejoin_at is not None and seconds >= member.rejoin_at and member.reachable:
                 member.rejoin_at = None
                 self._join(member)
+
+    def _detect_blocks(self) -> None:
+        """Each receiver's own failure detector: a blocked sender suspected ``suspicion_s`` on."""
+        for receiver in self.members:
+            for sender in receiver.deaf_to:
+                if sender not in receiver.suspecting and self.deaf(receiver, self.members[sender]):
+                    receiver.suspecting.add(sender)
+                    receiver.local_suspicions[sender] = receiver.local_suspicions.get(sender, 0) + 1
+
+    def deaf(self, viewer: SimMember, other: SimMember) -> bool:
+        """Whether ``viewer``'s failure detector suspects ``other`` over a one-way block."""
+        since = viewer.deaf_to.get(other.index)
+        seconds = self.tick / TICKS_PER_SECOND
+        return since is not None and seconds - since >= self.scenario.timing.suspicion_s
 
     def suspected(self, member: SimMember) -> bool:
         """Whether the group suspects ``member`` (UNREACHABLE in the others' views)."""

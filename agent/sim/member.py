@@ -42,6 +42,12 @@ class SimMember:
     unreachable_since: float | None = None
     suspicions: int = 0  #: how often the group suspected it (MEMBER_FAILURE_SUSPICIONS_COUNT)
     suspected_now: bool = False  #: whether the group suspects it now
+    #: one-way blocks (scenario ``block``): sender index -> when its messages stopped reaching
+    #: this member; its failure detector suspects the sender ``suspicion_s`` later
+    deaf_to: dict[int, float] = field(default_factory=dict)
+    #: how often this member's own failure detector suspected each sender over a block
+    local_suspicions: dict[int, int] = field(default_factory=dict)
+    suspecting: set[int] = field(default_factory=set)  #: blocked senders it suspects now
     down_since_us: int | None = None  #: when the server crashed
     #: its certification database's size when it last heard the group (it crashed or was cut
     #: off): a cut-off member certifies nothing and garbage-collects nothing after that

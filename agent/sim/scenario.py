@@ -39,11 +39,12 @@ A scenario file looks like this (every key but ``name`` and ``description`` is o
     [[events]]
     at = 60                          # seconds after the group starts
     action = "crash"                 # crash, start, stop, partition, heal, rate, capacity,
-                                     # force-members, errant-write
+                                     # force-members, errant-write, block, unblock
     member = 1                       # 0-based member index
     value = 0                        # rate_tps or capacity_tps for rate and capacity;
                                      # errant-write: transactions (default 1)
-    members = [0, 1]                 # force-members only: the new membership
+    members = [0, 1]                 # force-members: the new membership; block and unblock:
+                                     # the members that stop (start again) hearing ``member``
 
 A writer's commits go through flow control as MySQL's do (``Flow_control_module::do_wait``):
 each commit over the writer's quota for the period waits, blocking its client session, until
@@ -85,8 +86,19 @@ group refuses it as MySQL does: its executed set is not a subset of the group's
 (``Plugin_gcs_events_handler::compare_member_transaction_sets``, plugin/group_replication/
 src/gcs_event_handlers.cc: "This member has more executed transactions than those present in
 the group"), so it goes to ERROR, lists only itself, and is not in the others' view. The
-simulator leaves out the short view in which it joins and leaves. Built-in scenarios live
-beside this module and are found by name; any other path is read as a file.
+simulator leaves out the short view in which it joins and leaves.
+
+``block`` cuts one direction of a link: from then on ``member``'s messages stop reaching the
+listed ``members``, while theirs still reach it (a one-way firewall rule, as in MySQL bug
+#118704). Each receiver's failure detector suspects ``member`` after ``suspicion_s``: its own
+``replication_group_members`` shows it UNREACHABLE and its MEMBER_FAILURE_SUSPICIONS_COUNT of
+it rises by one, while ``member`` and every other member still show it ONLINE. No majority
+suspects it, so no view expels it (a member is expelled only when the majority agrees,
+``Gcs_xcom_control::build_expel_members``), and the group's data still flows: XCom's consensus
+reaches the receivers through the others, so the simulator's transactions are not held up.
+``unblock`` ends the block for the listed ``members``, or for all of them when none is listed.
+Built-in scenarios live beside this module and are found by name; any other path is read as a
+file.
 """
 
 from __future__ import annotations
@@ -115,7 +127,11 @@ ACTIONS = {
     "capacity": True,
     "force-members": False,
     "errant-write": False,
+    "block": False,
+    "unblock": False,
 }
+#: Actions whose ``members`` are the receivers of a one-way block of ``member``'s messages.
+BLOCK_ACTIONS = ("block", "unblock")
 MODES = ("single-primary", "multi-primary")
 #: The first version with group_replication_view_change_uuid (WL#14539).
 VIEW_CHANGE_UUID_SINCE = 0x080026
@@ -449,10 +465,19 @@ class _Reader:
     def membership(
         self, item: dict[str, Any], where: str, action: str, member: int
     ) -> tuple[int, ...]:
-        """Return the ``members`` of a force-members event; other actions take none."""
-        if "members" not in item and action != "force-members":
+        """Return the ``members`` of a force-members, block or unblock event; others take none."""
+        if "members" not in item and action not in ("force-members", "block"):
             return ()
         value = item.get("members")
+        if action in BLOCK_ACTIONS:
+            receivers = self.indexes(value, f"{where}.members", "a list of member indexes")
+            if not receivers or member in receivers:
+                raise self.fail(
+                    f"{where}.members",
+                    value,
+                    f"the members that stop hearing {where}.member ({member}), without it",
+                )
+            return tuple(sorted(set(receivers)))
         if action != "force-members":
             raise self.fail(f"{where}.members", value, f"allowed: {action} takes no members")
         members = self.indexes(value, f"{where}.members", "a list of member indexes")

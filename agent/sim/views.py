@@ -137,7 +137,8 @@ def _communication(
     is in a group (ONLINE or RECOVERING here); the group runs protocol V3 (shown as 8.0.27,
     ``convert_to_mysql_version``) with every member a consensus leader (the simulator does not
     model ``group_replication_paxos_single_leader``, OFF by default). The suspicion counts are
-    how often the group suspected each member of the member's view, by UUID as
+    how often the group suspected each member of the member's view, plus how often the
+    member's own failure detector alone suspected it over a one-way block, by UUID as
     ``Group_member_info_manager`` orders them.
     """
     version = encode_version(group.scenario.version_of(member.index))
@@ -149,7 +150,10 @@ def _communication(
     leaders = tuple(sorted(row.member_id for row in rows))
     suspicions = None
     if version >= FAILURE_SUSPICIONS_SINCE:
-        by_uuid = {other.uuid: other.suspicions for other in group.members}
+        by_uuid = {
+            other.uuid: other.suspicions + member.local_suspicions.get(other.index, 0)
+            for other in group.members
+        }
         suspicions = "{" + ",".join(f'"{uuid}":{by_uuid.get(uuid, 0)}' for uuid in leaders) + "}"
     return CommunicationInfo(
         write_concurrency=WRITE_CONCURRENCY,
@@ -322,7 +326,13 @@ def _member_rows(group: SimulatedGroup, viewer: SimMember) -> list[MemberRow]:
     if not viewer.in_view:  # OFFLINE after STOP, ERROR after expulsion: only the local row
         return [_row(group, viewer, viewer.status)]
     return [
-        _row(group, other, MemberState.UNREACHABLE if group.suspected(other) else other.status)
+        _row(
+            group,
+            other,
+            MemberState.UNREACHABLE
+            if group.suspected(other) or group.deaf(viewer, other)
+            else other.status,
+        )
         for other in group.members
         if other.in_view
     ]

@@ -4,9 +4,9 @@ Each member's agent gossips its server's ``replication_group_members`` (``get_gr
 in plugin/group_replication/src/ps_information.cc: its own view, UNREACHABLE where its failure
 detector suspects a member), so any agent serves ``replication_group_member_views``: a row per
 observer and member. In-memory agents over the simulator, one period per second of a fake clock
-(tests.agent.test_group_status). The simulator cuts a member off both ways only, so the one-way
-block and the lagging view are made by rewriting one member's reads (:class:`Rewritten`): from a
-time on, that member's server shows what GR shows on it after such a fault.
+(tests.agent.test_group_status). The one-way block is the scenario's ``block`` event; the
+simulator has no lagging view, so it is made by rewriting one member's reads
+(:class:`Rewritten`): from a time on, that member's server shows what GR shows on it then.
 """
 
 from __future__ import annotations
@@ -232,20 +232,6 @@ async def start_members(
     return Group(agents, list(ends), clock, network)
 
 
-def member_0_unreachable(snapshot: MemberSnapshot, members: list[str]) -> MemberSnapshot:
-    """Member 1's server after messages from member 0 stopped reaching it: 0 UNREACHABLE.
-
-    GR's failure detector on member 1 suspects member 0 and ``get_group_members_info`` shows
-    it UNREACHABLE; member 0, which still hears member 1, shows it ONLINE; no majority suspects
-    member 0, so the view stays (the one-way block of MySQL bug #118704).
-    """
-    rows = tuple(
-        dataclasses.replace(row, member_state="UNREACHABLE") if row.member_id == members[0] else row
-        for row in snapshot.view.members
-    )
-    return dataclasses.replace(snapshot, view=dataclasses.replace(snapshot.view, members=rows))
-
-
 def older_view(snapshot: MemberSnapshot, _members: list[str]) -> MemberSnapshot:
     """Member 2's server still in the view before the group's: its VIEW_ID one lower."""
     fixed, _, number = snapshot.view.view_id.rpartition(":")
@@ -253,11 +239,22 @@ def older_view(snapshot: MemberSnapshot, _members: list[str]) -> MemberSnapshot:
     return dataclasses.replace(snapshot, view=view)
 
 
+#: Member 0's messages stop reaching member 1 (MySQL bug #118704's one-way block) from
+#: FAULT_AT_S - suspicion_s (5 s), so member 1's failure detector suspects member 0 from
+#: FAULT_AT_S; the block ends at FAULT_UNTIL_S. On 8.4, which counts suspicions.
+ONE_WAY_BLOCK = custom(
+    3,
+    version="8.4.0",
+    events=[
+        {"at": FAULT_AT_S - 5, "action": "block", "member": 0, "members": [1]},
+        {"at": FAULT_UNTIL_S, "action": "unblock", "member": 0},
+    ],
+)
+
+
 async def test_a_one_way_block_is_named_from_every_agent() -> None:
     """Member 1 lists 0 UNREACHABLE while 0 lists 1 ONLINE: ONE_WAY on both rows, named, counted."""
-    known: list[str] = []
-    async with running(await start_members(custom(3), 1, member_0_unreachable, known)) as group:
-        known += ids(group)
+    async with running(await start_members(ONE_WAY_BLOCK)) as group:
         export_everything(*group.agents)
         await run_to(group, FAULT_AT_S - 1)
         assert all(marks(agent, group) == set() for agent in group.agents)
@@ -282,8 +279,18 @@ async def test_a_one_way_block_is_named_from_every_agent() -> None:
             "lists it ONLINE: messages from 127.0.0.1:13306 do not reach 127.0.0.1:13307"
         ) in text
         assert "split-brain:" not in text
-        await run_to(group, FAULT_UNTIL_S)  # member 1 hears member 0 again
+        member_0, member_1, _ = ids(group)
+        suspicions = {
+            (r["OBSERVER_ID"], r["MEMBER_ID"]): r["MEMBER_FAILURE_SUSPICIONS_COUNT"]
+            for r in table(group.agents[1], VIEWS)
+        }
+        assert suspicions[member_1, member_0] == 1  # member 1's own failure detector's
+        assert {suspicions[member_0, m] for m in ids(group)} == {None}  # not agent 1's member
+        served = table(group.agents[2], "replication_group_members")  # no majority expels 0
+        assert [r["MEMBER_STATE"] for r in served] == ["ONLINE"] * 3
+        await run_to(group, FAULT_UNTIL_S + 1)  # member 1 hears member 0 again
         assert all(marks(agent, group) == set() for agent in group.agents)
+        assert all(matrix(agent, group) == ["OOO"] * 3 for agent in group.agents)
 
 
 async def test_a_lagging_view_id_is_named_from_every_agent() -> None:

@@ -74,6 +74,16 @@ def base(**changes: object) -> dict[str, object]:
         pytest.param(base(flow_control={"nope": 1}), "flow_control", id="unknown-flow-control-key"),
         pytest.param(base(version="eight"), "version: 'eight'", id="bad-version"),
         pytest.param({"description": "d"}, "name: None", id="missing-name"),
+        pytest.param(
+            base(members=3, events=[{"at": 1, "action": "block", "member": 0}]),
+            "events[0].members: None",
+            id="block-needs-members",
+        ),
+        pytest.param(
+            base(members=3, events=[{"at": 1, "action": "block", "member": 0, "members": [0, 1]}]),
+            r"events[0].members: [0, 1] .*without it",
+            id="block-of-itself",
+        ),
     ],
 )
 def test_bad_scenarios_name_the_key(data: dict[str, object], message: str) -> None:
