@@ -2,8 +2,10 @@
 
 A group is a label the operator chooses and the agents to ask, in failover order. The label
 names the group in every spool record (``group_label``, whatever label its agents answer) and
-in the collector's ``/metrics``.
-Labels are 1 to 64 of ``A-Z a-z 0-9 _ . -``, unique among the groups of one collector.
+in the collector's ``/metrics``. A label follows the one rule agents, collectors and reports
+share (:func:`grstats.agent.model.is_group_label`: 1 to 63 printable characters, no spaces at
+either end, as an InnoDB Cluster's name in MySQL Shell's metadata, VARCHAR(63)), and is unique
+among the groups of one collector; in ``--group LABEL=...`` it holds no ``=``.
 
 A collector config file (``grstats collect --config FILE``, TOML) holds the groups only; the
 other settings stay flags::
@@ -17,12 +19,11 @@ other settings stay flags::
     nodes = ["db7:7400"]
 
 Errors are :class:`~grstats.agent.errors.ConfigError` naming the field and the value
-(``groups[1].label: 'a b' is not ...``), and the file when there is one.
+(``groups[1].label: ' a' is not a group label ...``), and the file when there is one.
 """
 
 from __future__ import annotations
 
-import re
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,23 +31,20 @@ from typing import TYPE_CHECKING, Any
 
 from grstats.agent.address import split_address
 from grstats.agent.errors import ConfigError
+from grstats.agent.model import LABEL_RULE, is_group_label
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-#: What a group label may be.
-LABEL_PATTERN = re.compile(r"[A-Za-z0-9_.-]{1,64}")
-#: What the message of a bad label says is accepted.
-LABEL_ACCEPTED = "a label of 1 to 64 letters, digits, '_', '.' or '-'"
 #: The keys of one ``[[groups]]`` table.
 GROUP_KEYS = ("label", "nodes")
 
 
 def check_label(name: str, value: object) -> str:
     """Return ``value`` if it is a group label; raise ConfigError naming ``name`` otherwise."""
-    if isinstance(value, str) and LABEL_PATTERN.fullmatch(value):
+    if isinstance(value, str) and is_group_label(value):
         return value
-    raise ConfigError(f"{name}: {value!r} is not {LABEL_ACCEPTED}")
+    raise ConfigError(f"{name}: {value!r} is not a group label ({LABEL_RULE})")
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,7 +52,7 @@ class GroupSpec:
     """One group as the operator names it: its label and its agents, in failover order.
 
     Attributes:
-        label: the operator's name of the group (see :data:`LABEL_PATTERN`).
+        label: the operator's name of the group (see :func:`check_label`).
         nodes: the agents' ``host:port``, at least one.
     """
 

@@ -290,7 +290,7 @@ def test_sigint_with_no_agent_and_a_busy_spool(
         (["--fsync", "sometimes"], "argument --fsync: invalid choice: 'sometimes'"),
         (["--metrics-listen", "9475"], "--metrics-listen: '9475' is not host:port"),
         ([], "--node: no group to poll; give --node HOST:PORT, --group"),
-        (["--group", "a b=h:1"], "--group: 'a b=h:1': label: 'a b' is not a label of 1 to 64"),
+        (["--group", "a\tb=h:1"], "--group: 'a\\tb=h:1': label: 'a\\tb' is not a group label"),
         (["--group", "a=h:1", "--group", "a=h:2"], "--group: 'a' names two groups"),
         (["--group", "a=h:1", "--node", "h:2"], "--node: cannot be combined with --group"),
         (["--config", "absent.toml"], "--config: cannot read 'absent.toml'"),
