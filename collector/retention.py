@@ -5,19 +5,11 @@ segments into a table and records each load in the table's commit log. This modu
 that log and removes from the spool the segments it names (``grstats spool prune``), so it
 imports neither pyspark nor pyarrow: it runs on the collector's host.
 
-The log, as ``grstats.spark.table`` writes it (``TableLog``; a test holds this reader equal
-to ``TableLog.known_segments``), is ``TABLE/_grstats/log/<commit>.json``: one JSON object per
-commit, named by its number in 20 digits, numbered 1, 2, ... without a gap::
-
-    {"format": 1, "commit": 3, "committed_at": "2026-01-05T10:00:00+00:00",
-     "spool": "/var/lib/grstats-collector/spool",      # the spool's absolute path, as ingest saw it
-     "segments": [{"name": "segment-....sealed", "bytes": 1234, ...}, ...],   # loaded
-     "quarantined": [{"name": ..., "bytes": ..., "copy": "_grstats/quarantine/...", ...}]}
-
-An entry is written to ``<commit>.json.tmp`` and renamed into place: the rename is the
-commit, so a ``.tmp`` entry (a commit in progress, or one a killed ingest left) counts for
-nothing. A segment is the table's once an entry of *this spool* names it, with all its rows
-(or, quarantined, with its copy under ``TABLE/_grstats/quarantine/``).
+The log (:mod:`grstats.collector.table_log`, the one reader and writer ingest uses too) is
+``TABLE/_grstats/log/<commit>.json``, one entry per commit; an entry names the spool it loaded
+and the segments it loaded or quarantined, with their sizes. A segment is the table's once an
+entry of *this spool* names it, with all its rows (or, quarantined, with its copy under
+``TABLE/_grstats/quarantine/``).
 
 What :func:`prune` removes, and what never:
 
@@ -46,29 +38,19 @@ import contextlib
 import datetime as dt
 import errno
 import fcntl
-import json
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from grstats.collector.columns import SUFFIX as COLUMNS_SUFFIX
 from grstats.collector.columns import columns_path
 from grstats.collector.errors import CollectorError
 from grstats.collector.spool import parse_segment_name
+from grstats.collector.table_log import LOCK_NAME, TableLogError, read_commits
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
-
-#: The commit log's directory in the table (``grstats.spark.table.LOG_DIR``).
-LOG_DIR = "_grstats/log"
-#: The table's ingest lock (``grstats.spark.table.LOCK_NAME``).
-LOCK_NAME = "_grstats/.lock"
-#: The entries' format this reader knows (``grstats.spark.table.LOG_FORMAT``).
-LOG_FORMAT = 1
-_ENTRY = re.compile(r"(\d{20})\.json")
-_T = TypeVar("_T")
 
 
 class RetentionError(CollectorError):
@@ -119,85 +101,21 @@ def logged_segments(table_dir: Path | str, spool: str) -> TableSegments:
         RetentionError: an entry is missing from the sequence, unreadable, of another format,
             or not what this reader expects (the message names the file and the field).
     """
-    log_dir = Path(table_dir) / LOG_DIR
     try:
-        names = [entry.name for entry in os.scandir(log_dir)]
-    except FileNotFoundError:
-        return TableSegments({}, frozenset(), 0)
-    except OSError as exc:
-        raise RetentionError(f"--table: cannot list {log_dir}: {exc}") from exc
-    numbers = sorted(int(match.group(1)) for n in names if (match := _ENTRY.fullmatch(n)))
+        commits = read_commits(table_dir)
+    except TableLogError as exc:
+        raise RetentionError(f"--table: {exc}") from exc
     segments: dict[str, LoggedSegment] = {}
-    spools: set[str] = set()
-    for expected, number in enumerate(numbers, start=1):
-        path = log_dir / f"{number:020d}.json"
-        if number != expected:
-            raise RetentionError(
-                f"{path}: commit {number} follows commit {expected - 1}: "
-                f"the log misses commit {expected}"
-            )
-        entry_spool, found = _read_entry(path, number)
-        spools.add(entry_spool)
-        if entry_spool == spool:
-            segments.update((segment.name, segment) for segment in found)
-    return TableSegments(segments, frozenset(spools), len(numbers))
-
-
-def _read_entry(path: Path, number: int) -> tuple[str, list[LoggedSegment]]:
-    """The spool and the segments of commit ``number``'s entry at ``path``."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise RetentionError(f"{path}: not a commit entry: {exc}") from exc
-    if not isinstance(data, dict):
-        raise RetentionError(f"{path}: not a commit entry: a JSON {type(data).__name__}")
-    if data.get("format") != LOG_FORMAT:
-        raise RetentionError(
-            f"{path}: log format {data.get('format')!r} is not {LOG_FORMAT}: "
-            "written by a newer grstats?"
-        )
-    if data.get("commit") != number:
-        raise RetentionError(f"{path}: holds commit {data.get('commit')!r}, not {number}")
-    committed_at = _committed_at(data, path)
-    found = [
-        LoggedSegment(name, size, number, committed_at, quarantined)
-        for key, quarantined in (("segments", False), ("quarantined", True))
-        for name, size in _listed(data, key, path)
-    ]
-    return _field(data, "spool", str, path), found
-
-
-def _committed_at(data: dict[str, Any], path: Path) -> dt.datetime:
-    stamp = _field(data, "committed_at", str, path)
-    try:
-        committed_at = dt.datetime.fromisoformat(stamp)
-    except ValueError:
-        raise RetentionError(f"{path}: committed_at: {stamp!r} is not an ISO 8601 time") from None
-    if committed_at.tzinfo is None:
-        raise RetentionError(f"{path}: committed_at: {stamp!r} has no UTC offset")
-    return committed_at
-
-
-def _listed(data: dict[str, Any], key: str, path: Path) -> list[tuple[str, int]]:
-    """The ``(name, bytes)`` of each segment of the entry's list ``key``."""
-    listed = data.get(key)
-    if not isinstance(listed, list):
-        raise RetentionError(f"{path}: {key}: {listed!r} is not a list")
-    found = []
-    for item in listed:
-        if not isinstance(item, dict):
-            raise RetentionError(f"{path}: {key}: {item!r} is not an object")
-        found.append((_field(item, "name", str, path, key), _field(item, "bytes", int, path, key)))
-    return found
-
-
-def _field(data: dict[str, Any], key: str, kind: type[_T], path: Path, within: str = "") -> _T:
-    """``data[key]`` if it is a ``kind`` (a bool is no int), else an error naming it."""
-    value = data.get(key)
-    if not isinstance(value, kind) or isinstance(value, bool):
-        where = f"{within}: {key}" if within else key
-        raise RetentionError(f"{path}: {where}: {value!r} is not a {kind.__name__}")
-    return value
+    for entry in commits:
+        if entry.spool != spool:
+            continue
+        for listed, quarantined in ((entry.segments, False), (entry.quarantined, True)):
+            for segment in listed:
+                name = segment["name"]
+                segments[name] = LoggedSegment(
+                    name, segment["bytes"], entry.number, entry.committed_time, quarantined
+                )
+    return TableSegments(segments, frozenset(entry.spool for entry in commits), len(commits))
 
 
 @dataclass(frozen=True, slots=True)

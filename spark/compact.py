@@ -18,10 +18,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from grstats.collector.table_log import META_DIR
 from grstats.spark.compact_settings import TARGET_MIB
 from grstats.spark.delta import DeltaTableError, compact, vacuum
 from grstats.spark.publish import PublishError, publish
-from grstats.spark.table import DATASETS, META_DIR, TableError, TableLock, TableLog
+from grstats.spark.table import DATASETS, TableError, TableLock, TableLog
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

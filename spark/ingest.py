@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any
 
 from grstats.collector.columns import columns_path
 from grstats.collector.spool import sealed_segments
+from grstats.collector.table_log import META_DIR, Commit, fsync_directory
 from grstats.spark.compact_settings import COMPACT_OVER
 from grstats.spark.compact_settings import TARGET_MIB as COMPACT_TARGET_MIB
 from grstats.spark.delta import DeltaTableError, compact, crowded_days
@@ -64,17 +65,14 @@ from grstats.spark.stage import CORRUPT, LOADED, UNKNOWN_SCHEMA, StagedSegment, 
 from grstats.spark.table import (
     DATA_DIR,
     DATASETS,
-    META_DIR,
     PUBLISH_DIR,
     QUARANTINE_DIR,
-    Commit,
     TableError,
     TableLock,
     TableLog,
     commit_dir_name,
     data_file_name,
     events_file_name,
-    fsync_directory,
     now_text,
     quarantine_copy_name,
     read_events,

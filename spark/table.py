@@ -50,17 +50,25 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import fcntl
-import json
 import os
 import re
 import shutil
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self
 
 from pyspark.sql import functions as F  # noqa: N812 (pyspark's own idiom)
 
+from grstats.collector.table_log import (
+    LOCK_NAME,
+    LOG_DIR,
+    META_DIR,
+    Commit,
+    TableLogError,
+    fsync_directory,
+    read_commits,
+    write_entry,
+)
 from grstats.spark import rollup
 from grstats.spark.delta import (
     DeltaTableError,
@@ -85,14 +93,9 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
-#: The version of the commit entries' JSON format.
-LOG_FORMAT = 1
 DATA_DIR = "data"
-META_DIR = "_grstats"
-LOG_DIR = f"{META_DIR}/log"
 STAGING_DIR = f"{META_DIR}/staging"
 QUARANTINE_DIR = f"{META_DIR}/quarantine"
-LOCK_NAME = f"{META_DIR}/.lock"
 #: The rollup files' directory: ``rollups/members/...`` and ``rollups/groups/...``.
 ROLLUPS_DIR = rollup.ROLLUPS_DIR
 #: The kinds of rollup, each a folder of ROLLUPS_DIR.
@@ -106,78 +109,11 @@ COMMIT_COLUMN = "commit"
 #: A load's staging directory holds, under this, its files at the paths its entry names.
 PUBLISH_DIR = "publish"
 
-_ENTRY = re.compile(r"(\d{20})\.json")
 _STAGING = re.compile(r"commit-(\d{20})")
 
 
 class TableError(Exception):
     """The table directory cannot be used: not a grstats table, a broken log, or in use."""
-
-
-@dataclass(frozen=True, slots=True)
-class Commit:
-    """One entry of the log.
-
-    Attributes:
-        number: 1, 2, ... in commit order.
-        committed_at: when it was committed (UTC, ISO 8601).
-        spool: the spool directory it loaded from (for people).
-        segments: the segments it loaded: ``name``, ``bytes``, ``records``, ``rows``,
-            ``files`` (the data files, relative to the table directory, with row counts) and
-            ``rollups`` (its rollup files, likewise; absent in entries written before rollups).
-        quarantined: the corrupt segments it set aside: ``name``, ``bytes``, ``offset``,
-            ``reason``, ``copy`` (relative to the table directory).
-        rollup_settings: the settings its rollups were made with
-            (:meth:`grstats.spark.rollup.RollupSettings.to_json`); None in entries written
-            before rollups.
-        events: its events files (relative to the table directory) with their row counts:
-            the events of its segments that no earlier commit holds; none in entries
-            written before events, and in those of loads that found no new event.
-    """
-
-    number: int
-    committed_at: str
-    spool: str
-    segments: tuple[dict[str, Any], ...]
-    quarantined: tuple[dict[str, Any], ...]
-    rollup_settings: dict[str, Any] | None = None
-    events: tuple[tuple[str, int], ...] = ()
-
-    @property
-    def files(self) -> list[str]:
-        """The data files this commit added, relative to the table directory."""
-        return [path for segment in self.segments for path, _ in segment["files"]]
-
-    @property
-    def rollup_files(self) -> list[str]:
-        """The rollup files (both kinds) this commit added, relative to the table directory."""
-        return [path for segment in self.segments for path, _ in segment.get("rollups", ())]
-
-    @property
-    def rows(self) -> int:
-        """Member rows this commit added."""
-        return sum(int(segment["rows"]) for segment in self.segments)
-
-    def to_json(self) -> str:
-        """Return the entry's JSON text."""
-        entry: dict[str, Any] = {
-            "format": LOG_FORMAT,
-            "commit": self.number,
-            "committed_at": self.committed_at,
-            "spool": self.spool,
-            "segments": list(self.segments),
-            "quarantined": list(self.quarantined),
-        }
-        if self.rollup_settings is not None:
-            entry["rollup_settings"] = self.rollup_settings
-        if self.events:
-            entry["events"] = [list(pair) for pair in self.events]
-        return json.dumps(entry, indent=1, sort_keys=True)
-
-
-def entry_name(number: int) -> str:
-    """Return the file name of commit ``number``'s log entry."""
-    return f"{number:020d}.json"
 
 
 def data_file_name(number: int, segment: str) -> str:
@@ -219,24 +155,10 @@ class TableLog:
     # -- reading -----------------------------------------------------------------------
 
     def _read(self) -> list[Commit]:
-        log_dir = self.table_dir / LOG_DIR
-        if not log_dir.is_dir():
-            return []
-        numbers = sorted(
-            int(match.group(1))
-            for path in log_dir.iterdir()
-            if (match := _ENTRY.fullmatch(path.name)) is not None
-        )
-        commits = []
-        for expected, number in enumerate(numbers, start=1):
-            path = log_dir / entry_name(number)
-            if number != expected:
-                raise TableError(
-                    f"{path}: commit {number} follows commit {expected - 1}: "
-                    f"the log misses commit {expected}"
-                )
-            commits.append(_parse_entry(path, number))
-        return commits
+        try:
+            return read_commits(self.table_dir)
+        except TableLogError as exc:
+            raise TableError(str(exc)) from exc
 
     @property
     def next_number(self) -> int:
@@ -451,16 +373,7 @@ class TableLog:
             raise TableError(
                 f"{self.table_dir}: commit {commit.number} is not the next one ({self.next_number})"
             )
-        log_dir = self.table_dir / LOG_DIR
-        log_dir.mkdir(parents=True, exist_ok=True)
-        target = log_dir / entry_name(commit.number)
-        temporary = log_dir / f"{target.name}.tmp"
-        with temporary.open("w", encoding="utf-8") as file:
-            file.write(commit.to_json())
-            file.flush()
-            os.fsync(file.fileno())
-        temporary.rename(target)
-        fsync_directory(log_dir)
+        target = write_entry(self.table_dir, commit)
         self.commits.append(commit)
         return target
 
@@ -473,41 +386,6 @@ def _in_commit_dir(relative: Path) -> bool:
     the log names.
     """
     return any(part.startswith(f"{COMMIT_COLUMN}=") for part in relative.parts[:-1])
-
-
-def _parse_entry(path: Path, number: int) -> Commit:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        if data["format"] != LOG_FORMAT:
-            raise TableError(
-                f"{path}: log format {data['format']!r} is not {LOG_FORMAT}: "
-                "written by a newer grstats?"
-            )
-        if data["commit"] != number:
-            raise TableError(f"{path}: holds commit {data['commit']!r}, not {number}")
-        settings = data.get("rollup_settings")
-        if settings is not None and not isinstance(settings, dict):
-            raise TableError(f"{path}: rollup_settings: {settings!r} is not an object")
-        return Commit(
-            number,
-            str(data["committed_at"]),
-            str(data["spool"]),
-            tuple(data["segments"]),
-            tuple(data["quarantined"]),
-            settings,
-            tuple((str(name), int(rows)) for name, rows in data.get("events", ())),
-        )
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise TableError(f"{path}: not a commit entry: {exc}") from exc
-
-
-def fsync_directory(directory: Path) -> None:
-    """Make the names in ``directory`` durable (renames into it, new files)."""
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def now_text() -> str:

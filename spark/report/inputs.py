@@ -20,16 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow.parquet as pq
 
+from grstats.collector.table_log import META_DIR
 from grstats.spark.report.model import MINUTE, chart_bucket_s
 from grstats.spark.report.rollup_job import partials_from_rows, stitch_rollups
 from grstats.spark.sketch import ACCURACY_TEXT
-from grstats.spark.table import (
-    META_DIR,
-    TableError,
-    TableLog,
-    data_files,
-    rollup_files,
-)
+from grstats.spark.table import TableError, TableLog, data_files, rollup_files
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence

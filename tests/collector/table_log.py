@@ -1,6 +1,7 @@
 """A table's commit log written by hand, as ``grstats spark ingest`` writes it, without Spark.
 
-``tests/collector/test_retention.py`` holds this format equal to ``grstats.spark.table``'s.
+Written by hand, not through ``grstats.collector.table_log``, so that a change of the format
+there fails the tests that read these entries.
 """
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import datetime as dt
 import json
 from typing import TYPE_CHECKING
 
-from grstats.collector.retention import LOCK_NAME, LOG_DIR
+from grstats.collector.table_log import LOCK_NAME, LOG_DIR
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

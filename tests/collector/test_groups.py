@@ -33,7 +33,8 @@ class TestLabel:
         assert not (isinstance(label, str) and is_group_label(label))
         with pytest.raises(ConfigError) as caught:
             check_label("groups[0].label", label)
-        assert str(caught.value) == f"groups[0].label: {label!r} is not a group label (1 to 63 printable characters, no spaces at either end)"
+        rule = "1 to 63 printable characters, no spaces at either end"
+        assert str(caught.value) == f"groups[0].label: {label!r} is not a group label ({rule})"
 
 
 class TestParseGroup:

@@ -13,14 +13,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from grstats.collector.columns import columns_path
-from grstats.collector.retention import (
-    LOCK_NAME,
-    LOG_DIR,
-    LOG_FORMAT,
-    RetentionError,
-    logged_segments,
-    prune,
-)
+from grstats.collector.retention import RetentionError, logged_segments, prune
+from grstats.collector.table_log import LOCK_NAME, LOG_DIR, Commit
 from tests.collector.table_log import commit, entry_text
 from tests.inprocess import run_main
 from tests.spark.spool import make_record, write_spool
@@ -266,12 +260,8 @@ class TestLog:
 
     def test_the_reader_equals_the_tables_own(self, spool: Path, table: Path) -> None:
         """Entries written by TableLog.commit read as TableLog.known_segments reads them."""
-        spark_table = pytest.importorskip("grstats.spark.table")
-        assert (LOG_DIR, LOCK_NAME, LOG_FORMAT) == (
-            spark_table.LOG_DIR,
-            spark_table.LOCK_NAME,
-            spark_table.LOG_FORMAT,
-        )
+        from grstats.spark import table as spark_table  # noqa: PLC0415  (Spark's side)
+
         first, second, third, fourth = sealed(spool)
         log = spark_table.TableLog(table)
         here, other = str(spool.resolve()), "/other/spool"
@@ -289,11 +279,7 @@ class TestLog:
                 {"name": p.name, "bytes": 5, "offset": 8, "reason": "bad", "copy": "q"}
                 for p in quarantined
             )
-            log.commit(
-                spark_table.Commit(
-                    number, spark_table.now_text(), spool_name, entries, set_aside, None
-                )
-            )
+            log.commit(Commit(number, spark_table.now_text(), spool_name, entries, set_aside, None))
         for spool_name in (here, other):
             theirs = spark_table.TableLog(table).known_segments(spool_name)
             mine = logged_segments(table, spool_name).segments

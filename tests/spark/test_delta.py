@@ -16,12 +16,12 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 
+from grstats.collector.table_log import Commit
 from grstats.spark import delta
 from grstats.spark.decode import ARROW_MEMBER_ROWS
 from grstats.spark.delta import APP_ID, catch_up, dataset_files, held_commit
 from grstats.spark.events import ARROW_EVENTS
 from grstats.spark.schema import PARTITION_COLUMN
-from grstats.spark.table import Commit
 
 if TYPE_CHECKING:
     from pathlib import Path

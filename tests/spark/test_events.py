@@ -11,9 +11,10 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.parquet as pq
 
 from grstats.collector.records import EVENT_COLUMNS
+from grstats.collector.table_log import Commit
 from grstats.spark.events import ARROW_EVENTS, events_table, new_events, write_events
 from grstats.spark.stage import CORRUPT, LOADED, stage_segment
-from grstats.spark.table import Commit, TableLog, events_file_name, now_text
+from grstats.spark.table import TableLog, events_file_name, now_text
 from tests.spark.spool import MEMBER_IDS, T0_US, make_record, write_spool
 
 if TYPE_CHECKING:

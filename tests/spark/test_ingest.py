@@ -12,20 +12,19 @@ import pytest
 
 from grstats.collector.columns import columns_path
 from grstats.collector.compression import Compression
+from grstats.collector.table_log import LOG_DIR, entry_name
 from grstats.spark.decode import decode_segment
 from grstats.spark.delta import DELTA_LOG
 from grstats.spark.ingest import IngestError, SettingsRefused, run_ingest, task_sizes
 from grstats.spark.rollup import DEFAULT_SETTINGS, RollupSettings, group_rollups, member_rollups
 from grstats.spark.schema import GROUP_ROLLUPS, MEMBER_ROLLUPS, MEMBER_ROWS
 from grstats.spark.table import (
-    LOG_DIR,
     QUARANTINE_DIR,
     ROLLUPS_DIR,
     STAGING_DIR,
     TableError,
     TableLog,
     data_file_name,
-    entry_name,
     read_group_rollups,
     read_member_rollups,
     read_member_rows,

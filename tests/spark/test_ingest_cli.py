@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from grstats.cli import main
-from grstats.spark.table import LOG_DIR, TableLog, entry_name
+from grstats.collector.table_log import LOG_DIR, entry_name
+from grstats.spark.table import TableLog
 from tests.inprocess import run_main
 from tests.spark.spool import make_record, write_spool
 from tests.waiting import wait_until

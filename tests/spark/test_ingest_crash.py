@@ -26,11 +26,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from grstats.collector.table_log import LOG_DIR
 from grstats.spark import ingest
 from grstats.spark.ingest import run_ingest
 from grstats.spark.table import (
     DATA_DIR,
-    LOG_DIR,
     QUARANTINE_DIR,
     ROLLUPS_DIR,
     STAGING_DIR,

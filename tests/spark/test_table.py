@@ -8,16 +8,14 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.parquet as pq
 import pytest
 
+from grstats.collector.table_log import LOG_DIR, Commit, entry_name
 from grstats.spark.decode import decode_segment
 from grstats.spark.rollup import DEFAULT_SETTINGS
 from grstats.spark.schema import GROUP_ROLLUPS, MEMBER_ROLLUPS, MEMBER_ROWS
 from grstats.spark.table import (
-    LOG_DIR,
-    Commit,
     TableError,
     TableLock,
     TableLog,
-    entry_name,
     read_group_rollups,
     read_member_rollups,
     read_member_rows,
@@ -30,6 +28,10 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 SETTINGS = DEFAULT_SETTINGS.to_json()
+#: When the hand-made commits were committed.
+AT = "2026-01-05T00:00:00+00:00"
+#: A segment commit 2 quarantined.
+QUARANTINED_2 = {"name": "s-2.sealed", "bytes": 10}
 
 
 def commit(number: int, files: list[str], segment: str = "segment-1.sealed") -> Commit:
@@ -222,7 +224,7 @@ class TestRollupsInTheLog:
             ([rolled(1, "s-1.sealed"), rolled(2, "s-2.sealed")], SETTINGS),
             # a commit that only quarantined a segment made no rollups and spoils nothing
             (
-                [rolled(1, "s-1.sealed"), Commit(2, "t", "/spool", (), ({"name": "s-2.sealed"},))],
+                [rolled(1, "s-1.sealed"), Commit(2, AT, "/spool", (), (QUARANTINED_2,))],
                 SETTINGS,
             ),
             # ... even when it recorded other settings (the run's, which made nothing)
@@ -230,10 +232,10 @@ class TestRollupsInTheLog:
                 [
                     Commit(
                         1,
-                        "t",
+                        AT,
                         "/spool",
                         (),
-                        ({"name": "s-1.sealed"},),
+                        ({"name": "s-1.sealed", "bytes": 10},),
                         {**SETTINGS, "flow_control_threshold": 1500},
                     ),
                     rolled(2, "s-2.sealed"),
