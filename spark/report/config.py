@@ -11,22 +11,29 @@ import datetime as dt
 import math
 from typing import TYPE_CHECKING
 
+from grstats.agent.model import LABEL_RULE, is_group_label
+from grstats.spark.rollup_settings import (
+    ROLLUP_FLOW_CONTROL_THRESHOLD,
+    ROLLUP_MAX_GAP_S,
+    RollupSettings,
+    RollupSettingsError,
+)
+
 if TYPE_CHECKING:
     from pathlib import Path
 
-#: ``group_replication_flow_control_certifier_threshold`` and ``..._applier_threshold`` default.
-DEFAULT_FLOW_CONTROL_THRESHOLD = 25_000
-#: The largest threshold MySQL accepts for either variable (INT_MAX32).
-MAX_FLOW_CONTROL_THRESHOLD = 2_147_483_647
 #: The points one chart series keeps at most; longer series are downsampled.
 DEFAULT_CHART_POINTS = 2_000
 #: How many worst intervals each ranking keeps.
 DEFAULT_WORST_INTERVALS = 10
 #: Where a report reads its figures (``--source``): see grstats.spark.report.inputs.
 SOURCES = ("auto", "rollups", "rows")
+#: ``group_replication_flow_control_certifier_threshold`` and ``..._applier_threshold`` default:
+#: the rollups' (one definition, :mod:`grstats.spark.rollup_settings`).
+DEFAULT_FLOW_CONTROL_THRESHOLD = ROLLUP_FLOW_CONTROL_THRESHOLD
 #: A snapshot's state counts until the member's next snapshot, at most this long: a longer
-#: silence (the collector was stopped) is time the report knows nothing about.
-DEFAULT_MAX_GAP_S = 30.0
+#: silence (the collector was stopped) is time the report knows nothing about. The rollups'.
+DEFAULT_MAX_GAP_S = ROLLUP_MAX_GAP_S
 
 
 class ReportConfigError(ValueError):
@@ -103,18 +110,20 @@ class ReportConfig:
             raise ReportConfigError(
                 f"end: {self.end.isoformat()} is not after start {self.start.isoformat()}"
             )
-        if not 0 < self.flow_control_threshold <= MAX_FLOW_CONTROL_THRESHOLD:
-            raise ReportConfigError(
-                f"flow_control_threshold: {self.flow_control_threshold} is not in "
-                f"[1, {MAX_FLOW_CONTROL_THRESHOLD}]"
-            )
+        try:
+            self.rollup_settings  # noqa: B018  (the threshold and max gap are the rollups' rule)
+        except RollupSettingsError as exc:
+            raise ReportConfigError(str(exc)) from exc
         if self.chart_points < 10:
             raise ReportConfigError(f"chart_points: {self.chart_points} is below 10")
-        if not (math.isfinite(self.max_gap_s) and self.max_gap_s > 0):
-            raise ReportConfigError(f"max_gap_s: {self.max_gap_s} is not a number of seconds > 0")
-        if self.group is not None and not self.group.strip():
-            raise ReportConfigError(f"group: {self.group!r} is not a group label (it is empty)")
+        if self.group is not None and not is_group_label(self.group):
+            raise ReportConfigError(f"group: {self.group!r} is not a group label ({LABEL_RULE})")
         if self.source not in SOURCES:
             raise ReportConfigError(f"source: {self.source!r} is not one of {', '.join(SOURCES)}")
         if self.worst_intervals < 1:
             raise ReportConfigError(f"worst_intervals: {self.worst_intervals} is below 1")
+
+    @property
+    def rollup_settings(self) -> RollupSettings:
+        """The rollup settings of this report's threshold and max gap (what it reads them with)."""
+        return RollupSettings(self.flow_control_threshold, self.max_gap_s)
