@@ -46,6 +46,7 @@ from grstats.agent.checks import check_int, check_number
 from grstats.collector.committer import SpoolCommitter
 from grstats.collector.errors import NoAgentAnswered
 from grstats.collector.poller import Fleet, Schedule
+from grstats.collector.records import RecordKey
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -313,10 +314,10 @@ class _Run:
     def _appended(self, group: _Group, record: Record) -> None:
         self.progress.snapshots += 1
         group.progress.snapshots += 1
-        group.progress.group_name = record["group_name"]
-        group.progress.group_label = record["group_label"]
+        group.progress.group_name = record[RecordKey.GROUP_NAME]
+        group.progress.group_label = record[RecordKey.GROUP_LABEL]
         if group.metrics is not None:
-            group.metrics.snapshot_written(record["collected_at_us"] / 1e6)
+            group.metrics.snapshot_written(record[RecordKey.COLLECTED_AT_US] / 1e6)
         group.failure_reported = False
         if self.limits.count is not None and self.progress.snapshots >= self.limits.count:
             self.wake.set()

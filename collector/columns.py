@@ -77,6 +77,7 @@ from grstats.collector.records import (
     DEFAULT_GROUP_LABEL,
     KNOWN_SCHEMAS,
     TABLE_NAMES,
+    RecordKey,
     record_events,
 )
 
@@ -432,25 +433,25 @@ class SegmentColumns:
             self.problem = f"record at offset {offset}: {exc!r}"
 
     def _add(self, record: Mapping[str, Any], offset: int) -> None:
-        version = record.get("schema")
+        version = record.get(RecordKey.SCHEMA)
         if version.__class__ is not int or version not in KNOWN_SCHEMAS:
             raise Unusable(f"schema {version!r}")
-        tables = record["tables"]
+        tables = record[RecordKey.TABLES]
         four = [tables[name] for name in TABLE_NAMES]
-        layouts = [table["columns"] for table in four]
+        layouts = [table[RecordKey.COLUMNS] for table in four]
         if layouts != self._layouts:
             self._layout = _Layout(layouts, self.columns)
             self._layouts = layouts
         layout = self._layout
         assert layout is not None
-        taken = _join(layout, [table["rows"] for table in four])
+        taken = _join(layout, [table[RecordKey.ROWS] for table in four])
         count = len(taken[0])
-        collected = record["collected_at_us"]
-        served = record.get("served_at_us")
-        agent = record["agent"]
-        label = record.get("group_label", DEFAULT_GROUP_LABEL)
-        group = record.get("group_name", "")
-        agent_label = record.get("agent_group_label", "")
+        collected = record[RecordKey.COLLECTED_AT_US]
+        served = record.get(RecordKey.SERVED_AT_US)
+        agent = record[RecordKey.AGENT]
+        label = record.get(RecordKey.GROUP_LABEL, DEFAULT_GROUP_LABEL)
+        group = record.get(RecordKey.GROUP_NAME, "")
+        agent_label = record.get(RecordKey.AGENT_GROUP_LABEL, "")
         events = record_events(record)  # RecordError: no file; the decoder names the cell
         if count:
             for sinks, cells in zip(layout.sinks, taken, strict=True):

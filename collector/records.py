@@ -54,7 +54,7 @@ WARNING: ONLY APPEND. Keys and columns are only ever added; a change of meaning 
 from __future__ import annotations
 
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import msgpack  # type: ignore[import-untyped]
 
@@ -65,6 +65,25 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from grstats.proto import grstats_pb2 as pb
+
+
+class RecordKey:
+    """The keys of a record's map (above): its writers and readers name them from here."""
+
+    SCHEMA: Final = "schema"
+    COLLECTED_AT_US: Final = "collected_at_us"
+    AGENT: Final = "agent"
+    AGENT_MEMBER: Final = "agent_member"
+    SERVED_AT_US: Final = "served_at_us"
+    TABLES: Final = "tables"
+    GROUP_LABEL: Final = "group_label"
+    GROUP_NAME: Final = "group_name"
+    AGENT_GROUP_LABEL: Final = "agent_group_label"
+    EVENTS: Final = "events"
+    #: The two keys of each table of ``tables``, and of ``events``.
+    COLUMNS: Final = "columns"
+    ROWS: Final = "rows"
+
 
 #: The record schema version this code writes.
 SCHEMA_VERSION = 1
@@ -148,21 +167,23 @@ def record_from_response(
                     for value, kind, column in zip(row, kinds, columns, strict=True)
                 ]
             )
-        tables[name] = {"columns": columns, "rows": cells}
+        tables[name] = {RecordKey.COLUMNS: columns, RecordKey.ROWS: cells}
     answered = response.group_label
     if group_label is None:
         # An answer that is not a label (not printable, too long) names nothing: the default.
         group_label = answered if is_group_label(answered) else DEFAULT_GROUP_LABEL
     return {
-        "schema": SCHEMA_VERSION,
-        "collected_at_us": collected_at_us,
-        "agent": agent,
-        "agent_member": str(uuid.UUID(bytes=response.member)) if len(response.member) == 16 else "",
-        "served_at_us": response.served_at_us,
-        "tables": tables,
-        "group_label": group_label,
-        "group_name": response.group_name,
-        "agent_group_label": answered,
+        RecordKey.SCHEMA: SCHEMA_VERSION,
+        RecordKey.COLLECTED_AT_US: collected_at_us,
+        RecordKey.AGENT: agent,
+        RecordKey.AGENT_MEMBER: (
+            str(uuid.UUID(bytes=response.member)) if len(response.member) == 16 else ""
+        ),
+        RecordKey.SERVED_AT_US: response.served_at_us,
+        RecordKey.TABLES: tables,
+        RecordKey.GROUP_LABEL: group_label,
+        RecordKey.GROUP_NAME: response.group_name,
+        RecordKey.AGENT_GROUP_LABEL: answered,
     }
 
 
@@ -220,11 +241,11 @@ def record_events(record: Mapping[str, Any], where: str = "record") -> list[Even
         RecordError: ``events`` is not a table of the events' columns, or a cell is not of
             its column's kind; the message names the row, the column and the value.
     """
-    table = record.get("events")
+    table = record.get(RecordKey.EVENTS)
     if table is None:
         return []
     try:
-        columns, rows = table["columns"], table["rows"]
+        columns, rows = table[RecordKey.COLUMNS], table[RecordKey.ROWS]
         positions = {column: index for index, column in enumerate(columns)}
         missing = [name for name in EVENT_COLUMNS if name not in positions]
         indices = [positions[name] for name in EVENT_COLUMNS if name in positions]
@@ -266,7 +287,7 @@ def check_schema(payload: Mapping[str, Any], where: str = "record") -> int:
 
     ``where`` names the record in the message, e.g. ``"segment-...sealed at offset 8"``.
     """
-    version = payload.get("schema")
+    version = payload.get(RecordKey.SCHEMA)
     if type(version) is not int or version not in KNOWN_SCHEMAS:
         raise UnknownSchema(version, where)
     return version
@@ -295,6 +316,6 @@ def decode(payload: bytes) -> Record:
 
 def table_rows(record: Mapping[str, Any], name: str) -> list[dict[str, Cell]]:
     """Return the rows of table ``name`` of ``record`` as column-name -> cell dicts."""
-    table = record["tables"][name]
-    columns = table["columns"]
-    return [dict(zip(columns, row, strict=True)) for row in table["rows"]]
+    table = record[RecordKey.TABLES][name]
+    columns = table[RecordKey.COLUMNS]
+    return [dict(zip(columns, row, strict=True)) for row in table[RecordKey.ROWS]]

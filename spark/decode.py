@@ -37,7 +37,14 @@ from grstats.agent.gtid import GtidError, GtidSet
 from grstats.collector import segment_reader
 from grstats.collector.columns import LATER_RECORD_COLUMNS, TAKEN, tuple_getter
 from grstats.collector.errors import RecordError, SegmentCorrupt
-from grstats.collector.records import KNOWN_SCHEMAS, TABLE_NAMES, check_schema, record_events
+from grstats.collector.records import (
+    DEFAULT_GROUP_LABEL,
+    KNOWN_SCHEMAS,
+    TABLE_NAMES,
+    RecordKey,
+    check_schema,
+    record_events,
+)
 from grstats.collector.segment_reader import ColumnsUnusable, StoredColumns
 
 if TYPE_CHECKING:
@@ -117,11 +124,22 @@ ARROW_MEMBER_ROWS = pa.schema(
     ]
 )
 
-#: The label of records written before records carried one: the collector's label of its one
-#: group of ``--node`` (``grstats.collector.poller.DEFAULT_GROUP_LABEL``, held equal by a test;
-#: not imported, so that the executors do not load the collector's gRPC client).
-DEFAULT_GROUP_LABEL = "default"
+#: The label of records written before records carried one (the collector's label of its one
+#: group of ``--node``), as msgpack gives it back.
 _DEFAULT_LABEL = DEFAULT_GROUP_LABEL.encode()
+#: The record's keys (:class:`grstats.collector.records.RecordKey`) as msgpack gives them back:
+#: records are unpacked raw, their texts as bytes.
+_SCHEMA = RecordKey.SCHEMA.encode()
+_COLLECTED_AT_US = RecordKey.COLLECTED_AT_US.encode()
+_AGENT = RecordKey.AGENT.encode()
+_SERVED_AT_US = RecordKey.SERVED_AT_US.encode()
+_TABLES = RecordKey.TABLES.encode()
+_GROUP_LABEL = RecordKey.GROUP_LABEL.encode()
+_GROUP_NAME = RecordKey.GROUP_NAME.encode()
+_AGENT_GROUP_LABEL = RecordKey.AGENT_GROUP_LABEL.encode()
+_EVENTS = RecordKey.EVENTS.encode()
+_COLUMNS = RecordKey.COLUMNS.encode()
+_ROWS = RecordKey.ROWS.encode()
 
 #: The output columns taken from the four tables' cells.
 _CELL_OUTPUTS = tuple(out for table in TAKEN.values() for out, _ in table)
@@ -169,12 +187,12 @@ def decode_segment(path: Path | str) -> DecodedSegment:
         add = builder.add
         for offset, payload in frames:
             record = _unpack(payload, path, offset)
-            version = record.get(b"schema")
+            version = record.get(_SCHEMA)
             if version.__class__ is not int or version not in KNOWN_SCHEMAS:
-                check_schema({"schema": version}, f"{path} at offset {offset}")  # raises
+                check_schema({RecordKey.SCHEMA: version}, f"{path} at offset {offset}")  # raises
             try:
                 add(record, offset)
-                if b"events" in record:
+                if _EVENTS in record:
                     builder.events += _events(record, f"record at offset {offset}")
             except RecordError as exc:
                 raise SegmentCorrupt(path, offset, str(exc)) from exc
@@ -199,9 +217,9 @@ def _events(record: dict[bytes, Any], where: str) -> list[list[Any]]:
         RecordError: a malformed events table or cell (named with its row, column and value),
             or a text that is not UTF-8.
     """
-    label = _text(record.get(b"group_label", _DEFAULT_LABEL))
-    group = _text(record.get(b"group_name", b""))
-    events = record_events({"events": _texts(record[b"events"])}, where)
+    label = _text(record.get(_GROUP_LABEL, _DEFAULT_LABEL))
+    group = _text(record.get(_GROUP_NAME, b""))
+    events = record_events({RecordKey.EVENTS: _texts(record[_EVENTS])}, where)
     return [[label, group, *event] for event in events]
 
 
@@ -393,15 +411,15 @@ class _Builder:
 
     def add(self, record: dict[bytes, Any], offset: int) -> None:
         """Keep the member rows of ``record``, the frame at ``offset``."""
-        members, stats, lag, gtids = _four_tables(record[b"tables"])
-        layouts = (members[b"columns"], stats[b"columns"], lag[b"columns"], gtids[b"columns"])
+        members, stats, lag, gtids = _four_tables(record[_TABLES])
+        layouts = (members[_COLUMNS], stats[_COLUMNS], lag[_COLUMNS], gtids[_COLUMNS])
         if layouts != self.layouts:
             self._to_arrow()
             self.plan = _plan(layouts)
             self.layouts = layouts
         plan = self.plan
         assert plan is not None
-        member_rows = members[b"rows"]
+        member_rows = members[_ROWS]
         count = len(member_rows)
         if not count:
             return
@@ -410,7 +428,7 @@ class _Builder:
         ids = [row[member_index] for row in member_rows]
         kept[0].extend(map(plan.getters[0], member_rows))
         for table_index, table in ((1, stats), (2, lag), (3, gtids)):
-            table_rows = table[b"rows"]
+            table_rows = table[_ROWS]
             index, getter = plan.id_index[table_index], plan.getters[table_index]
             if [row[index] for row in table_rows] == ids:
                 kept[table_index].extend(map(getter, table_rows))
@@ -418,14 +436,14 @@ class _Builder:
                 by_id = {row[index]: getter(row) for row in table_rows}
                 empty = plan.empty[table_index]
                 kept[table_index].extend([by_id.get(member, empty) for member in ids])
-        self.collected.extend([record[b"collected_at_us"]] * count)
-        self.served.extend([record.get(b"served_at_us")] * count)
-        self.agent.extend([record[b"agent"]] * count)
+        self.collected.extend([record[_COLLECTED_AT_US]] * count)
+        self.served.extend([record.get(_SERVED_AT_US)] * count)
+        self.agent.extend([record[_AGENT]] * count)
         self.offset.extend([offset] * count)
         # Records written before they named their group: the default label, no group name.
-        self.group_label.extend([record.get(b"group_label", _DEFAULT_LABEL)] * count)
-        self.group_name.extend([record.get(b"group_name", b"")] * count)
-        self.agent_group_label.extend([record.get(b"agent_group_label", b"")] * count)
+        self.group_label.extend([record.get(_GROUP_LABEL, _DEFAULT_LABEL)] * count)
+        self.group_name.extend([record.get(_GROUP_NAME, b"")] * count)
+        self.agent_group_label.extend([record.get(_AGENT_GROUP_LABEL, b"")] * count)
         self.records += 1
         if self.records >= BATCH_RECORDS:
             self._to_arrow()

@@ -54,6 +54,7 @@ from __future__ import annotations
 
 from pyspark.sql.pandas.types import from_arrow_schema
 
+from grstats.collector.records import DEFAULT_GROUP_LABEL
 from grstats.spark.decode import ARROW_MEMBER_ROWS
 from grstats.spark.rollup import ARROW_GROUP_ROLLUPS, ARROW_MEMBER_ROLLUPS
 
@@ -86,7 +87,7 @@ MEMBER_ROWS = from_arrow_schema(ARROW_MEMBER_ROWS)
 #: (:func:`grstats.spark.table.read_member_rows` fills them in for older data files). The
 #: columns appended since whose rows written before them read null are not listed.
 LATER_COLUMNS: dict[str, str] = {
-    "group_label": "default",
+    "group_label": DEFAULT_GROUP_LABEL,
     "group_name": "",
     "agent_group_label": "",
 }

@@ -9,11 +9,10 @@ from typing import TYPE_CHECKING
 import pytest
 from pyspark.sql.types import ArrayType, DataType, MapType, StructType
 
-from grstats.collector import poller
 from grstats.collector.compression import Compression
 from grstats.collector.errors import SegmentCorrupt, UnknownSchema
 from grstats.spark import schema as spark_schema
-from grstats.spark.decode import DEFAULT_GROUP_LABEL, decode_segment, read_columns
+from grstats.spark.decode import decode_segment, read_columns
 from tests.spark.spool import COLUMNS, MEMBER_IDS, expected_rows, make_record, write_spool
 
 if TYPE_CHECKING:
@@ -141,10 +140,6 @@ class TestDecodeSegment:
             ("default", ""),
         ]
         assert rows == expected_rows([segment])
-
-    def test_the_default_label_is_the_collectors(self) -> None:
-        """Records without a label are read as the label the collector gives its --node group."""
-        assert poller.DEFAULT_GROUP_LABEL == DEFAULT_GROUP_LABEL
 
     def test_a_group_label_that_is_not_text(self, tmp_path: Path) -> None:
         """A group_label of the wrong type makes the segment corrupt, naming the frame."""
