@@ -12,7 +12,7 @@ TEST_WORKERS ?= 3
 PYTEST_PARALLEL := -n $(TEST_WORKERS) --dist loadgroup
 
 .DEFAULT_GOAL := help
-.PHONY: help install system-deps demo test test-release check lint format bench proto dist deb clean
+.PHONY: help install system-deps demo test test-release check lint format bench proto dist deb release clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -79,13 +79,15 @@ $(GRAFANA_SCHEMA): tests/deploy/grafana_schema/package-lock.json | system-deps
 KEEP_BYTECODE := env -u PYTHONDONTWRITEBYTECODE
 
 test: $(VENV)/.installed system-deps $(GRAFANA_SCHEMA) ## run the test suite but the release files' proofs (about 10 minutes on 2 cores)
-	$(KEEP_BYTECODE) $(BIN)/pytest $(PYTEST_PARALLEL) --ignore=tests/release
+	$(KEEP_BYTECODE) $(BIN)/pytest $(PYTEST_PARALLEL) --ignore=tests/release --ignore=$(UPGRADE_PROOFS)
 
 # The release files' proofs (tests/release: the single file and the Debian package built
-# from this checkout, lintian, a bare root with every listener): minutes of PyInstaller on
-# one worker, so CI runs them beside `make test` (.ci/run), as a step of their own.
-test-release: $(VENV)/.installed system-deps ## build the release files and prove them (tests/release, about 3 minutes)
-	$(KEEP_BYTECODE) $(BIN)/pytest -n 2 --dist loadgroup tests/release
+# from this checkout, lintian, a bare root with every listener) and the upgrade proofs
+# (the earlier release's processes beside this one's): minutes of PyInstaller on one worker,
+# so CI runs them beside `make test` (.ci/run), as a step of their own.
+UPGRADE_PROOFS := tests/upgrade/test_upgrade.py
+test-release: $(VENV)/.installed system-deps ## build the release files and prove them, and upgrades and rollbacks against the earlier release (about 3 minutes)
+	$(KEEP_BYTECODE) $(BIN)/pytest -n 2 --dist loadgroup tests/release $(UPGRADE_PROOFS)
 
 check: lint ## lint, then the tests that need no Spark, no subprocess and no server (under 2 minutes): the loop while editing
 	$(KEEP_BYTECODE) $(BIN)/pytest $(PYTEST_PARALLEL) -q --check
@@ -135,6 +137,12 @@ dist: $(VENV)/.installed ## the release files in dist/: the sdist, the wheel, an
 # it, the units of deploy/systemd, the user grstats, /etc/grstats's example configs (conffiles).
 deb: dist ## the Debian package dist/grstats_VERSION_ARCH.deb of the directory bundle (deploy/README.md: the Debian package)
 	bash deploy/debian/build-deb.sh dist/grstats-*-linux-"$$(uname -m)".dir dist
+
+# A release of this commit (deploy/release/release.sh): the files of dist and deb, each the same
+# bytes at every build of one commit (dated the commit's time, sorted, a fixed hash seed), and
+# dist/SHA256SUMS. The version is git's: a commit tagged v0.2.0 is 0.2.0 (CHANGELOG.md).
+release: $(VENV)/.installed ## the release files of this commit in dist/, built reproducibly, and their dist/SHA256SUMS (the tree must be the commit)
+	PYTHON=$(BIN)/python bash deploy/release/release.sh dist
 
 clean: ## remove the virtual environment and caches
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache .hypothesis .benchmarks *.egg-info

@@ -21,7 +21,18 @@
 #   the single file beside which it lies (OUTDIR/grstats-VERSION-linux-ARCH).
 #   VERSION: the package's version (default: BUNDLE/grstats --version), e.g. a later one to try
 #   an upgrade; a version with no entry in deploy/debian/changelog gets one made up.
+#    or: deploy/debian/build-deb.sh --debian-version PYTHON_VERSION
+#   prints the package version of a grstats version (the tests check that dpkg orders them so).
 set -euo pipefail
+# Python's pre-releases (0.2.0rc1, 0.2.0.dev3+g0d30b06) sort before their release in Debian
+# with a ~ (0.2.0~rc1, 0.2.0~dev3+g0d30b06); the rest of a version is a Debian version as it is.
+debian_version() {
+  sed -E 's/^([0-9.]*[0-9])\.?(a|b|rc|dev)/\1~\2/' <<<"$1"
+}
+if [[ ${1:-} == --debian-version && $# == 2 ]]; then
+  debian_version "$2"
+  exit 0
+fi
 if (($# < 2 || $# > 3)); then
   echo "usage: $0 BUNDLE OUTDIR [VERSION]" >&2
   exit 2
@@ -40,9 +51,7 @@ bundle="$(realpath "$bundle")"
 # The executable: the bundle's, which glibc file and --help name.
 binary="$bundle/grstats"
 out="$2"
-# Python's pre-releases (0.2.0rc1, 0.2.0.dev3) sort before their release in Debian with a ~.
-version="${3:-$("$binary" --version | awk '$1 == "grstats" { print $2 }' |
-  sed -E 's/^([0-9.]*[0-9])\.?(a|b|rc|dev)/\1~\2/')}"
+version="${3:-$(debian_version "$("$binary" --version | awk '$1 == "grstats" { print $2 }')")}"
 if [[ ! $version =~ ^[0-9][A-Za-z0-9.+~]*$ ]]; then
   echo "$0: '$version' is not a version of a native Debian package" >&2
   exit 2

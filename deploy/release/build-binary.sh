@@ -23,6 +23,9 @@ here="$(cd "$(dirname "$0")" && pwd)"
 wheel="$(realpath "$1")"
 out="$2"
 python="${PYTHON:-python3}"
+# PyInstaller's reproducible builds: a fixed hash seed (its analysis walks sets), and
+# SOURCE_DATE_EPOCH, when set, for the dates it writes. deploy/release/release.sh sets both.
+export PYTHONHASHSEED="${PYTHONHASHSEED:-0}"
 work="$(mktemp -d -t grstats-binary.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
 

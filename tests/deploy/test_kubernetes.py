@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from grstats import __version__
+from grstats._version import RELEASE
 from grstats.agent.address import split_address
 from grstats.agent.cli.agent import config_from, run_agent
 from grstats.agent.cli.security import client_security
@@ -57,8 +57,9 @@ SCRAPED = (
     ("StatefulSet", "mysql", "grstats"),
     ("Deployment", "grstats-collector", "collector"),
 )
-IMAGE = f"registry.example.net/grstats:{__version__}"
-SPARK_IMAGE = f"registry.example.net/grstats-spark:{__version__}"
+#: Image tags name the release (a tag cannot hold a development version's ``+``).
+IMAGE = f"registry.example.net/grstats:{RELEASE}"
+SPARK_IMAGE = f"registry.example.net/grstats-spark:{RELEASE}"
 DOCKERFILE = DEPLOY / "container" / "Dockerfile"
 
 
@@ -175,7 +176,7 @@ def test_images() -> None:
     collector = container(pod_spec("Deployment", "grstats-collector"), "collector")
     assert agent["image"] == collector["image"] == IMAGE
     project = tomllib.loads((DEPLOY.parent / "pyproject.toml").read_text(encoding="utf-8"))
-    assert project["project"]["version"] == __version__
+    assert project["project"]["dynamic"] == ["version"]  # git's (grstats._version)
     mysql = container(pod_spec("StatefulSet", "mysql"), "mysql")
     assert mysql["image"] == "mysql:8.0"
     sidecar = dockerfile_stages()["sidecar"]

@@ -63,6 +63,7 @@ def test_the_scripts_are_there() -> None:
         "submit.sh",
         "build-binary.sh",
         "build-deb.sh",
+        "release.sh",
         "proxysql-grstats-check.sh",
     }
 

@@ -205,11 +205,50 @@ def test_package_is_named_and_versioned_after_the_executable(
     version = run([str(release_binary), "--version"]).stdout.split()
     assert version[0] == "grstats"
     assert field(deb, "Package") == "grstats"
-    assert field(deb, "Version") == version[1]
+    assert field(deb, "Version") == debian_version(version[1])
     assert (
         field(deb, "Architecture") == run([require("dpkg"), "--print-architecture"]).stdout.strip()
     )
-    assert deb.name == f"grstats_{version[1]}_{field(deb, 'Architecture')}.deb"
+    assert deb.name == f"grstats_{debian_version(version[1])}_{field(deb, 'Architecture')}.deb"
+
+
+def debian_version(version: str) -> str:
+    """The package version build-deb.sh gives a grstats version."""
+    done = run([require("bash"), str(BUILD_DEB), "--debian-version", version])
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+@pytest.mark.parametrize(
+    ("earlier", "later"),
+    [
+        pytest.param("0.1.0.dev413+gdbda898", "0.1.0", id="dev-before-release"),
+        pytest.param("0.1.0.dev9+g0d30b06", "0.1.0.dev12+g1234567", id="dev-by-count"),
+        pytest.param("0.1.0", "0.1.1.dev1+g0d30b06", id="release-before-next-dev"),
+        pytest.param("0.2.0rc1", "0.2.0", id="rc-before-release"),
+    ],
+)
+def test_package_versions_sort_as_the_python_versions(earlier: str, later: str) -> None:
+    """Dpkg orders the package versions as PEP 440 orders grstats's, so an upgrade is an upgrade."""
+    done = run(
+        [
+            require("dpkg"),
+            "--compare-versions",
+            debian_version(earlier),
+            "lt",
+            debian_version(later),
+        ]
+    )
+    assert done.returncode == 0, (debian_version(earlier), debian_version(later))
+
+
+def test_two_builds_of_the_bundle_are_the_same_package(
+    deb: Path, release_bundle: Path, tmp_path: Path
+) -> None:
+    """build-deb.sh makes the same bytes of the same bundle at the same SOURCE_DATE_EPOCH."""
+    again = build_deb(release_bundle, tmp_path)
+    assert again.name == deb.name
+    assert again.read_bytes() == deb.read_bytes()
 
 
 def _bundle_files(folder: Path) -> set[str]:
