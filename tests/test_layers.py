@@ -46,6 +46,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "grstats.agent.stable_set",
             "grstats.agent.events",
             "grstats.agent.sources.fault",  # why a source fails: a value errors and model name
+            "grstats.agent.mysql_errors",  # MySQL's error numbers: the SQL endpoint's, the source's
         ),
     ),
     (

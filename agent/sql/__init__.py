@@ -18,6 +18,18 @@ functions, :mod:`~grstats.agent.sql.server_show` the server's SHOW statements an
 
 from __future__ import annotations
 
-from grstats.agent.sql.endpoint import SqlEndpoint
+from typing import cast
+
+from mysql_mimic.errors import SQLSTATES, ErrorCode
+
+from grstats.agent import mysql_errors
+
+# mysql-mimic sends an error's SQLSTATE from its table (HY000 for a code it does not know); it
+# knows only its own codes, so MySQL's are added once, here, before any module of the endpoint
+# can answer (the mysql client prints them: ERROR 1146 (42S02)).
+for _code, _state in mysql_errors.SQLSTATES.items():
+    SQLSTATES.setdefault(cast("ErrorCode", _code), _state)
+
+from grstats.agent.sql.endpoint import SqlEndpoint  # noqa: E402  (after the SQLSTATEs)
 
 __all__ = ["SqlEndpoint"]

@@ -55,16 +55,18 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import TokenError
 from sqlglot.executor.env import ENV
 
+from grstats.agent.mysql_errors import (
+    ER_DATA_OUT_OF_RANGE,
+    ER_NOT_SUPPORTED_YET,
+    ER_PARSE_ERROR,
+    ER_STACK_OVERRUN_NEED_MORE,
+    ER_TOO_BIG_SELECT,
+    ER_TOO_HIGH_LEVEL_OF_NESTING_FOR_SELECT,
+)
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
 
-#: MySQL's error codes (include/mysqld_error.h).
-ER_PARSE_ERROR = 1064
-ER_TOO_BIG_SELECT = 1104  # SQLSTATE 42000
-ER_NOT_SUPPORTED_YET = 1235
-ER_STACK_OVERRUN_NEED_MORE = 1436
-ER_TOO_HIGH_LEVEL_OF_NESTING_FOR_SELECT = 1473
-ER_DATA_OUT_OF_RANGE = 1690
 #: A count longer than this many digits is shown as a power of ten.
 _DIGITS_SHOWN = 15
 

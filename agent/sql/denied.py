@@ -28,8 +28,15 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, cast
 
-from mysql_mimic.errors import SQLSTATES, ErrorCode, MysqlError
+from mysql_mimic.errors import ErrorCode, MysqlError
 from sqlglot import exp
+
+from grstats.agent.mysql_errors import (
+    ER_DBACCESS_DENIED_ERROR,
+    ER_OPTION_PREVENTS_STATEMENT,
+    ER_TABLEACCESS_DENIED_ERROR,
+    ER_WRONG_PERFSCHEMA_USAGE,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Container
@@ -37,22 +44,10 @@ if TYPE_CHECKING:
     #: A served table's canonical (schema, name), or None when the table is not one.
     Resolver = Callable[[exp.Table], tuple[str, str] | None]
 
-#: include/mysqld_error.h
-ER_DBACCESS_DENIED_ERROR = 1044
-ER_TABLEACCESS_DENIED_ERROR = 1142
-ER_WRONG_PERFSCHEMA_USAGE = 1683
-for _code, _state in (
-    (ER_DBACCESS_DENIED_ERROR, b"42000"),
-    (ER_TABLEACCESS_DENIED_ERROR, b"42000"),
-):
-    SQLSTATES.setdefault(cast("ErrorCode", _code), _state)
 
 _LOCK = re.compile(r"^\s*LOCK\s+TABLES?\s+(?P<tables>.*)$", re.IGNORECASE | re.DOTALL)
 _NAME = re.compile(r"\s*((?:`[^`]*`|[\w$]+)(?:\s*\.\s*(?:`[^`]*`|[\w$]+))?)")
 _COMMANDS = {exp.Insert: "INSERT", exp.Update: "UPDATE", exp.Delete: "DELETE"}
-
-
-ER_OPTION_PREVENTS_STATEMENT = 1290
 
 
 def _error(code: int, message: str) -> MysqlError:

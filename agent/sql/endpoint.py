@@ -47,7 +47,7 @@ import structlog
 from mysql_mimic import packets
 from mysql_mimic.connection import Connection
 from mysql_mimic.control import LocalControl, TooManyConnections
-from mysql_mimic.errors import SQLSTATES, ErrorCode, MysqlError
+from mysql_mimic.errors import ErrorCode, MysqlError
 from mysql_mimic.server import MysqlServer
 from mysql_mimic.stream import ConnectionClosed, MysqlStream
 from mysql_mimic.types import Capabilities
@@ -55,6 +55,11 @@ from mysql_mimic.types import Capabilities
 from grstats.agent.address import join_address, split_address
 from grstats.agent.errors import ConfigError
 from grstats.agent.log import ThrottledWarning
+from grstats.agent.mysql_errors import (
+    ER_CLIENT_INTERACTION_TIMEOUT,
+    ER_NET_PACKET_TOO_LARGE,
+    ER_NET_READ_INTERRUPTED,
+)
 from grstats.agent.sql import tls_stream
 from grstats.agent.sql.auth import (
     ClientIdentity,
@@ -81,20 +86,14 @@ LOG_EVERY_S = 10.0
 #: The longest text of a client's failure put in a log line.
 MAX_ERROR_CHARS = 200
 
-#: MySQL's ER_NET_PACKET_TOO_LARGE (include/mysqld_error.h), its message and SQLSTATE (which
-#: mysql-mimic sends from its table, where MySQL's codes are added as in the session).
-ER_NET_PACKET_TOO_LARGE = 1153
+#: The message of MySQL's ER_NET_PACKET_TOO_LARGE.
 PACKET_TOO_LARGE = "Got a packet bigger than 'max_allowed_packet' bytes"
-SQLSTATES.setdefault(cast("ErrorCode", ER_NET_PACKET_TOO_LARGE), b"08S01")
 #: What MySQL tells a client whose login packet did not come within ``connect_timeout``
 #: (ER_NET_READ_INTERRUPTED, set by net_serv.cc's ``net_read_raw_loop`` and sent by
 #: sql_connect.cc's ``login_connection``), and one idle past ``wait_timeout``
 #: (ER_CLIENT_INTERACTION_TIMEOUT, MySQL 8.0.24+, the same ``net_read_raw_loop`` for the first
 #: packet of a command; share/messages_to_clients.txt has its text).
-ER_NET_READ_INTERRUPTED = 1159
 READ_INTERRUPTED = "Got timeout reading communication packets"
-SQLSTATES.setdefault(cast("ErrorCode", ER_NET_READ_INTERRUPTED), b"08S01")
-ER_CLIENT_INTERACTION_TIMEOUT = 4031
 INACTIVITY = (
     "The client was disconnected by the server because of inactivity. "
     "See wait_timeout and interactive_timeout for configuring this behavior."

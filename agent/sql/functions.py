@@ -33,26 +33,24 @@ import re
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, cast
 
-from mysql_mimic.errors import SQLSTATES, ErrorCode, MysqlError
+from mysql_mimic.errors import ErrorCode, MysqlError
 from sqlglot import exp
 from sqlglot.executor.env import ENV
 
 from grstats.agent.gtid import GtidError, GtidSet
+from grstats.agent.mysql_errors import (
+    ER_CANT_INITIALIZE_UDF,
+    ER_MALFORMED_GTID_SET_SPECIFICATION,
+    ER_NO_DB_ERROR,
+    ER_NOT_SUPPORTED_YET,
+    ER_SP_DOES_NOT_EXIST,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Container, Iterable
 
     from grstats.agent.model import CommunicationInfo
 
-#: include/mysqld_error.h
-ER_NO_DB_ERROR = 1046
-ER_CANT_INITIALIZE_UDF = 1123
-ER_NOT_SUPPORTED_YET = 1235
-ER_SP_DOES_NOT_EXIST = 1305
-ER_MALFORMED_GTID_SET_SPECIFICATION = 1772
-SQLSTATES.setdefault(cast("ErrorCode", ER_SP_DOES_NOT_EXIST), b"42000")
-SQLSTATES.setdefault(cast("ErrorCode", ER_NO_DB_ERROR), b"3D000")
-SQLSTATES.setdefault(cast("ErrorCode", ER_MALFORMED_GTID_SET_SPECIFICATION), b"HY000")
 
 TIMESTAMPDIFF = "TIMESTAMPDIFF"
 #: udf_utils.h, ``member_offline_or_minority_str``

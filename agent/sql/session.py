@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
 import structlog
 from mysql_mimic.constants import INFO_SCHEMA
-from mysql_mimic.errors import SQLSTATES, ErrorCode, MysqlError
+from mysql_mimic.errors import ErrorCode, MysqlError
 from mysql_mimic.results import ResultColumn, infer_type
 from mysql_mimic.session import Query, Session, mysql_function_mapping
 from mysql_mimic.types import ColumnType
@@ -75,12 +75,22 @@ from sqlglot.optimizer.optimizer import RULES
 from sqlglot.planner import Plan
 from sqlglot.schema import ensure_schema
 
+from grstats.agent.mysql_errors import (
+    ER_BAD_DB_ERROR,
+    ER_BAD_FIELD_ERROR,
+    ER_DBACCESS_DENIED_ERROR,
+    ER_NO_DB_ERROR,
+    ER_NO_SUCH_TABLE,
+    ER_NOT_SUPPORTED_YET,
+    ER_PARSE_ERROR,
+    ER_QUERY_TIMEOUT,
+    ER_UNKNOWN_TIME_ZONE,
+)
 from grstats.agent.rows import Kind
 from grstats.agent.rows.zone import TimeZone, TimeZoneError, parse_time_zone
 from grstats.agent.sql import catalog, denied, functions, metadata, server_show, show, sys_schema
 from grstats.agent.sql import variables as member_variables
 from grstats.agent.sql.bounds import (
-    ER_TOO_BIG_SELECT,
     check_join_size,
     check_plan,
     check_result,
@@ -110,26 +120,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-#: MySQL's error codes (include/mysqld_error.h) and their SQLSTATEs where not HY000.
-ER_NO_DB_ERROR = 1046
-ER_BAD_DB_ERROR = 1049
-ER_BAD_FIELD_ERROR = 1054
-ER_PARSE_ERROR = 1064
-ER_NO_SUCH_TABLE = 1146
-ER_NOT_SUPPORTED_YET = 1235
-ER_OPTION_PREVENTS_STATEMENT = 1290
-ER_UNKNOWN_TIME_ZONE = 1298
-ER_QUERY_TIMEOUT = 3024
-_SQLSTATES = {
-    ER_BAD_DB_ERROR: b"42000",
-    ER_BAD_FIELD_ERROR: b"42S22",
-    ER_TOO_BIG_SELECT: b"42000",
-    ER_NO_SUCH_TABLE: b"42S02",
-}
-# mysql-mimic sends an error's SQLSTATE from this table (HY000 when absent); it knows only its
-# own codes, so MySQL's for these are added (the mysql client prints them: ERROR 1146 (42S02)).
-for _code, _state in _SQLSTATES.items():
-    SQLSTATES.setdefault(cast("ErrorCode", _code), _state)
 
 VERSION_COMMENT = "grstats read-only Group Replication stats"
 #: The version MySQL reports before the agent has read its server's.
@@ -439,7 +429,7 @@ class GrstatsSession(Session):
             if named != self.username:
                 user, host = self._account()
                 raise sql_error(
-                    denied.ER_DBACCESS_DENIED_ERROR,
+                    ER_DBACCESS_DENIED_ERROR,
                     f"Access denied for user '{user}'@'{host}' to database 'mysql'",
                 )
             text = "SHOW GRANTS"

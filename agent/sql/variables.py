@@ -37,9 +37,13 @@ import dataclasses
 import re
 from typing import TYPE_CHECKING, cast
 
-from mysql_mimic.errors import SQLSTATES, ErrorCode, MysqlError
+from mysql_mimic.errors import ErrorCode, MysqlError
 
 from grstats.agent.model import FlowControlSettings
+from grstats.agent.mysql_errors import (
+    ER_GLOBAL_VARIABLE,
+    ER_WRONG_TYPE_FOR_VAR,
+)
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -148,11 +152,6 @@ def communication_rows(snapshot: MemberSnapshot | None) -> list[tuple[Value, ...
     ]
 
 
-#: MySQL's ER_GLOBAL_VARIABLE and ER_WRONG_TYPE_FOR_VAR (include/mysqld_error.h), and the
-#: latter's SQLSTATE (mysql-mimic sends HY000 for a code it does not know).
-ER_GLOBAL_VARIABLE = 1229
-ER_WRONG_TYPE_FOR_VAR = 1232
-SQLSTATES.setdefault(cast("ErrorCode", ER_WRONG_TYPE_FOR_VAR), b"42000")
 #: The largest wait_timeout and interactive_timeout (LONG_TIMEOUT, 3600 * 24 * 365 seconds).
 LONG_TIMEOUT = 365 * 24 * 3600
 
