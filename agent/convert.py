@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from grstats.agent.errors import AgentError, ConfigError
 from grstats.agent.events import MAX_EVENTS
-from grstats.agent.gossip import ClockOffset, Counts, Events, Key, Stamp, Update
+from grstats.agent.gossip import ClockOffset, Counts, Events, Key, LogLines, Stamp, Update
 from grstats.agent.gtid import GtidError, GtidSet
 from grstats.agent.limits import DEFAULT_LIMITS
 from grstats.agent.messages import (
@@ -32,6 +32,8 @@ from grstats.agent.model import (
     is_group_label,
 )
 from grstats.agent.rows import (
+    EXTENDED_COLUMNS,
+    TABLES,
     TRANSACTION_FIELDS,
     ApplierStatusRow,
     EventRow,
@@ -40,6 +42,7 @@ from grstats.agent.rows import (
     MemberStatsRow,
     RowValueError,
 )
+from grstats.agent.rows.member_log import KEPT_LINES, MAX_DATA, MemberLogRow
 from grstats.agent.sources.fault import SourceFault
 from grstats.proto import grstats_pb2 as pb
 
@@ -60,6 +63,10 @@ MAX_SENDER_CHARS = 255
 #: Most events one EVENTS value may hold: the count an agent keeps of its member's
 #: (:data:`grstats.agent.events.MAX_EVENTS`).
 MAX_WIRE_EVENTS = MAX_EVENTS
+#: Most lines one LOG value may hold: the count an agent keeps of its member's
+#: (:data:`grstats.agent.rows.member_log.KEPT_LINES`); each line's DATA at most
+#: :data:`~grstats.agent.rows.member_log.MAX_DATA` characters.
+MAX_WIRE_LOG_LINES = KEPT_LINES
 #: Longest ``SourceFault.kind`` accepted (the kinds are short snake_case words).
 MAX_FAULT_KIND = 64
 #: Longest ``agent_version`` accepted (a PEP 440 version, local part included, is far shorter).
@@ -77,6 +84,7 @@ _KEYS = {
     Key.HEALTH: pb.KEY_HEALTH,
     Key.SERVER: pb.KEY_SERVER,
     Key.EVENTS: pb.KEY_EVENTS,
+    Key.LOG: pb.KEY_LOG,
 }
 _KEYS_BACK = {number: key for key, number in _KEYS.items()}
 # Applier message field -> ApplierStatusRow field: the transactions and their times of WL#7374
@@ -194,6 +202,8 @@ def update_to_wire(update: Update) -> pb.Update:
         message.server.CopyFrom(_server_to_wire(value))
     elif update.key is Key.EVENTS and isinstance(value, Events):
         message.events.CopyFrom(pb.Events(events=[_event_to_wire(e) for e in value.events]))
+    elif update.key is Key.LOG and isinstance(value, LogLines):
+        message.log.CopyFrom(pb.LogLines(lines=[_line_to_wire(line) for line in value.lines]))
     else:
         raise TypeError(f"{update.key} cannot hold a {type(value).__name__}")
     return message
@@ -209,6 +219,43 @@ def _event_to_wire(event: EventRow) -> pb.Event:
         view_id=event.view_id,
         detail=event.detail,
     )
+
+
+def _line_to_wire(line: MemberLogRow) -> pb.LogLine:
+    return pb.LogLine(
+        logged_us=line.logged,
+        thread_id=line.thread_id,
+        prio=line.prio,
+        error_code=line.error_code,
+        subsystem=line.subsystem,
+        data=line.data,
+    )
+
+
+def _log(message: pb.LogLines, origin: str, where: str) -> LogLines:
+    """The origin's Group Replication log lines; raise WireError naming the bad line's field."""
+    if len(message.lines) > MAX_WIRE_LOG_LINES:
+        raise WireError(f"{where}: {len(message.lines)} lines is more than {MAX_WIRE_LOG_LINES}")
+    lines = []
+    for i, line in enumerate(message.lines):
+        at = f"{where}[{i}]"
+        _bounded(line.data, MAX_DATA, f"{at}.data")
+        _bounded(line.prio, 16, f"{at}.prio")
+        try:
+            lines.append(
+                MemberLogRow(
+                    logged=line.logged_us,
+                    thread_id=line.thread_id if line.HasField("thread_id") else None,
+                    prio=line.prio,
+                    error_code=line.error_code if line.HasField("error_code") else None,
+                    subsystem=line.subsystem if line.HasField("subsystem") else None,
+                    data=line.data,
+                    member_id=origin,
+                )
+            )
+        except RowValueError as exc:
+            raise WireError(f"{at}: {exc}") from exc
+    return LogLines(tuple(lines))
 
 
 def _events(message: pb.Events, origin: str, where: str) -> Events:
@@ -329,7 +376,7 @@ def update_from_wire(
     if found is None:
         raise WireError(
             f"{where}.value: no value set (one of counts, view, applier, gtid_executed, health, "
-            "server, events)"
+            "server, events, log)"
         )
     return Update(origin, stamp, found[0], found[1], message.sent_at_us)
 
@@ -349,6 +396,7 @@ def _value_from_wire(
         "health": (Key.HEALTH, lambda: _health(message.health, f"{where}.health")),
         "server": (Key.SERVER, lambda: _server(message.server, f"{where}.server")),
         "events": (Key.EVENTS, lambda: _events(message.events, origin, f"{where}.events")),
+        "log": (Key.LOG, lambda: _log(message.log, origin, f"{where}.log")),
     }
     found = decoders.get(kind or "")
     return None if found is None else (found[0], found[1]())
@@ -640,6 +688,77 @@ def source_report_from_wire(response: pb.QueryResponse) -> SourceReport:
 
 
 # -- query tables -------------------------------------------------------------------------
+
+#: Of each table, the columns a Query client knew when it sent no ``QueryRequest.protocol_revision``
+#: (main at e5928da, protocol revision 3, the release before the field, and every earlier one):
+#: how many of the table's own columns (:data:`grstats.agent.rows.TABLES`), then how many of
+#: :data:`~grstats.agent.rows.EXTENDED_COLUMNS`. Columns are only appended, so these leading
+#: columns are the ones it types; a table it did not know is served whole (it never asks for one).
+UNSAID_COLUMNS: dict[str, tuple[int, int]] = {
+    "replication_group_members": (8, 5),
+    "replication_group_member_stats": (13, 5),
+    "replication_group_member_lag": (25, 5),
+    "replication_group_member_gtid_executed": (3, 5),
+    "replication_group_status": (14, 5),
+    "replication_group_member_status": (18, 5),
+    "replication_group_events": (8, 5),
+}
+#: The first protocol revision whose clients say theirs in ``QueryRequest.protocol_revision``.
+SAID_QUERY_REVISION = 5
+#: By the revision a client says, from :data:`SAID_QUERY_REVISION` to the one before
+#: PROTOCOL_REVISION, the columns its clients know, as :data:`UNSAID_COLUMNS` (every table of
+#: that release). Add the entry of PROTOCOL_REVISION here when PROTOCOL_REVISION is bumped
+#: (tests/upgrade/test_columns.py checks that every revision has one).
+QUERY_COLUMNS: dict[int, dict[str, tuple[int, int]]] = {}
+
+
+def query_request(
+    tables: Sequence[str] = (), *, extended: bool = False, events_since_us: int = 0
+) -> pb.QueryRequest:
+    """Return a Query.Read request of this build: it says this agent's protocol revision."""
+    return pb.QueryRequest(
+        tables=list(tables),
+        extended=extended,
+        events_since_us=events_since_us,
+        protocol_revision=OWN_BUILD.revision,
+    )
+
+
+def known_columns(revision: int) -> dict[str, tuple[int, int]] | None:
+    """The columns a Query client of protocol ``revision`` knows of each table; None: every one.
+
+    0 (a client older than the field) and any revision before :data:`SAID_QUERY_REVISION`
+    read as :data:`UNSAID_COLUMNS`; this revision and later ones get every column (a newer
+    client knows at least this agent's columns).
+    """
+    if revision >= OWN_BUILD.revision:
+        return None
+    if revision < SAID_QUERY_REVISION:
+        return UNSAID_COLUMNS
+    return QUERY_COLUMNS.get(revision, UNSAID_COLUMNS)
+
+
+def for_client(
+    name: str,
+    columns: Sequence[Column],
+    rows: Sequence[Sequence[Value]],
+    known: dict[str, tuple[int, int]] | None,
+) -> tuple[Sequence[Column], Sequence[Sequence[Value]]]:
+    """Table ``name`` with only the columns a client that knows ``known`` types (known_columns).
+
+    A column is kept when it is one of the table's first columns the client knows, or one of
+    the extended columns it knows, by name; a table the client does not know is kept whole.
+    """
+    counts = None if known is None else known.get(name)
+    if counts is None:
+        return columns, rows
+    own, extended = counts
+    names = {column.name for column in TABLES[name].columns[:own]}
+    names.update(column.name for column in EXTENDED_COLUMNS[:extended])
+    kept = [index for index, column in enumerate(columns) if column.name in names]
+    if len(kept) == len(columns):
+        return columns, rows
+    return [columns[i] for i in kept], [[row[i] for i in kept] for row in rows]
 
 
 def table_to_wire(

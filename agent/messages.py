@@ -29,10 +29,14 @@ if TYPE_CHECKING:
 #: 1: every agent before ``protocol_revision`` existed (it sends none); 2: agents say their
 #: version and revision (ExchangeRequest, ExchangeResponse and QueryResponse); 3: the members'
 #: events (``Update.events``, ``Key.EVENTS``), a new kind of value that agents of revisions 1
-#: and 2 refuse, so it is sent only to agents of revision :data:`EVENTS_REVISION` or later.
-PROTOCOL_REVISION = 4
+#: and 2 refuse, so it is sent only to agents of revision :data:`EVENTS_REVISION` or later;
+#: 4: the member weight (``Server.member_weight``); 5: the members' Group Replication log
+#: lines (``Update.log``, ``Key.LOG``), sent only to agents of :data:`LOG_REVISION` or later.
+PROTOCOL_REVISION = 5
 #: The first revision whose agents take the EVENTS value.
 EVENTS_REVISION = 3
+#: The first revision whose agents take the LOG value.
+LOG_REVISION = 5
 #: The revision of an agent that says none: one older than the field (proto3 reads it as 0).
 UNSAID_REVISION = 1
 
@@ -55,6 +59,11 @@ class AgentBuild:
     def takes_events(self) -> bool:
         """Whether it takes the members' EVENTS values (older agents refuse the whole message)."""
         return self.revision >= EVENTS_REVISION
+
+    @property
+    def takes_log(self) -> bool:
+        """Whether it takes the members' LOG values (older agents refuse the whole message)."""
+        return self.revision >= LOG_REVISION
 
     @property
     def newer(self) -> bool:
@@ -93,9 +102,10 @@ class Gossip:
 
 def for_build(updates: tuple[Update, ...], build: AgentBuild | None) -> tuple[Update, ...]:
     """``updates`` without those an agent running ``build`` (None: unknown yet) cannot take."""
-    if build is not None and build.takes_events:
+    if build is not None and build.takes_log:
         return updates
-    return tuple(update for update in updates if update.key is not Key.EVENTS)
+    refused = {Key.LOG} if build is not None and build.takes_events else {Key.EVENTS, Key.LOG}
+    return tuple(update for update in updates if update.key not in refused)
 
 
 @dataclass(frozen=True, slots=True)

@@ -32,7 +32,10 @@ series:
   collection, so it is not a counter, though mysqld_exporter exposes it as one);
   ``grstats_applier_lag_seconds``, ``grstats_applier_stage_seconds{stage}`` (the lag by
   stage: transport, waiting, apply), ``grstats_member_transactions_behind`` (ProxySQL's
-  ``transactions_behind``; both absent while NULL), ``grstats_member_throttling`` (1 while
+  ``transactions_behind``; both absent while NULL),
+  ``grstats_member_recovery_transactions_left`` and ``grstats_member_recovery_eta_seconds``
+  (a RECOVERING member's or an applier backlog's progress, :mod:`grstats.agent.recovery`;
+  absent while nothing is left or it is unknown), ``grstats_member_throttling`` (1 while
   flow control holds that writer back), ``grstats_member_clock_skew_seconds`` (its clock
   minus the median of the members' clocks; absent while unknown) and
   ``grstats_member_errant_transactions`` (GTIDs it executed that the group lacks, which make

@@ -275,9 +275,28 @@ def _stats_families(served: Served, group: str, scope: Scope) -> list[Metric]:
         "of replication_group_member_status / 1000); beyond 0.5 s either way the agent warns "
         "(clock_skewed); no series while its clock is not known.",
     )
+    # Only while something is left: a steady group's members keep their series count (issue
+    # 46's budget), and a member catching up gets two more.
+    left = _gauge(
+        "grstats_member_recovery_transactions_left",
+        "Transactions a RECOVERING member, or an ONLINE member's applier and certifier queues, "
+        "have left to apply (TRANSACTIONS_LEFT of replication_group_member_status, "
+        "agent.recovery); no series while none is left or it is unknown (a RECOVERING "
+        "member's is known to its own agent).",
+    )
+    eta = _gauge(
+        "grstats_member_recovery_eta_seconds",
+        "Seconds until the member has nothing left to apply, at the rate its transactions left "
+        "fell over the last minute (ETA_S of replication_group_member_status); no series while "
+        "none is left, or while they are unknown or do not fall.",
+    )
     for member_id, row in _by_member(served, _MEMBER_STATUS, scope).items():
         if row.get("TRANSACTIONS_BEHIND") is not None:
             behind.add_metric([group, member_id], float(row["TRANSACTIONS_BEHIND"]))
+        if row.get("TRANSACTIONS_LEFT"):  # neither NULL nor 0
+            left.add_metric([group, member_id], float(row["TRANSACTIONS_LEFT"]))
+            if row.get("ETA_S") is not None:
+                eta.add_metric([group, member_id], float(row["ETA_S"]))
         throttling.add_metric([group, member_id], _flag(row["THROTTLING"] == "YES"))
         if row.get("CLOCK_SKEW_MS") is not None:
             skew.add_metric([group, member_id], row["CLOCK_SKEW_MS"] / 1000)
@@ -285,6 +304,8 @@ def _stats_families(served: Served, group: str, scope: Scope) -> list[Metric]:
         *families,
         *_lag_families(served, group, scope),
         behind,
+        left,
+        eta,
         throttling,
         skew,
         _errant_family(served, group, scope),

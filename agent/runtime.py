@@ -41,16 +41,19 @@ from grstats.agent.gossip import RelayRule
 from grstats.agent.limits import RateLimiter
 from grstats.agent.liveness import Liveness
 from grstats.agent.local import LocalMember
+from grstats.agent.member_log import MemberLog
 from grstats.agent.member_probe import ProbeAnswer, probe
 from grstats.agent.messages import SourceReport
 from grstats.agent.metrics import AgentMetrics, SeriesInput
 from grstats.agent.metrics_http import start_metrics_server
 from grstats.agent.metrics_scope import agents_heard
 from grstats.agent.next_primary_watch import NextPrimaryWatch
+from grstats.agent.recovery import RecoveryWatch
 from grstats.agent.registry_sync import RegistrySync
 from grstats.agent.rounds import PeerRounds
 from grstats.agent.security import Security
 from grstats.agent.server import SERVICE_NAMES, build_server
+from grstats.agent.sources.base import LogSource
 from grstats.agent.split_watch import SplitBrainWatch
 from grstats.agent.stable_set import StableSetWatch
 from grstats.agent.status import flow_control_thresholds, throttled_by
@@ -138,7 +141,11 @@ class Agent:
         self.split_brain = SplitBrainWatch()  # logs members split from the group, once each
         self.next_primary = NextPrimaryWatch()  # logs an unsafe next primary, once a change
         self.stable_set = StableSetWatch()  # fed each read (run_period), asked by the status
+        self.recovery = RecoveryWatch()  # fed each period (run_period), asked by the status
         self.event_log = EventLog(self.member.state, clock=clock)  # the member's events
+        self.member_log = MemberLog(self.member.state, clock=clock)  # its GR log lines
+        self._log_source = source if isinstance(source, LogSource) else None
+        self._log_note = ""  # why the source reads no log lines, as last logged
         self._event_counts = EventCounts(self.member.state, self.member.incarnation)
         self._last_read: MemberSnapshot | None = None  # the last read that succeeded
         self._throttled_by: tuple[str, ...] = ()  # whose queues throttle the member now
@@ -150,6 +157,7 @@ class Agent:
             clock=clock,
             address=lambda: self.address,
             stable_set=self.stable_set,
+            recovery=self.recovery,
         )
         self._health = health.aio.HealthServicer()
         self._server: grpc.aio.Server | None = None
@@ -296,6 +304,8 @@ class Agent:
         self.periods += 1
         fault_before = self.member.fault
         await self._read_source()
+        if self._log_source is not None:
+            self._take_log(self._log_source)
         snapshot = self.member.snapshot
         events: list[EventRow] = []
         if snapshot is not None:
@@ -308,6 +318,8 @@ class Agent:
         events += self._source_events(fault_before)
         await self.rounds.run()
         now = self._clock()
+        # with the peers' counts of this period
+        self.recovery.observe(self.member.state, self.member.snapshot, now, self.rounds.offsets)
         turns = self.liveness.check(
             now, self._config.silence_us, self.rounds.agents, self.rounds.offsets
         )
@@ -333,6 +345,16 @@ class Agent:
             self.metrics.events(group_name, primaries, states)
         if self.registry_sync.due():
             await self.flush()
+
+    def _take_log(self, source: LogSource) -> None:
+        """Record the member's new GR log lines; log once why none are read, when it changes."""
+        self.member_log.add(source.take_log())
+        if source.log_note != self._log_note:
+            self._log_note = source.log_note
+            if source.log_note:
+                self.member.log.warning("member_log_not_read", reason=source.log_note)
+            else:
+                self.member.log.info("member_log_read")
 
     def _source_events(self, fault_before: SourceFault | None) -> list[EventRow]:
         """SOURCE_FAILED when this period's read began a fault, SOURCE_RECOVERED when it ended."""

@@ -34,6 +34,9 @@ clock offsets it estimated. Rules (MySQL's where MySQL defines them):
   (:mod:`grstats.agent.status`), built from the same inputs;
 * ``replication_group_events`` holds every member's events (:mod:`grstats.agent.events`), on
   their reporters' clocks, so that every agent serves the same rows;
+* ``replication_group_member_log`` holds every member's Group Replication error-log lines
+  (:mod:`grstats.agent.member_log`), on their members' clocks, so that every agent serves the
+  same rows; like the events, it has no ``extended`` columns;
 * ``replication_group_member_views`` holds every member's own view of every member, and where
   two disagree (:mod:`grstats.agent.views`); it has AGE_MS and CONNECTED of its own, and no
   ``extended`` columns.
@@ -44,7 +47,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from grstats.agent.gossip import LOCAL, Events, Key
+from grstats.agent.gossip import LOCAL, Events, Key, LogLines
 from grstats.agent.known import (
     applier_of,
     connected,
@@ -71,6 +74,7 @@ from grstats.agent.rows import (
     Column,
     GtidExecutedRow,
 )
+from grstats.agent.rows.member_log import REPLICATION_GROUP_MEMBER_LOG, MemberLogRow, log_order
 from grstats.agent.status import group_status
 from grstats.agent.views import member_views
 
@@ -81,6 +85,7 @@ if TYPE_CHECKING:
     from grstats.agent.model import MemberSnapshot
     from grstats.agent.rows import EventRow, GroupStatusRow, MemberStatusRow, Row, Value
     from grstats.agent.stable_set import Stall
+    from grstats.agent.status import Progress
 
 #: One served table: its columns and its rows.
 Table = tuple[tuple[Column, ...], list[tuple["Value", ...]]]
@@ -135,12 +140,14 @@ def served_tables(  # noqa: PLR0913  (every input of the tables is explicit)
     extended: bool = False,
     cannot_read: tuple[str, str] | None = None,
     stall: Stall | None = None,
+    progress: Mapping[str, Progress] | None = None,
 ) -> Served:
     """Return every served table, by name: columns and rows in MEMBER_ID order.
 
     Each table is built when first looked up (see :class:`Served`). ``cannot_read`` is (the
     agent's address, why) while the agent cannot read its own member (for the verdict);
-    ``stall`` the stable set's stall its member shows (:mod:`grstats.agent.stable_set`).
+    ``stall`` the stable set's stall its member shows (:mod:`grstats.agent.stable_set`);
+    ``progress`` each member's recovery or backlog progress (:mod:`grstats.agent.recovery`).
     """
     offsets = offsets_us or {}
     view = tables_view(local, freshest_view(state, local))
@@ -190,6 +197,7 @@ def served_tables(  # noqa: PLR0913  (every input of the tables is explicit)
                     offset_errors_us=offset_errors_us,
                     cannot_read=cannot_read,
                     stall=stall,
+                    progress=progress,
                 )
             )
         return verdict[0]
@@ -227,6 +235,10 @@ def served_tables(  # noqa: PLR0913  (every input of the tables is explicit)
                 REPLICATION_GROUP_EVENTS.columns,
                 [event.values() for event in group_events(state)],
             ),
+            REPLICATION_GROUP_MEMBER_LOG.name: lambda: (
+                REPLICATION_GROUP_MEMBER_LOG.columns,
+                [line.values() for line in group_log(state)],
+            ),
             REPLICATION_GROUP_MEMBER_VIEWS.name: lambda: (
                 REPLICATION_GROUP_MEMBER_VIEWS.columns,
                 [
@@ -254,6 +266,19 @@ def group_events(state: GossipState) -> list[EventRow]:
         if heard is not None and isinstance(heard.update.value, Events):
             events += heard.update.value.events
     return sorted(events, key=lambda e: (e.event_time, e.reported_by, e.member_id, e.event_type))
+
+
+def group_log(state: GossipState) -> list[MemberLogRow]:
+    """Every member's Group Replication log lines as their agents keep them, by LOGGED.
+
+    Not corrected by the clock offsets: LOGGED is the member's own, as its server wrote it.
+    """
+    lines: list[MemberLogRow] = []
+    for origin in state.origins.values():
+        heard = origin.values.get(Key.LOG)
+        if heard is not None and isinstance(heard.update.value, LogLines):
+            lines += heard.update.value.lines
+    return sorted(lines, key=log_order)
 
 
 def _gtid_row(state: GossipState, member: str, offsets: Mapping[str, int]) -> GtidExecutedRow:

@@ -35,7 +35,9 @@ from grstats.agent.clock import now_us
 from grstats.agent.convert import (
     WireError,
     answer_to_wire,
+    for_client,
     gossip_from_wire,
+    known_columns,
     source_report_to_wire,
     table_to_wire,
     uuid_to_bytes,
@@ -411,19 +413,29 @@ class QueryServicer(pb_grpc.QueryServicer):  # type: ignore[misc]
     ) -> None:
         self._node = node
         self._reporter = node if isinstance(node, SourceReporting) else None
-        self._encoded: tuple[Mapping[str, Table], dict[tuple[str, ...], bytes]] | None = None
+        self._encoded: tuple[Mapping[str, Table], dict[tuple[tuple[str, ...], int], bytes]] | None
+        self._encoded = None
         self._limiter = limiter
         self._clock = clock
 
-    def _encoded_tables(self, tables: Mapping[str, Table], names: tuple[str, ...]) -> bytes:
-        """``QueryResponse.tables`` of ``names``, encoded once per set of tables built."""
+    def _encoded_tables(
+        self, tables: Mapping[str, Table], names: tuple[str, ...], revision: int
+    ) -> bytes:
+        """``QueryResponse.tables`` of ``names`` for a client of ``revision``, encoded once.
+
+        Once per set of tables built and per set of columns the client knows.
+        """
         if self._encoded is None or self._encoded[0] is not tables:
             self._encoded = (tables, {})
         cache = self._encoded[1]
-        if names not in cache:
-            converted = [table_to_wire(name, *tables[name]) for name in names]
-            cache[names] = pb.QueryResponse(tables=converted).SerializeToString()
-        return cache[names]
+        known = known_columns(revision)
+        key = (names, id(known))
+        if key not in cache:
+            converted = [
+                table_to_wire(name, *for_client(name, *tables[name], known)) for name in names
+            ]
+            cache[key] = pb.QueryResponse(tables=converted).SerializeToString()
+        return cache[key]
 
     async def Read(  # noqa: N802  (the RPC's name)
         self,
@@ -456,14 +468,17 @@ class QueryServicer(pb_grpc.QueryServicer):  # type: ignore[misc]
             if fault is not None:
                 answer.source_fault.CopyFrom(fault)
         since = request.events_since_us if EVENTS_TABLE in names else 0
+        revision = request.protocol_revision  # 0 from an older client: the columns it knows
         if request.extended or since:  # built for this query: not the cached encoding
+            known = known_columns(revision)
             answer.tables.extend(
-                table_to_wire(name, *_since(name, tables[name], since)) for name in names
+                table_to_wire(name, *for_client(name, *_since(name, tables[name], since), known))
+                for name in names
             )
             return answer
         # Serialized messages concatenate as a merge: the cached tables, then this answer's fields.
         own: bytes = answer.SerializeToString()
-        return self._encoded_tables(tables, names) + own
+        return self._encoded_tables(tables, names, revision) + own
 
 
 #: The table ``QueryRequest.events_since_us`` filters, and the column it filters on.

@@ -51,11 +51,17 @@ gossiped it with its server variables (:func:`member_weights`), NULL where not h
 of the next primary forecast, whom GR would elect if the primary failed now
 (:func:`~grstats.agent.election.next_primary` over the member rows, a NULL weight counted as
 MySQL's default 50).
+
+TRANSACTIONS_LEFT, APPLY_RATE and ETA_S are a RECOVERING member's or an applier backlog's
+progress (:class:`Progress`: how many transactions are left, how many were applied per second
+over the last minute, and in how many seconds nothing will be left), as the agent's history of
+the members counts them (:mod:`grstats.agent.recovery`), given as ``progress``; NULL for a
+member it has none of.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from grstats.agent.errant import ExecutedSample, errant_transactions
@@ -102,6 +108,18 @@ SENDING_STATES = ("ONLINE", "RECOVERING")
 _DEFAULT_SERVER = ServerSettings()
 
 
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """A member's TRANSACTIONS_LEFT, APPLY_RATE (per second, None: unknown) and ETA_S (seconds).
+
+    ETA_S is 0 when nothing is left and None while the transactions left do not fall.
+    """
+
+    left: int
+    rate: float | None
+    eta_s: float | None
+
+
 def group_status(  # noqa: PLR0913  (every input of the verdict is explicit)
     state: GossipState,
     local: MemberSnapshot | None,
@@ -112,12 +130,14 @@ def group_status(  # noqa: PLR0913  (every input of the verdict is explicit)
     offset_errors_us: Mapping[str, int] | None = None,
     cannot_read: tuple[str, str] | None = None,
     stall: Stall | None = None,
+    progress: Mapping[str, Progress] | None = None,
 ) -> tuple[GroupStatusRow, list[MemberStatusRow]]:
     """Return the group's verdict and one row per known member, in MEMBER_ID order.
 
     ``cannot_read`` is (the agent's address, why) while the agent cannot read its own member:
     an UNKNOWN verdict then says so (:func:`~grstats.agent.verdict.source_unknown`). ``stall``
     is the stable set's stall as the agent's member shows it, None while it advances.
+    ``progress`` is each member's recovery or backlog progress, where known (module docstring).
     """
     offsets = offsets_us or {}
     view, origin = served_view(state, local)
@@ -162,6 +182,7 @@ def group_status(  # noqa: PLR0913  (every input of the verdict is explicit)
             if m == state.local_id or offset_errors_us.get(m, RELIABLE_US + 1) <= RELIABLE_US
         }
     rows = [replace(row, clock_skew_ms=_ms(skew.get(row.member_id))) for row in rows]
+    rows = [_with_progress(row, (progress or {}).get(row.member_id)) for row in rows]
     # Shell's get_members leaves out the other members' ERROR rows (a GR bug lists them): they
     # count as outside the view, as Shell counts them missing from the group.
     counted = {m: row for m, row in in_view.items() if row.member_state != "ERROR" or m == origin}
@@ -419,6 +440,13 @@ def _member_row(  # noqa: PLR0913  (one row from several sources)
         split_brain="YES" if split else "NO",
         member_weight=weight,
     )
+
+
+def _with_progress(row: MemberStatusRow, found: Progress | None) -> MemberStatusRow:
+    """``row`` with TRANSACTIONS_LEFT, APPLY_RATE and ETA_S of ``found`` (NULL when None)."""
+    if found is None:
+        return row
+    return replace(row, transactions_left=found.left, apply_rate=found.rate, eta_s=found.eta_s)
 
 
 def _ms(us: int | None) -> int | None:

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from grstats.agent.clock import Clock
     from grstats.agent.config import AgentConfig
     from grstats.agent.local import LocalMember
+    from grstats.agent.recovery import RecoveryWatch
     from grstats.agent.served import Served
     from grstats.agent.stable_set import StableSetWatch
 
@@ -28,7 +29,8 @@ class ServedTables:
     ``offsets`` are the members' clock offsets and ``offset_errors`` how far each may be wrong
     (both kept up to date by the rounds); ``address``
     gives the agent's address once it serves (named by an UNKNOWN verdict of an agent that
-    cannot read its member); ``stable_set`` watches its member's stable set.
+    cannot read its member); ``stable_set`` watches its member's stable set, ``recovery`` the
+    members' progress through recovery or a backlog.
     """
 
     def __init__(  # noqa: PLR0913  (the agent's parts the tables are built from)
@@ -41,9 +43,11 @@ class ServedTables:
         clock: Clock,
         address: Callable[[], str],
         stable_set: StableSetWatch | None = None,
+        recovery: RecoveryWatch | None = None,
     ) -> None:
         self.config = config
         self._stable_set = stable_set
+        self._recovery = recovery
         self._address = address
         self._member = member
         self._offsets = offsets
@@ -90,4 +94,5 @@ class ServedTables:
                 else (self._address(), self._member.fault.message)
             ),
             stall=self._stable_set.stall(now_us) if self._stable_set is not None else None,
+            progress=self._recovery.progress() if self._recovery is not None else None,
         )

@@ -28,6 +28,7 @@ import structlog
 
 from grstats.agent.address import split_address
 from grstats.agent.checks import check_number
+from grstats.agent.convert import query_request
 from grstats.agent.errors import ConfigError
 from grstats.agent.security import Security
 from grstats.collector import records
@@ -37,6 +38,7 @@ from grstats.collector.groups import check_label
 from grstats.collector.records import (
     EVENTS_TABLE,
     TABLE_NAMES,
+    RecordKey,
     events_from_response,
     record_from_response,
 )
@@ -83,9 +85,10 @@ class PollerSettings:
         interval_s: seconds between snapshots, 1 to 3600.
         timeout_s: seconds to wait for one agent before trying the next, over 0 up to 60.
         group_label: the operator's name of the group these agents serve (``--group``,
-            ``[[groups]]``), 1 to 64 of ``A-Z a-z 0-9 _ . -``; it names the group in its
-            records (``group_label``), whatever label the agents answer. None (default: the
-            one group of ``--node``, not named by the operator): each record takes the label
+            ``[[groups]]``), a group label (:func:`grstats.collector.groups.check_label`); it
+            names the group in its records (``group_label``), whatever label the agents
+            answer. None (default: the one group of ``--node``, not named by the operator):
+            each record takes the label
             its agent answers (``QueryResponse.group_label``), :data:`DEFAULT_GROUP_LABEL`
             while it answers none. The collector's own metrics, logs and progress name the
             group by :attr:`label` either way.
@@ -200,7 +203,8 @@ class Poller:
         self._index = 0
         self._answering = True  # until a poll fails; failovers are logged on the way down
         self.failovers = 0  #: times the poller moved on from an agent that stopped answering
-        self._request = pb.QueryRequest(tables=list(TABLE_NAMES), extended=True)
+        # Says this collector's protocol revision: an agent sends only the columns it types.
+        self._request = query_request(TABLE_NAMES, extended=True)
         self._events = NewEvents()
         self._events_asked_us: int | None = None  # when a poll last had the events
         self._events_whole_us: int | None = None  # when a poll last had the whole list
@@ -267,7 +271,7 @@ class Poller:
             or collected_at_us - self._events_whole_us >= EVENTS_WHOLE_EVERY_S * 1_000_000
         )
         since = 0 if whole else max(1, self._events_served_us - int(EVENTS_LATE_S * 1_000_000))
-        request = pb.QueryRequest(tables=[EVENTS_TABLE], events_since_us=since)
+        request = query_request([EVENTS_TABLE], events_since_us=since)
         try:
             response = await self._call(node, request)
             columns, rows = events_from_response(response, agent=node)
@@ -284,7 +288,7 @@ class Poller:
             if whole:
                 self._events_whole_us = collected_at_us
             if new:
-                record["events"] = {"columns": columns, "rows": new}
+                record[RecordKey.EVENTS] = {RecordKey.COLUMNS: columns, RecordKey.ROWS: new}
             return
         if not self._events_failing:
             self._log.warning("events_unavailable", node=node, reason=reason)

@@ -17,6 +17,7 @@ class Key(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     KEY_HEALTH: _ClassVar[Key]
     KEY_SERVER: _ClassVar[Key]
     KEY_EVENTS: _ClassVar[Key]
+    KEY_LOG: _ClassVar[Key]
 KEY_UNSPECIFIED: Key
 KEY_COUNTS: Key
 KEY_VIEW: Key
@@ -25,6 +26,7 @@ KEY_GTID_EXECUTED: Key
 KEY_HEALTH: Key
 KEY_SERVER: Key
 KEY_EVENTS: Key
+KEY_LOG: Key
 
 class Counts(_message.Message):
     __slots__ = ("transactions_in_queue", "transactions_checked", "conflicts_detected", "transactions_rows_validating", "gtids_present", "transactions_committed_all_members", "last_conflict_free_transaction", "transactions_remote_in_applier_queue", "transactions_remote_applied", "transactions_local_proposed", "transactions_local_rollback", "transactions_behind", "offsets", "offsets_present")
@@ -204,8 +206,30 @@ class Events(_message.Message):
     events: _containers.RepeatedCompositeFieldContainer[Event]
     def __init__(self, events: _Optional[_Iterable[_Union[Event, _Mapping]]] = ...) -> None: ...
 
+class LogLine(_message.Message):
+    __slots__ = ("logged_us", "thread_id", "prio", "error_code", "subsystem", "data")
+    LOGGED_US_FIELD_NUMBER: _ClassVar[int]
+    THREAD_ID_FIELD_NUMBER: _ClassVar[int]
+    PRIO_FIELD_NUMBER: _ClassVar[int]
+    ERROR_CODE_FIELD_NUMBER: _ClassVar[int]
+    SUBSYSTEM_FIELD_NUMBER: _ClassVar[int]
+    DATA_FIELD_NUMBER: _ClassVar[int]
+    logged_us: int
+    thread_id: int
+    prio: str
+    error_code: str
+    subsystem: str
+    data: str
+    def __init__(self, logged_us: _Optional[int] = ..., thread_id: _Optional[int] = ..., prio: _Optional[str] = ..., error_code: _Optional[str] = ..., subsystem: _Optional[str] = ..., data: _Optional[str] = ...) -> None: ...
+
+class LogLines(_message.Message):
+    __slots__ = ("lines",)
+    LINES_FIELD_NUMBER: _ClassVar[int]
+    lines: _containers.RepeatedCompositeFieldContainer[LogLine]
+    def __init__(self, lines: _Optional[_Iterable[_Union[LogLine, _Mapping]]] = ...) -> None: ...
+
 class Update(_message.Message):
-    __slots__ = ("origin", "incarnation", "version", "sent_at_us", "counts", "view", "applier", "gtid_executed", "health", "server", "events")
+    __slots__ = ("origin", "incarnation", "version", "sent_at_us", "counts", "view", "applier", "gtid_executed", "health", "server", "events", "log")
     ORIGIN_FIELD_NUMBER: _ClassVar[int]
     INCARNATION_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
@@ -217,6 +241,7 @@ class Update(_message.Message):
     HEALTH_FIELD_NUMBER: _ClassVar[int]
     SERVER_FIELD_NUMBER: _ClassVar[int]
     EVENTS_FIELD_NUMBER: _ClassVar[int]
+    LOG_FIELD_NUMBER: _ClassVar[int]
     origin: bytes
     incarnation: int
     version: int
@@ -228,7 +253,8 @@ class Update(_message.Message):
     health: Health
     server: Server
     events: Events
-    def __init__(self, origin: _Optional[bytes] = ..., incarnation: _Optional[int] = ..., version: _Optional[int] = ..., sent_at_us: _Optional[int] = ..., counts: _Optional[_Union[Counts, _Mapping]] = ..., view: _Optional[_Union[View, _Mapping]] = ..., applier: _Optional[_Union[Applier, _Mapping]] = ..., gtid_executed: _Optional[str] = ..., health: _Optional[_Union[Health, _Mapping]] = ..., server: _Optional[_Union[Server, _Mapping]] = ..., events: _Optional[_Union[Events, _Mapping]] = ...) -> None: ...
+    log: LogLines
+    def __init__(self, origin: _Optional[bytes] = ..., incarnation: _Optional[int] = ..., version: _Optional[int] = ..., sent_at_us: _Optional[int] = ..., counts: _Optional[_Union[Counts, _Mapping]] = ..., view: _Optional[_Union[View, _Mapping]] = ..., applier: _Optional[_Union[Applier, _Mapping]] = ..., gtid_executed: _Optional[str] = ..., health: _Optional[_Union[Health, _Mapping]] = ..., server: _Optional[_Union[Server, _Mapping]] = ..., events: _Optional[_Union[Events, _Mapping]] = ..., log: _Optional[_Union[LogLines, _Mapping]] = ...) -> None: ...
 
 class Stamp(_message.Message):
     __slots__ = ("key", "incarnation", "version")
@@ -321,14 +347,16 @@ class Table(_message.Message):
     def __init__(self, name: _Optional[str] = ..., columns: _Optional[_Iterable[str]] = ..., rows: _Optional[_Iterable[_Union[Row, _Mapping]]] = ...) -> None: ...
 
 class QueryRequest(_message.Message):
-    __slots__ = ("tables", "extended", "events_since_us")
+    __slots__ = ("tables", "extended", "events_since_us", "protocol_revision")
     TABLES_FIELD_NUMBER: _ClassVar[int]
     EXTENDED_FIELD_NUMBER: _ClassVar[int]
     EVENTS_SINCE_US_FIELD_NUMBER: _ClassVar[int]
+    PROTOCOL_REVISION_FIELD_NUMBER: _ClassVar[int]
     tables: _containers.RepeatedScalarFieldContainer[str]
     extended: bool
     events_since_us: int
-    def __init__(self, tables: _Optional[_Iterable[str]] = ..., extended: _Optional[bool] = ..., events_since_us: _Optional[int] = ...) -> None: ...
+    protocol_revision: int
+    def __init__(self, tables: _Optional[_Iterable[str]] = ..., extended: _Optional[bool] = ..., events_since_us: _Optional[int] = ..., protocol_revision: _Optional[int] = ...) -> None: ...
 
 class SourceFault(_message.Message):
     __slots__ = ("kind", "message", "fix", "since_us")

@@ -65,6 +65,7 @@ def test_field_numbers_are_append_only() -> None:
         "health": 14,
         "server": 15,
         "events": 16,  # protocol revision 3
+        "log": 17,  # protocol revision 5
     }
 
 
@@ -170,6 +171,17 @@ ADDED_AT: dict[int, frozenset[tuple[str, str]]] = {
     ),
     # each member's group_replication_member_weight with its server variables (issue 47)
     4: frozenset({("Server", "member_weight")}),
+    # each member's Group Replication error-log lines (issue 48): two messages, a value of the
+    # Update oneof and a Key; and the client's revision a query carries
+    5: frozenset(
+        {
+            ("LogLine", "*"),
+            ("LogLines", "*"),
+            ("Update", "log"),
+            ("Key", "KEY_LOG"),
+            ("QueryRequest", "protocol_revision"),
+        }
+    ),
 }
 #: The wire contract's fingerprint at each revision (:func:`contract_fingerprint`).
 CONTRACT_AT = {
@@ -177,6 +189,7 @@ CONTRACT_AT = {
     2: "5062183cd34b1412",
     3: "53830bb6bf9507a8",  # with QueryRequest.events_since_us (revision 3 never released without it)
     4: "68819e65c898cf26",
+    5: "6e99fc5143e84267",
 }
 
 

@@ -48,9 +48,15 @@ from grstats.agent.cli.status_view import (
     table_document,
 )
 from grstats.agent.clock import now_us
-from grstats.agent.convert import WireError, source_report_from_wire, table_from_wire
+from grstats.agent.convert import (
+    WireError,
+    query_request,
+    source_report_from_wire,
+    table_from_wire,
+)
 from grstats.agent.messages import SourceReport
 from grstats.agent.rows import EXTENDED_COLUMNS, TABLES, Column, Kind, render
+from grstats.agent.rows.member_log import REPLICATION_GROUP_MEMBER_LOG
 from grstats.agent.rows.zone import UTC_ZONE
 from grstats.proto import grstats_pb2 as pb
 from grstats.proto import grstats_pb2_grpc as pb_grpc
@@ -73,6 +79,11 @@ WHAT = {
 STATUS = "status"
 #: The word that asks for what happened to the members (replication_group_events).
 EVENTS = "events"
+#: The word that asks for Group Replication's own log lines of every member.
+LOG = "log"
+LOG_TABLE = REPLICATION_GROUP_MEMBER_LOG.name
+#: The tables ``columns_named`` knows, the log's among them.
+_KNOWN_TABLES = {**TABLES, LOG_TABLE: REPLICATION_GROUP_MEMBER_LOG}
 
 EPILOG = """\
 what:
@@ -104,6 +115,12 @@ what:
            --since 15m|2h|7d|'2026-11-28 03:12' (in --time-zone) keeps the later ones,
            --member MEMBER_ID one member's, --follow prints each new one as it comes (a line
            each, or JSON Lines with --format json) until Ctrl-C
+  log      Group Replication's own lines of every member's error log, oldest first, with
+           performance_schema.error_log's columns (LOGGED, THREAD_ID, PRIO, ERROR_CODE such as
+           MY-011503, SUBSYSTEM, DATA) and MEMBER_ID: why a member left, became unreachable or
+           was refused, in GR's words. Any agent has every member's last 200 lines, also of a
+           member whose host is down; read from MySQL 8.0.22 on. LOGGED is on the clock of
+           the member that wrote it. --since and --member as for events
 
 --extended (members, stats, lag, gtids) adds CONNECTED (its agent heard, its server read), IN_VIEW
 (is the member in the group's view), LAST_SEEN and AGE_MS (how fresh the row is) and SOURCE (the
@@ -148,6 +165,7 @@ examples:
   grstats query status --node db1:7400 --format json --watch 5 >> status.jsonl
   grstats query events --node db1:7400 --since 2h
   grstats query events --node db1:7400 --follow --format json >> events.jsonl
+  grstats query log --node db1:7400 --since 1h --member 5b3f0c6e-16ee-11eb-9a3b-0800275c3a8f
 """
 
 
@@ -162,7 +180,9 @@ def register(subparsers: Subparsers) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "what", choices=(*WHAT, STATUS, EVENTS), help="which table, status, or events"
+        "what",
+        choices=(*WHAT, STATUS, EVENTS, LOG),
+        help="which table, status, events, or log",
     )
     parser.add_argument(
         "--node",
@@ -192,11 +212,13 @@ def register(subparsers: Subparsers) -> None:
     parser.add_argument(
         "--since",
         metavar="DURATION|TIME",
-        help="events only: those from this long ago (30s, 15m, 2h, 7d) or this time on "
+        help="events and log only: those from this long ago (30s, 15m, 2h, 7d) or this time on "
         "('2026-11-28 03:12:00' in --time-zone)",
     )
     parser.add_argument(
-        "--member", metavar="MEMBER_ID", help="events only: those of this member (its UUID)"
+        "--member",
+        metavar="MEMBER_ID",
+        help="events and log only: those of this member (its UUID)",
     )
     parser.add_argument(
         "--follow",
@@ -222,6 +244,8 @@ def run(args: argparse.Namespace) -> int:
         raise CliError(f"--watch: only 'grstats query {STATUS}' watches, not {args.what}", code=2)
     if args.what == EVENTS:
         return events(args)
+    if args.what == LOG:
+        return log(args)
     name = WHAT[args.what]
     if args.extended and name == VIEWS_TABLE:
         raise CliError("--extended: the views table holds CONNECTED and AGE_MS already", code=2)
@@ -288,12 +312,12 @@ def status(args: argparse.Namespace) -> int:
 
 
 def _check_event_flags(args: argparse.Namespace) -> None:
-    """--since, --member and --follow are the events' alone: CliError (exit 2) otherwise."""
+    """--since and --member are the events' and log's, --follow the events': CliError (exit 2)."""
     if args.what == EVENTS:
         return
     for flag, given in (("--since", args.since), ("--member", args.member)):
-        if given is not None:
-            raise CliError(f"{flag}: only 'grstats query {EVENTS}' takes it", code=2)
+        if given is not None and args.what != LOG:
+            raise CliError(f"{flag}: only 'grstats query {EVENTS}' and '{LOG}' take it", code=2)
     if args.follow:
         raise CliError(f"--follow: only 'grstats query {EVENTS}' follows", code=2)
 
@@ -327,6 +351,36 @@ def events(args: argparse.Namespace) -> int:
         )
     else:
         print(render(columns, kept, args.format, time.monotonic() - started, zone), end="")
+    return 0
+
+
+def log(args: argparse.Namespace) -> int:
+    """Print every member's Group Replication log lines, oldest first (--since, --member)."""
+    if args.extended:
+        raise CliError("--extended: the log has no freshness columns", code=2)
+    settings = client_settings(args)
+    node, security, zone = settings.node, settings.security(), settings.time_zone
+    earliest, member = since_us(args.since, now_us(), zone), check_member(args.member)
+    started = time.monotonic()
+    response = asyncio.run(_read(node, (LOG_TABLE,), args.timeout, security))
+    table = next((t for t in response.tables if t.name == LOG_TABLE), None)
+    if table is None:
+        raise CliError(_older(node, LOG_TABLE))
+    names, rows = table_from_wire(table)
+    columns = columns_named(LOG_TABLE, names)
+    at, who = names.index("LOGGED"), names.index("MEMBER_ID")
+    kept = [
+        row
+        for row in rows
+        if (earliest is None or int(row[at] or 0) >= earliest)
+        and (member is None or str(row[who]).lower() == member)
+    ]
+    source = _source(node, response)
+    if args.format == "json":
+        print(json.dumps(table_document(node, LOG_TABLE, source, columns, kept), indent=2))
+    else:
+        print(render(columns, kept, args.format, time.monotonic() - started, zone), end="")
+    warn_source(node, source, zone)
     return 0
 
 
@@ -369,7 +423,7 @@ async def _read(
     *,
     extended: bool = False,
 ) -> pb.QueryResponse:
-    request = pb.QueryRequest(tables=names, extended=extended)
+    request = query_request(names, extended=extended)
     try:
         async with security.channel(node) as channel:
             stub = pb_grpc.QueryStub(channel)
@@ -424,7 +478,7 @@ def _unavailable(details: str, *, tls: bool) -> str:
 
 def columns_named(table: str, names: list[str]) -> list[Column]:
     """The column definitions of ``names``; a column of a newer agent is shown as text."""
-    known = {column.name: column for column in (*TABLES[table].columns, *EXTENDED_COLUMNS)}
+    known = {column.name: column for column in (*_KNOWN_TABLES[table].columns, *EXTENDED_COLUMNS)}
     return [
         known.get(name) or Column(name, "TEXT", nullable=True, kind=Kind.TEXT) for name in names
     ]

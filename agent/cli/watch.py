@@ -2,23 +2,26 @@
 
 On a terminal (``table`` and ``vertical``) one screen is redrawn in place, on the alternate
 screen, with rich: a title line with the agent asked and the time (in the zone of
-``--time-zone``, marked with it, like every time on the screen); the status, coloured, and
-its sentence; the mode, primary, group, view, AS_OF and flow control; then one line per member
-(up to 9 fit 80x24): the first 8 characters of its MEMBER_ID, host:port (ellipsized when the
-terminal is narrow), state (ONLINE green, RECOVERING yellow, UNREACHABLE and ERROR red,
-OFFLINE dim), role (``*`` when flow control holds its writes back), applier lag in seconds,
-applier and certifier queues, transactions behind, read-only flags and the age of its row
-(``!`` when it is not connected). Under them, for groups of up to 9, the views matrix
-(:data:`VIEW_LETTERS`): a row per member, what its own server shows of each member, a column
-per member in the same order, the state as a letter in its colour, a disagreement between two
-members' views (``replication_group_member_views``' DISAGREEMENT: split-brain, a lagging view,
-a one-way link) on red; where the terminal is too short for it (9 members on 24 lines), one
-line says how many disagreements there are instead. A value that changed since the last
-refresh is shown in reverse. When the agent stops answering, the last answer stays on the
-screen, marked STALE with the time it began and the error, and the agent is asked again every
-period. While the agent answers but cannot read its own member, a yellow line under the title
-says so (:func:`~grstats.agent.cli.status_view.source_line`). Ctrl-C (or SIGTERM) leaves the
-alternate screen, shows the cursor and exits 0.
+``--time-zone``, marked with it, like every time on the screen); the status, coloured, and its
+sentence; the mode, primary, group, view, AS_OF and flow control; then one line per member (up
+to 9 fit 80x24): the first 8 characters of its MEMBER_ID, host:port (ellipsized when the
+terminal is narrow), state (ONLINE green, RECOVERING yellow, UNREACHABLE and ERROR red, OFFLINE
+dim), role (``*`` when flow control holds its writes back), applier lag in seconds, applier and
+certifier queues, transactions behind, read-only flags and the age of its row (``!`` when it is
+not connected). While a member recovers or has a backlog of more than
+:data:`~grstats.agent.election.BACKLOG_WARNING` transactions, a yellow ``catching up`` line
+under the verdict gives its progress: the first 8 characters of its MEMBER_ID, its state, the
+transactions left, the apply rate and the ETA (:func:`catching_up`). Under the members, for
+groups of up to 9, the views matrix (:data:`VIEW_LETTERS`): a row per member, what its own
+server shows of each member, a column per member in the same order, the state as a letter in
+its colour, a disagreement between two members' views (``replication_group_member_views``'
+DISAGREEMENT: split-brain, a lagging view, a one-way link) on red; where the terminal is too
+short for it (9 members on 24 lines), one line says how many disagreements there are instead. A
+value that changed since the last refresh is shown in reverse. When the agent stops answering,
+the last answer stays on the screen, marked STALE with the time it began and the error, and the
+agent is asked again every period. While the agent answers but cannot read its own member, a
+yellow line under the title says so (:func:`~grstats.agent.cli.status_view.source_line`).
+Ctrl-C (or SIGTERM) leaves the alternate screen, shows the cursor and exits 0.
 
 Anywhere else (a pipe, a file) and for ``json``, each answer is printed as it comes and
 flushed: one compact JSON object per line (JSON Lines), or the text of ``grstats query status``
@@ -46,7 +49,14 @@ from rich.table import Table
 from rich.text import Text
 
 from grstats.agent.cli.errors import CliError
-from grstats.agent.cli.status_view import address, json_line, render_status, source_line
+from grstats.agent.cli.status_view import (
+    address,
+    catching_up_members,
+    json_line,
+    progress_text,
+    render_status,
+    source_line,
+)
 from grstats.agent.rows.zone import UTC_ZONE
 
 if TYPE_CHECKING:
@@ -347,6 +357,19 @@ VERDICT_LINES: tuple[tuple[tuple[str, Field], ...], ...] = (
 )
 
 
+def catching_up(status: GroupStatus) -> str:
+    """The members recovering or with a backlog, and their progress, in one line ('' if none).
+
+    ``f23d2b0f RECOVERING 8000 transactions left at 4000/s, ETA 2.3 s``, ``; `` between them
+    (:func:`~grstats.agent.cli.status_view.catching_up_members`).
+    """
+    return "; ".join(
+        f"{str(member.get('MEMBER_ID'))[:SHORT_ID]} {member.get('MEMBER_STATE')} "
+        f"{progress_text(member)}"
+        for member in catching_up_members(status)
+    )
+
+
 def _agent_age(member: Mapping[str, Value]) -> str:
     """The age of the member's row, with ``!`` when it is not connected (CONNECTED NO)."""
     return _age(member.get("AGE_MS")) + ("" if member.get("CONNECTED") == "YES" else "!")
@@ -496,6 +519,16 @@ class WatchScreen:
                 parts += ["  " if parts else "", Text(label + " ", style="dim")]
                 parts.append(self._marked(field, status, style))
             lines.append(Text.assemble(*parts, no_wrap=True, overflow="ellipsis"))
+        catching = catching_up(status)
+        if catching:
+            lines.append(
+                Text.assemble(
+                    Text("catching up ", style="dim"),
+                    Text(catching, style="bold yellow"),
+                    no_wrap=True,
+                    overflow="ellipsis",
+                )
+            )
         return lines
 
     def _members(self, status: GroupStatus) -> Table:

@@ -14,7 +14,12 @@ from typing import TYPE_CHECKING
 
 import grpc
 
-from grstats.agent.convert import WireError, source_report_from_wire, uuid_from_bytes
+from grstats.agent.convert import (
+    WireError,
+    query_request,
+    source_report_from_wire,
+    uuid_from_bytes,
+)
 from grstats.agent.rows import REPLICATION_GROUP_MEMBERS
 from grstats.proto import grstats_pb2 as pb
 from grstats.proto import grstats_pb2_grpc as pb_grpc
@@ -88,7 +93,7 @@ async def ask_agent(
     Raises:
         CallFailed: a call failed, or an answer was malformed (kind :data:`OTHER`).
     """
-    request = pb.QueryRequest(tables=[REPLICATION_GROUP_MEMBERS.name])
+    request = query_request([REPLICATION_GROUP_MEMBERS.name])
     deadline = time.monotonic() + timeout_s
     best: tuple[int, int, pb.QueryResponse] | None = None
     try:

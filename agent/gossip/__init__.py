@@ -12,7 +12,15 @@ from grstats.agent.gossip.state import (
     MergeResult,
     Origin,
 )
-from grstats.agent.gossip.updates import ClockOffset, Counts, Events, Key, Stamp, Update
+from grstats.agent.gossip.updates import (
+    ClockOffset,
+    Counts,
+    Events,
+    Key,
+    LogLines,
+    Stamp,
+    Update,
+)
 
 __all__ = [
     "LOCAL",
@@ -24,6 +32,7 @@ __all__ = [
     "GossipState",
     "Heard",
     "Key",
+    "LogLines",
     "MergeResult",
     "Origin",
     "RelayRule",

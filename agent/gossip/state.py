@@ -14,8 +14,9 @@ transport delivered; tests drive it directly. Rules:
   the group, whose agent runs), and it was not forgotten. VIEW values of known members are
   merged first, so a batch may introduce a member and carry its values;
 * values about the local member come from its own source only: a peer cannot overwrite them
-  (but an agent takes back its member's events of an earlier run from a peer until it records
-  its own, so that a registry lost loses no history);
+  (but an agent takes back its member's events and log lines of an earlier run from a peer
+  until it records its own, so that a registry lost loses no history; log lines of an earlier
+  run heard after that are set aside, :attr:`GossipState.earlier_log`, to be merged);
   but a peer holding one stamped above the agent's own (an earlier run of the agent, on a
   clock since stepped back) makes the agent refute it: it takes an incarnation above that
   stamp and records its values again, which then order after everything peers hold
@@ -54,6 +55,9 @@ REGISTRY = "registry"
 #: Above any incarnation an agent's clock gives (µs since the epoch, year 2262): a stamp at or
 #: past it is not refuted, so a hostile peer cannot push the incarnation past the wire's uint64.
 MAX_INCARNATION = 2**63
+
+#: The values that are history an agent takes back from its peers after a restart.
+_HISTORY = frozenset((Key.EVENTS, Key.LOG))
 
 #: Per origin, per key, the stamp of the value held.
 Digest: TypeAlias = "Mapping[str, Mapping[Key, Stamp]]"
@@ -130,6 +134,11 @@ class GossipState:
         self.changes = 0  #: grows whenever a value is stored or dropped (for caches)
         #: members dropped by :meth:`forget` (lower case): their own views no longer make them known
         self.forgotten: set[str] = set()
+        #: a peer's LOG value of the local member from an earlier run of this agent, heard once
+        #: this run holds its own: lines its server may no longer have (a restarted server's
+        #: error_log starts empty), which :class:`~grstats.agent.member_log.MemberLog` merges
+        #: into the member's lines (and then clears)
+        self.earlier_log: Update | None = None
 
     # -- local values --------------------------------------------------------------------
 
@@ -336,6 +345,7 @@ class GossipState:
         """Store ``update`` if it is newer than what is held (and proven enough); say which."""
         if update.origin == self.local_id:
             if not self._adopts(update):
+                self._keep_earlier_log(update)
                 return _Taken.STALE  # the local member's values come from its own source only
         elif not self._proven(update, now_us, speaker):
             return _Taken.UNPROVEN
@@ -362,17 +372,25 @@ class GossipState:
         return self.relays.admits(origin.direct if origin else None, update.stamp, now_us)
 
     def _adopts(self, update: Update) -> bool:
-        """Whether a peer's value of the local member is taken: its events of an earlier run.
+        """Whether a peer's value of the local member is taken: its history of an earlier run.
 
-        The events an earlier run of this agent recorded are history no source gives again:
-        an agent that lost its registry takes them back from a peer, until it records events
-        of its own (which then extend them).
+        The events and Group Replication log lines an earlier run of this agent recorded are
+        history no source gives again (a restarted server's error_log starts empty): an agent
+        that lost its registry, or restarted, takes them back from a peer, until it records its
+        own (which then extend them).
         """
-        if update.key is not Key.EVENTS:
+        if update.key not in _HISTORY:
             return False
         origin = self.origins.get(self.local_id)
-        held = origin.values.get(Key.EVENTS) if origin is not None else None
+        held = origin.values.get(update.key) if origin is not None else None
         return held is None or (held.via != LOCAL and update.stamp > held.update.stamp)
+
+    def _keep_earlier_log(self, update: Update) -> None:
+        """Set a peer's LOG value of the local member from an earlier run aside (see merge)."""
+        if update.key is not Key.LOG or update.stamp.incarnation >= self.incarnation:
+            return
+        if self.earlier_log is None or update.stamp > self.earlier_log.stamp:
+            self.earlier_log = update
 
     def _store(
         self, origin: Origin, update: Update, now_us: int, via: str, *, direct: bool = False

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from grstats.agent.gtid import GtidSet
     from grstats.agent.model import GroupView, ServerSettings, SourceHealth
     from grstats.agent.rows import ApplierStatusRow, EventRow, MemberStatsRow
+    from grstats.agent.rows.member_log import MemberLogRow
 
 
 class Key(enum.StrEnum):
@@ -44,6 +45,9 @@ class Key(enum.StrEnum):
     #: its events (agent.events), the whole kept list, when one is added; sent only to agents
     #: of protocol revision 3 or later (older ones refuse a value kind they do not know)
     EVENTS = "events"
+    #: its Group Replication error-log lines (agent.member_log), the whole kept list, when one
+    #: is added; sent only to agents of protocol revision 5 or later
+    LOG = "log"
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -105,8 +109,21 @@ class Events:
     events: tuple[EventRow, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class LogLines:
+    """The LOG value: the origin's Group Replication log lines as its agent keeps them.
+
+    Each is a :class:`~grstats.agent.rows.member_log.MemberLogRow` whose MEMBER_ID is the
+    origin, oldest first. Like :class:`Events`, the whole kept list travels each time lines
+    are added, so the lines of a member whose host died stay at every agent.
+    """
+
+    lines: tuple[MemberLogRow, ...] = ()
+
+
 Value: TypeAlias = (
     "Counts | GroupView | ApplierStatusRow | GtidSet | SourceHealth | ServerSettings | Events"
+    " | LogLines"
 )
 
 

@@ -5,18 +5,27 @@ Layout, schema version 1::
     meta     key TEXT PRIMARY KEY, value TEXT       ('schema_version', '1')
     members  member_id TEXT PRIMARY KEY COLLATE NOCASE, record_version, member_host,
              member_port, agent_address, first_seen_us, last_seen_us (indexed), last_state,
-             stats BLOB, applier BLOB, gtid_executed, events BLOB
+             stats BLOB, applier BLOB, gtid_executed, events BLOB, later BLOB
     forgotten member_id TEXT PRIMARY KEY COLLATE NOCASE     (``grstats members forget``)
 
-``forgotten`` and ``members.events`` were appended to version 1: each is created in any
-version-1 file that lacks it, and an older grstats, which names the columns it reads and
-writes, reads the file as before (and leaves the events it does not know as they were).
+``forgotten``, ``members.events`` and ``members.later`` were appended to version 1: each is
+created in any version-1 file that lacks it, and an older grstats, which names the columns it
+reads and writes, reads the file as before (and leaves the values it does not know as they
+were).
 ``events`` holds the member's events as a msgpack array of arrays (EVENT_TIME, MEMBER_ID,
 EVENT_TYPE, OLD_VALUE, NEW_VALUE, VIEW_ID, DETAIL; REPORTED_BY is the record's member), NULL
 for none.
 ``stats`` and ``applier`` hold a row as a msgpack array of its values in column order (NULL when
 there is no row); decoding builds the row class again, so a stored row is checked like a fresh
-one. A save is one transaction, so the file never holds part of one (WL#2775).
+one. They hold at most the values the release before this one reads (:data:`_EARLIER_WIDTHS`),
+which refuses a longer array: a value appended to a row after it goes to ``later``, a msgpack
+map ``{"stats": [...], "applier": [...], "of": CRC}`` of each row's values after those (NULL when
+there are none), CRC being the CRC-32 of the ``stats`` and ``applier`` bytes saved with it. An
+older release that saves the record rewrites those two and leaves ``later`` as it was: the CRC
+then differs, and the values ``later`` holds, which describe the row before, are not read (they
+read as their defaults). So a rollback reads this release's file, and an upgrade after it
+loses only the appended values of the rows the older release saved meanwhile. A save is one
+transaction, so the file never holds part of one (WL#2775).
 
 A file SQLite finds corrupt or not a database, or one of 0 bytes, raises RegistryDamaged;
 :meth:`SqliteRegistry.set_aside` moves it aside, named with the time, for a new one.
@@ -36,6 +45,7 @@ import contextlib
 import os
 import sqlite3
 import threading
+import zlib
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, TypeVar
@@ -66,7 +76,11 @@ REGISTRY_FILENAME = "members.sqlite3"
 # How many values each array had when record version 1 was defined: later rows may be longer
 # (columns are only appended), never shorter.
 _V1_WIDTHS: dict[type[Row], int] = {MemberStatsRow: 13, ApplierStatusRow: 21}
+# The most values of each array that the release before this one reads (main at e5928da: the
+# rows' widths then, its ``newest``); a row's values after them are stored in ``later``.
+_EARLIER_WIDTHS: dict[type[Row], int] = {MemberStatsRow: 13, ApplierStatusRow: 25}
 # The values of each stored event (the columns of replication_group_events but REPORTED_BY).
+# Earlier releases read exactly these: a value appended to an event goes to ``later`` too.
 _EVENT_WIDTH = 7
 
 # Opening. A full, read-only or vanished disk must give an error, never kill the agent. SQLite
@@ -108,6 +122,8 @@ _FORGOTTEN = "CREATE TABLE IF NOT EXISTS forgotten (member_id TEXT PRIMARY KEY C
 
 # The member's events (appended to version 1): NULL in the rows of a file written before.
 _EVENTS = "ALTER TABLE members ADD COLUMN events BLOB"
+# The values appended to the rows after the release before (appended to version 1, see above).
+_LATER = "ALTER TABLE members ADD COLUMN later BLOB"
 
 _SCHEMA = (
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -127,23 +143,25 @@ _SCHEMA = (
     "CREATE INDEX members_by_last_seen ON members (last_seen_us)",
     _FORGOTTEN,
     _EVENTS,
+    _LATER,
 )
 
 _SELECT = """SELECT member_id, record_version, member_host, member_port, agent_address,
-    first_seen_us, last_seen_us, last_state, stats, applier, gtid_executed, events
+    first_seen_us, last_seen_us, last_state, stats, applier, gtid_executed, events, later
     FROM members ORDER BY member_id"""
 
 _UPSERT = """INSERT INTO members (member_id, record_version, member_host, member_port,
     agent_address, first_seen_us, last_seen_us, last_state, stats, applier, gtid_executed,
-    events)
-    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+    events, later)
+    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
     ON CONFLICT (member_id) DO UPDATE SET
         member_id = excluded.member_id, record_version = excluded.record_version,
         member_host = excluded.member_host, member_port = excluded.member_port,
         agent_address = excluded.agent_address, first_seen_us = excluded.first_seen_us,
         last_seen_us = excluded.last_seen_us, last_state = excluded.last_state,
         stats = excluded.stats, applier = excluded.applier,
-        gtid_executed = excluded.gtid_executed, events = excluded.events"""
+        gtid_executed = excluded.gtid_executed, events = excluded.events,
+        later = excluded.later"""
 
 _DEFAULT_BUSY_TIMEOUT_S = 5.0
 
@@ -156,6 +174,7 @@ _DAMAGE_CODES = frozenset({sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB})
 _JOURNAL_SUFFIXES = ("-journal", "-wal", "-shm")
 
 _R = TypeVar("_R", MemberStatsRow, ApplierStatusRow)
+_M = TypeVar("_M", list[Any], dict[str, Any])
 
 
 class SqliteRegistry:
@@ -467,6 +486,8 @@ def _create_or_check_schema(db: sqlite3.Connection, path: Path) -> bool:
         columns = {row[1] for row in db.execute("PRAGMA table_info(members)")}
         if "events" not in columns:
             db.execute(_EVENTS)  # a version-1 file of a grstats before events were appended
+        if "later" not in columns:
+            db.execute(_LATER)  # a version-1 file of a grstats before later was appended
         return False
 
 
@@ -508,9 +529,10 @@ def _sync_directory(directory: Path) -> None:
 def _encode(record: MemberRecord) -> tuple[Any, ...]:
     """Return the ``members`` values of ``record``; RegistryError names it if it cannot be."""
     try:
-        stats = _pack(record.stats)
-        applier = _pack(record.applier)
+        stats, stats_after = _pack(record.stats)
+        applier, applier_after = _pack(record.applier)
         events = _pack_events(record.events)
+        later = _pack_later(stats, applier, {"stats": stats_after, "applier": applier_after})
     except (TypeError, ValueError, OverflowError) as exc:
         raise RegistryError(f"member {record.member_id}: its rows cannot be stored: {exc}") from exc
     return (
@@ -526,6 +548,7 @@ def _encode(record: MemberRecord) -> tuple[Any, ...]:
         applier,
         record.gtid_executed,
         events,
+        later,
     )
 
 
@@ -559,12 +582,47 @@ def _unpack_events(member_id: str, stored: object) -> tuple[EventRow, ...]:
         raise _Unreadable(f"events: {exc}") from exc
 
 
-def _pack(row: Row | None) -> bytes | None:
-    """Return ``row``'s values in column order as a msgpack array, or None."""
+def _pack(row: Row | None) -> tuple[bytes | None, list[Any]]:
+    """Return the values of ``row`` the earlier release reads, packed (or None), and the rest."""
     if row is None:
+        return None, []
+    values = list(row.values())
+    width = _EARLIER_WIDTHS[type(row)]
+    packed: bytes = msgpack.packb(values[:width], use_bin_type=True)
+    return packed, values[width:]
+
+
+def _crc(stats: object, applier: object) -> int:
+    """The CRC-32 that ties ``later`` to the ``stats`` and ``applier`` saved with it."""
+    crc = 0
+    for stored in (stats, applier):
+        crc = zlib.crc32(stored if isinstance(stored, bytes) else b"\0", crc)
+    return crc
+
+
+def _pack_later(
+    stats: bytes | None, applier: bytes | None, after: dict[str, list[Any]]
+) -> bytes | None:
+    """Return ``later`` of a record: its rows' appended values, None when there are none."""
+    kept: dict[str, Any] = {field: values for field, values in after.items() if values}
+    if not kept:
         return None
-    packed: bytes = msgpack.packb(list(row.values()), use_bin_type=True)
+    kept["of"] = _crc(stats, applier)
+    packed: bytes = msgpack.packb(kept, use_bin_type=True)
     return packed
+
+
+def _unpack_later(stats: object, applier: object, stored: object) -> dict[str, list[Any]]:
+    """Return each row's appended values in ``later``; none if an older release saved the rows."""
+    values = _msgpack("later", stored, dict, "a map")
+    if values is None:
+        return {}
+    if values.get("of") != _crc(stats, applier):
+        return {}  # the rows were saved again by a release that does not know ``later``
+    after = {field: values.get(field, []) for field in ("stats", "applier")}
+    if not all(isinstance(value, list) for value in after.values()):
+        raise _Unreadable("later: a row's values are not an array")
+    return after
 
 
 class _Unreadable(Exception):
@@ -586,12 +644,13 @@ def _decode(values: tuple[Any, ...]) -> MemberRecord:
 def _record(values: tuple[Any, ...]) -> MemberRecord:
     """Build the record stored as ``values``, raising _Unreadable or RowValueError."""
     member_id, version, host, port, address, first_seen, last_seen, state = values[:8]
-    stats, applier, gtids, events = values[8:]
+    stats, applier, gtids, events, later = values[8:]
     if version != RECORD_VERSION:
         if isinstance(version, int) and version > RECORD_VERSION:
             problem = f"record version {version} is newer than this grstats reads"
             raise _Unreadable(f"{problem} ({RECORD_VERSION})")
         raise _Unreadable(f"unknown record version {version!r}")
+    after = _unpack_later(stats, applier, later)
     return MemberRecord(
         member_id=member_id,
         member_host=host,
@@ -600,8 +659,8 @@ def _record(values: tuple[Any, ...]) -> MemberRecord:
         first_seen_us=first_seen,
         last_seen_us=last_seen,
         last_state=state,
-        stats=_unpack(MemberStatsRow, "stats", stats),
-        applier=_unpack(ApplierStatusRow, "applier", applier),
+        stats=_unpack(MemberStatsRow, "stats", stats, after.get("stats", [])),
+        applier=_unpack(ApplierStatusRow, "applier", applier, after.get("applier", [])),
         gtid_executed=gtids,
         events=_unpack_events(member_id, events),
     )
@@ -609,6 +668,11 @@ def _record(values: tuple[Any, ...]) -> MemberRecord:
 
 def _unpacked(field: str, stored: object) -> list[Any] | None:
     """The msgpack array stored in ``field``, None for NULL; _Unreadable says the fault."""
+    return _msgpack(field, stored, list, "an array of values")
+
+
+def _msgpack(field: str, stored: object, kind: type[_M], expected: str) -> _M | None:
+    """The msgpack ``kind`` stored in ``field``, None for NULL; _Unreadable says the fault."""
     if stored is None:
         return None
     if not isinstance(stored, bytes):
@@ -617,16 +681,20 @@ def _unpacked(field: str, stored: object) -> list[Any] | None:
         values = msgpack.unpackb(stored, raw=False)
     except (ValueError, TypeError, msgpack.UnpackException) as exc:
         raise _Unreadable(f"{field}: not msgpack ({exc})") from exc
-    if not isinstance(values, list):
-        raise _Unreadable(f"{field}: a msgpack {type(values).__name__}, not an array of values")
+    if not isinstance(values, kind):
+        raise _Unreadable(f"{field}: a msgpack {type(values).__name__}, not {expected}")
     return values
 
 
-def _unpack(cls: type[_R], field: str, stored: object) -> _R | None:
-    """Return the row of type ``cls`` stored in ``field``, or None; _Unreadable says the fault."""
+def _unpack(cls: type[_R], field: str, stored: object, after: list[Any]) -> _R | None:
+    """Return the row of type ``cls`` stored in ``field`` then ``after``, or None.
+
+    _Unreadable says the fault.
+    """
     values = _unpacked(field, stored)
     if values is None:
         return None
+    values += after
     width, newest = _V1_WIDTHS[cls], len(cls.TABLE.columns)
     if not width <= len(values) <= newest:
         raise _Unreadable(f"{field}: {len(values)} values, not {width}..{newest}")

@@ -267,6 +267,13 @@ REPLICATION_GROUP_MEMBER_STATUS = Table(
         # it; NULL where not heard (an older agent, or a server before 5.7.20): the next
         # primary forecast counts it at MySQL's default 50 (agent.election)
         Column("MEMBER_WEIGHT", "INTEGER", nullable=True, kind=Kind.INTEGER),
+        # grstats: a RECOVERING member's or an applier backlog's progress (agent.recovery):
+        # the transactions left, those applied per second over the last minute, and the
+        # seconds until none is left (0: none is; NULL while they do not fall); NULL where
+        # the agent does not know it (a RECOVERING member's is known to its own agent)
+        _queue("TRANSACTIONS_LEFT"),
+        Column("APPLY_RATE", "DECIMAL(20,6)", nullable=True, kind=Kind.DECIMAL),
+        Column("ETA_S", "DECIMAL(20,6)", nullable=True, kind=Kind.DECIMAL),
     ),
 )
 

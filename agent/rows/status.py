@@ -104,6 +104,9 @@ class MemberStatusRow(Row):
     errant_transactions: str | None = None
     split_brain: str = "NO"
     member_weight: int | None = None
+    transactions_left: int | None = None
+    apply_rate: float | None = None
+    eta_s: float | None = None
 
     def __post_init__(self) -> None:
         super(MemberStatusRow, self).__post_init__()

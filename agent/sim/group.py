@@ -82,7 +82,7 @@ from grstats.agent.sim.member import AppliedTransaction, SimMember
 from grstats.agent.sim.txlog import NEGATIVE, ORIGIN, TxLog
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
 
     from grstats.agent.sim.scenario import Event, Scenario
 
@@ -225,6 +225,10 @@ class SimulatedGroup:
         )
         self._events = list(scenario.events)
         self._cumulative_weights = self._key_weights()
+        #: called at the end of each tick's work, before the tick counts (``now_us`` is still
+        #: the tick's start): what watches the group as it runs, such as a member's error log
+        #: (:mod:`grstats.agent.sim.error_log`)
+        self.after_tick: list[Callable[[], None]] = []
 
     # -- time ---------------------------------------------------------------------------
 
@@ -269,6 +273,8 @@ class SimulatedGroup:
             self._apply(member, tick_end)
             yield
         self._account()  # the state during this tick, as seen from its start
+        for watch in self.after_tick:
+            watch()
         self.tick += 1
         if self.tick % (TICKS_PER_SECOND * self.scenario.flow_control.period) == 0:
             self._flow_control_step()

@@ -310,6 +310,11 @@ def _row(group: SimulatedGroup, member: SimMember, state: MemberState) -> Member
     )
 
 
+def member_rows(group: SimulatedGroup, viewer: SimMember) -> list[MemberRow]:
+    """``viewer``'s replication_group_members as its server shows it now (module docstring)."""
+    return _member_rows(group, viewer)
+
+
 def _member_rows(group: SimulatedGroup, viewer: SimMember) -> list[MemberRow]:
     if viewer.partitioned:  # its own picture: the last view, everyone else silent
         seconds = group.tick / TICKS_PER_SECOND

@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
     from grstats.agent.model import MemberSnapshot
+    from grstats.agent.rows.member_log import MemberLogRow
+
+#: The most of its member's Group Replication log lines a source reads at once (one read): a
+#: server's older lines come at the next reads, so a long history never makes a read long.
+LOG_LINES_PER_READ = 100
 
 
 class StatsSource(Protocol):
@@ -30,4 +35,23 @@ class StatsSource(Protocol):
 
     async def aclose(self) -> None:
         """Release whatever the source holds."""
+        ...
+
+
+@runtime_checkable
+class LogSource(Protocol):
+    """A source that also reads its member's Group Replication error-log lines.
+
+    Calling contract: the agent calls :meth:`take_log` right after each :meth:`StatsSource.read`
+    (on the same task, never concurrently with a read). It returns the lines that read found
+    that no earlier call returned, oldest first, at most :data:`LOG_LINES_PER_READ`; () when
+    there are none, the server cannot say (before MySQL 8.0.22) or the read failed.
+    :attr:`log_note` says why the lines are not read ('' while they are), for the agent's log
+    (once each time it changes) and ``grstats doctor``.
+    """
+
+    log_note: str
+
+    def take_log(self) -> tuple[MemberLogRow, ...]:
+        """The member's new lines, oldest first (see the class)."""
         ...

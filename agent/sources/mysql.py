@@ -40,7 +40,9 @@ from typing import TYPE_CHECKING, Any, Self
 from grstats.agent.errors import SourceDataError, SourceError, SourceUnavailable
 from grstats.agent.model import CommunicationInfo, GroupView, MemberSnapshot, SourceHealth
 from grstats.agent.rows import GROUP_REPLICATION_APPLIER, ApplierStatusRow
+from grstats.agent.rows.member_log import GR_PREFIX, KEPT_LINES, REPL
 from grstats.agent.sources import fault as faults
+from grstats.agent.sources.base import LOG_LINES_PER_READ
 from grstats.agent.sources.mysql_config import MySQLSourceConfig, read_password, tls_context
 from grstats.agent.sources.mysql_driver import CLIENT, FIELD_TYPE, MySQLError, aiomysql, decoders
 from grstats.agent.sources.mysql_records import (
@@ -59,6 +61,7 @@ from grstats.agent.sources.mysql_records import (
     communication_info,
     has_columns,
     is_truncated,
+    log_row,
     member_rows,
     server_variables,
     stats_row,
@@ -72,6 +75,7 @@ if TYPE_CHECKING:
     from types import TracebackType
 
     from grstats.agent.rows import MemberRow
+    from grstats.agent.rows.member_log import MemberLogRow
     from grstats.agent.sources.fault import SourceFault
 
 __all__ = ["MySQLSource", "MySQLSourceConfig"]
@@ -93,6 +97,14 @@ QUERIES = {
     "workers": "SELECT * FROM {schema}.replication_applier_status_by_worker"
     " WHERE CHANNEL_NAME = %s ORDER BY WORKER_ID",
     "communication": "SELECT * FROM {schema}.replication_group_communication_information",
+    # Group Replication's own lines (agent.rows.member_log.is_group_replication): the first
+    # read takes the newest, later ones those logged after the last taken (LOGGED is the
+    # table's primary key, table_error_log.cc); both at most LOG_LINES_PER_READ
+    "log_first": "SELECT LOGGED, THREAD_ID, PRIO, ERROR_CODE, SUBSYSTEM, DATA FROM"
+    " {schema}.error_log WHERE SUBSYSTEM = %s AND DATA LIKE %s ORDER BY LOGGED DESC LIMIT %s",
+    "log_since": "SELECT LOGGED, THREAD_ID, PRIO, ERROR_CODE, SUBSYSTEM, DATA FROM"
+    " {schema}.error_log WHERE LOGGED > %s AND SUBSYSTEM = %s AND DATA LIKE %s"
+    " ORDER BY LOGGED LIMIT %s",
 }
 #: MySQL Shell's clusters of the InnoDB Cluster metadata (2.x), read for the group's name;
 #: ``{metadata}`` is the configured metadata schema, an identifier MySQLSourceConfig checked.
@@ -107,6 +119,17 @@ NO_CLUSTER = "no_cluster"
 _NO_METADATA_ERRORS = frozenset({1049, 1054, 1146})
 #: The first MySQL with replication_group_communication_information.
 COMMUNICATION_SINCE = (8, 0, 27)
+#: The first MySQL with performance_schema.error_log (WL#13681).
+ERROR_LOG_SINCE = (8, 0, 22)
+#: What ``log_note`` says of a server before it: it has no Group Replication log to read.
+NO_ERROR_LOG = (
+    "MySQL {version} has no performance_schema.error_log (8.0.22+): its Group Replication "
+    "log lines are not read"
+)
+#: ... and of an account that may not read it, or a server without the table.
+ERROR_LOG_DENIED = "{schema}.error_log could not be read ({why}): no log lines"
+#: error_log's DATA of Group Replication's lines, as LIKE matches it (``_`` escaped).
+_GR_DATA_LIKE = GR_PREFIX.replace("_", "\\_") + "%"
 #: The member states in which it has a row (``fetch_row_data`` needs a running group
 #: communication engine); reading it on an expelled member can wait on that engine.
 COMMUNICATION_STATES = frozenset({"ONLINE", "RECOVERING"})
@@ -208,6 +231,11 @@ class MySQLSource:
         self._closed = False
         #: How many connects were attempted (for operators' metrics and tests).
         self.connect_attempts = 0
+        #: Why the member's Group Replication log lines are not read ('' while they are):
+        #: a server before 8.0.22, or an error_log the account may not read.
+        self.log_note = ""
+        self._logged: str | None = None  # LOGGED of the last line taken, as the server wrote it
+        self._new_lines: list[MemberLogRow] = []
 
     def __repr__(self) -> str:
         state = "connected" if self._is_connected() else "not connected"
@@ -420,7 +448,7 @@ class MySQLSource:
         applier, health = await self._applier(conn, variables, queue_columns, connection)
         stats_value = stats_row(stats[0] if stats else None)
         view_members = member_rows(members, variables.single_primary_mode, primary)
-        return MemberSnapshot(
+        snapshot = MemberSnapshot(
             member_id=variables.server_uuid,
             read_at_us=time.time_ns() // 1000,
             view=GroupView(
@@ -440,6 +468,45 @@ class MySQLSource:
             member_weight=variables.member_weight,
             communication=await self._communication(conn, variables, view_members),
         )
+        await self._read_log(conn, variables)
+        return snapshot
+
+    def take_log(self) -> tuple[MemberLogRow, ...]:
+        """The Group Replication lines the reads found since the last call, oldest first."""
+        lines, self._new_lines = tuple(self._new_lines), []
+        return lines
+
+    async def _read_log(self, conn: Any, variables: ServerVariables) -> None:
+        """Read the member's new Group Replication lines of error_log (8.0.22+).
+
+        At most LOG_LINES_PER_READ a read: the newest at the first read, then those logged
+        after the last one taken. A server without the table, or an account refused it,
+        reads none and says why in ``log_note``; the rest of the read stands.
+        """
+        if variables.version_tuple < ERROR_LOG_SINCE:
+            self.log_note = NO_ERROR_LOG.format(version=".".join(map(str, variables.version_tuple)))
+            return
+        args: tuple[object, ...]
+        if self._logged is None:
+            sql, args = self._sql["log_first"], (REPL, _GR_DATA_LIKE, LOG_LINES_PER_READ)
+        else:
+            sql = self._sql["log_since"]
+            args = (self._logged, REPL, _GR_DATA_LIKE, LOG_LINES_PER_READ)
+        try:
+            _, rows = await _records(conn, sql, args)
+        except MySQLError as exc:
+            code = _code(exc)
+            if code not in PRIVILEGE_ERRORS and code != ER_NO_SUCH_TABLE:
+                raise
+            self.log_note = ERROR_LOG_DENIED.format(schema=self.config.schema, why=_describe(exc))
+            return
+        self.log_note = ""
+        if self._logged is None:
+            rows.reverse()
+        if rows:
+            lines = [log_row(row, variables.server_uuid) for row in rows]
+            self._logged = str(rows[-1]["LOGGED"])
+            self._new_lines = [*self._new_lines, *lines][-KEPT_LINES:]
 
     async def _group_label(self, conn: Any, group_name: str) -> str:
         """The group's InnoDB Cluster name, read at most every CLUSTER_NAME_TTL_S; '' if none.

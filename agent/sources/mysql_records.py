@@ -44,6 +44,7 @@ from grstats.agent.rows import (
     RowValueError,
     member_role,
 )
+from grstats.agent.rows.member_log import MAX_DATA, MemberLogRow
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
@@ -494,3 +495,37 @@ def cluster_name(records: Sequence[Record], group_name: str) -> str:
     if names:
         return names[0]
     return unnamed[0] if len(unnamed) == 1 and len(records) == 1 else ""
+
+
+#: performance_schema.error_log (MySQL 8.0.22+): its Group Replication lines are the member's
+#: log (:mod:`grstats.agent.rows.member_log`).
+ERROR_LOG = "error_log"
+
+
+def log_row(record: Record, member_id: str) -> MemberLogRow:
+    """One error_log row as the member's log line; SourceDataError names a bad column.
+
+    DATA longer than :data:`~grstats.agent.rows.member_log.MAX_DATA` is cut there.
+    """
+    thread = record.get("THREAD_ID")
+    try:
+        thread_id = None if thread is None else int(str(thread))
+    except ValueError:
+        raise SourceDataError(f"{ERROR_LOG}.THREAD_ID: {thread!r} is not an integer") from None
+    data = record.get("DATA")
+    try:
+        return MemberLogRow(
+            logged=timestamp_us(ERROR_LOG, "LOGGED", record.get("LOGGED")),
+            thread_id=thread_id,
+            prio=str(record.get("PRIO")),
+            error_code=_text_or_null(record.get("ERROR_CODE")),
+            subsystem=_text_or_null(record.get("SUBSYSTEM")),
+            data=(data if isinstance(data, str) else "")[:MAX_DATA],
+            member_id=member_id,
+        )
+    except RowValueError as exc:
+        raise SourceDataError(f"{ERROR_LOG}.{exc}") from exc
+
+
+def _text_or_null(value: object) -> str | None:
+    return None if value is None else str(value)

@@ -10,14 +10,17 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from grstats.agent.errors import ConfigError, SourceError
+from grstats.agent.sim.error_log import ServerErrorLog
 from grstats.agent.sim.group import TICK_US, SimulatedGroup
 from grstats.agent.sim.views import not_started, snapshot
+from grstats.agent.sources.base import LOG_LINES_PER_READ
 from grstats.agent.sources.fault import SourceFault, gr_not_started
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
     from grstats.agent.model import MemberSnapshot
+    from grstats.agent.rows.member_log import MemberLogRow
     from grstats.agent.sim.scenario import Scenario
 
 
@@ -50,6 +53,11 @@ class SimulatedSource:
     time from the first read on, as a real server's state moves on its own: a read then finds
     the group nearly at the present and returns at once, and the simulator's CPU is spread over
     the period instead of landing on its start, when the agents exchange. ``aclose`` stops it.
+
+    It is a :class:`~grstats.agent.sources.base.LogSource`: its member's server writes Group
+    Replication's lines as the group runs (:mod:`grstats.agent.sim.error_log`), and
+    :meth:`take_log` hands over those a read found after the last one taken (by LOGGED), as
+    MySQLSource does from performance_schema.error_log; none while the server is down.
     """
 
     def __init__(  # noqa: PLR0913  (the group's definition, plus how to run it)
@@ -71,6 +79,10 @@ class SimulatedSource:
         self.member_index = member_index
         self._clock = clock
         self._group = SimulatedGroup(scenario, seed, int(group_start_s * 1_000_000), group_name)
+        self._error_log = ServerErrorLog(self._group, member_index)
+        self._logged_us = 0  # LOGGED of the last line taken
+        self._new_lines: tuple[MemberLogRow, ...] = ()
+        self.log_note = ""  # a simulated server always has its error_log
         self._closed = False
         self._step_ahead = step_ahead
         self._stepper: asyncio.Task[None] | None = None
@@ -94,7 +106,17 @@ class SimulatedSource:
             await self._advance(elapsed // TICK_US)
         if self._step_ahead and self._stepper is None:
             self._stepper = asyncio.create_task(self._step_in_background(), name="simulator")
-        return snapshot(self._group, self.member_index)
+        read = snapshot(self._group, self.member_index)
+        found = self._error_log.since(self._logged_us, LOG_LINES_PER_READ)
+        if found:
+            self._logged_us = found[-1].logged
+            self._new_lines += tuple(found)
+        return read
+
+    def take_log(self) -> tuple[MemberLogRow, ...]:
+        """The Group Replication lines the last read found, not taken before (oldest first)."""
+        lines, self._new_lines = self._new_lines, ()
+        return lines
 
     def _start_text(self) -> str:
         start = datetime.fromtimestamp(self._group.start_us / 1_000_000, UTC)

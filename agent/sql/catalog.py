@@ -2,8 +2,10 @@
 
 Three schemas, built from :mod:`grstats.agent.rows`: ``performance_schema`` holds MySQL's
 two Group Replication tables exactly as MySQL defines them (the agent's plain tables, see
-:mod:`grstats.agent.rows.schema` for MySQL's sources), ``grstats`` holds all six served
-tables with the extended columns (CONNECTED, IN_VIEW, LAST_SEEN, AGE_MS, SOURCE), and ``sys``
+:mod:`grstats.agent.rows.schema` for MySQL's sources), ``grstats`` holds every served
+table (the members' tables with the extended columns: CONNECTED, IN_VIEW, LAST_SEEN, AGE_MS,
+SOURCE), every member's Group Replication log lines among them
+(``replication_group_member_log``), and ``sys``
 the view ProxySQL reads, ``gr_member_routing_candidate_status`` (:mod:`.sys_schema`).
 
 A column's type in a result set is what MySQL's ``Field::type()`` returns for its declared type
@@ -43,6 +45,7 @@ from grstats.agent.rows import (
     Value,
     timestamp_text,
 )
+from grstats.agent.rows.member_log import REPLICATION_GROUP_MEMBER_LOG
 from grstats.agent.rows.render import cell_text
 from grstats.agent.rows.zone import UTC_ZONE
 from grstats.agent.sql.sys_schema import SYS_SCHEMA, VIEWS
@@ -110,13 +113,20 @@ SESSION_TABLES = {
 #: Each table's primary key, where it has one (MySQL's Group Replication tables have none).
 PRIMARY_KEYS = dict.fromkeys((GLOBAL_VARIABLES.name, GLOBAL_STATUS.name), ("VARIABLE_NAME",))
 
+#: The tables of the ``grstats`` schema by name: the served ones, every member's GR log lines
+#: among them (:mod:`grstats.agent.rows.member_log`).
+GRSTATS_TABLES: dict[str, Table] = {
+    **TABLES,
+    REPLICATION_GROUP_MEMBER_LOG.name: REPLICATION_GROUP_MEMBER_LOG,
+}
+
 #: schema -> (extended, table names)
 SCHEMAS: dict[str, tuple[bool, tuple[str, ...]]] = {
     PERFORMANCE_SCHEMA: (
         False,
         (REPLICATION_GROUP_MEMBERS.name, REPLICATION_GROUP_MEMBER_STATS.name, *SESSION_TABLES),
     ),
-    GRSTATS_SCHEMA: (True, tuple(TABLES)),
+    GRSTATS_SCHEMA: (True, tuple(GRSTATS_TABLES)),
     # the view addition_to_sys.sql adds, which ProxySQL reads (:mod:`.sys_schema`)
     SYS_SCHEMA: (False, tuple(VIEWS)),
 }
@@ -158,7 +168,7 @@ def table_columns(schema: str, table: str) -> tuple[Column, ...] | None:
     if schema == SYS_SCHEMA:
         return VIEWS[table].columns
     extended = served[0] and table in ROW_TABLES
-    return TABLES[table].columns + (EXTENDED_COLUMNS if extended else ())
+    return GRSTATS_TABLES[table].columns + (EXTENDED_COLUMNS if extended else ())
 
 
 def extended(schema: str) -> bool:

@@ -19,7 +19,7 @@ from grstats.agent.convert import (
     update_to_wire,
     updates_from_wire,
 )
-from grstats.agent.gossip import ClockOffset, Counts, Events, Key, Stamp, Update
+from grstats.agent.gossip import ClockOffset, Counts, Events, Key, LogLines, Stamp, Update
 from grstats.agent.gtid import GtidSet
 from grstats.agent.limits import DEFAULT_LIMITS
 from grstats.agent.messages import Answer, Gossip
@@ -32,6 +32,7 @@ from grstats.agent.rows import (
     MemberRow,
     MemberStatsRow,
 )
+from grstats.agent.rows.member_log import MemberLogRow
 from grstats.agent.sources import GroupView, SourceHealth
 from grstats.proto import grstats_pb2 as pb
 from tests.agent.pipeline_stats import PipelineStats, encoded_size
@@ -117,6 +118,21 @@ VALUES = {
                 A,
                 "agent_silent: nothing live heard for 10.0 s",
             ),
+        )
+    ),
+    Key.LOG: LogLines(
+        (
+            MemberLogRow(
+                1_700_000_000_000_000,
+                0,
+                "System",
+                "MY-011503",
+                "Repl",
+                "Plugin group_replication reported: 'Group membership changed to db1:3306 on "
+                "view 17000000000000001:4.'",
+                A,
+            ),
+            MemberLogRow(1_700_000_000_000_001, None, "Note", None, None, "no code", A),
         )
     ),
 }

@@ -10,7 +10,7 @@ import grpc
 
 from grstats.agent.cli.events import EVENTS_TABLE
 from grstats.agent.cli.query import WHAT, columns_named
-from grstats.agent.convert import table_from_wire
+from grstats.agent.convert import query_request, table_from_wire
 from grstats.agent.rows import render
 from grstats.proto import grstats_pb2 as pb
 from grstats.proto import grstats_pb2_grpc as pb_grpc
@@ -85,7 +85,7 @@ def read(node: str, what: str, *, extended: bool = True) -> Table:
 def read_many(nodes: Sequence[str], what: str, *, extended: bool = True) -> list[Table]:
     """Return table ``what`` from every agent of ``nodes``, asked at the same moment."""
     name = EVENTS_TABLE if what == "events" else WHAT[what]
-    request = pb.QueryRequest(tables=[name], extended=extended)
+    request = query_request([name], extended=extended)
     with contextlib.ExitStack() as stack:
         channels = [stack.enter_context(grpc.insecure_channel(node)) for node in nodes]
         calls = [

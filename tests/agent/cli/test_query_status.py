@@ -88,6 +88,9 @@ MEMBER_KEYS = {
     "errant_transactions",
     "split_brain",
     "member_weight",
+    "transactions_left",
+    "apply_rate",
+    "eta_s",
 }
 #: A time in the JSON: ISO 8601 in UTC with Z, to the microsecond.
 ISO_UTC = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z")

@@ -14,12 +14,14 @@ from grstats.agent.gossip import (
     Events,
     GossipState,
     Key,
+    LogLines,
     Stamp,
     Update,
 )
 from grstats.agent.gtid import GtidSet
 from grstats.agent.model import ServerSettings
 from grstats.agent.rows import ApplierStatusRow, EventRow, EventType, MemberRow, MemberStatsRow
+from grstats.agent.rows.member_log import MemberLogRow
 from grstats.agent.sources import GroupView, SourceHealth
 
 A, B, C, D = (f"{c * 8}-{c * 4}-{c * 4}-{c * 4}-{c * 12}" for c in "abcd")
@@ -218,7 +220,7 @@ class TestMerge:
         assert heard.update.value.offsets == offsets
 
     def test_every_key_travels(self) -> None:
-        """All seven keys (counts, view, applier, gtid_executed, health, server, events) travel."""
+        """All eight keys (counts, view, applier, gtid_executed, health, server, events, log) travel."""
         a, b = agent(A, B), agent(B, A)
         a.record_local(Key.COUNTS, counts(A, 1), 0)
         a.record_local(Key.APPLIER, ApplierStatusRow(member_id=A), 0)
@@ -227,6 +229,8 @@ class TestMerge:
         a.record_local(Key.SERVER, ServerSettings(read_only=True, super_read_only=True), 0)
         event = EventRow(1, A, EventType.MEMBER_ROLE, "SECONDARY", "PRIMARY", "1:2", A)
         a.record_local(Key.EVENTS, Events((event,)), 0)
+        line = MemberLogRow(1, 0, "Warning", "MY-011493", "Repl", "unreachable", A)
+        a.record_local(Key.LOG, LogLines((line,)), 0)
         exchange(a, b, 0)
         assert set(b.origins[A].values) == set(Key)
         held = b.value(A, Key.EVENTS)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -38,7 +38,7 @@ def make_unstorable(
         return
     pack = sqlite_registry._pack
 
-    def failing_pack(row: Row | None) -> bytes | None:
+    def failing_pack(row: Row | None) -> tuple[bytes | None, list[Any]]:
         if row is not None and getattr(row, "member_id", "") == member_id:
             raise TypeError("can not serialize 'Decimal' object")
         return pack(row)
