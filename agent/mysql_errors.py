@@ -41,7 +41,8 @@ ER_MALFORMED_GTID_SET_SPECIFICATION = 1772
 ER_QUERY_TIMEOUT = 3024
 ER_CLIENT_INTERACTION_TIMEOUT = 4031
 
-#: The client library's own errors (include/errmsg.h): the connection went away.
+#: The client library's own errors (include/errmsg.h): no connection, or it went away.
+CR_CONN_HOST_ERROR = 2003
 CR_SERVER_GONE_ERROR = 2006
 CR_SERVER_LOST = 2013
 CR_SERVER_LOST_EXTENDED = 2055

@@ -39,6 +39,21 @@ from typing import TYPE_CHECKING, Any, Self
 
 from grstats.agent.errors import SourceDataError, SourceError, SourceUnavailable
 from grstats.agent.model import CommunicationInfo, GroupView, MemberSnapshot, SourceHealth
+from grstats.agent.mysql_errors import (
+    CR_CONN_HOST_ERROR,
+    CR_SERVER_GONE_ERROR,
+    CR_SERVER_LOST,
+    CR_SERVER_LOST_EXTENDED,
+    ER_ACCESS_DENIED_ERROR,
+    ER_COLUMNACCESS_DENIED_ERROR,
+    ER_CON_COUNT_ERROR,
+    ER_DBACCESS_DENIED_ERROR,
+    ER_HOST_NOT_PRIVILEGED,
+    ER_NO_SUCH_TABLE,
+    ER_SPECIFIC_ACCESS_DENIED_ERROR,
+    ER_TABLEACCESS_DENIED_ERROR,
+    ER_UNKNOWN_SYSTEM_VARIABLE,
+)
 from grstats.agent.rows import GROUP_REPLICATION_APPLIER, ApplierStatusRow
 from grstats.agent.rows.member_log import GR_PREFIX, KEPT_LINES, REPL
 from grstats.agent.sources import fault as faults
@@ -134,25 +149,17 @@ _GR_DATA_LIKE = GR_PREFIX.replace("_", "\\_") + "%"
 #: communication engine); reading it on an expelled member can wait on that engine.
 COMMUNICATION_STATES = frozenset({"ONLINE", "RECOVERING"})
 
-_ER_UNKNOWN_SYSTEM_VARIABLE = 1193
-#: MySQL's error codes that name a fault (include/mysqld_error.h, include/errmsg.h).
-ER_CON_COUNT_ERROR = 1040
-ER_DBACCESS_DENIED = 1044
-ER_ACCESS_DENIED = 1045
-ER_HOST_NOT_PRIVILEGED = 1130
-ER_TABLEACCESS_DENIED = 1142
-ER_COLUMNACCESS_DENIED = 1143
-ER_NO_SUCH_TABLE = 1146
-ER_SPECIFIC_ACCESS_DENIED = 1227
-CR_CONN_HOST_ERROR = 2003
-CR_SERVER_GONE = 2006
-CR_SERVER_LOST = 2013
-CR_SERVER_LOST_EXTENDED = 2055
-#: The codes of a missing privilege, and of a connection the server dropped.
+#: The codes of a missing privilege, and of a connection the server dropped
+#: (:mod:`grstats.agent.mysql_errors`, include/mysqld_error.h and include/errmsg.h).
 PRIVILEGE_ERRORS = frozenset(
-    {ER_DBACCESS_DENIED, ER_TABLEACCESS_DENIED, ER_COLUMNACCESS_DENIED, ER_SPECIFIC_ACCESS_DENIED}
+    {
+        ER_DBACCESS_DENIED_ERROR,
+        ER_TABLEACCESS_DENIED_ERROR,
+        ER_COLUMNACCESS_DENIED_ERROR,
+        ER_SPECIFIC_ACCESS_DENIED_ERROR,
+    }
 )
-LOST_CONNECTION_ERRORS = frozenset({CR_SERVER_GONE, CR_SERVER_LOST, CR_SERVER_LOST_EXTENDED})
+LOST_CONNECTION_ERRORS = frozenset({CR_SERVER_GONE_ERROR, CR_SERVER_LOST, CR_SERVER_LOST_EXTENDED})
 #: The oldest MySQL with Group Replication's performance_schema tables.
 OLDEST_MYSQL = (5, 7, 0)
 #: What the server says of itself when a read needs explaining (one query, no privilege).
@@ -706,7 +713,7 @@ async def _full_gtid_executed(conn: Any, length: int) -> str:
     try:
         _, rows = await _records(conn, "SELECT @@GLOBAL.gtid_executed AS GTID_EXECUTED")
     except MySQLError as exc:
-        if not exc.args or exc.args[0] != _ER_UNKNOWN_SYSTEM_VARIABLE:
+        if not exc.args or exc.args[0] != ER_UNKNOWN_SYSTEM_VARIABLE:
             raise
         raise SourceDataError(
             f"{GLOBAL_VARIABLES}.gtid_executed: {length} characters, the most "
@@ -859,7 +866,7 @@ def classify(  # noqa: PLR0911 (one return per kind of fault)
         return _connect_fault(config, cause if code is not None else exc)
     if code == ER_CON_COUNT_ERROR:
         return faults.too_many_connections(address, _server_text(exc))
-    if code in {ER_ACCESS_DENIED, ER_HOST_NOT_PRIVILEGED}:
+    if code in {ER_ACCESS_DENIED_ERROR, ER_HOST_NOT_PRIVILEGED}:
         return faults.access_denied(
             address, _account(exc, config, None), password_source(config), _server_text(exc)
         )
