@@ -6,7 +6,7 @@ default that a 9-member group never comes near::
     [limits]
     max_message_bytes = 4194304   # largest gRPC message received or sent, 64 KiB-256 MiB
     max_gtid_text = 196608        # longest GTID set text in a message, 1 KiB-max_message_bytes
-    max_updates = 126             # most updates one message may carry, 63-100000
+    max_updates = 144             # most updates one message may carry, 72-100000
     gossip_rate = 200             # Exchange calls plus Push messages per second per peer host
     gossip_burst = 400            # ... and how many may come at once (the bucket's size)
     gossip_bytes_in_flight = 16777216  # gossip bytes one peer host may have decoded at once
@@ -59,8 +59,8 @@ MIB = 1024 * 1024
 #: Replication Limitations, "Limit on Group Size").
 GROUP_MAX_MEMBERS = 9
 #: The values each member shares, :class:`grstats.agent.gossip.Key` (counts, view, applier,
-#: gtid_executed, health, server, events); a test holds this to the enum.
-KEYS_PER_MEMBER = 7
+#: gtid_executed, health, server, events, log); a test holds this to the enum.
+KEYS_PER_MEMBER = 8
 
 #: Message size limits accepted, in bytes.
 MIN_MESSAGE_BYTES = 64 * 1024
@@ -124,7 +124,7 @@ class LimitsConfig:
         max_message_bytes: the largest gRPC message the agent receives or sends (server and
             client channels), 64 KiB..256 MiB.
         max_gtid_text: the longest GTID set text an update may carry, 1024..max_message_bytes.
-        max_updates: the most updates one Exchange or Push message may carry, 63..100000.
+        max_updates: the most updates one Exchange or Push message may carry, 72..100000.
         gossip_rate: Exchange calls plus Push messages admitted per second from one peer host;
             0 admits all.
         gossip_burst: how many gossip messages a peer host may send at once, 1..1000000.

@@ -274,7 +274,7 @@ async def test_hostile_messages_to_every_rpc() -> None:
         assert seen["exchange"]["OK"] > 15, seen  # well-formed hostile messages were taken in
         assert sum(seen["check"].values()) == 400
         assert sum(seen["reflection"].values()) == 200
-        assert len(answer.tables) == 8  # 4 of members' rows, 2 of the status, the events, the views
+        assert len(answer.tables) == 9  # 4 of members' rows, 2 of the status, events, views, log
         assert status.status == health_pb2.HealthCheckResponse.SERVING
         after = snapshot(target)
         assert after["origins"] == before["origins"]  # no member injected

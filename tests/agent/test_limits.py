@@ -57,7 +57,7 @@ class TestLimitsConfig:
         assert limits.max_gtid_text == 192 * 1024
         assert 2 * GROUP_MAX_MEMBERS * limits.max_gtid_text < limits.max_message_bytes - 64 * 1024
         assert limits.gossip_bytes_in_flight == 4 * limits.max_message_bytes
-        assert limits.max_updates == 126
+        assert limits.max_updates == 144
         assert ("grpc.max_receive_message_length", 4 * 1024 * 1024) in limits.channel_options
         assert (limits.sql_connections_per_host, limits.sql_max_rows) == (16, 100_000)
         assert limits.sql_query_timeout_s == 5.0
@@ -74,7 +74,7 @@ class TestLimitsConfig:
         [
             ("max_message_bytes", 1000, "limits.max_message_bytes: 1000 is not in 65536.."),
             ("max_gtid_text", 2**30, "limits.max_gtid_text: 1073741824 is not in 1024..4194304"),
-            ("max_updates", 62, "limits.max_updates: 62 is not in 63..100000"),
+            ("max_updates", 71, "limits.max_updates: 71 is not in 72..100000"),
             ("gossip_rate", -1, "limits.gossip_rate: -1 is not 0 (no limit)"),
             ("query_rate", float("inf"), "limits.query_rate: inf is not 0 (no limit)"),
             ("query_burst", 0, "limits.query_burst: 0 is not in 1..1000000"),
@@ -99,9 +99,9 @@ class TestLimitsConfig:
 
     def test_section_from_the_config(self) -> None:
         """``limits.<key>`` overrides reach AgentConfig.limits; unknown keys are refused."""
-        config = load_config(None, {**SIMULATED, "limits.query_rate": 50, "limits.max_updates": 70})
+        config = load_config(None, {**SIMULATED, "limits.query_rate": 50, "limits.max_updates": 80})
         assert config.limits.query_rate == 50
-        assert config.limits.max_updates == 70
+        assert config.limits.max_updates == 80
         assert load_config(None, SIMULATED).limits == DEFAULT_LIMITS
         with pytest.raises(ConfigError, match=r"^limits\.max_update: unknown setting"):
             load_config(None, {**SIMULATED, "limits.max_update": 60})
@@ -229,7 +229,7 @@ async def test_message_size_limit() -> None:
 
 async def test_gtid_text_and_update_count_limits() -> None:
     """GTID text over max_gtid_text and more than max_updates updates: INVALID_ARGUMENT."""
-    limits = LimitsConfig(max_gtid_text=1024, max_updates=63)
+    limits = LimitsConfig(max_gtid_text=1024, max_updates=MIN_UPDATES)
     group = await start_group(2, limits=limits)
     try:
         await group.rounds(1)
@@ -240,9 +240,9 @@ async def test_gtid_text_and_update_count_limits() -> None:
         method = "/grstats.v1.Gossip/Exchange"
         assert await _call(target, method, _request(group, [long_text])) == "INVALID_ARGUMENT"
         held = [update_to_wire(u) for u in group.agents[0].state.updates_for({})]
-        many = (held * 64)[:64]
+        many = (held * (MIN_UPDATES + 1))[: MIN_UPDATES + 1]
         assert await _call(target, method, _request(group, many)) == "INVALID_ARGUMENT"
-        assert await _call(target, method, _request(group, many[:63])) == "OK"
+        assert await _call(target, method, _request(group, many[:MIN_UPDATES])) == "OK"
     finally:
         await _stop(group)
 
