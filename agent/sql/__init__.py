@@ -9,11 +9,14 @@ Anything that would change the server is refused as on a ``read_only`` server.
 
 This package loads mysql-mimic and sqlglot: the agent imports it only when ``sql_listen`` is
 set. :mod:`~grstats.agent.sql.catalog` holds the schemas, :mod:`~grstats.agent.sql.session`
-the statements, :mod:`~grstats.agent.sql.bounds` what one may cost,
-:mod:`~grstats.agent.sql.auth` the logins and :mod:`~grstats.agent.sql.endpoint` the server;
-:mod:`~grstats.agent.sql.denied` the refusals, :mod:`~grstats.agent.sql.functions` the
-functions, :mod:`~grstats.agent.sql.server_show` the server's SHOW statements and
-:mod:`~grstats.agent.sql.sys_schema` the sys view.
+the statements (with :mod:`~grstats.agent.sql.server_variables` its variables,
+:mod:`~grstats.agent.sql.results` its result sets, :mod:`~grstats.agent.sql.execution` the
+executor's run and :mod:`~grstats.agent.sql.errors` MySQL's errors),
+:mod:`~grstats.agent.sql.bounds` what one may cost (:mod:`~grstats.agent.sql.value_bounds`
+its values as it runs), :mod:`~grstats.agent.sql.auth` the logins and
+:mod:`~grstats.agent.sql.endpoint` the server; :mod:`~grstats.agent.sql.denied` the refusals,
+:mod:`~grstats.agent.sql.functions` the functions, :mod:`~grstats.agent.sql.server_show` the
+server's SHOW statements and :mod:`~grstats.agent.sql.sys_schema` the sys view.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 The endpoint runs sqlglot's pure-Python executor on one worker thread, which nothing can
 interrupt: so every statement it accepts is bounded before it starts, and one that cannot be
-is refused. The rule, applied by the sessions (:mod:`.session`) at each step:
+is refused. The rule, applied by the sessions (:mod:`.session`, :mod:`.execution`) at each step:
 
 1. the text, before it is parsed: its length, or its tokens, bound its parse
    (:func:`check_text`; sqlglot's parser is linear in them): more than
@@ -22,15 +22,9 @@ is refused. The rule, applied by the sessions (:mod:`.session`) at each step:
    for each, sorts, LIKE's matching, copies of long strings) more than ``sql_max_cost`` is
    1104;
 4. while it runs, each value a function builds is bounded before it is built
-   (:func:`engine_env`): a string longer than ``sql_max_allowed_packet`` is NULL, as MySQL's
-   REPEAT, LPAD, RPAD, SPACE and CONCAT return NULL with warning 1301
-   (``Item_func_concat::val_str``, ``Item_func_repeat::val_str`` and
-   ``Item_str_func::push_packet_overflow_warning``, sql/item_strfunc.cc; mysql-mimic sends
-   no warnings); a number past DECIMAL's 65 digits, or a DOUBLE past its range, is 1690
-   (``Item_func::raise_decimal_overflow`` and ``check_float_overflow``, sql/item_func.h,
-   which ``Item_func_pow::val_real`` calls); ``<<`` is on 64 bits, 0 past them
-   (``Item_func_shift_left::val_int``, sql/item_func.cc); LIKE matches without
-   backtracking (:func:`like`);
+   (:mod:`.value_bounds`, as MySQL bounds them): a string longer than
+   ``sql_max_allowed_packet`` is NULL, a number past DECIMAL's 65 digits or DOUBLE's range
+   1690, ``<<`` is on 64 bits; LIKE matches without backtracking;
 5. the result, after it ran: more than ``sql_max_rows`` rows or ``sql_max_result_bytes``
    bytes is 1104 (:func:`check_result`; mysql-mimic buffers a whole result).
 
@@ -44,28 +38,25 @@ to parse. What a client sees past the time (3024) is the session's.
 
 from __future__ import annotations
 
-import functools
-import math
-import re
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from mysql_mimic.errors import ErrorCode, MysqlError
 from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import TokenError
-from sqlglot.executor.env import ENV
 
 from grstats.agent.mysql_errors import (
-    ER_DATA_OUT_OF_RANGE,
     ER_NOT_SUPPORTED_YET,
     ER_PARSE_ERROR,
     ER_STACK_OVERRUN_NEED_MORE,
     ER_TOO_BIG_SELECT,
     ER_TOO_HIGH_LEVEL_OF_NESTING_FOR_SELECT,
 )
+from grstats.agent.sql.errors import sql_error
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
+
+    from mysql_mimic.errors import MysqlError
 
 #: A count longer than this many digits is shown as a power of ten.
 _DIGITS_SHOWN = 15
@@ -96,21 +87,15 @@ SUBQUERY_COST = 100
 SORT_COST = 1
 #: A string a function builds, per this many bytes it may copy (up to sql_max_allowed_packet).
 STRING_BYTES_PER_UNIT = 4096
-#: LIKE's matching (:func:`like`), per this many steps of the regular expressions' engine:
-#: a segment with ``_`` is searched in time the subject's length times its own (1.4 ns a
-#: step at worst, ``x_x_...`` in ``xxx...``).
+#: LIKE's matching (:func:`.value_bounds.like`), per this many steps of the regular
+#: expressions' engine: a segment with ``_`` is searched in time the subject's length times its
+#: own (1.4 ns a step at worst, ``x_x_...`` in ``xxx...``).
 LIKE_STEPS_PER_UNIT = 400
 #: The deepest expression tree planned: sqlglot's optimizer and code generator recurse on it
 #: (a chain of 200 ``+`` ran out of Python's stack, 150 did not).
 MAX_DEPTH = 100
 #: MySQL's MAX_SELECT_NESTING (sql/sql_const.h: ``sizeof(nesting_map) * 8 - 1``).
 MAX_SELECT_NESTING = 63
-#: DECIMAL's most digits (MySQL's DECIMAL_MAX_PRECISION): a larger number is out of range.
-DECIMAL_DIGITS = 65
-_DECIMAL_LIMIT = 10**DECIMAL_DIGITS
-_DECIMAL_BITS = _DECIMAL_LIMIT.bit_length()
-#: MySQL's BIGINT UNSIGNED, which its shifts work on.
-_UINT64 = 2**64 - 1
 #: Functions whose result is a string as long as the statement makes it, up to the packet:
 #: each costs its copying (STRING_BYTES_PER_UNIT). ``+`` and ``*`` build strings from strings
 #: too (Python's), a LIKE's subject may then be that long.
@@ -190,11 +175,7 @@ class SqlLimits(Protocol):
 
 def too_big(message: str) -> MysqlError:
     """MySQL's 1104 ER_TOO_BIG_SELECT with ``message``."""
-    return _error(ER_TOO_BIG_SELECT, message)
-
-
-def _error(code: int, message: str) -> MysqlError:
-    return MysqlError(message, code=cast("ErrorCode", code))
+    return sql_error(ER_TOO_BIG_SELECT, message)
 
 
 def _shown(count: int) -> str:
@@ -228,7 +209,7 @@ def check_text(sql: str, limits: SqlLimits) -> None:
 
 def parser_exhausted(sql: str) -> MysqlError:
     """1064 as MySQL's parser words running out of its stack, for a parse out of Python's."""
-    return _error(ER_PARSE_ERROR, f"memory exhausted near '{sql[:80]}' at line 1")
+    return sql_error(ER_PARSE_ERROR, f"memory exhausted near '{sql[:80]}' at line 1")
 
 
 def _too_costly(what: str, limits: SqlLimits) -> MysqlError:
@@ -259,7 +240,7 @@ def _shape(expression: exp.Expr) -> tuple[int, int, int, int]:
 
 def _check_depth(depth: int) -> None:
     if depth > MAX_DEPTH:
-        raise _error(
+        raise sql_error(
             ER_STACK_OVERRUN_NEED_MORE,
             f"Thread stack overrun: the statement's expressions nest {depth} deep, more than "
             f"the {MAX_DEPTH} grstats evaluates; simplify it",
@@ -276,7 +257,7 @@ def check_shape(expression: exp.Expr) -> tuple[int, int, int]:
     nodes, depth, selects, nesting = _shape(expression)
     if nesting > MAX_SELECT_NESTING:
         message = "Too high level of nesting for select"
-        raise _error(ER_TOO_HIGH_LEVEL_OF_NESTING_FOR_SELECT, message)
+        raise sql_error(ER_TOO_HIGH_LEVEL_OF_NESTING_FOR_SELECT, message)
     _check_depth(depth)
     return nodes, depth, selects
 
@@ -291,13 +272,13 @@ def check_plan(expression: exp.Expr, limits: SqlLimits) -> int:
     nodes, depth, selects = check_shape(expression)
     regexp = next(expression.find_all(*_REGEXPS), None) if _REGEXPS else None
     if regexp is not None:
-        raise _error(
+        raise sql_error(
             ER_NOT_SUPPORTED_YET,
             f"This version of MySQL doesn't yet support '{cast('exp.Func', regexp).sql_name()}' "
             "(grstats cannot bound a regular expression's time)",
         )
     if any(with_.args.get("recursive") for with_ in expression.find_all(exp.With)):
-        raise _error(
+        raise sql_error(
             ER_NOT_SUPPORTED_YET,
             "This version of MySQL doesn't yet support 'WITH RECURSIVE' "
             "(grstats cannot bound its rows before it runs)",
@@ -422,7 +403,7 @@ def _own_nodes(select: exp.Select) -> Iterable[exp.Expr]:
 def _text_bound(expression: exp.Expr, longest: int, packet: int) -> int:
     """The longest text a value of ``expression`` may be: a table's, a literal's, or a built one.
 
-    A string built by a function is at most ``packet`` long (:func:`engine_env`).
+    A string built by a function is at most ``packet`` long (:func:`.value_bounds.engine_env`).
     """
     literals = (len(node.name) for node in expression.find_all(exp.Literal) if node.is_string)
     bound = max(longest, max(literals, default=0))
@@ -430,7 +411,7 @@ def _text_bound(expression: exp.Expr, longest: int, packet: int) -> int:
 
 
 def _like_cost(like: exp.Like | exp.ILike, text: int) -> int:
-    """What one evaluation of ``like`` costs (:func:`like`): its segments' searches.
+    """What one evaluation of ``like`` costs (:func:`.value_bounds.like`): its segments' searches.
 
     ``text`` is the longest its subject may be; a pattern that is no literal, that long too.
     """
@@ -517,232 +498,6 @@ def check_run(
 def longest_text(rows: Iterable[Sequence[object]]) -> int:
     """The longest string among the values of ``rows`` (the texts a LIKE may search)."""
     return max((len(value) for row in rows for value in row if isinstance(value, str)), default=0)
-
-
-def for_engine(expression: exp.Expr) -> exp.Expr:
-    """``expression`` with LPAD and RPAD apart for :func:`engine_env` (sqlglot's PAD has one)."""
-
-    def named(node: exp.Expr) -> exp.Expr:
-        if isinstance(node, exp.Pad):
-            name = "LPAD" if node.args.get("is_left") else "RPAD"
-            arguments = [node.this, node.expression, node.args.get("fill_pattern")]
-            return exp.Anonymous(this=name, expressions=[a for a in arguments if a is not None])
-        return node
-
-    return expression.transform(named)
-
-
-# -- the values, while it runs -------------------------------------------------------------
-
-
-def like(subject: str, pattern: str, flags: int = 0) -> bool:
-    """``subject LIKE pattern`` as sqlglot's executor matches it, without backtracking.
-
-    ``%`` is any text and ``_`` any one character (no escape). Split at ``%``, the first and
-    the last segments match in place and each other one at its first place after the one
-    before (the leftmost is the best a later one can have): one search per segment, where a
-    regular expression of ``.*`` would backtrack into every earlier one.
-    """
-    segments = _segments(pattern, flags)
-    if len(segments) == 1:
-        return segments[0][0].fullmatch(subject) is not None
-    (first, _), *middle, (last, last_length) = segments
-    head = first.match(subject)
-    end = len(subject) - last_length
-    if head is None or end < head.end() or last.fullmatch(subject, end) is None:
-        return False
-    start = head.end()
-    for regex, length in middle:
-        if length:
-            found = regex.search(subject, start, end)
-            if found is None:
-                return False
-            start = found.end()
-    return True
-
-
-@functools.lru_cache(maxsize=256)
-def _segments(pattern: str, flags: int) -> list[tuple[re.Pattern[str], int]]:
-    """``pattern``'s segments between ``%`` as regular expressions, and their lengths."""
-    compiled = []
-    for segment in pattern.split("%"):
-        parts = re.split(r"(_+)", segment)
-        text = "".join(_any(len(p)) if p.startswith("_") else re.escape(p) for p in parts)
-        compiled.append((re.compile(text, re.DOTALL | flags), len(segment)))
-    return compiled
-
-
-def _any(count: int) -> str:
-    """``count`` characters: a run of dots, or one repeat when long (its step is slower)."""
-    return "." * count if count < 16 else f".{{{count}}}"
-
-
-def _out_of_range(kind: str, text: str) -> MysqlError:
-    return _error(ER_DATA_OUT_OF_RANGE, f"{kind} value is out of range in '{text}'"[:512])
-
-
-def engine_env(limits: SqlLimits) -> dict[str, Callable[..., Any]]:
-    """The executor's functions that could build a huge value, each bounded before it does.
-
-    Given to sqlglot's ``PythonExecutor`` (``env``), over its own (sqlglot/executor/env.py):
-    the rule's step 4 (see the module). Within the bounds each gives what sqlglot's gives;
-    REPEAT, SPACE, LPAD and RPAD, which sqlglot's has not, are MySQL's.
-    """
-    bounded = _Bounded(limits.sql_max_allowed_packet)
-    return {
-        "ADD": bounded.add,
-        "MUL": bounded.mul,
-        "POW": bounded.power,
-        "BITWISELEFTSHIFT": bounded.shift_left,
-        "ROUND": bounded.round,
-        "MOD": bounded.mod,
-        "CONCAT": bounded.concat,
-        "SAFECONCAT": bounded.safe_concat,
-        "CONCATWS": bounded.concat_ws,
-        "ARRAYCONCAT": bounded.array_concat,
-        "ARRAYTOSTRING": bounded.array_to_string,
-        "REPEAT": bounded.repeat,
-        "SPACE": bounded.space,
-        "LPAD": functools.partial(bounded.pad, left=True),
-        "RPAD": functools.partial(bounded.pad, left=False),
-        "LIKE": bounded.like,
-        "ILIKE": functools.partial(bounded.like, flags=re.IGNORECASE),
-    }
-
-
-_SEQUENCES = (str, bytes, list)
-_ADD = ENV["ADD"]
-
-
-class _Bounded:
-    """The functions of :func:`engine_env`: a string or list past ``packet`` is NULL."""
-
-    def __init__(self, packet: int) -> None:
-        self._packet = packet
-
-    def _fits(self, *parts: object) -> bool:
-        return sum(len(p) for p in parts if isinstance(p, _SEQUENCES)) <= self._packet
-
-    def add(self, left: Any, right: Any) -> Any:
-        """``+``: strings and lists are joined (sqlglot's), NULL past the packet."""
-        if isinstance(left, _SEQUENCES) and isinstance(right, _SEQUENCES):
-            return _ADD(left, right) if len(left) + len(right) <= self._packet else None
-        return _ADD(left, right)
-
-    def mul(self, left: Any, right: Any) -> Any:
-        """``*``: 1690 past DECIMAL's digits, told before it multiplies; a string repeated NULL."""
-        if isinstance(left, int) and isinstance(right, int):
-            if left.bit_length() + right.bit_length() > _DECIMAL_BITS + 1:
-                raise _out_of_range("DECIMAL", f"({left} * {right})")
-            product = left * right
-            if abs(product) >= _DECIMAL_LIMIT:
-                raise _out_of_range("DECIMAL", f"({left} * {right})")
-            return product
-        for sequence, count in ((left, right), (right, left)):
-            if isinstance(sequence, _SEQUENCES) and isinstance(count, int):
-                return ENV["MUL"](left, right) if len(sequence) * count <= self._packet else None
-        return ENV["MUL"](left, right)
-
-    def power(self, base: Any, exponent: Any) -> Any:
-        """POW: exact while it fits DECIMAL's digits, else MySQL's DOUBLE (1690 past its range)."""
-        if base is None or exponent is None:
-            return None
-        exact = isinstance(base, int) and isinstance(exponent, int) and exponent >= 0
-        if exact and base.bit_length() * exponent <= _DECIMAL_BITS:
-            return pow(base, exponent)
-        try:
-            value = math.pow(float(base), float(exponent))
-        except (OverflowError, ValueError):
-            value = math.nan
-        if not math.isfinite(value):
-            raise _out_of_range("DOUBLE", f"pow({base},{exponent})")
-        return value
-
-    def shift_left(self, value: Any, count: Any) -> Any:
-        """``<<`` on 64 bits, as MySQL's: 0 from a shift of 64."""
-        if isinstance(value, int) and isinstance(count, int):
-            return ((value & _UINT64) << count) & _UINT64 if 0 <= count < 64 else 0
-        return ENV["BITWISELEFTSHIFT"](value, count)
-
-    def round(self, *args: Any) -> Any:
-        """ROUND: an integer to more digits than it has is 0, told without a power of ten."""
-        value, digits = (*args, None, None)[:2]
-        small = isinstance(value, int) and isinstance(digits, int)
-        if small and digits < -(value.bit_length() // 3 + 2):  # 10**-digits > 2 * |value|
-            return 0
-        return ENV["ROUND"](*args)
-
-    def mod(self, left: Any, right: Any) -> Any:
-        """``%``: 1235 on a string, which Python's ``%`` would format (to any width)."""
-        if isinstance(left, str | bytes):
-            raise _error(
-                ER_NOT_SUPPORTED_YET, "This version of MySQL doesn't yet support '% of a string'"
-            )
-        return ENV["MOD"](left, right)
-
-    def concat(self, *args: Any) -> Any:
-        """CONCAT: NULL past the packet, as MySQL's."""
-        return ENV["CONCAT"](*args) if self._fits(*args) else None
-
-    def safe_concat(self, *args: Any) -> Any:
-        """SAFECONCAT, sqlglot's (values as text): NULL past the packet."""
-        if any(arg is None for arg in args):
-            return None
-        texts = [str(arg) for arg in args]
-        return "".join(texts) if self._fits(*texts) else None
-
-    def concat_ws(self, separator: Any, *args: Any) -> Any:
-        """CONCAT_WS: NULL past the packet."""
-        if separator is None or any(arg is None for arg in args):
-            return None
-        fits = self._fits(*args, *[separator] * len(args))
-        return ENV["CONCATWS"](separator, *args) if fits else None
-
-    def array_concat(self, *args: Any) -> Any:
-        """ARRAY_CONCAT: NULL past the packet's count of values."""
-        return ENV["ARRAYCONCAT"](*args) if self._fits(*args) else None
-
-    def array_to_string(self, values: Any, separator: Any, *null: Any) -> Any:
-        """ARRAY_TO_STRING: NULL past the packet."""
-        if values is None or separator is None:
-            return None
-        parts = [str(v) for v in values if v is not None] + [separator] * len(values)
-        return ENV["ARRAYTOSTRING"](values, separator, *null) if self._fits(*parts) else None
-
-    def repeat(self, text: Any, count: Any) -> Any:
-        """MySQL's REPEAT (``Item_func_repeat::val_str``): NULL past the packet."""
-        if text is None or count is None:
-            return None
-        text, count = str(text), int(count)
-        if count <= 0:
-            return ""
-        return text * count if len(text) * count <= self._packet else None
-
-    def space(self, count: Any) -> Any:
-        """MySQL's SPACE: NULL past the packet."""
-        return self.repeat(" ", count)
-
-    def pad(self, text: Any, length: Any, fill: Any = " ", *, left: bool) -> Any:
-        """MySQL's LPAD and RPAD (``Item_func_lpad::val_str``): NULL past the packet."""
-        if text is None or length is None or fill is None:
-            return None
-        text, length, fill = str(text), int(length), str(fill)
-        if length < 0:
-            return None
-        if length <= len(text):
-            return text[:length]
-        if not fill or length > self._packet:
-            return None
-        filling = (fill * ((length - len(text)) // len(fill) + 1))[: length - len(text)]
-        return filling + text if left else text + filling
-
-    def like(self, subject: Any, pattern: Any, flags: int = 0) -> Any:
-        """LIKE (ILIKE with ``re.IGNORECASE``) by :func:`like`, which does not backtrack."""
-        if subject is None or pattern is None:
-            return None
-        if isinstance(subject, str) and isinstance(pattern, str):
-            return like(subject, pattern, flags)
-        return ENV["ILIKE" if flags else "LIKE"](subject, pattern)
 
 
 # -- the result, after it ran --------------------------------------------------------------

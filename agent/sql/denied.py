@@ -238,6 +238,54 @@ def is_unlock_tables(expression: exp.Expression) -> bool:
     )
 
 
+#: First words of MySQL statements that write or administer: refused with 1290 even when
+#: sqlglot cannot parse them (LOAD DATA, HANDLER, ...), as MySQL would.
+_WRITES = frozenset(
+    {
+        "ALTER",
+        "ANALYZE",
+        "CALL",
+        "CHANGE",
+        "CHECKSUM",
+        "CLONE",
+        "CREATE",
+        "DELETE",
+        "DROP",
+        "FLUSH",
+        "GRANT",
+        "HANDLER",
+        "IMPORT",
+        "INSERT",
+        "INSTALL",
+        "LOAD",
+        "LOCK",
+        "OPTIMIZE",
+        "PURGE",
+        "RENAME",
+        "REPAIR",
+        "REPLACE",
+        "RESET",
+        "RESTART",
+        "REVOKE",
+        "SHUTDOWN",
+        "START",
+        "STOP",
+        "TRUNCATE",
+        "UNINSTALL",
+        "UNLOCK",
+        "UPDATE",
+        "XA",
+    }
+)
+_FIRST_WORD = re.compile(r"\s*\(*\s*([A-Za-z]+)")
+
+
+def writes(sql: str) -> bool:
+    """Whether ``sql``'s first word writes or administers (the session refuses it unparsed)."""
+    word = _FIRST_WORD.match(sql)
+    return word is not None and word.group(1).upper() in _WRITES
+
+
 #: A write sqlglot could not parse (an older sqlglot and MySQL's ``INSERT ... SET``): its command
 #: and the table it names.
 _UNPARSED = re.compile(

@@ -134,7 +134,7 @@ def gtid_subtract(first: object, second: object) -> str | None:
     return str(_gtid_set(first) - _gtid_set(second))
 
 
-#: The executor's functions this module adds (given with :func:`.bounds.engine_env`'s).
+#: The executor's functions this module adds (given with :func:`.value_bounds.engine_env`'s).
 ENGINE_FUNCTIONS: dict[str, Callable[..., Any]] = {
     TIMESTAMPDIFF: timestamp_diff,
     "GTID_SUBSET": gtid_subset,

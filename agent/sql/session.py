@@ -11,7 +11,8 @@ information_schema and ``SELECT @@var`` itself) with grstats's rules:
   another connection: :mod:`.denied`); EXPLAIN is 1235;
 * a function no one knows is 1305, one sqlglot's executor lacks 1235, TIMESTAMPDIFF and Group
   Replication's reading functions are answered (:mod:`.functions`); nothing a client is told
-  holds Python's words (1105 ``grstats cannot run this statement`` where no rule applies);
+  holds Python's words (1105 ``grstats cannot run this statement`` where no rule applies:
+  :mod:`.errors`);
 * SHOW GRANTS, SHOW PROCESSLIST and SHOW REPLICA STATUS answer as MySQL does for the account
   (:mod:`.server_show`);
 * a table is looked up in the schema it names or the session's (``USE``): unknown is 1146, no
@@ -19,24 +20,24 @@ information_schema and ``SELECT @@var`` itself) with grstats's rules:
 * nothing a client can make long runs on the event loop: a statement's text longer than
   :data:`PARSE_ON_LOOP_CHARS` is parsed on the endpoint's worker thread; mysql-mimic's
   information_schema queries (SHOW, DESCRIBE too) and its static queries (a SELECT without
-  FROM) run there as the queries over the served tables do. Every one of them is bounded
-  before it runs (:mod:`.bounds`: ``limits.sql_max_join_size`` as MySQL's ``max_join_size``,
-  ``limits.sql_max_cost`` for its planning and running, 1104), so the thread, which nothing
-  interrupts, is held a bounded time; its client waits ``limits.sql_query_timeout_s`` (then
-  3024, and the result is dropped). ``limits.sql_max_rows`` and
-  ``limits.sql_max_result_bytes`` bound its result (1104); the text itself is bounded by
+  FROM) run there as the queries over the served tables do (:mod:`.execution`). Every one of
+  them is bounded before it runs (:mod:`.bounds`: ``limits.sql_max_join_size`` as MySQL's
+  ``max_join_size``, ``limits.sql_max_cost`` for its planning and running, 1104), so the
+  thread, which nothing interrupts, is held a bounded time; its client waits
+  ``limits.sql_query_timeout_s`` (then 3024, and the result is dropped). ``limits.sql_max_rows``
+  and ``limits.sql_max_result_bytes`` bound its result (1104); the text itself is bounded by
   ``limits.sql_max_allowed_packet`` (1153, in the endpoint);
 * a query's tables are read from the :class:`SqlSource` on the event loop (only the tables it
-  names), then sqlglot's executor runs it on the worker thread, on plain lists;
+  names), then sqlglot's executor runs it on the worker thread, on plain lists
+  (:func:`.execution.run_query`);
 * ``SELECT`` of ``*`` or of columns from one table with no other clause skips the executor
-  (the exporters' and dashboards' query: 0.6 ms instead of 5 ms for 9 members);
+  (the exporters' and dashboards' query: 0.6 ms instead of 5 ms for 9 members; :mod:`.results`);
 * a result column that is a table column (or MIN/MAX of one) has that column's MySQL type
   (:mod:`.catalog`); other columns are typed from their values. Names are as MySQL gives them:
   ``*`` gives the table's names, a column or alias the name as written;
 * TIMESTAMP(6) values are sent, and compared with literals, in the session's ``time_zone``:
   ``+00:00`` (UTC) until ``SET time_zone = 'SYSTEM'``, ``'+02:00'`` or ``'Europe/Paris'``
-  (:mod:`grstats.agent.rows.zone`); any other value is MySQL's 1298.
-
+  (:mod:`grstats.agent.rows.zone`); any other value is MySQL's 1298 (:mod:`.server_variables`);
 * ``@@connect_timeout``, ``@@wait_timeout`` and ``@@interactive_timeout`` are the endpoint's
   ``limits.sql_*_timeout_s`` (:func:`.variables.timeout_schema`); ``SET SESSION wait_timeout``
   sets the session's own, which the endpoint applies (:attr:`GrstatsSession.wait_timeout_s`).
@@ -53,65 +54,48 @@ import re
 import time
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast
 
-import structlog
 from mysql_mimic.constants import INFO_SCHEMA
 from mysql_mimic.errors import ErrorCode, MysqlError
-from mysql_mimic.results import ResultColumn, infer_type
 from mysql_mimic.session import Query, Session, mysql_function_mapping
-from mysql_mimic.types import ColumnType
 from mysql_mimic.utils import find_dbs, find_tables
 from mysql_mimic.variable_processor import VariableProcessor
-from mysql_mimic.variables import SYSTEM_VARIABLES, GlobalVariables, SessionVariables
+from mysql_mimic.variables import GlobalVariables, SessionVariables
 from sqlglot import exp
-from sqlglot.errors import OptimizeError, ParseError, SqlglotError, TokenError
-from sqlglot.executor.python import PythonExecutor
-from sqlglot.executor.table import Table as EngineTable
-from sqlglot.executor.table import ensure_tables
-from sqlglot.optimizer import optimize
-from sqlglot.optimizer.merge_subqueries import merge_subqueries
-from sqlglot.optimizer.optimizer import RULES
-from sqlglot.planner import Plan
-from sqlglot.schema import ensure_schema
+from sqlglot.errors import ParseError, SqlglotError, TokenError
 
 from grstats.agent.mysql_errors import (
     ER_BAD_DB_ERROR,
-    ER_BAD_FIELD_ERROR,
     ER_DBACCESS_DENIED_ERROR,
     ER_NO_DB_ERROR,
     ER_NO_SUCH_TABLE,
     ER_NOT_SUPPORTED_YET,
-    ER_PARSE_ERROR,
-    ER_QUERY_TIMEOUT,
-    ER_UNKNOWN_TIME_ZONE,
 )
-from grstats.agent.rows import Kind
-from grstats.agent.rows.zone import TimeZone, TimeZoneError, parse_time_zone
-from grstats.agent.sql import catalog, denied, functions, metadata, server_show, show, sys_schema
+from grstats.agent.rows.zone import TimeZone, parse_time_zone
+from grstats.agent.sql import (
+    catalog,
+    denied,
+    execution,
+    functions,
+    metadata,
+    results,
+    server_show,
+    show,
+    sys_schema,
+)
 from grstats.agent.sql import variables as member_variables
-from grstats.agent.sql.bounds import (
-    check_join_size,
-    check_plan,
-    check_result,
-    check_rows,
-    check_run,
-    check_shape,
-    check_text,
-    engine_env,
-    for_engine,
-    longest_text,
-    parser_exhausted,
-)
+from grstats.agent.sql.bounds import check_shape, check_text, parser_exhausted
+from grstats.agent.sql.errors import engine_error, sql_error, syntax_error
+from grstats.agent.sql.server_variables import DEFAULT_VERSION, VARIABLES
+from grstats.agent.sql.value_bounds import engine_env
 
 if TYPE_CHECKING:
     import concurrent.futures
-    from collections.abc import Callable, Mapping, Sequence
+    from collections.abc import Callable, Mapping
     from datetime import timezone
 
     from mysql_mimic.results import AllowedResult
-    from mysql_mimic.schema import InfoSchema
-    from mysql_mimic.variables import VariableSchema
 
     from grstats.agent.model import CommunicationInfo, MemberSnapshot
     from grstats.agent.rows import Column, Value
@@ -121,63 +105,9 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-VERSION_COMMENT = "grstats read-only Group Replication stats"
-#: The version MySQL reports before the agent has read its server's.
-DEFAULT_VERSION = "8.0.0"
-
-#: sqlglot's MySQL with MySQL's case-insensitive column names (the tables are lowercased).
-_DIALECT = "mysql, normalization_strategy=case_insensitive"
-#: How the executor's schema types each kind of value (TIMESTAMP(6) is held as its text).
-_ENGINE_TYPES = {
-    Kind.TEXT: "TEXT",
-    Kind.INTEGER: "BIGINT",
-    Kind.TIMESTAMP: "TEXT",
-    Kind.DECIMAL: "DOUBLE",
-}
-#: First words of MySQL statements that write or administer: refused with 1290 even when
-#: sqlglot cannot parse them (LOAD DATA, HANDLER, ...), as MySQL would.
-_WRITES = frozenset(
-    {
-        "ALTER",
-        "ANALYZE",
-        "CALL",
-        "CHANGE",
-        "CHECKSUM",
-        "CLONE",
-        "CREATE",
-        "DELETE",
-        "DROP",
-        "FLUSH",
-        "GRANT",
-        "HANDLER",
-        "IMPORT",
-        "INSERT",
-        "INSTALL",
-        "LOAD",
-        "LOCK",
-        "OPTIMIZE",
-        "PURGE",
-        "RENAME",
-        "REPAIR",
-        "REPLACE",
-        "RESET",
-        "RESTART",
-        "REVOKE",
-        "SHUTDOWN",
-        "START",
-        "STOP",
-        "TRUNCATE",
-        "UNINSTALL",
-        "UNLOCK",
-        "UPDATE",
-        "XA",
-    }
-)
 #: A statement text up to this long is parsed on the event loop (about 6 ms at worst, for a
 #: ``SELECT 1+1+...``); a longer one on the worker thread, where it has the query's time.
 PARSE_ON_LOOP_CHARS = 1024
-_FIRST_WORD = re.compile(r"\s*\(*\s*([A-Za-z]+)")
-_UNRESOLVED = re.compile(r"Column '([^']*)' could not be resolved")
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,95 +139,6 @@ class SqlSource(Protocol):
     def sql_identity(self) -> SqlIdentity:
         """The identity the session's variables show, read at each statement."""
         ...
-
-
-def sql_error(code: int, message: str) -> MysqlError:
-    """MySQL's error ``code`` with ``message``, as mysql-mimic sends it to the client."""
-    return MysqlError(message, code=cast("ErrorCode", code))
-
-
-#: 1290: what a ``read_only`` server answers an account without SUPER, to anything but a read.
-read_only_error = denied.read_only_error
-
-
-def syntax_error(sql: str, error: SqlglotError) -> MysqlError:
-    """1064 in MySQL's words: near the text where the parser stopped, and its line."""
-    near, line = sql, 1
-    details = error.errors[0] if isinstance(error, ParseError) and error.errors else {}
-    if details.get("line"):
-        line = int(details["line"])
-        column = int(details.get("col") or 0) - len(details.get("highlight") or "")
-        lines = sql.splitlines(keepends=True)
-        near = sql[sum(len(text) for text in lines[: line - 1]) + max(column, 0) :]
-    return sql_error(
-        ER_PARSE_ERROR,
-        "You have an error in your SQL syntax; check the manual that corresponds to your "
-        f"MySQL server version for the right syntax to use near '{near[:80]}' at line {line}",
-    )
-
-
-def time_zone_variable(value: object) -> str:
-    """``@@time_zone`` as MySQL shows a value set: ``SYSTEM``, ``+02:00``, ``Europe/Paris``.
-
-    Raises:
-        MysqlError: 1298, "Unknown or incorrect time zone: 'x'", as MySQL's ``my_tz_find``.
-    """
-    try:
-        return parse_time_zone(str(value)).name
-    except TimeZoneError as exc:
-        raise sql_error(ER_UNKNOWN_TIME_ZONE, str(exc)) from None
-
-
-#: MySQL 8.4's default ``optimizer_switch`` (sql/sys_vars.cc, ``Sys_optimizer_switch``).
-OPTIMIZER_SWITCH = (
-    "index_merge=on,index_merge_union=on,index_merge_sort_union=on,"
-    "index_merge_intersection=on,engine_condition_pushdown=on,index_condition_pushdown=on,"
-    "mrr=on,mrr_cost_based=on,block_nested_loop=on,batched_key_access=off,materialization=on,"
-    "semijoin=on,loosescan=on,firstmatch=on,duplicateweedout=on,"
-    "subquery_materialization_cost_based=on,use_index_extensions=on,"
-    "condition_fanout_filter=on,derived_merge=on,use_invisible_indexes=off,skip_scan=on,"
-    "hash_join=on,subquery_to_derived=off,prefer_ordering_index=on,hypergraph_optimizer=off,"
-    "derived_condition_pushdown=on,hash_set_operations=on"
-)
-
-
-def results_charset_variable(value: object) -> str:
-    """``@@character_set_results`` as the endpoint keeps it: ``binary`` (no conversion) as utf8mb4.
-
-    mysqldump sets ``binary`` around SHOW CREATE TABLE; the endpoint's text is UTF-8 already,
-    which is what no conversion sends (mysql-mimic cannot encode with ``binary`` itself).
-    """
-    text = str(value)
-    return "utf8mb4" if text.lower() in {"binary", "none", "null"} else text
-
-
-#: The endpoint's ``time_zone`` until a session sets one: UTC (MySQL's default is SYSTEM).
-DEFAULT_TIME_ZONE = "+00:00"
-
-#: The server's variables: mysql-mimic's, with the identity's and a read-only server's.
-VARIABLES: dict[str, VariableSchema] = {
-    **SYSTEM_VARIABLES,
-    "version": (str, f"{DEFAULT_VERSION}-grstats", False),
-    "version_comment": (str, VERSION_COMMENT, False),
-    "server_uuid": (str, "", False),
-    "hostname": (str, "", False),
-    "port": (int, 0, False),
-    "performance_schema": (bool, True, False),
-    "time_zone": (time_zone_variable, DEFAULT_TIME_ZONE, True),
-    # Session settings clients send on connect: mysqld_exporter 0.14 sends
-    # SET lock_wait_timeout=2 and counts the connection down if it fails.
-    "lock_wait_timeout": (int, 31536000, True),
-    "net_read_timeout": (int, 30, True),
-    "innodb_lock_wait_timeout": (int, 50, True),
-    # mysqldump's: SET SQL_QUOTE_SHOW_CREATE=1 (it stops when refused), @@optimizer_switch
-    "character_set_results": (results_charset_variable, "utf8mb4", True),
-    "sql_quote_show_create": (bool, True, True),
-    "optimizer_switch": (str, OPTIMIZER_SWITCH, True),
-    "unique_checks": (bool, True, True),
-    "foreign_key_checks": (bool, True, True),
-    "sql_notes": (bool, True, True),
-    **member_variables.SCHEMA,
-}
 
 
 class GrstatsSession(Session):
@@ -390,7 +231,7 @@ class GrstatsSession(Session):
         except MysqlError:
             raise
         except Exception as error:  # noqa: BLE001  (the boundary: no Python text to a client)
-            raise _engine_error(error) from None
+            raise engine_error(error) from None
         else:
             return result
         finally:
@@ -436,10 +277,9 @@ class GrstatsSession(Session):
         try:
             return super()._parse(text)
         except (ParseError, TokenError) as error:
-            word = _FIRST_WORD.match(sql)
-            if word is not None and word.group(1).upper() in _WRITES:
+            if denied.writes(sql):
                 refusal = denied.unparsed_denial(sql, self._served_table, *self._account())
-                raise (refusal if refusal is not None else read_only_error()) from None
+                raise (refusal if refusal is not None else denied.read_only_error()) from None
             raise syntax_error(sql, error) from None
 
     async def _refusal_middleware(self, q: Query) -> AllowedResult:
@@ -507,7 +347,7 @@ class GrstatsSession(Session):
             return len(found.rows) if found is not None else 1
 
         return await self._off_loop(
-            functools.partial(_run_info_schema, expression, info, size_of, self._limits),
+            functools.partial(execution.run_info_schema, expression, info, size_of, self._limits),
             expression,
         )
 
@@ -527,7 +367,7 @@ class GrstatsSession(Session):
             and expression.find(exp.Table) is None
         ):
             return await self._off_loop(
-                functools.partial(_run_static, expression, self._limits), expression
+                functools.partial(execution.run_static, expression, self._limits), expression
             )
         return await q.next()
 
@@ -568,7 +408,9 @@ class GrstatsSession(Session):
         counts = self._row_counts() if name == "tables" else {}
         rows = query.answer(columns, metadata.info_rows(name, counts))
         plain = [(column.lower(), output) for column, output in query.outputs]
-        result: AllowedResult = self._plain_result(plain, columns, rows, self.time_zone)
+        result: AllowedResult = results.plain_result(
+            plain, columns, rows, self.time_zone, self._limits
+        )
         return result
 
     def _show_server(self, kind: str, expression: exp.Show) -> AllowedResult:
@@ -605,11 +447,11 @@ class GrstatsSession(Session):
 
     def _show_variables(self, show: exp.Show) -> AllowedResult:
         """SHOW [GLOBAL] VARIABLES [LIKE]: booleans as ON and OFF, as MySQL prints them."""
-        return _like_rows(self._variable_rows(), show), ["Variable_name", "Value"]
+        return results.like_rows(self._variable_rows(), show), ["Variable_name", "Value"]
 
     def _show_status(self, show: exp.Show) -> AllowedResult:
         """SHOW [GLOBAL] STATUS [LIKE]: the member's Group Replication status."""
-        return _like_rows(sorted(self._status.items()), show), ["Variable_name", "Value"]
+        return results.like_rows(sorted(self._status.items()), show), ["Variable_name", "Value"]
 
     def _variable_rows(self) -> list[tuple[str, str | None]]:
         return [(name, member_variables.shown(value)) for name, value in self.variables.list()]
@@ -644,24 +486,17 @@ class GrstatsSession(Session):
             if denied.is_unlock_tables(expression):
                 return [], []
             refusal = denied.denial(expression, self._served_table, *self._account())
-            raise refusal if refusal is not None else read_only_error()
+            raise refusal if refusal is not None else denied.read_only_error()
         sources = self._resolve(expression)
-        plain = _plain_projection(expression, sources)
+        plain = results.plain_projection(expression, sources)
         snapshot = self._snapshot(sources)
         zone = self.time_zone
         if plain is not None:
             columns, rows = next(iter(snapshot.values()))
-            return self._plain_result(plain, columns, rows, zone)
-        projections = _projections(expression, sources)
+            return results.plain_result(plain, columns, rows, zone, self._limits)
+        projections = results.projections(expression, sources)
         names, rows = await self._execute(expression, snapshot, zone)
-        if projections is None or len(projections) != len(names):
-            projections = [(name, None) for name in names]
-        return rows, [
-            _inferred(name, index, rows)
-            if column is None
-            else catalog.result_column(column, name, zone)
-            for index, (name, column) in enumerate(projections)
-        ]
+        return results.executed_result(projections, names, rows, zone)
 
     async def _execute(
         self,
@@ -674,44 +509,19 @@ class GrstatsSession(Session):
         TIMESTAMP(6) values are MySQL's text in ``zone`` there.
         """
         return await self._off_loop(
-            functools.partial(_run, expression, snapshot, zone, self._limits), expression
+            functools.partial(execution.run_query, expression, snapshot, zone, self._limits),
+            expression,
         )
 
     async def _off_loop(self, work: Callable[[], T], statement: exp.Expression | None = None) -> T:
-        """Run ``work`` (``statement``'s) on the worker thread within the time limit (3024 then).
+        """Run ``work`` (``statement``'s) on the worker thread (:func:`.execution.off_loop`).
 
-        ``work`` is bounded before it starts (:mod:`.bounds`): past the time, or cancelled
-        (KILL QUERY, the connection closing), a job that has not started never does, and one
-        that has runs to its end and its result is dropped. sqlglot's errors become MySQL's;
-        a MySQL error ``work`` raises reaches the client, from inside the executor too.
+        Its time is what is left of the statement's (``limits.sql_query_timeout_s``).
         """
-        job = _Job(work)
-        loop = asyncio.get_running_loop()
         timeout = self._limits.sql_query_timeout_s
         if self._deadline is not None:
-            timeout = max(self._deadline - loop.time(), 0.0)
-        try:
-            return await asyncio.wait_for(loop.run_in_executor(self._executor, job), timeout)
-        except asyncio.CancelledError:  # KILL QUERY, or the connection closing
-            job.stop()
-            raise
-        except TimeoutError:
-            job.stop()
-            raise sql_error(
-                ER_QUERY_TIMEOUT,
-                "Query execution was interrupted, maximum statement execution time exceeded",
-            ) from None
-        except MysqlError:
-            raise
-        except OptimizeError as error:
-            unresolved = _UNRESOLVED.search(str(error))
-            if unresolved is None:
-                raise sql_error(ErrorCode.UNKNOWN_ERROR, str(error)) from None
-            raise sql_error(
-                ER_BAD_FIELD_ERROR, f"Unknown column '{unresolved.group(1)}' in 'field list'"
-            ) from None
-        except Exception as error:  # noqa: BLE001  (sqlglot's executor fails in its own ways)
-            raise _engine_error(error, statement) from None
+            timeout = max(self._deadline - asyncio.get_running_loop().time(), 0.0)
+        return await execution.off_loop(self._executor, work, timeout, statement)
 
     def _resolve(self, expression: exp.Expression) -> dict[tuple[str, str], tuple[Column, ...]]:
         """The served tables ``expression`` reads, by (schema, table); names made canonical."""
@@ -824,45 +634,6 @@ class GrstatsSession(Session):
             host = "localhost"
         return str(self.username or ""), host
 
-    def _plain_result(
-        self,
-        plain: Sequence[tuple[str | None, str | None]],
-        columns: tuple[Column, ...],
-        rows: list[tuple[Value, ...]],
-        zone: TimeZone,
-    ) -> Any:
-        """The fast path's result: the table's rows, or some of their columns, as they are.
-
-        TIMESTAMP(6) values are sent in ``zone``.
-        """
-        self._check_rows(len(rows))
-        by_name = {column.name.lower(): index for index, column in enumerate(columns)}
-        picked: list[int] = []
-        result: list[ResultColumn] = []
-        for column_name, output in plain:
-            indexes = range(len(columns)) if column_name is None else [by_name[column_name]]
-            for index in indexes:
-                picked.append(index)
-                result.append(catalog.result_column(columns[index], output, zone))
-        if picked != list(range(len(columns))):
-            rows = [tuple(row[index] for index in picked) for row in rows]
-        check_result(rows, self._limits)
-        return rows, result
-
-    def _check_rows(self, count: int) -> None:
-        """1104 when a result has more rows than ``limits.sql_max_rows``."""
-        check_rows(count, self._limits)
-
-
-def _like_rows(
-    rows: Sequence[tuple[str, str | None]], statement: exp.Show
-) -> list[tuple[str, str | None]]:
-    """The rows whose name matches SHOW's LIKE pattern (all without one), case-insensitively."""
-    if not statement.args.get("like"):
-        return list(rows)
-    matches = show.like_matcher(statement.text("like"))
-    return [row for row in rows if matches(row[0])]
-
 
 def _columns_of(schema: str, name: str) -> tuple[Column, ...] | None:
     """The columns of a served or information_schema table (lower-case names), else None."""
@@ -870,316 +641,3 @@ def _columns_of(schema: str, name: str) -> tuple[Column, ...] | None:
         table = metadata.info_tables().get(name)
         return table.columns if table is not None else None
     return catalog.table_columns(schema, name)
-
-
-def _inferred(name: str, index: int, rows: Sequence[Sequence[Any]]) -> ResultColumn:
-    """A result column that is no table column, typed by its first value that is not NULL.
-
-    (mysql-mimic's own inference keys columns by name, and fails on two of the same name.)
-    """
-    for row in rows:
-        if row[index] is not None:
-            return ResultColumn(name, infer_type(row[index]))
-    return ResultColumn(name, ColumnType.NULL)
-
-
-# -- the fast path and the result's columns ------------------------------------------------
-
-
-def _plain_projection(
-    expression: exp.Expression, sources: Mapping[tuple[str, str], tuple[Column, ...]]
-) -> list[tuple[str | None, str | None]] | None:
-    """For ``SELECT *`` or columns of one table and no other clause: (column, output name)s.
-
-    The column is None for ``*`` (every column); None when the query needs the executor.
-    """
-    if not isinstance(expression, exp.Select) or len(sources) != 1:
-        return None
-    if any(value for key, value in expression.args.items() if key not in {"expressions", "from_"}):
-        return None
-    source = expression.args.get("from_")
-    if source is None or not isinstance(source.this, exp.Table):
-        return None
-    alias = source.this.alias_or_name.lower()
-    (columns,) = sources.values()
-    names = {column.name.lower() for column in columns}
-    plain: list[tuple[str | None, str | None]] = []
-    for projection in expression.expressions:
-        inner = projection.this if isinstance(projection, exp.Alias) else projection
-        if isinstance(projection, exp.Star):
-            plain.append((None, None))
-        elif isinstance(inner, exp.Column) and not isinstance(inner.this, exp.Star):
-            if inner.name.lower() not in names or inner.table.lower() not in {"", alias}:
-                return None  # the executor words the error
-            defined = not isinstance(projection, exp.Alias) and next(iter(sources))[0] == (
-                catalog.INFORMATION_SCHEMA
-            )  # information_schema's columns are named as defined (upper case)
-            plain.append((inner.name.lower(), None if defined else projection.alias_or_name))
-        else:
-            return None
-    return plain
-
-
-def _sources_of(
-    select: exp.Select, sources: Mapping[tuple[str, str], tuple[Column, ...]]
-) -> list[tuple[str, tuple[Column, ...] | None]]:
-    """The FROM and JOIN sources of ``select`` in order: (alias, columns or None if derived)."""
-    found: list[tuple[str, tuple[Column, ...] | None]] = []
-    source = select.args.get("from_")
-    items = [source.this] if source is not None else []
-    items += [join.this for join in select.args.get("joins") or ()]
-    for item in items:
-        if isinstance(item, exp.Table) and (item.db, item.name) in sources:
-            found.append((item.alias_or_name.lower(), sources[item.db, item.name]))
-        else:
-            found.append((item.alias_or_name.lower(), None))
-    return found
-
-
-def _column_of(
-    column: exp.Column, found: Sequence[tuple[str, tuple[Column, ...] | None]]
-) -> Column | None:
-    """The table column ``column`` names, when it is one of a served table's."""
-    qualifier, name = column.table.lower(), column.name.lower()
-    for alias, columns in found:
-        if qualifier and alias != qualifier:
-            continue
-        if columns is None:
-            return None
-        for candidate in columns:
-            if candidate.name.lower() == name:
-                return candidate
-    return None
-
-
-def _projections(
-    expression: exp.Expression, sources: Mapping[tuple[str, str], tuple[Column, ...]]
-) -> list[tuple[str, Column | None]] | None:
-    """Each result column's name (as MySQL gives it) and table column (None: typed by value).
-
-    None when the names cannot be told (``*`` over a derived table); a set operation's names
-    are its first SELECT's, its types come from the values.
-    """
-    select = expression
-    while not isinstance(select, exp.Select):
-        if not isinstance(select, exp.SetOperation | exp.Subquery):
-            return None
-        select = select.this
-    typed = select is expression
-    found = _sources_of(select, sources)
-    result: list[tuple[str, Column | None]] = []
-    for projection in select.expressions:
-        inner = projection.this if isinstance(projection, exp.Alias) else projection
-        star = isinstance(inner, exp.Star) or (
-            isinstance(inner, exp.Column) and isinstance(inner.this, exp.Star)
-        )
-        if star:
-            qualifier = inner.table.lower() if isinstance(inner, exp.Column) else ""
-            for alias, columns in found:
-                if qualifier and alias != qualifier:
-                    continue
-                if columns is None:
-                    return None
-                result += [(c.name, c if typed else None) for c in columns]
-            continue
-        target = inner.this if isinstance(inner, exp.Min | exp.Max) else inner
-        column = _column_of(target, found) if isinstance(target, exp.Column) else None
-        if isinstance(projection, exp.Alias):
-            name = projection.alias
-        elif isinstance(projection, exp.Column):
-            # information_schema's columns are named as defined (MySQL 8's upper case)
-            defined = column is not None and column in metadata.info_columns()
-            name = column.name if column is not None and defined else projection.name
-        else:
-            name = projection.sql(dialect="mysql")
-        result.append((name, column if typed else None))
-    return result
-
-
-# -- the executor's thread ----------------------------------------------------------------
-
-
-# -- the worker thread's work ------------------------------------------------------------
-
-
-#: sqlglot's optimizer rules but merge_subqueries, which copies a derived table's expressions
-#: into each reference to them: planning (bounded on the statement as written) would then grow
-#: with the copies. The executor runs a derived table as a step of its own instead.
-_RULES = tuple(rule for rule in RULES if rule is not merge_subqueries)
-
-
-def _run_static(expression: exp.Expression, limits: SqlLimits) -> AllowedResult:
-    """mysql-mimic's static query (``SELECT 1``, ``SELECT DATABASE()``): rows and names."""
-
-    def size_of(_: exp.Table) -> int:
-        return 1
-
-    check_join_size(expression, size_of, limits)
-    planned = check_plan(expression, limits)
-    result = _bounded_execute(expression, _Source({}, {}, None, size_of, 0), planned, limits)
-    check_result(result.rows, limits)
-    return result.rows, result.columns
-
-
-def _run_info_schema(
-    expression: exp.Expression,
-    info: InfoSchema,
-    size_of: Callable[[exp.Table], int],
-    limits: SqlLimits,
-) -> AllowedResult:
-    """mysql-mimic's ``InfoSchema.query``, bounded: the rows and the names."""
-    check_join_size(expression, size_of, limits)
-    planned = check_plan(expression, limits)
-    longest = max(
-        (longest_text(table.rows) for tables in info.tables.values() for table in tables.values()),
-        default=0,
-    )
-    # InfoSchema.query: COLLATE removed (sqlglot's executor has none), then execute().
-    source = _Source(INFO_SCHEMA, info.tables, None, size_of, longest)
-    result = _bounded_execute(expression.transform(_remove_collate), source, planned, limits)
-    check_result(result.rows, limits)
-    return result.rows, result.columns
-
-
-def _remove_collate(node: exp.Expression) -> exp.Expression:
-    """``x COLLATE c`` as ``x``: sqlglot's executor has no collations (mysql-mimic's rule)."""
-    if isinstance(node, exp.Collate):
-        left: exp.Expression = node.this
-        return left
-    return node
-
-
-@dataclass(frozen=True, slots=True)
-class _Source:
-    """What a statement runs over: sqlglot's schema and tables, their sizes, longest text."""
-
-    schema: dict[str, Any]
-    tables: dict[str, Any]
-    dialect: str | None
-    size_of: Callable[[exp.Table], int]
-    longest: int
-
-
-def _bounded_execute(
-    expression: exp.Expression, source: _Source, planned: int, limits: SqlLimits
-) -> EngineTable:
-    """The ``execute()`` of sqlglot, bounded: checked before it runs (:func:`check_run`).
-
-    ``planned`` is what planning costs (:func:`check_plan`). The functions that could build
-    a huge value are bounded (:func:`engine_env`).
-    """
-    engine_tables = ensure_tables(source.tables, dialect=source.dialect)
-    optimized = optimize(
-        expression,
-        ensure_schema(source.schema, dialect=source.dialect),
-        leave_tables_isolated=True,
-        dialect=source.dialect,
-        rules=_RULES,
-    )
-    check_run(optimized, source.size_of, source.longest, planned, limits)
-    plan = Plan(functions.for_executor(for_engine(optimized)))
-    env = {**engine_env(limits), **functions.ENGINE_FUNCTIONS}
-    executor = PythonExecutor(env=env, tables=engine_tables)  # type: ignore[no-untyped-call]
-    result: EngineTable = executor.execute(plan)  # type: ignore[no-untyped-call]
-    return result
-
-
-def _run(
-    expression: exp.Expression,
-    snapshot: Mapping[tuple[str, str], tuple[tuple[Column, ...], list[tuple[Value, ...]]]],
-    zone: TimeZone,
-    limits: SqlLimits,
-) -> tuple[tuple[str, ...], list[tuple[Any, ...]]]:
-    """Run ``expression`` over ``snapshot`` with sqlglot's executor: the names and the rows.
-
-    TIMESTAMP(6) values are MySQL's text in ``zone``, as the session compares them. The
-    statement is bounded by ``limits`` before it runs (its join size, its cost: :mod:`.bounds`)
-    and after (its rows and bytes).
-    """
-
-    def size_of(table: exp.Table) -> int:
-        return len(snapshot.get((table.db, table.name), ((), []))[1])
-
-    check_join_size(expression, size_of, limits)
-    planned = check_plan(expression, limits)
-    schema: dict[str, Any] = {}  # {db: {table: {column: type}}}
-    tables: dict[str, dict[str, EngineTable]] = {}
-    longest = 0
-    for (db, name), (columns, values) in snapshot.items():
-        names = tuple(column.name.lower() for column in columns)
-        schema.setdefault(db, {})[name] = {
-            column.name.lower(): _ENGINE_TYPES[column.kind] for column in columns
-        }
-        rows = values
-        if any(column.kind is Kind.TIMESTAMP for column in columns):
-            rows = [
-                tuple(catalog.engine_value(c, v, zone) for c, v in zip(columns, row, strict=True))
-                for row in values
-            ]
-        tables.setdefault(db, {})[name] = EngineTable(names, rows)
-        longest = max(longest, longest_text(rows))
-    # COLLATE as in information_schema queries (the executor has no collations).
-    source = _Source(schema, tables, _DIALECT, size_of, longest)
-    result = _bounded_execute(expression.transform(_remove_collate), source, planned, limits)
-    rows = list(result.rows)
-    check_result(rows, limits)
-    return tuple(result.columns), rows
-
-
-#: What a client is told when sqlglot's executor fails in a way no rule names (no Python text);
-#: what failed is logged at debug.
-ENGINE_FAILURE = "grstats cannot run this statement"
-_LOG = structlog.get_logger(__name__)
-
-
-def _engine_error(error: Exception, statement: exp.Expression | None = None) -> MysqlError:
-    """The MySQL error for ``error`` from sqlglot's executor, never with Python's words.
-
-    A MySQL error raised inside it (a bound) is itself; a function it lacks is 1235
-    (:func:`.functions.missing_function`); anything else 1105 ``grstats cannot run this
-    statement``, as MySQL's ER_UNKNOWN_ERROR is a plain "Unknown error".
-    """
-    cause = _mysql_cause(error)
-    if cause is not None:
-        return cause
-    missing = functions.missing_function(error, statement)
-    if missing is not None:
-        return missing
-    _LOG.debug("sql_statement_failed", error=f"{type(error).__name__}: {error}"[:512])
-    return sql_error(ErrorCode.UNKNOWN_ERROR, ENGINE_FAILURE)
-
-
-def _mysql_cause(error: BaseException) -> MysqlError | None:
-    """The MySQL error a bounded function raised in sqlglot's executor (which wraps it), if any."""
-    cause = error.__cause__
-    while cause is not None:
-        if isinstance(cause, MysqlError):
-            return cause
-        cause = cause.__cause__
-    return None
-
-
-class _Interrupted(Exception):
-    """Raised by a job stopped before it started: its work never runs."""
-
-
-class _Job(Generic[T]):
-    """``work`` for the worker thread, which :meth:`stop` keeps from starting.
-
-    Nothing interrupts sqlglot's executor once it runs: every statement is bounded before it
-    starts instead (:mod:`.bounds`), so a stopped job that has started holds the thread a
-    bounded time, and its result is dropped by the session that stopped it.
-    """
-
-    def __init__(self, work: Callable[[], T]) -> None:
-        self._work = work
-        self._stopped = False
-
-    def __call__(self) -> T:
-        if self._stopped:
-            raise _Interrupted
-        return self._work()
-
-    def stop(self) -> None:
-        """Stop the work: it will not start (one that has started runs to its end)."""
-        self._stopped = True

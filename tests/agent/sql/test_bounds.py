@@ -12,11 +12,16 @@ from __future__ import annotations
 import random
 import re
 import time
+import tomllib
+from importlib.metadata import version
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 import sqlglot
 from mysql_mimic.errors import MysqlError
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 from sqlglot import exp
 from sqlglot.executor import env
 from sqlglot.executor.python import PythonExecutor
@@ -25,7 +30,7 @@ from grstats.agent.limits import LimitsConfig
 from grstats.agent.mysql_errors import ER_TOO_BIG_SELECT
 from grstats.agent.rows import Kind
 from grstats.agent.rows.zone import parse_time_zone
-from grstats.agent.sql import bounds, catalog, session
+from grstats.agent.sql import bounds, catalog, execution, value_bounds
 from tests.agent.sql.test_session import Limits, serving
 
 if TYPE_CHECKING:
@@ -35,6 +40,7 @@ T = "grstats.replication_group_members"
 DEFAULTS = LimitsConfig()
 #: The worst accepted statement's CPU time must stay well under this (0.3 s measured).
 WORST_CPU_S = 1.0
+PYPROJECT = Path(__file__).resolve().parents[3] / "pyproject.toml"
 
 
 def cross(count: int) -> str:
@@ -122,7 +128,7 @@ async def test_refused_before_it_runs(
             ran.append(plan)
             return super().execute(plan, outer_scope)  # type: ignore[no-untyped-call]
 
-    monkeypatch.setattr(session, "PythonExecutor", Spied)
+    monkeypatch.setattr(execution, "PythonExecutor", Spied)
     async with serving(Limits()) as endpoint:
         client = await endpoint.connect()
         try:
@@ -228,7 +234,7 @@ def test_like_matches_as_sqlglots_regular_expression() -> None:
         subject = "".join(draw.choice("abB\n") for _ in range(draw.randrange(10)))
         for flags in (0, re.IGNORECASE):
             expected = env._like(subject, pattern, flags)  # type: ignore[no-untyped-call]
-            assert bounds.like(subject, pattern, flags) == expected, (
+            assert value_bounds.like(subject, pattern, flags) == expected, (
                 subject,
                 pattern,
                 flags,
@@ -267,13 +273,13 @@ def cost_and_cpu(
         costs.append(planned + bounds.run_cost(expression, size_of, longest, limits))
         check_run(expression, size_of, longest, planned, limits)
 
-    monkeypatch.setattr(session, "check_run", spied)
+    monkeypatch.setattr(execution, "check_run", spied)
     expression = sqlglot.parse_one(sql, read="mysql")
     assert isinstance(expression, exp.Select)
     started = time.thread_time()
     refused = None
     try:
-        session._run(expression, snapshot(text), parse_time_zone("+00:00"), DEFAULTS)
+        execution.run_query(expression, snapshot(text), parse_time_zone("+00:00"), DEFAULTS)
     except MysqlError as error:
         refused = error.code
     cpu = time.thread_time() - started
@@ -351,6 +357,18 @@ def test_the_worst_accepted_statements_take_well_under_a_second(
     assert cpu < WORST_CPU_S, f"{cpu:.3f} s of CPU for a cost of {cost}"
     bigger, _ = cost_and_cpu(monkeypatch, make(most + 1), text)
     assert bigger is None
+
+
+def test_the_installed_sqlglot_is_in_the_range_the_costs_are_measured_for() -> None:
+    """The sqlglot the tests above ran on is within pyproject.toml's range, which has an upper bound."""
+    dependencies = tomllib.loads(PYPROJECT.read_text(encoding="utf-8"))["project"]["dependencies"]
+    (allowed,) = [
+        Requirement(line).specifier
+        for line in dependencies
+        if canonicalize_name(Requirement(line).name) == "sqlglot"
+    ]
+    assert [spec.operator for spec in allowed if spec.operator in {"<", "<="}], allowed
+    assert allowed.contains(version("sqlglot")), f"sqlglot {version('sqlglot')} is not {allowed}"
 
 
 def test_the_longest_text_accepted_parses_well_under_a_second() -> None:

@@ -44,7 +44,7 @@ from grstats.agent.rows import (
 from grstats.agent.rows.member_log import REPLICATION_GROUP_MEMBER_LOG
 from grstats.agent.rows.render import cell_text
 from grstats.agent.rows.zone import parse_time_zone
-from grstats.agent.sql import bounds, catalog, session, sys_schema
+from grstats.agent.sql import catalog, execution, sys_schema, value_bounds
 from grstats.agent.sql.session import GrstatsSession, SqlIdentity
 from tests.agent.test_runtime import start_group, stop_all
 
@@ -612,14 +612,14 @@ async def test_a_query_stopped_before_it_starts_never_runs(
     """A query queued behind a running one gets 3024 at its time and never starts; the running one ends."""
     started: list[str] = []
     running_one = threading.Event()
-    run = session._run
+    run = execution.run_query
 
     def spied(expression: Any, *args: Any) -> Any:
         started.append(expression.sql())
         running_one.set()
         return run(expression, *args)
 
-    monkeypatch.setattr(session, "_run", spied)
+    monkeypatch.setattr(execution, "run_query", spied)
     queued = "SELECT COUNT(*) AS queued FROM grstats.replication_group_members t"
     async with serving(SLOW) as endpoint:
         first, second = await endpoint.connect(), await endpoint.connect()
@@ -702,9 +702,9 @@ def test_wire_types_of_every_declared_type() -> None:
 def test_a_stopped_job_never_starts() -> None:
     """A job stopped before the worker takes it raises and never calls its work."""
     calls: list[int] = []
-    job = session._Job(lambda: calls.append(1))
+    job = execution._Job(lambda: calls.append(1))
     job.stop()
-    with pytest.raises(session._Interrupted):
+    with pytest.raises(execution._Interrupted):
         job()
     assert calls == []
 
@@ -718,7 +718,7 @@ def test_a_started_job_runs_to_its_end() -> None:
         release.wait(5)
         return "done"
 
-    job = session._Job(work)
+    job = execution._Job(work)
     with concurrent.futures.ThreadPoolExecutor(1) as executor:
         future = executor.submit(job)
         assert running.wait(5)
@@ -730,7 +730,7 @@ def test_a_started_job_runs_to_its_end() -> None:
 def test_the_executor_runs_under_no_trace_hook(monkeypatch: pytest.MonkeyPatch) -> None:
     """Inside sqlglot's executor the worker thread has its own trace function (none is added)."""
     seen: list[object] = []
-    env = bounds.engine_env
+    env = value_bounds.engine_env
 
     def spied_env(limits: Any) -> dict[str, Any]:
         functions = env(limits)
@@ -742,7 +742,7 @@ def test_the_executor_runs_under_no_trace_hook(monkeypatch: pytest.MonkeyPatch) 
 
         return {**functions, "LENGTH": traced_length}
 
-    monkeypatch.setattr(session, "engine_env", spied_env)
+    monkeypatch.setattr(execution, "engine_env", spied_env)
     columns = catalog.table_columns("grstats", "replication_group_members")
     assert columns is not None
     row: tuple[Value, ...] = tuple(
@@ -755,11 +755,11 @@ def test_the_executor_runs_under_no_trace_hook(monkeypatch: pytest.MonkeyPatch) 
     )
     assert isinstance(expression, exp.Select)
     work = functools.partial(
-        session._run, expression, snapshot, parse_time_zone("+00:00"), LimitsConfig()
+        execution.run_query, expression, snapshot, parse_time_zone("+00:00"), LimitsConfig()
     )
     with concurrent.futures.ThreadPoolExecutor(1) as executor:
         outside = executor.submit(sys.gettrace).result(5)
-        assert executor.submit(session._Job(work)).result(5) == (("_col_0",), [(1,)])
+        assert executor.submit(execution._Job(work)).result(5) == (("_col_0",), [(1,)])
     assert seen == [outside]
 
 
