@@ -120,6 +120,7 @@ bench: $(VENV)/.installed-bench ## run the benchmarks (not part of make test); f
 	$(BIN)/python tests/benchmarks/bench_fleet_spark.py --json bench-results/fleet_spark.json
 	$(MAKE) dist
 	$(BIN)/python -m tests.benchmarks.bench_release --json bench-results/release.json
+	$(BIN)/python -m tests.benchmarks.bench_cli --json bench-results/cli.json
 
 proto: $(VENV)/.installed ## regenerate the committed gRPC code (grstats.proto) from proto/grstats.proto
 	$(BIN)/python proto/generate.py

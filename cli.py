@@ -10,15 +10,15 @@ namespace and returning the exit status. Each raises
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import sys
 from typing import TYPE_CHECKING
 
 from grstats import __version__
 from grstats.agent.cli.errors import CliError
+from grstats.agent.grpc_verbosity import quiet_grpc_core
 
 if TYPE_CHECKING:
+    import argparse
     from collections.abc import Callable, Sequence
 
 #: Modules that each add one subcommand, in the order ``--help`` lists them.
@@ -72,6 +72,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     With ``command``, one of :data:`COMMANDS`, only its module's subcommands are attached:
     they parse their arguments, and print their help and errors, as in the whole parser.
     """
+    import argparse  # noqa: PLC0415  (not for --version)
+    import importlib  # noqa: PLC0415
+
     parser = argparse.ArgumentParser(
         prog="grstats",
         description=DESCRIPTION,
@@ -87,12 +90,17 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run ``grstats`` with ``argv`` (default: ``sys.argv[1:]``) and return the exit status."""
-    from grstats.agent.log import quiet_grpc_core  # noqa: PLC0415  (before grpc is imported)
+    """Run ``grstats`` with ``argv`` (default: ``sys.argv[1:]``) and return the exit status.
 
+    ``grstats --version`` (``-V``) answers before any parser or command's module is loaded: it
+    is what a script calls to check an install, and it takes the interpreter's start alone.
+    """
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words[:1] in (["-V"], ["--version"]):  # at once: no parser, no command's module
+        print(f"grstats {__version__}")
+        return 0
     # gRPC's C core reads GRPC_VERBOSITY once, at import: the subcommands import it below.
     quiet_grpc_core()
-    words = list(sys.argv[1:] if argv is None else argv)
     # The first word names the command (an option there, or a mistyped command: every one).
     parser = build_parser(words[0] if words else None)
     args = parser.parse_args(words)

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 import grpc
 
 from grstats.agent.errors import ConfigError
-from grstats.agent.log import ThrottledWarning
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -73,6 +72,8 @@ class TokenInterceptor(grpc.aio.ServerInterceptor):
         self._expected = f"Bearer {token}".encode("ascii")
         self._services = frozenset(services)
         self._log = log
+        from grstats.agent.log import ThrottledWarning  # noqa: PLC0415  (structlog: the agent's)
+
         self._warn = ThrottledWarning(self._log, "rpc_unauthenticated", LOG_EVERY_S)
 
     async def intercept_service(

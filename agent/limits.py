@@ -46,13 +46,13 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import structlog
-
 from grstats.agent.checks import check_int, check_number, check_seconds
 from grstats.agent.errors import ConfigError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
+
+    import structlog
 
 MIB = 1024 * 1024
 #: The most members a Group Replication group has at a time (MySQL Reference Manual, Group
@@ -385,6 +385,8 @@ class RateLimiter:
         self._rates = rates
         self._max = max_clients
         self._clock = clock
+        import structlog  # noqa: PLC0415  (a command that only reads the limits needs none)
+
         self._log = logger or structlog.get_logger()
         self._buckets: OrderedDict[tuple[str, str], _Bucket] = OrderedDict()
 

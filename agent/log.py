@@ -24,7 +24,8 @@ event (a console traceback) carries it. Elsewhere lines are left as they are.
 gRPC's C core writes lines of its own straight to standard error (``I1124 06:21:27.872474
 ... ssl_transport_security.cc:2563] Handshake failed ...``), past structlog. It reads
 ``GRPC_VERBOSITY`` once, when ``grpc`` is imported, so the ``grstats`` command calls
-:func:`quiet_grpc_core` before it imports anything that imports ``grpc``: unless the user set
+:func:`quiet_grpc_core` (:mod:`grstats.agent.grpc_verbosity`, light enough to come before the
+command is known) before it imports anything that imports ``grpc``: unless the user set
 ``GRPC_VERBOSITY``, those lines are off (``NONE``). What they would say, grstats logs in its own
 words: a peer that cannot be dialled (``peer_exchange_failed`` with gRPC's reason, the TLS
 handshake's included, and a TLS mistake named once: ``tls_mismatch``,
@@ -66,8 +67,12 @@ import structlog  # noqa: E402  (imported just above, without Rich)
 
 from grstats.agent.errors import ConfigError  # noqa: E402
 
+# Kept where they were, for their callers: the explicit aliases re-export them (PEP 484).
+from grstats.agent.grpc_verbosity import GRPC_VERBOSITY as GRPC_VERBOSITY  # noqa: E402, PLC0414
+from grstats.agent.grpc_verbosity import quiet_grpc_core as quiet_grpc_core  # noqa: E402, PLC0414
+
 if TYPE_CHECKING:
-    from collections.abc import Callable, Hashable, Mapping, MutableMapping
+    from collections.abc import Callable, Hashable, Mapping
 
     from structlog.typing import FilteringBoundLogger, Processor, WrappedLogger
 
@@ -82,9 +87,6 @@ _LEVEL_NUMBERS = {
     "warning": logging.WARNING,
     "error": logging.ERROR,
 }
-
-#: The variable gRPC's C core takes its log level from: ``DEBUG``, ``INFO``, ``ERROR``, ``NONE``.
-GRPC_VERBOSITY = "GRPC_VERBOSITY"
 
 #: Syslog priorities (sd-daemon(3) SD_DEBUG ... SD_CRIT) by the method name a processor is
 #: given: structlog's methods, and the standard library's level names in lower case.
@@ -199,28 +201,6 @@ def _route_standard_logging(processors: list[Processor], out: TextIO, level: int
         root.removeHandler(old)  # configured again: ours is replaced, others' handlers stay
     root.addHandler(handler)
     root.setLevel(level)
-
-
-def quiet_grpc_core(
-    environ: MutableMapping[str, str] | None = None, modules: Mapping[str, object] | None = None
-) -> bool:
-    """Turn gRPC's C-core log lines off (``GRPC_VERBOSITY=NONE``) unless the user chose a level.
-
-    It works only before ``grpc`` is imported, which is when gRPC reads the variable; after,
-    it changes nothing. Child processes inherit the variable.
-
-    Args:
-        environ: the environment to set it in (default: the process's).
-        modules: the modules imported (default: :data:`sys.modules`).
-
-    Returns:
-        Whether it set the variable (false: the user had set it, or ``grpc`` was imported).
-    """
-    env = os.environ if environ is None else environ
-    if env.get(GRPC_VERBOSITY) or "grpc" in (sys.modules if modules is None else modules):
-        return False
-    env[GRPC_VERBOSITY] = "NONE"
-    return True
 
 
 def get_logger(member_id: str | None = None, **bound: Any) -> FilteringBoundLogger:

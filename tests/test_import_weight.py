@@ -2,7 +2,9 @@
 
 A running agent loads only what its source, its logs and its endpoints need (issue 33: an
 agent at most 60 MB, tests/agent/test_agent_memory.py): each command loads only its module,
-Rich only with console logs, cryptography only to RSA-encrypt a MySQL password.
+Rich only with console logs, cryptography only to RSA-encrypt a MySQL password. ``grstats
+--version`` answers before any parser or command loads, and ``grstats query --help`` without
+gRPC (issue 50: a command line that answers in tens of milliseconds).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from grstats import __version__
 from grstats.agent.cli.demo import free_ports
 from grstats.cli import COMMAND_MODULES, COMMANDS, build_parser
 
@@ -117,6 +120,63 @@ def test_a_simulated_agent_loads_no_sql_engine_driver_rich_or_other_commands(
         if any(name == top or name.startswith(f"{top}.") for top in NOT_IN_A_SIMULATED_AGENT)
     ]
     assert not unwanted, unwanted
+
+
+#: What neither ``grstats --version`` nor ``grstats query --help`` loads (issue 50: a command
+#: line that answers at once): gRPC, protobuf and asyncio (the query's call to an agent),
+#: structlog and Rich, the SQL engine, Arrow and Spark, msgpack.
+NOT_FOR_A_QUICK_ANSWER = (
+    "grpc",
+    "google.protobuf",
+    "structlog",
+    "rich",
+    "pyarrow",
+    "pyspark",
+    "sqlglot",
+    "mysql_mimic",
+    "msgpack",
+    "asyncio",
+)
+
+#: Runs ``grstats --version`` and then ``grstats query --help`` in this process, as the
+#: ``grstats`` script does, and prints what each printed and the modules loaded after it.
+QUICK_COMMANDS = """
+import contextlib, io, json, sys
+from grstats.cli import main
+
+seen = {}
+for words in (["--version"], ["query", "--help"]):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.suppress(SystemExit):
+        main(words)
+    seen[" ".join(words)] = {"out": out.getvalue(), "modules": sorted(sys.modules)}
+print(json.dumps(seen))
+"""
+
+
+def test_version_and_query_help_load_no_grpc_structlog_or_any_commands_code() -> None:
+    """`grstats --version` loads no parser nor command; neither it nor `query --help` loads those."""
+    done = subprocess.run(
+        [sys.executable, "-c", QUICK_COMMANDS],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    seen = json.loads(done.stdout)
+    version, query_help = seen["--version"], seen["query --help"]
+    assert version["out"] == f"grstats {__version__}\n"
+    assert "usage: grstats query" in query_help["out"]
+    assert "members" in query_help["out"]
+    for words, loaded in (("--version", version), ("query --help", query_help)):
+        unwanted = [
+            name
+            for name in loaded["modules"]
+            if any(name == top or name.startswith(f"{top}.") for top in NOT_FOR_A_QUICK_ANSWER)
+        ]
+        assert not unwanted, (words, unwanted)
+    assert not {"argparse", *COMMAND_MODULES} & set(version["modules"])
+    assert not (set(COMMAND_MODULES) - {COMMANDS["query"]}) & set(query_help["modules"])
 
 
 def test_each_command_loads_only_its_own_module() -> None:

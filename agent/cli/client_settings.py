@@ -31,9 +31,7 @@ from: the flag, the variable, or the file and its key.
 
 from __future__ import annotations
 
-import difflib
 import os
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -42,12 +40,12 @@ from grstats.agent.address import split_address
 from grstats.agent.cli.errors import CliError
 from grstats.agent.errors import ConfigError
 from grstats.agent.rows.zone import UTC_ZONE, TimeZone, TimeZoneError, parse_time_zone
-from grstats.agent.security import Security
-from grstats.agent.tls import TlsConfig
 
 if TYPE_CHECKING:
     import argparse
     from collections.abc import Mapping
+
+    from grstats.agent.security import Security
 
 __all__ = [
     "CLIENT_CONFIG_ENV",
@@ -158,6 +156,9 @@ class ClientSettings:
         Raises:
             CliError: exit status 2, naming where the faulty value came from.
         """
+        from grstats.agent.security import Security  # noqa: PLC0415  (gRPC: not for --help)
+        from grstats.agent.tls import TlsConfig  # noqa: PLC0415
+
         try:
             tls = None
             if self.ca_file or self.cert_file or self.key_file:
@@ -274,6 +275,8 @@ def _named(path: Path | None) -> str:
 
 def _read(path: Path, named_by: str) -> dict[str, object]:
     """The file's settings by dotted key, relative paths made relative to the file."""
+    import tomllib  # noqa: PLC0415  (only with a client config file)
+
     where = _named(path)
     try:
         with path.open("rb") as file:
@@ -293,6 +296,8 @@ def _read(path: Path, named_by: str) -> dict[str, object]:
             found[key] = value
     for key, value in found.items():
         if key not in _FILE_KEYS:
+            import difflib  # noqa: PLC0415  (only for a mistyped key)
+
             close = difflib.get_close_matches(key, _FILE_KEYS, n=1)
             hint = f" (did you mean {close[0]}?)" if close else ""
             raise CliError(f"{where}: {key}: unknown setting{hint}", code=2)

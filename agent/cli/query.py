@@ -21,14 +21,11 @@ times are always ISO 8601 in UTC with ``Z``.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import re
 import sys
 import time
 from typing import TYPE_CHECKING
-
-import grpc
 
 from grstats.agent.cli.client_settings import (
     CLIENT_CONFIG_ENV,
@@ -38,34 +35,21 @@ from grstats.agent.cli.client_settings import (
 from grstats.agent.cli.errors import CliError
 from grstats.agent.cli.events import EVENTS_TABLE, EventFilter, check_member, follow, since_us
 from grstats.agent.cli.security import add_security_arguments
-from grstats.agent.cli.status_view import (
-    STATUS_TABLES,
-    VIEWS_TABLE,
-    GroupStatus,
-    StatusTableMissing,
-    render_status,
-    source_line,
-    table_document,
-)
 from grstats.agent.clock import now_us
-from grstats.agent.convert import (
-    WireError,
-    query_request,
-    source_report_from_wire,
-    table_from_wire,
-)
-from grstats.agent.messages import SourceReport
 from grstats.agent.rows import EXTENDED_COLUMNS, TABLES, Column, Kind, render
 from grstats.agent.rows.member_log import REPLICATION_GROUP_MEMBER_LOG
 from grstats.agent.rows.zone import UTC_ZONE
-from grstats.proto import grstats_pb2 as pb
-from grstats.proto import grstats_pb2_grpc as pb_grpc
 
+# gRPC, protobuf, asyncio and the status view (structlog, through the gossip's modules) load
+# in the functions that ask an agent, not for --help or a mistyped flag (issue 50).
 if TYPE_CHECKING:
+    from grstats.agent.cli.status_view import GroupStatus
     from grstats.agent.cli.types import Subparsers
+    from grstats.agent.messages import SourceReport
     from grstats.agent.rows import Value
     from grstats.agent.rows.zone import TimeZone
     from grstats.agent.security import Security
+    from grstats.proto import grstats_pb2 as pb
 
 #: What each word of ``grstats query`` asks for.
 WHAT = {
@@ -235,6 +219,11 @@ def register(subparsers: Subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Query the agent and print the table (or the verdict, see :func:`status`)."""
+    import asyncio  # noqa: PLC0415  (only to ask an agent, as below)
+
+    from grstats.agent.cli.status_view import VIEWS_TABLE, table_document  # noqa: PLC0415
+    from grstats.agent.convert import table_from_wire  # noqa: PLC0415
+
     if args.timeout <= 0:
         raise CliError(f"--timeout: {args.timeout:g} is not a positive number of seconds", code=2)
     _check_event_flags(args)
@@ -271,6 +260,17 @@ def run(args: argparse.Namespace) -> int:
 
 def status(args: argparse.Namespace) -> int:
     """Print the group's verdict once, or every period with ``--watch``."""
+    import asyncio  # noqa: PLC0415
+
+    from grstats.agent.cli.status_view import (  # noqa: PLC0415
+        STATUS_TABLES,
+        VIEWS_TABLE,
+        GroupStatus,
+        StatusTableMissing,
+        render_status,
+    )
+    from grstats.agent.convert import table_from_wire  # noqa: PLC0415
+
     if args.extended:
         raise CliError("--extended: the status tables hold CONNECTED and AGE_MS already", code=2)
     settings = client_settings(args)
@@ -324,6 +324,12 @@ def _check_event_flags(args: argparse.Namespace) -> None:
 
 def events(args: argparse.Namespace) -> int:
     """Print the members' events once, or follow them with ``--follow``."""
+    import asyncio  # noqa: PLC0415
+
+    from grstats.agent.cli.status_view import table_document  # noqa: PLC0415
+    from grstats.agent.convert import table_from_wire  # noqa: PLC0415
+    from grstats.agent.messages import SourceReport  # noqa: PLC0415
+
     if args.extended:
         raise CliError("--extended: events have no freshness columns", code=2)
     settings = client_settings(args)
@@ -356,6 +362,11 @@ def events(args: argparse.Namespace) -> int:
 
 def log(args: argparse.Namespace) -> int:
     """Print every member's Group Replication log lines, oldest first (--since, --member)."""
+    import asyncio  # noqa: PLC0415
+
+    from grstats.agent.cli.status_view import table_document  # noqa: PLC0415
+    from grstats.agent.convert import table_from_wire  # noqa: PLC0415
+
     if args.extended:
         raise CliError("--extended: the log has no freshness columns", code=2)
     settings = client_settings(args)
@@ -386,6 +397,8 @@ def log(args: argparse.Namespace) -> int:
 
 def _source(node: str, response: pb.QueryResponse) -> SourceReport:
     """What the answer says of the agent's source; a malformed report is a CliError."""
+    from grstats.agent.convert import WireError, source_report_from_wire  # noqa: PLC0415
+
     try:
         return source_report_from_wire(response)
     except WireError as exc:
@@ -397,6 +410,8 @@ def warn_source(node: str, source: SourceReport, zone: TimeZone = UTC_ZONE) -> N
 
     Its time is in ``zone``.
     """
+    from grstats.agent.cli.status_view import source_line  # noqa: PLC0415
+
     line = source_line(node, source, zone=zone)
     if line is not None:
         sys.stdout.flush()  # the answer first, when both go to one terminal or file
@@ -423,6 +438,11 @@ async def _read(
     *,
     extended: bool = False,
 ) -> pb.QueryResponse:
+    import grpc  # noqa: PLC0415
+
+    from grstats.agent.convert import query_request  # noqa: PLC0415
+    from grstats.proto import grstats_pb2_grpc as pb_grpc  # noqa: PLC0415
+
     request = query_request(names, extended=extended)
     try:
         async with security.channel(node) as channel:

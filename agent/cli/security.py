@@ -7,11 +7,11 @@ from typing import TYPE_CHECKING
 
 from grstats.agent.cli.errors import CliError
 from grstats.agent.errors import ConfigError
-from grstats.agent.security import Security
-from grstats.agent.tls import TlsConfig
 
 if TYPE_CHECKING:
     import argparse
+
+    from grstats.agent.security import Security
 
 
 def add_security_arguments(parser: argparse.ArgumentParser, *, agent: bool) -> None:
@@ -48,6 +48,9 @@ def client_security(args: argparse.Namespace) -> Security:
     Raises:
         CliError: exit status 2, naming the flag, when a file is missing or does not parse.
     """
+    from grstats.agent.security import Security  # noqa: PLC0415  (gRPC: not for --help)
+    from grstats.agent.tls import TlsConfig  # noqa: PLC0415
+
     names = {
         "tls.cert_file": "--tls-cert",
         "tls.key_file": "--tls-key",
