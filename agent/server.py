@@ -53,6 +53,7 @@ from grstats.agent.limits import (
 )
 from grstats.agent.log import ThrottledWarning
 from grstats.agent.messages import OWN_BUILD
+from grstats.agent.rows.member_log import REPLICATION_GROUP_MEMBER_LOG
 from grstats.agent.rows.schema import REPLICATION_GROUP_EVENTS
 from grstats.agent.served import Served, Table
 from grstats.proto import grstats_pb2 as pb
@@ -467,7 +468,7 @@ class QueryServicer(pb_grpc.QueryServicer):  # type: ignore[misc]
             fault = source_report_to_wire(self._reporter.source_report())
             if fault is not None:
                 answer.source_fault.CopyFrom(fault)
-        since = request.events_since_us if EVENTS_TABLE in names else 0
+        since = request.events_since_us if any(n in _SINCE_COLUMNS for n in names) else 0
         revision = request.protocol_revision  # 0 from an older client: the columns it knows
         if request.extended or since:  # built for this query: not the cached encoding
             known = known_columns(revision)
@@ -481,21 +482,25 @@ class QueryServicer(pb_grpc.QueryServicer):  # type: ignore[misc]
         return self._encoded_tables(tables, names, revision) + own
 
 
-#: The table ``QueryRequest.events_since_us`` filters, and the column it filters on.
+#: The tables ``QueryRequest.events_since_us`` filters, and the index of the time column each is
+#: filtered on: the events' EVENT_TIME and (revision 5) the log lines' LOGGED.
 EVENTS_TABLE = REPLICATION_GROUP_EVENTS.name
-_EVENT_TIME = next(
-    index
-    for index, column in enumerate(REPLICATION_GROUP_EVENTS.columns)
-    if column.name == "EVENT_TIME"
-)
+_SINCE_COLUMNS = {
+    table.name: next(index for index, column in enumerate(table.columns) if column.name == name)
+    for table, name in (
+        (REPLICATION_GROUP_EVENTS, "EVENT_TIME"),
+        (REPLICATION_GROUP_MEMBER_LOG, "LOGGED"),
+    )
+}
 
 
 def _since(name: str, table: Table, since_us: int) -> Table:
-    """Table ``name``; the events only those whose EVENT_TIME is at or after ``since_us`` (µs)."""
+    """Table ``name``; the events and log lines only those at or after ``since_us`` (µs)."""
     columns, rows = table
-    if name != EVENTS_TABLE or not since_us:
+    at_column = _SINCE_COLUMNS.get(name)
+    if at_column is None or not since_us:
         return table
-    kept = [row for row in rows if isinstance(at := row[_EVENT_TIME], int) and at >= since_us]
+    kept = [row for row in rows if isinstance(at := row[at_column], int) and at >= since_us]
     return columns, kept
 
 

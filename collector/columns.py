@@ -31,7 +31,8 @@ compressed bytes', checked before they are decompressed)::
      "records": int,         # records (snapshots) in the segment
      "rows": int,            # member rows
      "columns": {name: column},
-     "events": [[group_label, group_name, cell, ...], ...]}
+     "events": [[group_label, group_name, cell, ...], ...],
+     "log": [[group_label, group_name, cell, ...], ...]}
 
 Each column holds one cell per row: ``["int", data, nulls]`` (data: signed 64-bit
 little-endian integers; nulls: an Arrow validity bitmap, LSB first, or empty when no cell is
@@ -51,7 +52,10 @@ APPLY_SECONDS were appended) is unusable instead, and its segment's records are 
 records hold the column wherever the agent served it, which the file cannot say. ``events`` was
 appended after them: the events of the segment's records (``grstats.collector.records``,
 ``record_events``), each its record's group label and name then its cells in EVENT_COLUMNS
-order; a file without the key was written by a collector that spooled no events.
+order; a file without the key was written by a collector that spooled no events. ``log`` was
+appended after it: the GR log lines of the segment's records (``record_log``), each its
+record's group label and name then its cells in LOG_COLUMNS order; a file without the key was
+written by a collector that spooled no lines.
 
 Imports only the standard library and msgpack: the collector runs without pyarrow.
 """
@@ -79,6 +83,7 @@ from grstats.collector.records import (
     TABLE_NAMES,
     RecordKey,
     record_events,
+    record_log,
 )
 
 if TYPE_CHECKING:
@@ -397,6 +402,8 @@ class SegmentColumns:
         self.rows = 0
         #: the records' events: group label, group name, then the event's cells
         self.events: list[list[Any]] = []
+        #: the records' GR log lines: group label, group name, then the line's cells
+        self.log_lines: list[list[Any]] = []
         self.last_frame: tuple[int, int] | None = None  #: (offset, CRC-32) of the last frame
         self.problem: str | None = None
         self._layouts: list[Sequence[str]] | None = None
@@ -453,6 +460,7 @@ class SegmentColumns:
         group = record.get(RecordKey.GROUP_NAME, "")
         agent_label = record.get(RecordKey.AGENT_GROUP_LABEL, "")
         events = record_events(record)  # RecordError: no file; the decoder names the cell
+        lines = record_log(record)
         if count:
             for sinks, cells in zip(layout.sinks, taken, strict=True):
                 for row in cells:
@@ -468,6 +476,7 @@ class SegmentColumns:
             self.columns["group_name"].add_many(group, count)
             self.columns["agent_group_label"].add_many(agent_label, count)
         self.events += [[label, group, *event] for event in events]
+        self.log_lines += [[label, group, *line] for line in lines]
         self.records += 1
         self.rows += count
 
@@ -492,6 +501,7 @@ class SegmentColumns:
                 "rows": self.rows,
                 "columns": columns,
                 "events": self.events,
+                "log": self.log_lines,
             },
             use_bin_type=True,
         )

@@ -18,7 +18,8 @@ recent window (by the answering agent's clock, a margin back) takes a late event
 margin; the whole list takes any later one, within the whole-list interval. An event is its
 whole row: every agent serves the same rows (:mod:`grstats.agent.rows.events`), so an answer
 of the agent failed over to holds the same rows again, and only what it has that the other
-had not is new.
+had not is new. The members' GR log lines (``replication_group_member_log``) are taken the same
+way, by a :class:`NewEvents` of their own: a line too is its whole row, and each answer whole.
 
 What this does not prevent, and ingest deduplicates (``grstats spark ingest``): a collector
 restarted spools every event the agent holds once more (at most 500 per member), and an event

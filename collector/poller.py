@@ -11,6 +11,10 @@ agent that answered for the group's events, in a call of its own: the recent one
 whole list hourly, at the first ask and after a failover. An agent older than the events
 table refuses it (logged once, ``events_unavailable``) and the snapshot is spooled all the
 same. The record holds only the events not taken before (:mod:`grstats.collector.events`).
+The same polls ask, in one more call, for every member's Group Replication log lines
+(``replication_group_member_log``, its whole list: the agent keeps each member's last 200),
+and the record holds those not taken before under ``log``; an agent older than the table
+refuses it (``log_unavailable``, logged once) and the record holds no lines.
 
 :class:`Schedule` spaces polls ``interval_s`` apart on a fixed grid; when a poll overruns, the
 ticks it covered are skipped (and counted), never made up in a burst.
@@ -20,7 +24,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 import grpc
@@ -37,9 +41,11 @@ from grstats.collector.events import NewEvents
 from grstats.collector.groups import check_label
 from grstats.collector.records import (
     EVENTS_TABLE,
+    LOG_TABLE,
     TABLE_NAMES,
     RecordKey,
     events_from_response,
+    log_from_response,
     record_from_response,
 )
 from grstats.proto import grstats_pb2 as pb
@@ -50,7 +56,7 @@ if TYPE_CHECKING:
 
     from structlog.typing import FilteringBoundLogger
 
-    from grstats.collector.records import Record
+    from grstats.collector.records import Cell, Record
 
 #: Shortest and longest interval between polls, seconds.
 INTERVAL_RANGE_S = (1.0, 3600.0)
@@ -74,6 +80,30 @@ _CHANNEL_OPTIONS = [
     ("grpc.initial_reconnect_backoff_ms", 500),
     ("grpc.max_reconnect_backoff_ms", 5000),
 ]
+
+
+@dataclass(slots=True)
+class _RecentRows:
+    """A table a poller asks for every EVENTS_EVERY_S and spools the new rows of (events, log).
+
+    Attributes:
+        table: the table's name; ``key`` the record's key its new rows go under, ``name``
+            what the logs call it (``<name>_unavailable``), ``read`` the answer's reader.
+        rows: what was spooled of it already (a row is its whole row).
+        whole_us: when a poll last had its whole list (None: never).
+        source: the agent whose answer was taken last; ``served_us`` its clock then.
+        failing: whether the last ask failed (logged once until one succeeds).
+    """
+
+    table: str
+    key: str
+    name: str
+    read: Callable[..., tuple[list[str], list[list[Cell]]]]
+    rows: NewEvents = field(default_factory=NewEvents)
+    whole_us: int | None = None
+    source: str = ""
+    served_us: int = 0
+    failing: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,12 +235,10 @@ class Poller:
         self.failovers = 0  #: times the poller moved on from an agent that stopped answering
         # Says this collector's protocol revision: an agent sends only the columns it types.
         self._request = query_request(TABLE_NAMES, extended=True)
-        self._events = NewEvents()
+        self._events = _RecentRows(EVENTS_TABLE, RecordKey.EVENTS, "events", events_from_response)
+        # a line, as an event, is its whole row, asked for the same way
+        self._member_log = _RecentRows(LOG_TABLE, RecordKey.LOG, "log", log_from_response)
         self._events_asked_us: int | None = None  # when a poll last had the events
-        self._events_whole_us: int | None = None  # when a poll last had the whole list
-        self._events_from = ""  # the agent whose events were taken last
-        self._events_served_us = 0  # its clock at that answer
-        self._events_failing = False
 
     @property
     def node(self) -> str:
@@ -244,7 +272,9 @@ class Poller:
                 if not self._answering:
                     self._log.info("agent_answering", node=node)
                     self._answering = True
-                await self._add_events(node, record, collected_at_us)
+                if self._events_due(collected_at_us):
+                    for asked in (self._events, self._member_log):
+                        await self._add_recent(asked, node, record, collected_at_us)
                 return record
             failures.append(f"{node}: {reason}")
             self._index = (self._index + 1) % len(nodes)
@@ -254,45 +284,55 @@ class Poller:
         self._answering = False
         raise NoAgentAnswered("no agent answered: " + "; ".join(failures))
 
-    async def _add_events(self, node: str, record: Record, collected_at_us: int) -> None:
-        """When due, ask ``node`` for the events and add those not spooled yet to ``record``.
-
-        A failed call leaves the record as it is (the snapshot is spooled; the events are
-        asked again when due again), logged once until a call succeeds.
-        """
+    def _events_due(self, collected_at_us: int) -> bool:
+        """Whether this poll asks for the events and the log (then it is their last ask)."""
         asked = self._events_asked_us
         due = self.settings.events_every_s * 1_000_000
         if asked is not None and collected_at_us - asked < due:
-            return
+            return False
         self._events_asked_us = collected_at_us
+        return True
+
+    async def _add_recent(
+        self, asked: _RecentRows, node: str, record: Record, collected_at_us: int
+    ) -> None:
+        """Ask ``node`` for ``asked``'s table and add the rows not spooled yet to ``record``.
+
+        The whole table at the first ask, after a failover and every EVENTS_WHOLE_EVERY_S; in
+        between only the rows of the last EVENTS_LATE_S by the agent's clock
+        (``QueryRequest.events_since_us``, which the agent applies to the events' EVENT_TIME
+        and the log lines' LOGGED). A failed call leaves the record as it is (the snapshot is
+        spooled; the table is asked again when due again), logged once until a call succeeds.
+        An agent older than a table refuses its name (INVALID_ARGUMENT): the same.
+        """
         whole = (
-            node != self._events_from
-            or self._events_whole_us is None
-            or collected_at_us - self._events_whole_us >= EVENTS_WHOLE_EVERY_S * 1_000_000
+            node != asked.source
+            or asked.whole_us is None
+            or collected_at_us - asked.whole_us >= EVENTS_WHOLE_EVERY_S * 1_000_000
         )
-        since = 0 if whole else max(1, self._events_served_us - int(EVENTS_LATE_S * 1_000_000))
-        request = query_request([EVENTS_TABLE], events_since_us=since)
+        since = 0 if whole else max(1, asked.served_us - int(EVENTS_LATE_S * 1_000_000))
+        request = query_request([asked.table], events_since_us=since)
         try:
             response = await self._call(node, request)
-            columns, rows = events_from_response(response, agent=node)
+            columns, rows = asked.read(response, agent=node)
         except grpc.aio.AioRpcError as exc:
             reason = self._describe(exc)
         except RecordError as exc:
             reason = str(exc)
         else:
-            if self._events_failing:
-                self._log.info("events_available", node=node)
-                self._events_failing = False
-            new = self._events.take(columns, rows, whole=whole)
-            self._events_from, self._events_served_us = node, response.served_at_us
+            if asked.failing:
+                self._log.info(f"{asked.name}_available", node=node)
+                asked.failing = False
+            new = asked.rows.take(columns, rows, whole=whole)
+            asked.source, asked.served_us = node, response.served_at_us
             if whole:
-                self._events_whole_us = collected_at_us
+                asked.whole_us = collected_at_us
             if new:
-                record[RecordKey.EVENTS] = {RecordKey.COLUMNS: columns, RecordKey.ROWS: new}
+                record[asked.key] = {RecordKey.COLUMNS: columns, RecordKey.ROWS: new}
             return
-        if not self._events_failing:
-            self._log.warning("events_unavailable", node=node, reason=reason)
-            self._events_failing = True
+        if not asked.failing:
+            self._log.warning(f"{asked.name}_unavailable", node=node, reason=reason)
+            asked.failing = True
 
     async def _read(self, node: str) -> pb.QueryResponse:
         return await self._call(node, self._request)

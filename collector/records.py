@@ -22,6 +22,11 @@ Schema version 1 (the ``schema`` key)::
                                   # replication_group_events rows this collector had not
                                   # spooled yet (grstats.collector.events); only on the polls
                                   # that fetched the events and found new ones
+        "log": {"columns": [str, ...], "rows": [[cell, ...], ...]},
+                                  # replication_group_member_log rows (each member's Group
+                                  # Replication error-log lines) this collector had not
+                                  # spooled yet; only on the polls that fetched the events and
+                                  # found new lines
     }
 
 ``group_label`` and ``group_name`` were appended (schema still 1): records written before them
@@ -42,6 +47,16 @@ collector run, and again after a restart of the collector or when an agent the c
 fails over to serves it anew, so readers deduplicate (``grstats spark ingest`` does: an event
 is its whole row, as every agent serves the same rows). :func:`record_events` reads them.
 
+``log`` was appended after ``events`` (schema still 1): records without it hold no lines
+(every record of an older collector, most polls of this one, and those of a collector asking
+an agent that does not serve the table). Its rows have the columns of
+``replication_group_member_log`` (:data:`LOG_COLUMNS`, in the order the agent serves them; a
+newer agent's other columns are kept and ignored by readers): LOGGED an ``int`` µs since the
+epoch on the writing member's clock, THREAD_ID an ``int`` or ``None``, ERROR_CODE and
+SUBSYSTEM a ``str`` or ``None``, the others ``str``. As the events, each line is spooled once
+per collector run and again after a restart or a failover, so readers deduplicate (a line is
+its whole row). :func:`record_log` reads them.
+
 ``tables`` holds the four tables of :data:`TABLE_NAMES` with the extended columns (CONNECTED,
 IN_VIEW, LAST_SEEN, AGE_MS, SOURCE) after MySQL's. Cells are msgpack natives: ``str``,
 ``int``, ``float`` (DECIMAL columns such as APPLIER_LAG_SECONDS), ``None`` for NULL;
@@ -59,6 +74,7 @@ from typing import TYPE_CHECKING, Any, Final
 import msgpack  # type: ignore[import-untyped]
 
 from grstats.agent.rows import EXTENDED_COLUMNS, REPLICATION_GROUP_EVENTS, TABLES, Kind
+from grstats.agent.rows.member_log import REPLICATION_GROUP_MEMBER_LOG
 from grstats.collector.errors import RecordError, UnknownSchema
 
 if TYPE_CHECKING:
@@ -80,7 +96,8 @@ class RecordKey:
     GROUP_NAME: Final = "group_name"
     AGENT_GROUP_LABEL: Final = "agent_group_label"
     EVENTS: Final = "events"
-    #: The two keys of each table of ``tables``, and of ``events``.
+    LOG: Final = "log"
+    #: The two keys of each table of ``tables``, and of ``events`` and ``log``.
     COLUMNS: Final = "columns"
     ROWS: Final = "rows"
 
@@ -110,6 +127,21 @@ EVENT_KINDS: dict[str, Kind] = {
 }
 #: One event's cells, in EVENT_COLUMNS order.
 Event = tuple[Any, ...]
+
+#: The Group Replication log table a record may hold, under its ``log`` key.
+LOG_TABLE = REPLICATION_GROUP_MEMBER_LOG.name
+#: The log's columns, in the order :func:`record_log` gives each line's cells.
+LOG_COLUMNS: tuple[str, ...] = tuple(column.name for column in REPLICATION_GROUP_MEMBER_LOG.columns)
+#: Each log column's kind: LOGGED a TIMESTAMP (µs since the epoch), THREAD_ID an INTEGER.
+LOG_KINDS: dict[str, Kind] = {
+    column.name: column.kind for column in REPLICATION_GROUP_MEMBER_LOG.columns
+}
+#: The log's columns that may be NULL (``None``): THREAD_ID, ERROR_CODE, SUBSYSTEM.
+LOG_NULLABLE = frozenset(
+    column.name for column in REPLICATION_GROUP_MEMBER_LOG.columns if column.nullable
+)
+#: One log line's cells, in LOG_COLUMNS order.
+LogLine = tuple[Any, ...]
 
 #: A record cell: what msgpack stores for one column of one row.
 Cell = str | int | float | None
@@ -209,23 +241,40 @@ def events_from_response(
             column, or a cell is not of its column's kind (the message names the agent and
             the column).
     """
+    return _answer_table(response, agent, EVENTS_TABLE, EVENT_KINDS)
+
+
+def log_from_response(
+    response: pb.QueryResponse, *, agent: str
+) -> tuple[list[str], list[list[Cell]]]:
+    """Return the columns and rows of the log table of a Query.Read answer from ``agent``.
+
+    Raises:
+        RecordError: as :func:`events_from_response`, for ``replication_group_member_log``.
+    """
+    return _answer_table(response, agent, LOG_TABLE, LOG_KINDS)
+
+
+def _answer_table(
+    response: pb.QueryResponse, agent: str, name: str, kinds_of: Mapping[str, Kind]
+) -> tuple[list[str], list[list[Cell]]]:
+    """The columns and checked rows of table ``name`` of ``response`` (events or log)."""
     from grstats.agent.convert import table_from_wire  # noqa: PLC0415 (see record_from_response)
 
     wire = {table.name: table for table in response.tables}
-    if EVENTS_TABLE not in wire:
-        raise RecordError(f"{agent}: the answer has no table {EVENTS_TABLE}")
-    columns, rows = table_from_wire(wire[EVENTS_TABLE])
-    kinds = [EVENT_KINDS.get(column, Kind.TEXT) for column in columns]
+    if name not in wire:
+        raise RecordError(f"{agent}: the answer has no table {name}")
+    columns, rows = table_from_wire(wire[name])
+    kinds = [kinds_of.get(column, Kind.TEXT) for column in columns]
     cells = []
     for index, row in enumerate(rows):
         if len(row) != len(columns):
             raise RecordError(
-                f"{agent}: {EVENTS_TABLE} row {index} has {len(row)} cells for {len(columns)} "
-                "columns"
+                f"{agent}: {name} row {index} has {len(row)} cells for {len(columns)} columns"
             )
         cells.append(
             [
-                _cell(value, kind, f"{agent}: {EVENTS_TABLE}.{column}")
+                _cell(value, kind, f"{agent}: {name}.{column}")
                 for value, kind, column in zip(row, kinds, columns, strict=True)
             ]
         )
@@ -241,37 +290,70 @@ def record_events(record: Mapping[str, Any], where: str = "record") -> list[Even
         RecordError: ``events`` is not a table of the events' columns, or a cell is not of
             its column's kind; the message names the row, the column and the value.
     """
-    table = record.get(RecordKey.EVENTS)
+    return _record_table(record, RecordKey.EVENTS, EVENT_COLUMNS, (EVENT_KINDS, frozenset()), where)
+
+
+def record_log(record: Mapping[str, Any], where: str = "record") -> list[LogLine]:
+    """Return the log lines ``record`` holds, each as its cells in :data:`LOG_COLUMNS` order.
+
+    A record without ``log`` holds none. ``where`` names the record in the message.
+
+    Raises:
+        RecordError: ``log`` is not a table of the log's columns, or a cell is not of its
+            column's kind (None only where :data:`LOG_NULLABLE`); the message names the row,
+            the column and the value.
+    """
+    return _record_table(record, RecordKey.LOG, LOG_COLUMNS, (LOG_KINDS, LOG_NULLABLE), where)
+
+
+def _record_table(
+    record: Mapping[str, Any],
+    key: str,
+    names: tuple[str, ...],
+    kinds: tuple[Mapping[str, Kind], frozenset[str]],
+    where: str,
+) -> list[tuple[Any, ...]]:
+    """The rows of the table under ``key`` of ``record``, each its cells in ``names`` order.
+
+    ``kinds``: each column's kind, and the columns that may be None.
+    """
+    table = record.get(key)
     if table is None:
         return []
     try:
         columns, rows = table[RecordKey.COLUMNS], table[RecordKey.ROWS]
         positions = {column: index for index, column in enumerate(columns)}
-        missing = [name for name in EVENT_COLUMNS if name not in positions]
-        indices = [positions[name] for name in EVENT_COLUMNS if name in positions]
+        missing = [name for name in names if name not in positions]
+        indices = [positions[name] for name in names if name in positions]
     except (KeyError, TypeError) as exc:
-        raise RecordError(f"{where}: events: {table!r:.200} is not a table ({exc!r})") from exc
+        raise RecordError(f"{where}: {key}: {table!r:.200} is not a table ({exc!r})") from exc
     if missing:
-        raise RecordError(f"{where}: events has no column {missing[0]} (columns {columns!r})")
-    events = []
+        raise RecordError(f"{where}: {key} has no column {missing[0]} (columns {columns!r})")
+    of, nullable = kinds
+    found = []
     for number, row in enumerate(rows):
         if not isinstance(row, list | tuple) or len(row) != len(columns):
             raise RecordError(
-                f"{where}: events row {number}: {row!r:.200} is not one cell per column"
+                f"{where}: {key} row {number}: {row!r:.200} is not one cell per column"
             )
         cells = tuple(row[index] for index in indices)
-        for name, value in zip(EVENT_COLUMNS, cells, strict=True):
-            if EVENT_KINDS[name] is Kind.TIMESTAMP:
-                good = value.__class__ is int and 0 < value < 2**63
-            else:
-                good = value.__class__ is str
-            if not good:
+        for name, value in zip(names, cells, strict=True):
+            if not (value is None and name in nullable) and not _is_of(value, of[name]):
                 raise RecordError(
-                    f"{where}: events row {number}: {name} {value!r:.200} is not "
-                    f"{_EVENT_KIND_TEXT[EVENT_KINDS[name]]}"
+                    f"{where}: {key} row {number}: {name} {value!r:.200} is not "
+                    f"{_EVENT_KIND_TEXT[of[name]]}"
                 )
-        events.append(cells)
-    return events
+        found.append(cells)
+    return found
+
+
+def _is_of(value: object, kind: Kind) -> bool:
+    """Whether a record's cell ``value`` is of ``kind`` (None is of none)."""
+    if kind is Kind.TIMESTAMP:
+        return value.__class__ is int and 0 < value < 2**63
+    if kind is Kind.INTEGER:
+        return value.__class__ is int
+    return value.__class__ is str
 
 
 _EVENT_KIND_TEXT = {

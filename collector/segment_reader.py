@@ -57,6 +57,8 @@ class StoredColumns:
             has its value of :data:`~grstats.collector.columns.LATER_RECORD_COLUMNS`).
         events: the records' events, each its group label, group name and cells in
             ``EVENT_COLUMNS`` order (none in a file of a collector that spooled no events).
+        log_lines: the records' GR log lines, each its group label, group name and cells in
+            ``LOG_COLUMNS`` order (none in a file of a collector that spooled no lines).
     """
 
     name: str
@@ -64,6 +66,7 @@ class StoredColumns:
     rows: int
     columns: Mapping[str, Sequence[Any]]
     events: Sequence[Sequence[Any]] = ()
+    log_lines: Sequence[Sequence[Any]] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,4 +173,7 @@ def _checked(segment: Path, data: bytes, segment_size: int) -> StoredColumns:
     events = body.get("events", ())
     if not isinstance(events, list | tuple):
         raise ColumnsUnusable(f"events {events!r:.100} are not a list")
-    return StoredColumns(segment.name, body["records"], count, stored, events)
+    log_lines = body.get("log", ())
+    if not isinstance(log_lines, list | tuple):
+        raise ColumnsUnusable(f"log {log_lines!r:.100} is not a list")
+    return StoredColumns(segment.name, body["records"], count, stored, events, log_lines)

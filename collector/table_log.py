@@ -13,7 +13,8 @@ digits, numbered 1, 2, ... without a gap::
                    "files": [[path, rows], ...], "rollups": [[path, rows], ...]}, ...],
      "quarantined": [{"name": ..., "bytes": ..., "offset": ..., "reason": ...,
                       "copy": "_grstats/quarantine/..."}],
-     "rollup_settings": {...}, "events": [[path, rows], ...]}   # both optional
+     "rollup_settings": {...}, "events": [[path, rows], ...],   # optional
+     "log": [[path, rows], ...]}                                 # optional
 
 An entry is written to ``<commit>.json.tmp``, fsynced and renamed into place: the rename is the
 commit (the idea of WL#2775), so a ``.tmp`` entry counts for nothing.
@@ -64,6 +65,9 @@ class Commit:
         events: its events files (relative to the table directory) with their row counts:
             the events of its segments that no earlier commit holds; none in entries
             written before events, and in those of loads that found no new event.
+        log_lines: its GR log files (``log`` in the entry), likewise: the Group Replication
+            log lines of its segments that no earlier commit holds; none in entries written
+            before them, and in those of loads that found no new line.
     """
 
     number: int
@@ -73,6 +77,7 @@ class Commit:
     quarantined: tuple[dict[str, Any], ...]
     rollup_settings: dict[str, Any] | None = None
     events: tuple[tuple[str, int], ...] = ()
+    log_lines: tuple[tuple[str, int], ...] = ()
 
     @property
     def files(self) -> list[str]:
@@ -108,6 +113,8 @@ class Commit:
             entry["rollup_settings"] = self.rollup_settings
         if self.events:
             entry["events"] = [list(pair) for pair in self.events]
+        if self.log_lines:
+            entry["log"] = [list(pair) for pair in self.log_lines]
         return json.dumps(entry, indent=1, sort_keys=True)
 
 
@@ -169,6 +176,10 @@ def parse_entry(path: Path, number: int) -> Commit:
         events = tuple((str(name), int(rows)) for name, rows in data.get("events", ()))
     except (TypeError, ValueError) as exc:
         raise TableLogError(f"{path}: events: {data.get('events')!r}: {exc}") from exc
+    try:
+        log_lines = tuple((str(name), int(rows)) for name, rows in data.get("log", ()))
+    except (TypeError, ValueError) as exc:
+        raise TableLogError(f"{path}: log: {data.get('log')!r}: {exc}") from exc
     return Commit(
         number,
         _committed_at(data, path),
@@ -177,6 +188,7 @@ def parse_entry(path: Path, number: int) -> Commit:
         _listed(data, "quarantined", path),
         settings,
         events,
+        log_lines,
     )
 
 

@@ -44,6 +44,7 @@ from grstats.collector.records import (
     RecordKey,
     check_schema,
     record_events,
+    record_log,
 )
 from grstats.collector.segment_reader import ColumnsUnusable, StoredColumns
 
@@ -138,6 +139,7 @@ _GROUP_LABEL = RecordKey.GROUP_LABEL.encode()
 _GROUP_NAME = RecordKey.GROUP_NAME.encode()
 _AGENT_GROUP_LABEL = RecordKey.AGENT_GROUP_LABEL.encode()
 _EVENTS = RecordKey.EVENTS.encode()
+_LOG = RecordKey.LOG.encode()
 _COLUMNS = RecordKey.COLUMNS.encode()
 _ROWS = RecordKey.ROWS.encode()
 
@@ -157,12 +159,15 @@ class DecodedSegment:
         events: the records' events, in record order, each its record's group label and
             group name, then its cells in ``EVENT_COLUMNS`` order (plain values: they travel
             back to the driver, which deduplicates them; :mod:`grstats.spark.events`).
+        log_lines: the records' GR log lines likewise, each its cells in ``LOG_COLUMNS``
+            order after the group's (:mod:`grstats.spark.member_log`).
     """
 
     name: str
     rows: pa.Table
     records: int
     events: list[list[Any]] = field(default_factory=list)
+    log_lines: list[list[Any]] = field(default_factory=list)
 
 
 def decode_segment(path: Path | str) -> DecodedSegment:
@@ -194,6 +199,8 @@ def decode_segment(path: Path | str) -> DecodedSegment:
                 add(record, offset)
                 if _EVENTS in record:
                     builder.events += _events(record, f"record at offset {offset}")
+                if _LOG in record:
+                    builder.log_lines += _log_lines(record, f"record at offset {offset}")
             except RecordError as exc:
                 raise SegmentCorrupt(path, offset, str(exc)) from exc
             except (KeyError, TypeError, IndexError, ValueError, AttributeError) as exc:
@@ -207,7 +214,7 @@ def decode_segment(path: Path | str) -> DecodedSegment:
     finally:
         if collecting:
             gc.enable()
-    return DecodedSegment(path.name, rows, records, builder.events)
+    return DecodedSegment(path.name, rows, records, builder.events, builder.log_lines)
 
 
 def _events(record: dict[bytes, Any], where: str) -> list[list[Any]]:
@@ -221,6 +228,18 @@ def _events(record: dict[bytes, Any], where: str) -> list[list[Any]]:
     group = _text(record.get(_GROUP_NAME, b""))
     events = record_events({RecordKey.EVENTS: _texts(record[_EVENTS])}, where)
     return [[label, group, *event] for event in events]
+
+
+def _log_lines(record: dict[bytes, Any], where: str) -> list[list[Any]]:
+    """The GR log lines of a record as :func:`_unpack` gives it, as :func:`_events` its events.
+
+    Raises:
+        RecordError: a malformed log table or cell, or a text that is not UTF-8.
+    """
+    label = _text(record.get(_GROUP_LABEL, _DEFAULT_LABEL))
+    group = _text(record.get(_GROUP_NAME, b""))
+    lines = record_log({RecordKey.LOG: _texts(record[_LOG])}, where)
+    return [[label, group, *line] for line in lines]
 
 
 def _text(value: object) -> object:
@@ -278,6 +297,7 @@ def _from_columns(stored: StoredColumns) -> DecodedSegment:
         pa.Table.from_batches([batch], ARROW_MEMBER_ROWS),
         stored.records,
         [list(event) for event in stored.events],
+        [list(line) for line in stored.log_lines],
     )
 
 
@@ -396,6 +416,7 @@ class _Builder:
         self.layouts: tuple[Sequence[bytes], ...] | None = None
         self.plan: _Plan | None = None
         self.events: list[list[Any]] = []  #: group label, group name, an event's cells
+        self.log_lines: list[list[Any]] = []  #: group label, group name, a line's cells
         self._start_batch()
 
     def _start_batch(self) -> None:

@@ -1,7 +1,7 @@
 """The table's datasets as Delta Lake tables: what every engine reads (delta-rs, no JVM).
 
 Each dataset directory of the table (``data/``, ``rollups/members/``, ``rollups/groups/``,
-``events/``, :data:`grstats.spark.table.DATASETS`) is a Delta table of its own: its
+``events/``, ``log/``, :data:`grstats.spark.table.DATASETS`) is a Delta table of its own: its
 ``_delta_log/`` lists the dataset's committed Parquet files, so Spark (with delta-spark),
 DuckDB (its ``delta`` extension), Polars, pyarrow through ``deltalake`` and Trino read each
 one as a table, and grstats' own Spark jobs read the files of its current version
@@ -21,7 +21,8 @@ The Delta tables use the protocol's plainest features (reader 1, writer 2: no de
 vectors, column mapping or timestamp without zone), so every reader reads them. A dataset
 whose loads have added no file yet has no Delta table; readers take it as empty. The
 partition column ``collected_date`` (the rows' UTC date) is the datasets' Hive directory
-``collected_date=YYYY-MM-DD`` and the Delta partition value alike; ``events/`` has none.
+``collected_date=YYYY-MM-DD`` and the Delta partition value alike; ``events/`` and ``log/``
+have none.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from deltalake.transaction import AddAction, RemoveAction, create_table_with_add
 
 from grstats.spark.decode import ARROW_MEMBER_ROWS
 from grstats.spark.events import ARROW_EVENTS
+from grstats.spark.member_log import ARROW_LOG
 from grstats.spark.rollup import ARROW_GROUP_ROLLUPS, ARROW_MEMBER_ROLLUPS, ROLLUPS_DIR
 from grstats.spark.schema import PARTITION_COLUMN
 
@@ -67,6 +69,7 @@ SCHEMAS: dict[str, tuple[pa.Schema, tuple[str, ...]]] = {
     f"{ROLLUPS_DIR}/members": (_dated(ARROW_MEMBER_ROLLUPS), (PARTITION_COLUMN,)),
     f"{ROLLUPS_DIR}/groups": (_dated(ARROW_GROUP_ROLLUPS), (PARTITION_COLUMN,)),
     "events": (ARROW_EVENTS, ()),
+    "log": (ARROW_LOG, ()),
 }
 
 
@@ -84,6 +87,10 @@ class Commit(Protocol):
     @property
     def events(self) -> tuple[tuple[str, int], ...]:
         """Its events files with their row counts."""
+
+    @property
+    def log_lines(self) -> tuple[tuple[str, int], ...]:
+        """Its GR log files with their row counts."""
 
 
 class DeltaTableError(Exception):
@@ -118,6 +125,8 @@ def files_of(commit: Commit, dataset: str) -> list[tuple[str, int]]:
     """The files (relative to the table) and row counts that ``commit`` added to ``dataset``."""
     if dataset == "events":
         return list(commit.events)
+    if dataset == "log":
+        return list(commit.log_lines)
     key = "files" if dataset == "data" else "rollups"
     prefix = f"{dataset}/"
     return [

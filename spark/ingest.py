@@ -20,11 +20,12 @@ One run:
    the message names the version and the file); copies corrupt segments to the quarantine;
 5. renames the staged files, inside the staging directory, to the paths the commit names
    (one ``commit=N`` directory per dataset), writes there the events of the loaded segments
-   that no earlier commit holds, each once (:mod:`grstats.spark.events`), and commits one
-   log entry naming the segments loaded and quarantined, their files, the events file and
-   the rollups' settings: that rename is the commit;
+   that no earlier commit holds, each once (:mod:`grstats.spark.events`), and their GR log
+   lines likewise (:mod:`grstats.spark.member_log`), and commits one log entry naming the
+   segments loaded and quarantined, their files, the events and lines files and the rollups'
+   settings: that rename is the commit;
 6. renames each dataset's ``commit=N`` directory into place (``data/``,
-   ``rollups/members/``, ``rollups/groups/``, ``events/``), then deletes the staging
+   ``rollups/members/``, ``rollups/groups/``, ``events/``, ``log/``), then deletes the staging
    directory and the quarantined segments from the spool.
 
 A run stopped anywhere, however abruptly, loses nothing and duplicates nothing: before 5's
@@ -53,6 +54,7 @@ from grstats.spark.compact_settings import COMPACT_OVER
 from grstats.spark.compact_settings import TARGET_MIB as COMPACT_TARGET_MIB
 from grstats.spark.delta import DeltaTableError, compact, crowded_days
 from grstats.spark.events import events_table, new_events, write_events
+from grstats.spark.member_log import log_table, new_lines, write_log
 from grstats.spark.publish import PublishError, publish
 from grstats.spark.rollup import (
     DEFAULT_SETTINGS,
@@ -73,9 +75,11 @@ from grstats.spark.table import (
     commit_dir_name,
     data_file_name,
     events_file_name,
+    log_file_name,
     now_text,
     quarantine_copy_name,
     read_events,
+    read_log,
     staging_dir,
 )
 
@@ -157,6 +161,7 @@ class IngestResult:
             run put in place first (no leftovers: their rows were committed).
         files: data files this run added.
         events: events this run added: those of its segments no earlier commit holds.
+        log_lines: GR log lines this run added, likewise.
         compacted: files this run compacted, in the datasets and dates it added to that held
             more than ``compact_over`` files (:func:`_compact_crowded`).
         published: Delta versions copied to ``publish_to`` (:mod:`grstats.spark.publish`).
@@ -176,6 +181,7 @@ class IngestResult:
     finished: int = 0
     files: int = 0
     events: int = 0
+    log_lines: int = 0
     compacted: int = 0
     published: int = 0
 
@@ -198,6 +204,7 @@ class IngestResult:
             "records": self.records,
             "rows": self.rows,
             "events": self.events,
+            "log_lines": self.log_lines,
             "files": self.files,
             "compacted": self.compacted,
             "published": self.published,
@@ -302,6 +309,7 @@ def run_ingest(  # noqa: PLR0913  (the options are keyword-only, each with its d
         loaded = [s for s in staged if s.status == LOADED]
         entries = _arrange(staging, number, loaded)
         events_files, events = _stage_events(table, staging, number, loaded, say)
+        log_files, log_lines = _stage_log(table, staging, number, loaded, say)
         commit = Commit(
             number,
             now_text(),
@@ -319,6 +327,7 @@ def run_ingest(  # noqa: PLR0913  (the options are keyword-only, each with its d
             ),
             rollups.to_json(),
             events_files,
+            log_files,
         )
         log.commit(commit)
         log.publish(number)
@@ -340,6 +349,7 @@ def run_ingest(  # noqa: PLR0913  (the options are keyword-only, each with its d
             finished=len(finished),
             files=sum(len(s.files) for s in loaded),
             events=events,
+            log_lines=log_lines,
             compacted=compacted,
             published=published,
         )
@@ -635,6 +645,33 @@ def _stage_events(
         fsync_directory(each)
     say(f"{events.num_rows:,} new events of {found.num_rows:,} spooled")
     return (written,), events.num_rows
+
+
+def _stage_log(
+    table: Path,
+    staging: Path,
+    number: int,
+    loaded: list[StagedSegment],
+    say: Callable[[str], None],
+) -> tuple[tuple[tuple[str, int], ...], int]:
+    """Write commit ``number``'s GR log file: the loaded segments' lines the table lacks.
+
+    As :func:`_stage_events`: the commit's log files (none when no line is new) and its count.
+    """
+    found = log_table(line for staged in loaded for line in staged.log_lines)
+    if not found.num_rows:
+        return (), 0
+    lines = new_lines(found, read_log(table))
+    publish = staging / PUBLISH_DIR
+    written = write_log(publish, log_file_name(number), lines)
+    if written is None:
+        say(f"{found.num_rows:,} GR log lines, all in the table already")
+        return (), 0
+    directory = (publish / written[0]).parent
+    for each in (directory, directory.parent, publish):  # log/commit=N, log, publish
+        fsync_directory(each)
+    say(f"{lines.num_rows:,} new GR log lines of {found.num_rows:,} spooled")
+    return (written,), lines.num_rows
 
 
 def _remove_quarantined(

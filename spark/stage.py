@@ -103,6 +103,8 @@ class StagedSegment:
         events: its records' events as plain rows (group label, group name, then the cells
             of ``replication_group_events``), for the driver to deduplicate
             (:mod:`grstats.spark.events`); events are few, so they travel back whole.
+        log_lines: its records' GR log lines likewise (the cells of
+            ``replication_group_member_log``; :mod:`grstats.spark.member_log`).
     """
 
     name: str
@@ -116,6 +118,7 @@ class StagedSegment:
     rollups: list[tuple[str, int]] = field(default_factory=list)
     from_columns: bool = False
     events: list[list[Any]] = field(default_factory=list)
+    log_lines: list[list[Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """Return a plain dict (what travels back from the executors)."""
@@ -199,6 +202,7 @@ def stage_segment(
         rollups=rollups,
         from_columns=from_columns,
         events=decoded.events,
+        log_lines=decoded.log_lines,
     )
 
 

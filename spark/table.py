@@ -10,6 +10,9 @@ Layout of ``--table DIR``::
     events/commit=3/c00000000000000000003-events.parquet
                                               the events commit 3 found new, each once
                                               (:mod:`grstats.spark.events`)
+    log/commit=3/c00000000000000000003-log.parquet
+                                              the GR log lines commit 3 found new, each
+                                              once (:mod:`grstats.spark.member_log`)
     _grstats/log/00000000000000000003.json   commit 3: the segments it loaded, its files
     _grstats/staging/commit-00000000000000000004/   a load in progress (never read)
     _grstats/quarantine/c00000000000000000003-segment-00000000000000000009.sealed
@@ -25,12 +28,12 @@ directory per dataset, and only after the commit is each of those directories re
 its dataset (:meth:`TableLog.publish`; a directory's rename is atomic, POSIX rename(2)).
 
 So each dataset directory, ``data/`` (member rows), ``rollups/members/``,
-``rollups/groups/`` and ``events/``, holds only committed files, each commit's whole or none
-of them, and is a plain Hive-partitioned Parquet dataset (columns ``commit`` and
-``collected_date`` from the directory names; ``events/`` has ``commit`` alone) that Spark,
-DuckDB and pyarrow read without grstats' log (docs/architecture.md, "Reading the table with
-other tools"). Read each dataset's directory,
-not the table's root: the root holds four datasets of different schemas. An interrupted load
+``rollups/groups/``, ``events/`` and ``log/`` (GR's log lines), holds only committed files,
+each commit's whole or none of them, and is a plain Hive-partitioned Parquet dataset (columns
+``commit`` and ``collected_date`` from the directory names; ``events/`` and ``log/`` have
+``commit`` alone) that Spark, DuckDB and pyarrow read without grstats' log
+(docs/architecture.md, "Reading the table with other tools"). Read each dataset's directory,
+not the table's root: the root holds five datasets of different schemas. An interrupted load
 leaves at most a staging directory no entry names, which the next ingest deletes
 (:meth:`TableLog.clean`); a run stopped after its commit but before its directories were all
 renamed leaves a committed staging directory, whose renames the next ingest finishes
@@ -78,6 +81,7 @@ from grstats.spark.delta import (
     held_commit,
 )
 from grstats.spark.events import read_event_files
+from grstats.spark.member_log import read_log_files
 from grstats.spark.schema import (
     GROUP_ROLLUPS,
     LATER_COLUMNS,
@@ -102,8 +106,15 @@ ROLLUPS_DIR = rollup.ROLLUPS_DIR
 ROLLUP_KINDS = ("members", "groups")
 #: The events' dataset: each event once, in the commit that first loaded it.
 EVENTS_DIR = "events"
-#: The table's Parquet datasets: the member rows, each kind of rollup, the events.
-DATASETS = (DATA_DIR, *(f"{ROLLUPS_DIR}/{kind}" for kind in ROLLUP_KINDS), EVENTS_DIR)
+#: The GR log lines' dataset: each line once, in the commit that first loaded it.
+GR_LOG_DIR = "log"
+#: The table's Parquet datasets: the member rows, each kind of rollup, the events, the lines.
+DATASETS = (
+    DATA_DIR,
+    *(f"{ROLLUPS_DIR}/{kind}" for kind in ROLLUP_KINDS),
+    EVENTS_DIR,
+    GR_LOG_DIR,
+)
 #: The partition column that a commit's directory in each dataset names.
 COMMIT_COLUMN = "commit"
 #: A load's staging directory holds, under this, its files at the paths its entry names.
@@ -124,6 +135,11 @@ def data_file_name(number: int, segment: str) -> str:
 def events_file_name(number: int) -> str:
     """The events file of commit ``number``, relative to the table directory."""
     return f"{EVENTS_DIR}/{commit_dir_name(number)}/c{number:020d}-events.parquet"
+
+
+def log_file_name(number: int) -> str:
+    """The GR log file of commit ``number``, relative to the table directory."""
+    return f"{GR_LOG_DIR}/{commit_dir_name(number)}/c{number:020d}-log.parquet"
 
 
 def commit_dir_name(number: int) -> str:
@@ -294,6 +310,7 @@ class TableLog:
                 *commit.files,
                 *commit.rollup_files,
                 *(path for path, _ in commit.events),
+                *(path for path, _ in commit.log_lines),
             )
         }
         named |= {
@@ -301,7 +318,7 @@ class TableLog:
             for commit in self.commits
             for entry in commit.quarantined
         }
-        for top in (DATA_DIR, ROLLUPS_DIR, EVENTS_DIR, QUARANTINE_DIR):
+        for top in (DATA_DIR, ROLLUPS_DIR, EVENTS_DIR, GR_LOG_DIR, QUARANTINE_DIR):
             directory = self.table_dir / top
             if not directory.is_dir():
                 continue
@@ -578,6 +595,15 @@ def read_events(table_dir: Path | str) -> pa.Table:
         TableError: the log is broken, or the Delta table lags it (convert the table).
     """
     return read_event_files(delta_files(table_dir, EVENTS_DIR))
+
+
+def read_log(table_dir: Path | str) -> pa.Table:
+    """Every committed GR log line of the table at ``table_dir`` (ARROW_LOG; none: empty).
+
+    Raises:
+        TableError: the log is broken, or the Delta table lags it (convert the table).
+    """
+    return read_log_files(delta_files(table_dir, GR_LOG_DIR))
 
 
 def delta_files(

@@ -48,11 +48,12 @@ import pyarrow as pa
 from grstats.agent.events import OFF
 from grstats.agent.rows import EventType, MemberState, Role
 from grstats.spark.events import in_range, ordered
-from grstats.spark.report.tables import EVENTS, SWITCHOVERS
+from grstats.spark.member_log import lines_around
+from grstats.spark.report.tables import EVENT_LOG, EVENTS, SWITCHOVERS
 
 if TYPE_CHECKING:
     import datetime as dt
-    from collections.abc import Sequence
+    from collections.abc import Mapping, Sequence
 
 Event = dict[str, Any]
 
@@ -63,6 +64,35 @@ def events(found: pa.Table, start: dt.datetime | None, end: dt.datetime | None) 
     """The EVENTS result table: the events of ``found`` (ARROW_EVENTS) in [start, end)."""
     kept = ordered(in_range(found, start, end))
     return kept.select(EVENTS.names).cast(EVENTS)
+
+
+def event_log(
+    shown: pa.Table, lines: pa.Table, addresses: Mapping[str, str] | None = None
+) -> pa.Table:
+    """EVENT_LOG: the GR log lines around each event of ``shown`` (an :func:`events` table).
+
+    ``lines`` are the table's (``grstats.spark.member_log.ARROW_LOG``); ``addresses`` (member
+    id -> ``host:port``) lets a line that names a member by address count as about it.
+    """
+    rows = []
+    numbers: dict[str, int] = {}
+    found = lines_around(shown, lines, addresses=addresses)
+    for event, around in zip(shown.to_pylist(), found, strict=True):
+        label = event["group_label"]
+        numbers[label] = number = numbers.get(label, 0) + 1
+        rows += [
+            {
+                "group_label": label,
+                "event": number,
+                "event_time": event["event_time"],
+                "member_id": event["member_id"],
+                "event_type": event["event_type"],
+                **{name: line[name] for name in EVENT_LOG.names[5:-1]},
+                "line_member_id": line["member_id"],
+            }
+            for line in around
+        ]
+    return pa.Table.from_pylist(rows, schema=EVENT_LOG)
 
 
 def is_election(event: Event) -> bool:

@@ -42,6 +42,7 @@ from grstats.spark.report.summary import (
 )
 from grstats.spark.report.tables import (
     EPISODES,
+    EVENT_LOG,
     EVENTS,
     FIGURES,
     HOURLY,
@@ -50,7 +51,7 @@ from grstats.spark.report.tables import (
     SWITCHOVERS,
     WORST,
 )
-from grstats.spark.table import read_events
+from grstats.spark.table import read_events, read_log
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -75,6 +76,7 @@ TABLE_NAMES = (
     "throttling_episodes",
     "switchovers",
     "events",
+    "event_log",
     "hourly",
     "worst_minutes",
     "chart_series",
@@ -230,6 +232,7 @@ def _write_group(  # noqa: PLR0913  (what one group's report needs, explicit)
         episodes=tables["episodes"],
         switchovers=tables["switchovers"],
         events=tables["events"],
+        event_log=tables["event_log"],
         worst=tables["worst_minutes"],
         series=tables["chart_series"],
         bucket_s=collected.bucket_s,
@@ -338,7 +341,17 @@ SCHEMAS = {
     "lag_stages": LAG_STAGES,
     "switchovers": SWITCHOVERS,
     "events": EVENTS,
+    "event_log": EVENT_LOG,
 }
+
+
+def _addresses(figures: pa.Table) -> dict[str, str]:
+    """Each member's ``host:port`` as its figures give it (GR's log lines name members so)."""
+    return {
+        row["member_id"]: f"{row['member_host']}:{row['member_port']}"
+        for row in figures.select(["member_id", "member_host", "member_port"]).to_pylist()
+        if row["member_id"] and row["member_host"] and row["member_port"]
+    }
 
 
 def _origin(source: Source) -> str:
@@ -371,10 +384,14 @@ def _compute(source: Source, config: ReportConfig, step: _Progress) -> _Collecte
     # The range's events: from --from, else from the first snapshot, to --to.
     start = config.start if config.start is not None or found is None else found[0]
     recorded = read_events(config.table_dir)
+    shown = event_tables.events(recorded, start, config.end)
     tables = {
         **results.tables,
         "switchovers": event_tables.switchovers(recorded, start, config.end),
-        "events": event_tables.events(recorded, start, config.end),
+        "events": shown,
+        "event_log": event_tables.event_log(
+            shown, read_log(config.table_dir), _addresses(results.tables["figures"])
+        ),
     }
     rows = _collect_tables(tables, arrow_tables.rows_of, step)
     return _Collected(rows, dict(SCHEMAS), results.bucket_s, source)

@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from grstats.spark.member_log import WINDOW_S
 from grstats.spark.report import svg
 from grstats.spark.report.tables import RANKINGS
 from grstats.spark.rollup import STATES
@@ -67,6 +68,8 @@ class PageData:
         episodes: EPISODES rows (all kinds).
         switchovers: SWITCHOVERS rows.
         events: EVENTS rows, in time order.
+        event_log: EVENT_LOG rows: the GR log lines around each event (``event`` its number
+            in ``events``, from 1).
         worst: WORST rows.
         series: SERIES rows.
         bucket_s: the chart bucket width.
@@ -89,6 +92,7 @@ class PageData:
     switchovers: Sequence[dict[str, Any]] = ()
     events: Sequence[dict[str, Any]] = ()
     lag_stages: Sequence[dict[str, Any]] = ()
+    event_log: Sequence[dict[str, Any]] = ()
 
 
 #: ISO 8601 times in text (``2026-11-28T05:49:40.123456Z``), for :func:`human_times`.
@@ -337,7 +341,7 @@ def body(data: PageData, anchor: str = "") -> str:
             "throttling_episodes",
         ),
         _switchover_section(data.switchovers, labels),
-        _events_section(data.events, labels),
+        _events_section(data.events, labels, data.event_log),
         _worst_section(data.worst, labels),
         "<h2>Files</h2><p>Every table as CSV and Parquet, beside this page: "
         + ", ".join(
@@ -566,12 +570,19 @@ def _write_outage(switchover: dict[str, Any]) -> str:
 _NOTHING = "''"
 
 
-def _events_section(events: Sequence[dict[str, Any]], labels: dict[str, str]) -> str:
+def _events_section(
+    events: Sequence[dict[str, Any]],
+    labels: dict[str, str],
+    event_log: Sequence[dict[str, Any]] = (),
+) -> str:
     title = "<h2>Events</h2>"
     if not events:
         return f"{title}<p>No events in this range.</p>"
+    around: dict[int, list[dict[str, Any]]] = {}
+    for line in event_log:
+        around.setdefault(line["event"], []).append(line)
     rows = []
-    for e in events[:MAX_EPISODE_ROWS]:
+    for number, e in enumerate(events[:MAX_EPISODE_ROWS], start=1):
         old, new = e["old_value"], e["new_value"]
         # The arrow stays with the old value: a line breaks after it.
         change = f"{old or _NOTHING}\N{NO-BREAK SPACE}-> {new or _NOTHING}" if old or new else ""
@@ -584,6 +595,7 @@ def _events_section(events: Sequence[dict[str, Any]], labels: dict[str, str]) ->
                 html.escape(change),
                 "" if reporter == e["member_id"] else html.escape(labels.get(reporter, reporter)),
                 html.escape(e["detail"]),
+                _log_link(number, around.get(number, ())),
             ]
         )
     note = (
@@ -595,12 +607,63 @@ def _events_section(events: Sequence[dict[str, Any]], labels: dict[str, str]) ->
         f"{title}<p>{len(events)} events, as the agents recorded them (replication_group_events"
         "; each at its reporter's clock).</p>"
         + _table(
-            ["time (UTC)", "member", "event", "change", "seen by", "detail"],
+            ["time (UTC)", "member", "event", "change", "seen by", "detail", "GR log"],
             rows,
             note,
-            text=(1, 3, 4, 5),
+            text=(1, 3, 4, 5, 6),
             names=(2,),
         )
+        + _event_log_section(events[:MAX_EPISODE_ROWS], around, labels)
+    )
+
+
+#: How far around an event its GR log lines reach, as the page says it.
+_WINDOW_TEXT = f"{WINDOW_S[0]:g} s before to {WINDOW_S[1]:g} s after"
+
+
+def _log_link(number: int, lines: Sequence[dict[str, Any]]) -> str:
+    """The events table's cell that links an event to its GR log lines (none: a dash)."""
+    if not lines:
+        return '<span class="muted">-</span>'
+    count = f"{len(lines)} line" + ("s" if len(lines) > 1 else "")
+    return f'<a href="#gr-log-{number}">{count}</a>'
+
+
+def _event_log_section(
+    events: Sequence[dict[str, Any]],
+    around: dict[int, list[dict[str, Any]]],
+    labels: dict[str, str],
+) -> str:
+    """Each event's GR log lines, one folded block per event the events table links to."""
+    if not around:
+        return ""
+    blocks = []
+    for number, e in enumerate(events, start=1):
+        lines = around.get(number)
+        if not lines:
+            continue
+        member = labels.get(e["member_id"], e["member_id"])
+        rows = [
+            [
+                _fmt(line["logged"]),
+                html.escape(labels.get(line["line_member_id"], line["line_member_id"])),
+                html.escape(line["prio"]),
+                html.escape(line["error_code"] or ""),
+                html.escape(line["data"]),
+            ]
+            for line in lines
+        ]
+        blocks.append(
+            f'<details id="gr-log-{number}"><summary>{human_time(e["event_time"])}: '
+            f"{html.escape(member)} {html.escape(e['event_type'])}</summary>"
+            + _table(["logged (UTC)", "written by", "prio", "code", "message"], rows, text=(1, 4))
+            + "</details>"
+        )
+    return (
+        "<h3>GR log around the events</h3><p>Group Replication's own error-log lines "
+        f"(replication_group_member_log), {_WINDOW_TEXT} each event: its member's and "
+        "reporter's, and the other members' that name it; each at its writer's clock.</p>"
+        + "".join(blocks)
     )
 
 

@@ -11,6 +11,8 @@ Layout (``format`` 1; keys are only ever added)::
      "unreachable_episodes": [...], "not_connected_episodes": [...],
      "throttling": {"group_s": ..., "episodes": n},
      "switchovers": [{SWITCHOVERS columns}, ...], "events": n,
+     "event_log": [{"event": n, "event_time": ..., "member_id": ..., "event_type": ...,
+                    "lines": [{"logged": ..., ..., "data": ..., "line_member_id": ...}]}],
      "worst_minutes": {"lag_seconds": [...], "applier_queue": [...], "conflict_rate": [...]},
      "tables": {"figures": {"csv": "tables/figures.csv", "parquet": "tables/figures", "rows": n}}}
 
@@ -21,7 +23,9 @@ answered, else ``default``); it and ``group_name`` were added to format 1, and
 holds; the rows are in ``tables/events``) after them, then ``lag_stages`` (each member's lag
 by stage, a stage without samples null with the reason in ``unknown``), then each switchover's
 write outage (``writable_at``, ``write_outage_s``, ``write_outage_end``: until the new
-primary's super_read_only turned OFF, or until the election when its events do not say).
+primary's super_read_only turned OFF, or until the election when its events do not say),
+then ``event_log``: for each event of ``tables/events`` (``event``: its number there, from 1)
+that has any, the GR log lines around it (EVENT_LOG's, as ``tables/event_log`` holds them).
 """
 
 from __future__ import annotations
@@ -29,7 +33,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from grstats.spark.report.output import iso, json_value
-from grstats.spark.report.tables import RANKINGS
+from grstats.spark.report.tables import EVENT_LOG, RANKINGS
 from grstats.spark.sketch import ACCURACY_TEXT
 
 if TYPE_CHECKING:
@@ -91,6 +95,21 @@ def named(summary: Mapping[str, Any], label: str, name: str) -> dict[str, Any]:
     return found
 
 
+def _event_log(rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """EVENT_LOG's rows per event: the event (its number, time, member, type) and its lines."""
+    by_event: dict[int, dict[str, Any]] = {}
+    for row in rows:
+        clean = _clean(row)
+        number = clean["event"]
+        if number not in by_event:
+            by_event[number] = {
+                **{name: clean[name] for name in EVENT_LOG.names[1:5]},
+                "lines": [],
+            }
+        by_event[number]["lines"].append({name: clean[name] for name in EVENT_LOG.names[5:]})
+    return list(by_event.values())
+
+
 def build_summary(
     config: ReportConfig,
     tables: Mapping[str, Sequence[Mapping[str, Any]]],
@@ -125,6 +144,7 @@ def build_summary(
         "throttling": {"group_s": group["throttling_s"], "episodes": len(throttling)},
         "switchovers": [_clean(row) for row in tables["switchovers"]],
         "events": len(tables["events"]),
+        "event_log": _event_log(tables.get("event_log", ())),
         "worst_minutes": {
             ranking: [_clean(row) for row in worst if row["ranking"] == ranking]
             for ranking in RANKINGS

@@ -16,6 +16,7 @@ from grstats.spark.rollup import GAUGES, STAGES, STATES
 __all__ = [
     "EPISODES",
     "EVENTS",
+    "EVENT_LOG",
     "FIGURES",
     "HOURLY",
     "LAG_STAGES",
@@ -154,6 +155,24 @@ LAG_STAGES = _schema(
 )
 #: The range's events, per group, in time order (the agents' replication_group_events).
 EVENTS = _schema(*((f.name, f.type) for f in ARROW_EVENTS if f.name != "group_name"))
+#: The GR log lines around each event of EVENTS (:func:`grstats.spark.member_log.lines_around`):
+#: one row per event and line; ``event`` numbers the group's events in EVENTS' order from 1,
+#: the event's time, member and type repeat it, then the line's columns
+#: (``replication_group_member_log``'s; ``line_member_id`` the member whose server wrote it).
+EVENT_LOG = _schema(
+    ("group_label", _TEXT),
+    ("event", _I64),
+    ("event_time", _TS),
+    ("member_id", _TEXT),
+    ("event_type", _TEXT),
+    ("logged", _TS),
+    ("thread_id", _I64),
+    ("prio", _TEXT),
+    ("error_code", _TEXT),
+    ("subsystem", _TEXT),
+    ("data", _TEXT),
+    ("line_member_id", _TEXT),
+)
 #: One row per primary elected in the range (:mod:`grstats.spark.report.event_tables`): when,
 #: the member that was primary before and the one elected, the elected one's view, and how
 #: long the group had no primary: from the first sign of the old primary's loss (null when

@@ -322,6 +322,29 @@ def test_the_events_are_reported_once_each(reports: dict[str, Run]) -> None:
     assert run.summary["switchovers"] == []  # multi-primary: no secondary is elected
 
 
+def test_the_crash_links_to_the_gr_log_lines_around_it(reports: dict[str, Run]) -> None:
+    """Member 1's events at its crash link to the others' lines naming it unreachable."""
+    run = reports["rows"]
+    down = run.truth.uuids[DOWN]
+    listed = run.summary["event_log"]
+    at_crash = [
+        entry
+        for entry in listed
+        if entry["member_id"] == down and CRASH_S <= _seconds(entry["event_time"]) < CRASH_S + 15
+    ]
+    assert at_crash
+    lines = [line for entry in at_crash for line in entry["lines"]]
+    unreachable = [line for line in lines if line["error_code"] == "MY-011493"]
+    assert unreachable
+    assert {line["line_member_id"] for line in unreachable} <= set(run.truth.uuids) - {down}
+    reported = pq.read_table(run.out / "tables" / "event_log").to_pylist()
+    assert len(reported) == sum(len(entry["lines"]) for entry in listed)
+    page = (run.out / "report.html").read_text(encoding="utf-8")
+    for entry in at_crash:
+        assert f'<a href="#gr-log-{entry["event"]}">' in page
+        assert f'<details id="gr-log-{entry["event"]}">' in page
+
+
 def _seconds(moment: str) -> float:
     """An ISO 8601 UTC time of summary.json as group seconds."""
     return dt.datetime.fromisoformat(moment).timestamp() - START_S
