@@ -11,7 +11,13 @@ from grstats.collector.columns import SegmentColumns
 from grstats.collector.errors import RecordError
 from grstats.collector.events import NewEvents
 from grstats.collector.poller import EVENTS_LATE_S, Poller, PollerSettings
-from grstats.collector.records import EVENT_COLUMNS, events_from_response, record_events
+from grstats.collector.records import (
+    EVENT_COLUMNS,
+    LOG_TABLE,
+    events_from_response,
+    log_from_response,
+    record_events,
+)
 from grstats.proto import grstats_pb2 as pb
 from tests.agent.test_runtime import START_S, start_group, stop_all
 
@@ -131,7 +137,7 @@ async def test_the_poller_spools_a_failovers_events_once() -> None:
 
 
 async def test_the_agent_answers_the_events_since_when_asked() -> None:
-    """QueryRequest.events_since_us keeps the events at or after it; the next plain ask has them all."""
+    """QueryRequest.events_since_us keeps the events (and log lines) at or after it; a plain ask has all."""
     group = await start_group(3, "primary-failover")
     poller = Poller(PollerSettings((group.agents[0].address,)))
     try:
@@ -147,9 +153,23 @@ async def test_the_agent_answers_the_events_since_when_asked() -> None:
         assert kept != every
         again = table_rows(await poller._call(node, plain))
         assert again == every
+        # The members' log lines likewise, on LOGGED (revision 5).
+        plain_log = pb.QueryRequest(tables=[LOG_TABLE])
+        lines = logged(await poller._call(node, plain_log))
+        assert len(set(lines)) > 1
+        since = sorted(lines)[len(lines) // 2]
+        cut = pb.QueryRequest(tables=[LOG_TABLE], events_since_us=since)
+        assert logged(await poller._call(node, cut)) == [at for at in lines if at >= since]
     finally:
         await poller.aclose()
         await stop_all(group)
+
+
+def logged(response: pb.QueryResponse) -> list[int]:
+    """The LOGGED of each row of the log table of ``response``, in its order."""
+    columns, rows = log_from_response(response, agent="test")
+    at = columns.index("LOGGED")
+    return [int(cell) for row in rows if isinstance(cell := row[at], int)]
 
 
 def table_rows(response: pb.QueryResponse) -> list[int]:
