@@ -60,12 +60,19 @@ _PARQUET = {"compression": "zstd", "compression_level": 1}
 
 def events_table(rows: Iterable[Sequence[Any]]) -> pa.Table:
     """The ARROW_EVENTS table of plain event rows (group label, group name, then the cells)."""
-    columns: list[Sequence[Any]] = list(zip(*rows, strict=True)) or [[] for _ in ARROW_EVENTS]
+    return rows_table(rows, ARROW_EVENTS)
+
+
+def rows_table(rows: Iterable[Sequence[Any]], schema: pa.Schema) -> pa.Table:
+    """The ``schema`` table of plain rows, a cell per field; timestamps given as µs (int)."""
+    columns: list[Sequence[Any]] = list(zip(*rows, strict=True)) or [[] for _ in schema]
     arrays = [
-        pa.array(cells, pa.int64()).cast(_TS) if field.type == _TS else pa.array(cells, field.type)
-        for field, cells in zip(ARROW_EVENTS, columns, strict=True)
+        pa.array(cells, pa.int64()).cast(field.type)
+        if pa.types.is_timestamp(field.type)
+        else pa.array(cells, field.type)
+        for field, cells in zip(schema, columns, strict=True)
     ]
-    return pa.Table.from_arrays(arrays, schema=ARROW_EVENTS)
+    return pa.Table.from_arrays(arrays, schema=schema)
 
 
 def ordered(events: pa.Table) -> pa.Table:

@@ -84,8 +84,9 @@ from grstats.spark.table import (
 )
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Iterable, Sequence
 
+    import pyarrow as pa
     from pyspark.sql import SparkSession
 
     from grstats.spark.stage import StageTask
@@ -308,8 +309,8 @@ def run_ingest(  # noqa: PLR0913  (the options are keyword-only, each with its d
         )
         loaded = [s for s in staged if s.status == LOADED]
         entries = _arrange(staging, number, loaded)
-        events_files, events = _stage_events(table, staging, number, loaded, say)
-        log_files, log_lines = _stage_log(table, staging, number, loaded, say)
+        events_files, events = _stage_rows(_EVENTS, table, staging, number, loaded, say)
+        log_files, log_lines = _stage_rows(_LOG, table, staging, number, loaded, say)
         commit = Commit(
             number,
             now_text(),
@@ -619,59 +620,66 @@ def _arrange(staging: Path, number: int, loaded: list[StagedSegment]) -> list[di
     return entries
 
 
-def _stage_events(
+@dataclass(frozen=True, slots=True)
+class _Dataset:
+    """A dataset whose rows travel beside the segments' (the events, the GR log lines)."""
+
+    noun: str  #: what the progress calls its rows
+    rows_of: Callable[[StagedSegment], Iterable[Sequence[Any]]]
+    table_of: Callable[[Iterable[Sequence[Any]]], pa.Table]
+    new: Callable[[pa.Table, pa.Table], pa.Table]
+    committed: Callable[[Path], pa.Table]
+    file_name: Callable[[int], str]
+    write: Callable[[Path, str, pa.Table], tuple[str, int] | None]
+
+
+_EVENTS = _Dataset(
+    "events",
+    lambda staged: staged.events,
+    events_table,
+    new_events,
+    read_events,
+    events_file_name,
+    write_events,
+)
+_LOG = _Dataset(
+    "GR log lines",
+    lambda staged: staged.log_lines,
+    log_table,
+    new_lines,
+    read_log,
+    log_file_name,
+    write_log,
+)
+
+
+def _stage_rows(  # noqa: PLR0913, PLR0917  (the dataset, the commit's place, its segments)
+    dataset: _Dataset,
     table: Path,
     staging: Path,
     number: int,
     loaded: list[StagedSegment],
     say: Callable[[str], None],
 ) -> tuple[tuple[tuple[str, int], ...], int]:
-    """Write commit ``number``'s events file: the loaded segments' events the table lacks.
+    """Write commit ``number``'s file of ``dataset``: the loaded segments' rows the table lacks.
 
-    Returns the commit's events files (none when no event is new) and its count of events.
-    The file is durable before the commit, as the data files are.
+    Returns the commit's files of it (none when no row is new) and its count of rows. The file
+    is durable before the commit, as the data files are.
     """
-    found = events_table(event for staged in loaded for event in staged.events)
+    found = dataset.table_of(row for staged in loaded for row in dataset.rows_of(staged))
     if not found.num_rows:
         return (), 0
-    events = new_events(found, read_events(table))
+    rows = dataset.new(found, dataset.committed(table))
     publish = staging / PUBLISH_DIR
-    written = write_events(publish, events_file_name(number), events)
+    written = dataset.write(publish, dataset.file_name(number), rows)
     if written is None:
-        say(f"{found.num_rows:,} events, all in the table already")
+        say(f"{found.num_rows:,} {dataset.noun}, all in the table already")
         return (), 0
     directory = (publish / written[0]).parent
-    for each in (directory, directory.parent, publish):  # events/commit=N, events, publish
+    for each in (directory, directory.parent, publish):  # <dataset>/commit=N, <dataset>, publish
         fsync_directory(each)
-    say(f"{events.num_rows:,} new events of {found.num_rows:,} spooled")
-    return (written,), events.num_rows
-
-
-def _stage_log(
-    table: Path,
-    staging: Path,
-    number: int,
-    loaded: list[StagedSegment],
-    say: Callable[[str], None],
-) -> tuple[tuple[tuple[str, int], ...], int]:
-    """Write commit ``number``'s GR log file: the loaded segments' lines the table lacks.
-
-    As :func:`_stage_events`: the commit's log files (none when no line is new) and its count.
-    """
-    found = log_table(line for staged in loaded for line in staged.log_lines)
-    if not found.num_rows:
-        return (), 0
-    lines = new_lines(found, read_log(table))
-    publish = staging / PUBLISH_DIR
-    written = write_log(publish, log_file_name(number), lines)
-    if written is None:
-        say(f"{found.num_rows:,} GR log lines, all in the table already")
-        return (), 0
-    directory = (publish / written[0]).parent
-    for each in (directory, directory.parent, publish):  # log/commit=N, log, publish
-        fsync_directory(each)
-    say(f"{lines.num_rows:,} new GR log lines of {found.num_rows:,} spooled")
-    return (written,), lines.num_rows
+    say(f"{rows.num_rows:,} new {dataset.noun} of {found.num_rows:,} spooled")
+    return (written,), rows.num_rows
 
 
 def _remove_quarantined(

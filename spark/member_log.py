@@ -31,6 +31,7 @@ import pyarrow.parquet as pq
 
 from grstats.agent.rows import Kind
 from grstats.agent.rows.member_log import REPLICATION_GROUP_MEMBER_LOG
+from grstats.spark.events import rows_table
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
@@ -62,12 +63,7 @@ _PARQUET = {"compression": "zstd", "compression_level": 1}
 
 def log_table(rows: Iterable[Sequence[Any]]) -> pa.Table:
     """The ARROW_LOG table of plain line rows (group label, group name, then the cells)."""
-    columns: list[Sequence[Any]] = list(zip(*rows, strict=True)) or [[] for _ in ARROW_LOG]
-    arrays = [
-        pa.array(cells, pa.int64()).cast(_TS) if field.type == _TS else pa.array(cells, field.type)
-        for field, cells in zip(ARROW_LOG, columns, strict=True)
-    ]
-    return pa.Table.from_arrays(arrays, schema=ARROW_LOG)
+    return rows_table(rows, ARROW_LOG)
 
 
 def ordered(lines: pa.Table) -> pa.Table:
