@@ -72,7 +72,9 @@ if [[ ! $glibc =~ ^[0-9]+(\.[0-9]+)+$ ]]; then
   echo "$0: '$glibc' is not a glibc version" >&2
   exit 2
 fi
-export SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$(date -d "$(sed -n '0,/^ -- /s/^ -- .*>  //p' "$here/changelog")" +%s)}"
+# The newest entry's date in deploy/debian/changelog, and the build's date (that one by default).
+changelog_epoch="$(date -d "$(sed -n '0,/^ -- /s/^ -- .*>  //p' "$here/changelog")" +%s)"
+export SOURCE_DATE_EPOCH="${SOURCE_DATE_EPOCH:-$changelog_epoch}"
 
 work="$(mktemp -d -t grstats-deb.XXXXXX)"
 trap 'rm -rf "$work"' EXIT
@@ -127,7 +129,9 @@ install -m 0644 "$here/copyright" "$doc/copyright"
     echo
     echo "  * Built from grstats $version."
     echo
-    echo " -- $maintainer  $(date -u -R -d "@$SOURCE_DATE_EPOCH")"
+    # Later than the entry below it, as Debian's policy (and lintian) asks of a newer entry.
+    entry_epoch=$((SOURCE_DATE_EPOCH > changelog_epoch ? SOURCE_DATE_EPOCH : changelog_epoch + 1))
+    echo " -- $maintainer  $(date -u -R -d "@$entry_epoch")"
     echo
   fi
   cat "$here/changelog"
