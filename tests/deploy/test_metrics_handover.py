@@ -55,7 +55,9 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
-pytestmark = pytest.mark.slow
+#: One worker runs the module: its module-scoped run (43 s of agent processes and Prometheus) is
+#: built once, not on each worker that takes one of its tests.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("metrics-handover")]
 
 MEMBERS = 3
 #: The longest a member's or the group's series may be without their one exporter (issue 46).

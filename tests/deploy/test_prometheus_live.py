@@ -39,7 +39,8 @@ from tests.waiting import wait_until
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-pytestmark = pytest.mark.slow
+#: One worker runs the module, so that its module-scoped fixtures are built once.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("prometheus-live")]
 
 ROOT = Path(__file__).resolve().parents[2]  # the agents run with -m grstats from here
 RULES = DEPLOY / "prometheus" / "grstats.rules.yml"

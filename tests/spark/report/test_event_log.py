@@ -32,6 +32,9 @@ from tests.agent.test_group_status import ids, run_to, running, start
 from tests.agent.test_runtime import START_S
 from tests.spark.report.test_page_render import _page
 
+#: One worker runs the module, so that its module-scoped fixtures are built once.
+pytestmark = pytest.mark.xdist_group("report-event-log")
+
 LABEL = "orders"
 
 

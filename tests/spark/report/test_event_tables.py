@@ -44,6 +44,9 @@ if TYPE_CHECKING:
 
     from grstats.agent.sim.scenario import Scenario
 
+#: One worker runs the module, so that its module-scoped fixtures are built once.
+pytestmark = pytest.mark.xdist_group("report-event-tables")
+
 LABEL = "orders"
 
 

@@ -27,6 +27,9 @@ from tests.spark.report.test_event_tables import _failover_of
 if TYPE_CHECKING:
     from pathlib import Path
 
+#: One worker runs the module, so that its module-scoped fixtures are built once.
+pytestmark = pytest.mark.xdist_group("report-page-width")
+
 #: The widths the issue read the page at, in CSS px.
 WIDTHS = (1000, 1400)
 #: Measures the laid-out page into its root's ``data-fit`` attribute.
