@@ -24,8 +24,8 @@ import socket
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from grstats.agent.address import split_address
 from grstats.agent.config import is_loopback, is_unspecified
+from grstats.core.address import split_address
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -30,7 +30,7 @@ A config file looks like this; every key but ``source`` and its section has a de
     group_label = "orders"            # the group's name for people where the member has no
                                       # InnoDB Cluster metadata (its cluster_name wins)
 
-    [tls]                             # serve and dial over TLS; see grstats.agent.tls
+    [tls]                             # serve and dial over TLS; see grstats.core.tls
     cert_file = "/etc/grstats/tls/db1.pem"   # this member's certificate and key
     key_file = "/etc/grstats/tls/db1.key"
     ca_file = "/etc/grstats/tls/ca.pem"      # the group's CA
@@ -61,7 +61,7 @@ Every agent of one simulated group must be given the same scenario, members, see
 group start; only ``member_index`` differs.
 
 :func:`load_config` reads a file, applies overrides (the command line's flags, as dotted keys)
-and validates the result. Errors are :class:`~grstats.agent.errors.ConfigError` whose message starts
+and validates the result. Errors are :class:`~grstats.core.errors.ConfigError` whose message starts
 with the key as the file spells it (``period_s: 0 is not in [1, 60] seconds``,
 ``mysql.port: ...``, ``peers[1]: ...``), so one message serves the file and the flag.
 """
@@ -76,9 +76,14 @@ from dataclasses import MISSING, dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from grstats.agent.address import MAX_PORT, split_address
-from grstats.agent.auth import read_token
-from grstats.agent.checks import (
+from grstats.agent.limits import DEFAULT_LIMITS, LimitsConfig
+from grstats.agent.member_probe import DEFAULT_HEALTH, HealthConfig
+from grstats.agent.metrics_scope import DEFAULT_METRICS, MetricsConfig
+from grstats.agent.sources.mysql_config import MySQLSourceConfig
+from grstats.agent.sources.simulated_config import SimulatedSourceConfig
+from grstats.core.address import MAX_PORT, split_address
+from grstats.core.auth import read_token
+from grstats.core.checks import (
     check_bool,
     check_choice,
     check_int,
@@ -86,15 +91,10 @@ from grstats.agent.checks import (
     check_seconds,
     format_number,
 )
-from grstats.agent.errors import ConfigError
-from grstats.agent.limits import DEFAULT_LIMITS, LimitsConfig
-from grstats.agent.log import LOG_FORMATS, LOG_LEVELS
-from grstats.agent.member_probe import DEFAULT_HEALTH, HealthConfig
-from grstats.agent.metrics_scope import DEFAULT_METRICS, MetricsConfig
-from grstats.agent.model import LABEL_RULE, is_group_label
-from grstats.agent.sources.mysql_config import MySQLSourceConfig
-from grstats.agent.sources.simulated_config import SimulatedSourceConfig
-from grstats.agent.tls import TlsConfig
+from grstats.core.errors import ConfigError
+from grstats.core.log import LOG_FORMATS, LOG_LEVELS
+from grstats.core.model import LABEL_RULE, is_group_label
+from grstats.core.tls import TlsConfig
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -184,11 +184,11 @@ class AgentConfig:
             TOML becomes one, and its errors name ``limits.<key>``.
         log_format: ``auto`` (console on a terminal, else JSON), ``json`` or ``console``.
         log_level: ``debug``, ``info``, ``warning`` or ``error``.
-        tls: the ``[tls]`` section (:class:`~grstats.agent.tls.TlsConfig`; a table from TOML becomes
+        tls: the ``[tls]`` section (:class:`~grstats.core.tls.TlsConfig`; a table from TOML becomes
             one): serve and dial peers over TLS; the agent needs all of ``cert_file``,
             ``key_file`` and ``ca_file``. None: plain gRPC.
         token_file: a file holding the shared-secret token every Gossip and Query call must
-            carry (:mod:`grstats.agent.auth`); read and checked here, never kept or logged.
+            carry (:mod:`grstats.core.auth`); read and checked here, never kept or logged.
         group_label: the group's human name (``orders``), shown beside its UUID in status,
             SQL, metrics, the collector's records and reports, where the member's InnoDB
             Cluster metadata gives none (its ``cluster_name`` wins); None (the default): none.

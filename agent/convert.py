@@ -10,20 +10,15 @@ from __future__ import annotations
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from grstats.agent.errors import AgentError, ConfigError
-from grstats.agent.events import MAX_EVENTS
 from grstats.agent.gossip import ClockOffset, Counts, Events, Key, LogLines, Stamp, Update
-from grstats.agent.gtid import GtidError, GtidSet
 from grstats.agent.limits import DEFAULT_LIMITS
-from grstats.agent.messages import (
-    OWN_BUILD,
-    UNSAID_REVISION,
-    AgentBuild,
-    Answer,
-    Gossip,
-    SourceReport,
-)
-from grstats.agent.model import (
+from grstats.agent.messages import Answer, Gossip, SourceReport
+from grstats.core.build import OWN_BUILD, UNSAID_REVISION, AgentBuild
+from grstats.core.errors import AgentError, ConfigError
+from grstats.core.events import MAX_EVENTS
+from grstats.core.fault import SourceFault
+from grstats.core.gtid import GtidError, GtidSet
+from grstats.core.model import (
     LABEL_RULE,
     FlowControlSettings,
     GroupView,
@@ -31,19 +26,15 @@ from grstats.agent.model import (
     SourceHealth,
     is_group_label,
 )
-from grstats.agent.rows import (
-    EXTENDED_COLUMNS,
-    TABLES,
+from grstats.core.rows import (
     TRANSACTION_FIELDS,
     ApplierStatusRow,
     EventRow,
-    Kind,
     MemberRow,
     MemberStatsRow,
     RowValueError,
 )
-from grstats.agent.rows.member_log import KEPT_LINES, MAX_DATA, MemberLogRow
-from grstats.agent.sources.fault import SourceFault
+from grstats.core.rows.member_log import KEPT_LINES, MAX_DATA, MemberLogRow
 from grstats.proto import grstats_pb2 as pb
 
 if TYPE_CHECKING:
@@ -52,7 +43,6 @@ if TYPE_CHECKING:
     from grstats.agent.gossip import Digest
     from grstats.agent.gossip.updates import Value as GossipValue
     from grstats.agent.limits import LimitsConfig
-    from grstats.agent.rows import Column, Value
 
 #: Most members a view may list: Group Replication groups have at most 9.
 MAX_MEMBERS = 9
@@ -61,11 +51,11 @@ MAX_TEXT = 1024
 #: Longest ``sender`` address accepted (a host name is at most 253 characters, plus the port).
 MAX_SENDER_CHARS = 255
 #: Most events one EVENTS value may hold: the count an agent keeps of its member's
-#: (:data:`grstats.agent.events.MAX_EVENTS`).
+#: (:data:`grstats.core.events.MAX_EVENTS`).
 MAX_WIRE_EVENTS = MAX_EVENTS
 #: Most lines one LOG value may hold: the count an agent keeps of its member's
-#: (:data:`grstats.agent.rows.member_log.KEPT_LINES`); each line's DATA at most
-#: :data:`~grstats.agent.rows.member_log.MAX_DATA` characters.
+#: (:data:`grstats.core.rows.member_log.KEPT_LINES`); each line's DATA at most
+#: :data:`~grstats.core.rows.member_log.MAX_DATA` characters.
 MAX_WIRE_LOG_LINES = KEPT_LINES
 #: Longest ``SourceFault.kind`` accepted (the kinds are short snake_case words).
 MAX_FAULT_KIND = 64
@@ -685,113 +675,3 @@ def source_report_from_wire(response: pb.QueryResponse) -> SourceReport:
     _bounded(message.fix, MAX_TEXT, "source_fault.fix")
     fault = SourceFault(kind=message.kind, message=message.message, fix=message.fix)
     return SourceReport(fault, message.since_us or None)
-
-
-# -- query tables -------------------------------------------------------------------------
-
-#: Of each table, the columns a Query client knew when it sent no ``QueryRequest.protocol_revision``
-#: (main at e5928da, protocol revision 3, the release before the field, and every earlier one):
-#: how many of the table's own columns (:data:`grstats.agent.rows.TABLES`), then how many of
-#: :data:`~grstats.agent.rows.EXTENDED_COLUMNS`. Columns are only appended, so these leading
-#: columns are the ones it types; a table it did not know is served whole (it never asks for one).
-UNSAID_COLUMNS: dict[str, tuple[int, int]] = {
-    "replication_group_members": (8, 5),
-    "replication_group_member_stats": (13, 5),
-    "replication_group_member_lag": (25, 5),
-    "replication_group_member_gtid_executed": (3, 5),
-    "replication_group_status": (14, 5),
-    "replication_group_member_status": (18, 5),
-    "replication_group_events": (8, 5),
-}
-#: The first protocol revision whose clients say theirs in ``QueryRequest.protocol_revision``.
-SAID_QUERY_REVISION = 5
-#: By the revision a client says, from :data:`SAID_QUERY_REVISION` to the one before
-#: PROTOCOL_REVISION, the columns its clients know, as :data:`UNSAID_COLUMNS` (every table of
-#: that release). Add the entry of PROTOCOL_REVISION here when PROTOCOL_REVISION is bumped
-#: (tests/upgrade/test_columns.py checks that every revision has one).
-QUERY_COLUMNS: dict[int, dict[str, tuple[int, int]]] = {}
-
-
-def query_request(
-    tables: Sequence[str] = (), *, extended: bool = False, events_since_us: int = 0
-) -> pb.QueryRequest:
-    """Return a Query.Read request of this build: it says this agent's protocol revision."""
-    return pb.QueryRequest(
-        tables=list(tables),
-        extended=extended,
-        events_since_us=events_since_us,
-        protocol_revision=OWN_BUILD.revision,
-    )
-
-
-def known_columns(revision: int) -> dict[str, tuple[int, int]] | None:
-    """The columns a Query client of protocol ``revision`` knows of each table; None: every one.
-
-    0 (a client older than the field) and any revision before :data:`SAID_QUERY_REVISION`
-    read as :data:`UNSAID_COLUMNS`; this revision and later ones get every column (a newer
-    client knows at least this agent's columns).
-    """
-    if revision >= OWN_BUILD.revision:
-        return None
-    if revision < SAID_QUERY_REVISION:
-        return UNSAID_COLUMNS
-    return QUERY_COLUMNS.get(revision, UNSAID_COLUMNS)
-
-
-def for_client(
-    name: str,
-    columns: Sequence[Column],
-    rows: Sequence[Sequence[Value]],
-    known: dict[str, tuple[int, int]] | None,
-) -> tuple[Sequence[Column], Sequence[Sequence[Value]]]:
-    """Table ``name`` with only the columns a client that knows ``known`` types (known_columns).
-
-    A column is kept when it is one of the table's first columns the client knows, or one of
-    the extended columns it knows, by name; a table the client does not know is kept whole.
-    """
-    counts = None if known is None else known.get(name)
-    if counts is None:
-        return columns, rows
-    own, extended = counts
-    names = {column.name for column in TABLES[name].columns[:own]}
-    names.update(column.name for column in EXTENDED_COLUMNS[:extended])
-    kept = [index for index, column in enumerate(columns) if column.name in names]
-    if len(kept) == len(columns):
-        return columns, rows
-    return [columns[i] for i in kept], [[row[i] for i in kept] for row in rows]
-
-
-def table_to_wire(
-    name: str, columns: Sequence[Column], rows: Sequence[Sequence[Value]]
-) -> pb.Table:
-    """Return a table as named columns of typed cells."""
-    return pb.Table(
-        name=name,
-        columns=[column.name for column in columns],
-        rows=[
-            pb.Row(cells=[_cell(column, value) for column, value in zip(columns, row, strict=True)])
-            for row in rows
-        ],
-    )
-
-
-def _cell(column: Column, value: Value) -> pb.Cell:
-    if value is None:
-        return pb.Cell(null=True)
-    if column.kind is Kind.DECIMAL:
-        return pb.Cell(decimal=float(value))
-    if isinstance(value, int):
-        return pb.Cell(unsigned=value) if value >= 0 else pb.Cell(signed=value)
-    return pb.Cell(text=str(value))
-
-
-def table_from_wire(table: pb.Table) -> tuple[list[str], list[tuple[Value, ...]]]:
-    """Return (column names, rows) of a wire table."""
-    rows = []
-    for row in table.rows:
-        cells: list[Value] = []
-        for cell in row.cells:
-            kind = cell.WhichOneof("value")
-            cells.append(None if kind in (None, "null") else getattr(cell, kind))
-        rows.append(tuple(cells))
-    return list(table.columns), rows

@@ -1,10 +1,10 @@
 """``EventLog``: the agent's own member's events, recorded in the gossip state as one value.
 
-The agent's period hands it what changed (:mod:`grstats.agent.events` finds it): the events
+The agent's period hands it what changed (:mod:`grstats.core.events` finds it): the events
 between two reads of the member, its source failing and recovering, flow control beginning
 and ceasing to hold its writers back, and other members' agents turning silent and heard
 again (:mod:`grstats.agent.liveness`). The member's list, bounded by age and count
-(:func:`~grstats.agent.events.kept`), is its EVENTS value: it travels to every agent like the
+(:func:`~grstats.core.events.kept`), is its EVENTS value: it travels to every agent like the
 member's other values, and the registry keeps every member's list across restarts.
 
 An event that only repeats the last of its kind for the same member (a silence already
@@ -16,16 +16,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from grstats.agent.events import OPPOSITES, kept
 from grstats.agent.gossip import Events, Key
-from grstats.agent.rows import EventType
+from grstats.core.events import OPPOSITES, kept
+from grstats.core.rows import EventType
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from grstats.agent.clock import Clock
     from grstats.agent.gossip import GossipState
-    from grstats.agent.rows import EventRow
+    from grstats.core.clock import Clock
+    from grstats.core.rows import EventRow
 
 
 class EventLog:

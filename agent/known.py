@@ -13,16 +13,16 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, TypeVar
 
 from grstats.agent.gossip import Counts, Key
-from grstats.agent.gtid import GtidSet
-from grstats.agent.model import GroupView, ServerSettings
-from grstats.agent.rows import ApplierStatusRow, MemberRow, MemberStatsRow
-from grstats.agent.verdict import has_quorum
+from grstats.core.gtid import GtidSet
+from grstats.core.model import GroupView, ServerSettings
+from grstats.core.rows import ApplierStatusRow, MemberRow, MemberStatsRow
+from grstats.core.verdict import has_quorum
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     from grstats.agent.gossip import GossipState
-    from grstats.agent.model import MemberSnapshot
+    from grstats.core.model import MemberSnapshot
 
 _V = TypeVar("_V")
 
@@ -147,7 +147,7 @@ def split_state(majority: GroupView, own: GroupView | None, member: str) -> str:
     ``(MISSING)``, and its ``memberState`` the member's own: ``Status::feed_member_info``).
     Shell reads the member live; grstats has its last read, so it also asks that the
     majority's view has quorum and the member's own view of the same group has none
-    (:func:`~grstats.agent.verdict.has_quorum`): a member whose own view has quorum is in a
+    (:func:`~grstats.core.verdict.has_quorum`): a member whose own view has quorum is in a
     majority itself, and a member that crashed left a last view that had quorum, not one of a
     member cut off. The caller asks for a connected member only.
     """

@@ -46,8 +46,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from grstats.agent.checks import check_int, check_number, check_seconds
-from grstats.agent.errors import ConfigError
+from grstats.core.checks import check_int, check_number, check_seconds
+from grstats.core.errors import ConfigError
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -23,10 +23,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from grstats.agent.address import join_address
 from grstats.agent.gossip import Key
 from grstats.agent.known import connected, departed, own_view, reported, state_in
-from grstats.agent.model import SourceHealth
+from grstats.core.address import join_address
+from grstats.core.model import SourceHealth
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     import structlog
 
     from grstats.agent.gossip import GossipState
-    from grstats.agent.model import MemberSnapshot
+    from grstats.core.model import MemberSnapshot
 
 
 class Watcher(Protocol):

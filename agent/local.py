@@ -28,7 +28,7 @@ failed read records the source's health under the member's id, when known, every
 the agent's heartbeat, so that peers hear an agent whose server is down (``CONNECTED`` is
 whether a member's agent is heard). A failed read is counted in the agent's metrics
 (``grstats_source_up`` goes to 0, ``grstats_source_read_errors_total`` grows), sets
-:attr:`LocalMember.fault` (why, in a DBA's words: :class:`~grstats.agent.sources.fault.SourceFault`)
+:attr:`LocalMember.fault` (why, in a DBA's words: :class:`~grstats.core.fault.SourceFault`)
 and leaves the member's values in the state, served as its last ones; the member's health
 becomes the fault's message. Every read's duration, on the monotonic clock (the injected
 clock stamps values and may stand still in tests), goes to
@@ -53,23 +53,23 @@ import time
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from grstats.agent.errors import SourceError
 from grstats.agent.gossip import Counts, GossipState, Key
 from grstats.agent.gossip.clocks import moved
-from grstats.agent.model import SourceHealth
-from grstats.agent.sources.fault import fault_of
+from grstats.core.errors import SourceError
+from grstats.core.fault import fault_of
+from grstats.core.model import SourceHealth
 
 if TYPE_CHECKING:
     import structlog
 
-    from grstats.agent.clock import Clock
     from grstats.agent.config import AgentConfig
     from grstats.agent.gossip import ClockOffset
     from grstats.agent.gossip.updates import Value
     from grstats.agent.metrics import AgentMetrics
-    from grstats.agent.model import MemberSnapshot
     from grstats.agent.sources.base import StatsSource
-    from grstats.agent.sources.fault import SourceFault
+    from grstats.core.clock import Clock
+    from grstats.core.fault import SourceFault
+    from grstats.core.model import MemberSnapshot
 
 #: A fault that lasts is logged again at most this often (seconds), with a count of failed reads.
 FAULT_REPEAT_S = 300.0

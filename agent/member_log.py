@@ -3,8 +3,8 @@
 The agent's period hands it the lines its source read since the last period
 (:class:`~grstats.agent.sources.base.LogSource`: performance_schema.error_log's Group
 Replication lines, or the simulator's). The member's list, the newest
-:data:`~grstats.agent.rows.member_log.KEPT_LINES` within
-:data:`~grstats.agent.rows.member_log.KEPT_CHARS` (:func:`~grstats.agent.rows.member_log.
+:data:`~grstats.core.rows.member_log.KEPT_LINES` within
+:data:`~grstats.core.rows.member_log.KEPT_CHARS` (:func:`~grstats.core.rows.member_log.
 kept_lines`), is its LOG value: it travels to every agent like the member's events, so every
 agent keeps every member's last lines, those of a member whose host died included. The list
 outlives the member's server (a restarted server's error_log starts empty: the new lines
@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from grstats.agent.gossip import Key, LogLines
-from grstats.agent.rows.member_log import kept_lines
+from grstats.core.rows.member_log import kept_lines
 
 #: Periods an agent waits before it records its member's first lines, unless a peer (or the
 #: registry) gives the lines of its earlier run first: while its digest has no LOG, a peer's
@@ -29,9 +29,9 @@ FIRST_RECORD_WAIT = 3
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from grstats.agent.clock import Clock
     from grstats.agent.gossip import GossipState
-    from grstats.agent.rows.member_log import MemberLogRow
+    from grstats.core.clock import Clock
+    from grstats.core.rows.member_log import MemberLogRow
 
 
 class MemberLog:

@@ -35,13 +35,13 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from grstats.agent.checks import check_int
-from grstats.agent.errors import ConfigError
+from grstats.core.checks import check_int
+from grstats.core.errors import ConfigError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from grstats.agent.rows import Column, Value
+    from grstats.core.rows import Column, Value
 
     #: A served table: its columns and rows (:data:`grstats.agent.served.Table`).
     Table = tuple[tuple[Column, ...], list[tuple[Value, ...]]]
@@ -226,7 +226,7 @@ def probe(
         return None
     # Here, not at the top: the config reads [health] from this module, and loading the rows'
     # schema with it would cost every command that reads a config (grstats --version, ...).
-    from grstats.agent.rows import (  # noqa: PLC0415
+    from grstats.core.rows import (  # noqa: PLC0415
         REPLICATION_GROUP_MEMBER_STATUS,
         REPLICATION_GROUP_STATUS,
         by_name,

@@ -53,7 +53,7 @@ series:
   ``grstats_group_info{group_label} 1`` (the group's human name, its InnoDB Cluster name or
   the agents' ``group_label``, ``''`` when none: alerts name the group by it),
   ``grstats_group_status{status}`` (1 for the current status of
-  :data:`~grstats.agent.rows.status.STATUSES`, 0 for the five others),
+  :data:`~grstats.core.rows.status.STATUSES`, 0 for the five others),
   ``grstats_group_tolerance`` (how many more members can fail with quorum kept),
   ``grstats_group_members_not_active`` (Shell's "N members are not active": the known members
   not ONLINE, a member once in the view until ``grstats members forget``),
@@ -83,7 +83,7 @@ series:
   steady group of any size (more while pushes fail, a stranger sends, or an agent is unheard),
   so that scraping every agent of a 9-member group keeps at most 60 series per member (README,
   "Cardinality"; ``tests/agent/test_metrics_cardinality.py``).
-  From every member's events (:mod:`grstats.agent.events`), counted once each and only
+  From every member's events (:mod:`grstats.core.events`), counted once each and only
   those after this agent started: ``grstats_primary_changes_total{group_name}`` (primaries
   elected) and ``grstats_member_state_changes_total{group_name, member_id, state}``, served
   as the group's and the member's series are (the scope below): a handover shows the new
@@ -135,9 +135,9 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, Summ
 from prometheus_client.core import Metric as MetricFamily
 
 from grstats import __version__
-from grstats.agent.messages import PROTOCOL_REVISION
 from grstats.agent.metrics_scope import EVERYTHING, Scope
 from grstats.agent.metrics_series import MEMBER_STATES, SeriesInput, series_scope, table_series
+from grstats.core.build import PROTOCOL_REVISION
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping, Sequence

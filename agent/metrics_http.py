@@ -29,8 +29,8 @@ from wsgiref.simple_server import WSGIRequestHandler, make_server
 from prometheus_client import utils
 from prometheus_client.exposition import ThreadingWSGIServer
 
-from grstats.agent.errors import ConfigError
 from grstats.agent.member_probe import PROBE_PATHS
+from grstats.core.errors import ConfigError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable

@@ -37,8 +37,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from grstats.agent.checks import check_choice
-from grstats.agent.errors import ConfigError
+from grstats.core.checks import check_choice
+from grstats.core.errors import ConfigError
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping

@@ -34,10 +34,10 @@ from typing import TYPE_CHECKING, Any
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
 from grstats.agent.gossip import REGISTRY
-from grstats.agent.gtid import GtidSet
 from grstats.agent.metrics_scope import ALL, EVERYTHING, Scope, exported
-from grstats.agent.rows import STATUSES
 from grstats.agent.views import disagreements
+from grstats.core.gtid import GtidSet
+from grstats.core.rows import STATUSES
 
 if TYPE_CHECKING:
     from prometheus_client.core import Metric

@@ -1,11 +1,11 @@
 """``NextPrimaryWatch``: tells the operator when the member GR would elect next is unsafe, once.
 
 Called once per period by the agent, after its round with the peers. The forecast is
-:func:`grstats.agent.election.next_primary` over the agent's served verdict (the rows of
+:func:`grstats.core.election.next_primary` over the agent's served verdict (the rows of
 ``replication_group_status`` and ``replication_group_member_status``, MEMBER_WEIGHT as gossiped,
 built once a period for everything that asks): the member the single-primary election picks
 if the primary failed now, the same forecast ``grstats query status`` shows. It turning
-unsafe (errant transactions, or more than :data:`~grstats.agent.election.BACKLOG_WARNING`
+unsafe (errant transactions, or more than :data:`~grstats.core.election.BACKLOG_WARNING`
 transactions to apply) is one warning,
 ``next_primary_unsafe``, naming the member and why; a change of member or of reason is a new
 warning, and its end (safe again, another member next, or none) one info line,
@@ -17,16 +17,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from grstats.agent.election import BACKLOG_WARNING, next_primary
-from grstats.agent.rows import REPLICATION_GROUP_MEMBER_STATUS, REPLICATION_GROUP_STATUS, by_name
+from grstats.core.election import BACKLOG_WARNING, next_primary
+from grstats.core.rows import REPLICATION_GROUP_MEMBER_STATUS, REPLICATION_GROUP_STATUS, by_name
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
     import structlog
 
-    from grstats.agent.election import NextPrimary
     from grstats.agent.served import Table
+    from grstats.core.election import NextPrimary
 
 #: What makes it unsafe, as logged: (member, holds errant transactions, backlog over the mark).
 Unsafe = tuple[str, bool, bool]

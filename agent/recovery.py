@@ -41,16 +41,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from grstats.agent.gossip import Counts, Key
-from grstats.agent.gtid import GtidSet
 from grstats.agent.known import executed_of, served_view
 from grstats.agent.status import Progress
+from grstats.core.gtid import GtidSet
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
 
     from grstats.agent.gossip import GossipState
-    from grstats.agent.model import MemberSnapshot
-    from grstats.agent.rows import MemberStatsRow
+    from grstats.core.model import MemberSnapshot
+    from grstats.core.rows import MemberStatsRow
 
 #: The span of the apply rate and of the fall of the transactions left: the last minute.
 WINDOW_US = 60_000_000

@@ -22,21 +22,21 @@ import asyncio
 from typing import TYPE_CHECKING, TypeVar
 
 from grstats.agent.gossip import REGISTRY, Counts, Events, Key
-from grstats.agent.gtid import GtidSet
-from grstats.agent.model import GroupView
 from grstats.agent.registry import MemberRecord, RegistryDamaged, RegistryError
-from grstats.agent.rows import ApplierStatusRow, MemberRow
+from grstats.core.gtid import GtidSet
+from grstats.core.model import GroupView
+from grstats.core.rows import ApplierStatusRow, MemberRow
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
-    from grstats.agent.clock import Clock
     from grstats.agent.config import AgentConfig
     from grstats.agent.gossip import GossipState
     from grstats.agent.gossip.updates import Value
     from grstats.agent.local import LocalMember
     from grstats.agent.registry import MemberRegistry
     from grstats.agent.served import Served
+    from grstats.core.clock import Clock
 
 _T = TypeVar("_T")
 

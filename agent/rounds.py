@@ -39,23 +39,24 @@ import asyncio
 from collections import deque
 from typing import TYPE_CHECKING
 
-from grstats.agent.address import join_address
-from grstats.agent.errors import AgentError, TransportError
 from grstats.agent.gossip import ClockOffset, Counts, Key, MergeResult, Stamp
 from grstats.agent.gossip.clocks import FILTER_SAMPLES, SKEW_WARN_US, compose, filtered, skews
 from grstats.agent.gossip.state import self_listing_view
 from grstats.agent.known import departed, served_view
-from grstats.agent.messages import PROTOCOL_REVISION, AgentBuild, Answer, Gossip, for_build
+from grstats.agent.messages import Answer, Gossip, for_build
+from grstats.core.address import join_address
+from grstats.core.build import PROTOCOL_REVISION, AgentBuild
+from grstats.core.errors import AgentError, TransportError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from grstats.agent.clock import Clock
     from grstats.agent.config import AgentConfig
     from grstats.agent.gossip import Digest, Update
     from grstats.agent.local import LocalMember
     from grstats.agent.metrics import AgentMetrics
     from grstats.agent.transports.base import Transport
+    from grstats.core.clock import Clock
 
 
 class PeerRounds:

@@ -32,11 +32,7 @@ from typing import TYPE_CHECKING
 import structlog
 from grpc_health.v1 import health, health_pb2
 
-from grstats.agent.address import join_address, split_address
-from grstats.agent.clock import now_us
-from grstats.agent.errors import ConfigError
 from grstats.agent.event_log import EventCounts, EventLog
-from grstats.agent.events import changes, liveness_event, source_event, throttle_event
 from grstats.agent.gossip import RelayRule
 from grstats.agent.limits import RateLimiter
 from grstats.agent.liveness import Liveness
@@ -51,34 +47,38 @@ from grstats.agent.next_primary_watch import NextPrimaryWatch
 from grstats.agent.recovery import RecoveryWatch
 from grstats.agent.registry_sync import RegistrySync
 from grstats.agent.rounds import PeerRounds
-from grstats.agent.security import Security
 from grstats.agent.server import SERVICE_NAMES, build_server
 from grstats.agent.sources.base import LogSource
 from grstats.agent.split_watch import SplitBrainWatch
-from grstats.agent.stable_set import StableSetWatch
 from grstats.agent.status import flow_control_thresholds, throttled_by
 from grstats.agent.tables import ServedTables
 from grstats.agent.tls_watch import TlsWatch
 from grstats.agent.transports.base import ServingTransport
 from grstats.agent.transports.rpc import GrpcTransport
+from grstats.core.address import join_address, split_address
+from grstats.core.clock import now_us
+from grstats.core.errors import ConfigError
+from grstats.core.events import changes, liveness_event, source_event, throttle_event
+from grstats.core.security import Security
+from grstats.core.stable_set import StableSetWatch
 
 if TYPE_CHECKING:
     from wsgiref.simple_server import WSGIServer
 
     import grpc
 
-    from grstats.agent.clock import Clock
     from grstats.agent.config import AgentConfig
     from grstats.agent.gossip import GossipState
-    from grstats.agent.model import MemberSnapshot
     from grstats.agent.registry import MemberRegistry
-    from grstats.agent.rows import EventRow
     from grstats.agent.served import Served
     from grstats.agent.sources.base import StatsSource
-    from grstats.agent.sources.fault import SourceFault
     from grstats.agent.sql import SqlEndpoint
     from grstats.agent.sql.session import SqlIdentity
     from grstats.agent.transports.base import Transport
+    from grstats.core.clock import Clock
+    from grstats.core.fault import SourceFault
+    from grstats.core.model import MemberSnapshot
+    from grstats.core.rows import EventRow
 
 #: How many periods a /metrics exposition rendered mid-period is served: until the next one,
 #: with half a period to spare for a late loop.

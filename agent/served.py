@@ -32,7 +32,7 @@ clock offsets it estimated. Rules (MySQL's where MySQL defines them):
   :func:`~grstats.agent.known.reported`) and SOURCE;
 * ``replication_group_status`` and ``replication_group_member_status`` hold the group's verdict
   (:mod:`grstats.agent.status`), built from the same inputs;
-* ``replication_group_events`` holds every member's events (:mod:`grstats.agent.events`), on
+* ``replication_group_events`` holds every member's events (:mod:`grstats.core.events`), on
   their reporters' clocks, so that every agent serves the same rows;
 * ``replication_group_member_log`` holds every member's Group Replication error-log lines
   (:mod:`grstats.agent.member_log`), on their members' clocks, so that every agent serves the
@@ -61,7 +61,9 @@ from grstats.agent.known import (
     stats_of,
     tables_view,
 )
-from grstats.agent.rows import (
+from grstats.agent.status import group_status
+from grstats.agent.views import member_views
+from grstats.core.rows import (
     EXTENDED_COLUMNS,
     REPLICATION_GROUP_EVENTS,
     REPLICATION_GROUP_MEMBER_GTID_EXECUTED,
@@ -74,18 +76,16 @@ from grstats.agent.rows import (
     Column,
     GtidExecutedRow,
 )
-from grstats.agent.rows.member_log import REPLICATION_GROUP_MEMBER_LOG, MemberLogRow, log_order
-from grstats.agent.status import group_status
-from grstats.agent.views import member_views
+from grstats.core.rows.member_log import REPLICATION_GROUP_MEMBER_LOG, MemberLogRow, log_order
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
 
     from grstats.agent.gossip import GossipState, Heard
-    from grstats.agent.model import MemberSnapshot
-    from grstats.agent.rows import EventRow, GroupStatusRow, MemberStatusRow, Row, Value
-    from grstats.agent.stable_set import Stall
     from grstats.agent.status import Progress
+    from grstats.core.model import MemberSnapshot
+    from grstats.core.rows import EventRow, GroupStatusRow, MemberStatusRow, Row, Value
+    from grstats.core.stable_set import Stall
 
 #: One served table: its columns and its rows.
 Table = tuple[tuple[Column, ...], list[tuple["Value", ...]]]
@@ -146,7 +146,7 @@ def served_tables(  # noqa: PLR0913  (every input of the tables is explicit)
 
     Each table is built when first looked up (see :class:`Served`). ``cannot_read`` is (the
     agent's address, why) while the agent cannot read its own member (for the verdict);
-    ``stall`` the stable set's stall its member shows (:mod:`grstats.agent.stable_set`);
+    ``stall`` the stable set's stall its member shows (:mod:`grstats.core.stable_set`);
     ``progress`` each member's recovery or backlog progress (:mod:`grstats.agent.recovery`).
     """
     offsets = offsets_us or {}

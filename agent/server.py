@@ -31,15 +31,11 @@ from google.protobuf.message import DecodeError, Message
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 
-from grstats.agent.clock import now_us
 from grstats.agent.convert import (
     WireError,
     answer_to_wire,
-    for_client,
     gossip_from_wire,
-    known_columns,
     source_report_to_wire,
-    table_to_wire,
     uuid_to_bytes,
 )
 from grstats.agent.identity import certified_members, refusal
@@ -51,21 +47,23 @@ from grstats.agent.limits import (
     RateLimiter,
     client_host,
 )
-from grstats.agent.log import ThrottledWarning
-from grstats.agent.messages import OWN_BUILD
-from grstats.agent.rows.member_log import REPLICATION_GROUP_MEMBER_LOG
-from grstats.agent.rows.schema import REPLICATION_GROUP_EVENTS
 from grstats.agent.served import Served, Table
+from grstats.core.build import OWN_BUILD
+from grstats.core.clock import now_us
+from grstats.core.log import ThrottledWarning
+from grstats.core.query_wire import for_client, known_columns, table_to_wire
+from grstats.core.rows.member_log import REPLICATION_GROUP_MEMBER_LOG
+from grstats.core.rows.schema import REPLICATION_GROUP_EVENTS
 from grstats.proto import grstats_pb2 as pb
 from grstats.proto import grstats_pb2_grpc as pb_grpc
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
 
-    from grstats.agent.clock import Clock
     from grstats.agent.messages import Gossip, SourceReport
-    from grstats.agent.security import Security
     from grstats.agent.transports.base import Receiver
+    from grstats.core.clock import Clock
+    from grstats.core.security import Security
 
 _M = TypeVar("_M", bound=Message)
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from grstats.agent.address import join_address
 from grstats.agent.known import departed, served_view, split_brain
+from grstats.core.address import join_address
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     import structlog
 
     from grstats.agent.gossip import GossipState
-    from grstats.agent.model import MemberSnapshot
+    from grstats.core.model import MemberSnapshot
 
 
 class SplitBrainWatch:

@@ -2,7 +2,7 @@
 
 Pure: the caller passes the gossip state, the local read (None when the local server is down),
 the time and the clock offsets, as for the served tables. The verdict is MySQL Shell's
-(:mod:`grstats.agent.verdict`) over the view the agent serves (``served_view``: the group's
+(:mod:`grstats.core.verdict`) over the view the agent serves (``served_view``: the group's
 newest, so every agent that hears the group serves the same one): quorum comes from that
 view, a member UNREACHABLE in it counts as in the view and not reachable, and a known member
 outside it makes the status partial and is "not active" in the sentence.
@@ -27,7 +27,7 @@ messages still flow count: GR counts holds from the messages of the last period,
 older than two of the writer's periods (one period, plus one for the gossip) hold no one back.
 A member whose variables were never heard is judged with MySQL's defaults.
 
-A stalled stable set (:mod:`grstats.agent.stable_set`: TRANSACTIONS_COMMITTED_ALL_MEMBERS
+A stalled stable set (:mod:`grstats.core.stable_set`: TRANSACTIONS_COMMITTED_ALL_MEMBERS
 unchanged for two broadcast rounds while transactions were certified) is held back by the
 view's UNREACHABLE members, whose sets never reach the certifier; with none, by the ONLINE
 members at the bottom of the ONLINE members' last sampled ``gtid_executed`` (an applier that
@@ -43,13 +43,13 @@ member (``(MISSING)``) and only its ``memberState`` the member's own (``Status::
 in the same file); the sentence names it with Shell's error and the member's own state.
 
 ERRANT_TRANSACTIONS is each member's last sampled ``gtid_executed`` judged against the other
-members' samples of the same instant (:mod:`grstats.agent.errant`), the samples' times moved
+members' samples of the same instant (:mod:`grstats.core.errant`), the samples' times moved
 to this agent's clock by the members' offsets.
 
 MEMBER_WEIGHT is the member's ``group_replication_member_weight`` as its agent read it and
 gossiped it with its server variables (:func:`member_weights`), NULL where not heard: the input
 of the next primary forecast, whom GR would elect if the primary failed now
-(:func:`~grstats.agent.election.next_primary` over the member rows, a NULL weight counted as
+(:func:`~grstats.core.election.next_primary` over the member rows, a NULL weight counted as
 MySQL's default 50).
 
 TRANSACTIONS_LEFT, APPLY_RATE and ETA_S are a RECOVERING member's or an applier backlog's
@@ -64,10 +64,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from grstats.agent.errant import ExecutedSample, errant_transactions
 from grstats.agent.gossip import Counts, Key
 from grstats.agent.gossip.clocks import RELIABLE_US, skews
-from grstats.agent.gtid import GtidSet
 from grstats.agent.known import (
     applier_held,
     connected,
@@ -81,8 +79,10 @@ from grstats.agent.known import (
     split_brain,
     transactions_behind,
 )
-from grstats.agent.model import ServerSettings
-from grstats.agent.rows import (
+from grstats.core.errant import ExecutedSample, errant_transactions
+from grstats.core.gtid import GtidSet
+from grstats.core.model import ServerSettings
+from grstats.core.rows import (
     GroupStatusRow,
     MemberRow,
     MemberState,
@@ -90,14 +90,14 @@ from grstats.agent.rows import (
     MemberStatusRow,
     lag_seconds,
 )
-from grstats.agent.verdict import source_unknown, verdict
+from grstats.core.verdict import source_unknown, verdict
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
     from grstats.agent.gossip import GossipState
-    from grstats.agent.model import MemberSnapshot
-    from grstats.agent.stable_set import Stall
+    from grstats.core.model import MemberSnapshot
+    from grstats.core.stable_set import Stall
 
 #: How many of the writer's flow-control periods a member's counts stay fresh enough to hold
 #: writers back: the period of GR's step, plus one for the gossip's own delay.
@@ -135,7 +135,7 @@ def group_status(  # noqa: PLR0913  (every input of the verdict is explicit)
     """Return the group's verdict and one row per known member, in MEMBER_ID order.
 
     ``cannot_read`` is (the agent's address, why) while the agent cannot read its own member:
-    an UNKNOWN verdict then says so (:func:`~grstats.agent.verdict.source_unknown`). ``stall``
+    an UNKNOWN verdict then says so (:func:`~grstats.core.verdict.source_unknown`). ``stall``
     is the stable set's stall as the agent's member shows it, None while it advances.
     ``progress`` is each member's recovery or backlog progress, where known (module docstring).
     """
@@ -344,7 +344,7 @@ def _errant(
     """Each member's errant GTIDs from its last sampled gtid_executed, on this agent's clock.
 
     The group's UUIDs are its name only: agents do not read group_replication_view_change_uuid,
-    whose GTIDs every member that was in the group holds (:mod:`grstats.agent.errant`).
+    whose GTIDs every member that was in the group holds (:mod:`grstats.core.errant`).
     """
     samples = {}
     for m in members:

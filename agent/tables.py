@@ -15,12 +15,12 @@ from grstats.agent.served import served_tables
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
 
-    from grstats.agent.clock import Clock
     from grstats.agent.config import AgentConfig
     from grstats.agent.local import LocalMember
     from grstats.agent.recovery import RecoveryWatch
     from grstats.agent.served import Served
-    from grstats.agent.stable_set import StableSetWatch
+    from grstats.core.clock import Clock
+    from grstats.core.stable_set import StableSetWatch
 
 
 class ServedTables:

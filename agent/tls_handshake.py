@@ -34,7 +34,7 @@ from grstats.agent.identity import MEMBER_URI_PREFIX
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from grstats.agent.tls import TlsConfig
+    from grstats.core.tls import TlsConfig
 
 #: The parsed certificate :meth:`ssl.SSLSocket.getpeercert` returns.
 Certificate = dict[str, Any]

@@ -25,15 +25,15 @@ import time
 from typing import TYPE_CHECKING
 
 from grstats.agent import tls_handshake as handshake
-from grstats.agent.address import split_address
-from grstats.agent.errors import ConfigError
+from grstats.core.address import split_address
+from grstats.core.errors import ConfigError
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     import structlog
 
-    from grstats.agent.tls import TlsConfig
+    from grstats.core.tls import TlsConfig
 
     Diagnose = Callable[[TlsConfig | None, str, int, float], Awaitable[str | None]]
 

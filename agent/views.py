@@ -54,15 +54,15 @@ from grstats.agent.known import (
     state_in,
     view_order,
 )
-from grstats.agent.rows import NOT_LISTED, MemberViewRow
-from grstats.agent.rows.views import ONE_WAY, SPLIT_BRAIN, VIEW_LAG
+from grstats.core.rows import NOT_LISTED, MemberViewRow
+from grstats.core.rows.views import ONE_WAY, SPLIT_BRAIN, VIEW_LAG
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping
 
     from grstats.agent.gossip import GossipState
-    from grstats.agent.model import GroupView, MemberSnapshot
-    from grstats.agent.rows import Value
+    from grstats.core.model import GroupView, MemberSnapshot
+    from grstats.core.rows import Value
 
 #: The states in which an observer's view lists a member it does not hear: UNREACHABLE, or
 #: not at all ('' from :func:`~grstats.agent.known.state_in`).

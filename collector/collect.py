@@ -42,11 +42,11 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from grstats.agent.checks import check_int, check_number
 from grstats.collector.committer import SpoolCommitter
 from grstats.collector.errors import NoAgentAnswered
 from grstats.collector.poller import Fleet, Schedule
 from grstats.collector.records import RecordKey
+from grstats.core.checks import check_int, check_number
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence

@@ -74,7 +74,6 @@ from typing import TYPE_CHECKING, Any
 
 import msgpack  # type: ignore[import-untyped]
 
-from grstats.agent.rows import Kind
 from grstats.collector.compression import Compression, compress, decompress
 from grstats.collector.records import (
     COLUMN_KINDS,
@@ -85,6 +84,7 @@ from grstats.collector.records import (
     record_events,
     record_log,
 )
+from grstats.core.rows import Kind
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence

@@ -11,7 +11,7 @@ Tree::
         │   └── UnknownSchema       a record's schema version is not one this code knows
         └── NoAgentAnswered     no --node answered one poll (names each node and why)
 
-Invalid settings raise :class:`grstats.agent.errors.ConfigError`, naming the setting and the value,
+Invalid settings raise :class:`grstats.core.errors.ConfigError`, naming the setting and the value,
 as the agent's settings do.
 """
 

@@ -1,7 +1,7 @@
 """Which of the group's events the collector has not spooled yet.
 
 Every agent serves every member's events (``replication_group_events``), each member's kept
-7 days, at most its newest 500 (:mod:`grstats.agent.events`): a whole list is 216 KB for a
+7 days, at most its newest 500 (:mod:`grstats.core.events`): a whole list is 216 KB for a
 group of 9 after a day of hourly failovers (``tests/benchmarks/bench_events.py``). So the
 collector asks for the events every
 :attr:`grstats.collector.poller.PollerSettings.events_every_s`, only those of the last
@@ -16,7 +16,7 @@ reported the event, and an event may reach the agent asked long after it happene
 reporter's agent cut off from the others, or down, hands it on when it is heard again). The
 recent window (by the answering agent's clock, a margin back) takes a late event within the
 margin; the whole list takes any later one, within the whole-list interval. An event is its
-whole row: every agent serves the same rows (:mod:`grstats.agent.rows.events`), so an answer
+whole row: every agent serves the same rows (:mod:`grstats.core.rows.events`), so an answer
 of the agent failed over to holds the same rows again, and only what it has that the other
 had not is new. The members' GR log lines (``replication_group_member_log``) are taken the same
 way, by a :class:`NewEvents` of their own: a line too is its whole row, and each answer whole.

@@ -3,7 +3,7 @@
 A group is a label the operator chooses and the agents to ask, in failover order. The label
 names the group in every spool record (``group_label``, whatever label its agents answer) and
 in the collector's ``/metrics``. A label follows the one rule agents, collectors and reports
-share (:func:`grstats.agent.model.is_group_label`: 1 to 63 printable characters, no spaces at
+share (:func:`grstats.core.model.is_group_label`: 1 to 63 printable characters, no spaces at
 either end, as an InnoDB Cluster's name in MySQL Shell's metadata, VARCHAR(63)), and is unique
 among the groups of one collector; in ``--group LABEL=...`` it holds no ``=``.
 
@@ -18,7 +18,7 @@ other settings stay flags::
     label = "billing"
     nodes = ["db7:7400"]
 
-Errors are :class:`~grstats.agent.errors.ConfigError` naming the field and the value
+Errors are :class:`~grstats.core.errors.ConfigError` naming the field and the value
 (``groups[1].label: ' a' is not a group label ...``), and the file when there is one.
 """
 
@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from grstats.agent.address import split_address
-from grstats.agent.errors import ConfigError
-from grstats.agent.model import LABEL_RULE, is_group_label
+from grstats.core.address import split_address
+from grstats.core.errors import ConfigError
+from grstats.core.model import LABEL_RULE, is_group_label
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

@@ -30,11 +30,6 @@ from typing import TYPE_CHECKING
 import grpc
 import structlog
 
-from grstats.agent.address import split_address
-from grstats.agent.checks import check_number
-from grstats.agent.convert import query_request
-from grstats.agent.errors import ConfigError
-from grstats.agent.security import Security
 from grstats.collector import records
 from grstats.collector.errors import NoAgentAnswered, RecordError
 from grstats.collector.events import NewEvents
@@ -48,6 +43,11 @@ from grstats.collector.records import (
     log_from_response,
     record_from_response,
 )
+from grstats.core.address import split_address
+from grstats.core.checks import check_number
+from grstats.core.errors import ConfigError
+from grstats.core.query_wire import query_request
+from grstats.core.security import Security
 from grstats.proto import grstats_pb2 as pb
 from grstats.proto import grstats_pb2_grpc as pb_grpc
 

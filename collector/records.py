@@ -73,9 +73,9 @@ from typing import TYPE_CHECKING, Any, Final
 
 import msgpack  # type: ignore[import-untyped]
 
-from grstats.agent.rows import EXTENDED_COLUMNS, REPLICATION_GROUP_EVENTS, TABLES, Kind
-from grstats.agent.rows.member_log import REPLICATION_GROUP_MEMBER_LOG
 from grstats.collector.errors import RecordError, UnknownSchema
+from grstats.core.rows import EXTENDED_COLUMNS, REPLICATION_GROUP_EVENTS, TABLES, Kind
+from grstats.core.rows.member_log import REPLICATION_GROUP_MEMBER_LOG
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -177,8 +177,8 @@ def record_from_response(
     """
     # Imported here: the agent's wire conversions bring protobuf and the gossip core, which
     # ingest's executors, reading records, never need (docs/benchmarks.md, "Spark ingest").
-    from grstats.agent.convert import table_from_wire  # noqa: PLC0415
-    from grstats.agent.model import is_group_label  # noqa: PLC0415
+    from grstats.core.model import is_group_label  # noqa: PLC0415
+    from grstats.core.query_wire import table_from_wire  # noqa: PLC0415
 
     wire = {table.name: table for table in response.tables}
     tables: dict[str, dict[str, Any]] = {}
@@ -259,7 +259,7 @@ def _answer_table(
     response: pb.QueryResponse, agent: str, name: str, kinds_of: Mapping[str, Kind]
 ) -> tuple[list[str], list[list[Cell]]]:
     """The columns and checked rows of table ``name`` of ``response`` (events or log)."""
-    from grstats.agent.convert import table_from_wire  # noqa: PLC0415 (see record_from_response)
+    from grstats.core.query_wire import table_from_wire  # noqa: PLC0415 (see record_from_response)
 
     wire = {table.name: table for table in response.tables}
     if name not in wire:

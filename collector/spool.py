@@ -58,8 +58,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
-from grstats.agent.checks import check_int, check_number
-from grstats.agent.errors import ConfigError
 from grstats.collector.columns import SUFFIX as COLUMNS_SUFFIX
 from grstats.collector.columns import SegmentColumns, columns_path, is_temporary
 from grstats.collector.compression import (
@@ -71,6 +69,8 @@ from grstats.collector.compression import (
 )
 from grstats.collector.errors import RecordError, SegmentCorrupt, SpoolError, SpoolLocked
 from grstats.collector.records import decode, encode
+from grstats.core.checks import check_int, check_number
+from grstats.core.errors import ConfigError
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping, Sequence

@@ -10,7 +10,7 @@ file belongs to its segment); this module only turns what it gives into Arrow.
 
 This is the ingest's hot path and runs on Spark's executors, so it imports neither pyspark nor
 anything that starts a JVM: only the collector's segment reader and record constants, msgpack,
-pyarrow and :mod:`grstats.agent.gtid`.
+pyarrow and :mod:`grstats.core.gtid`.
 
 Each record (snapshot) becomes one row per member of its ``replication_group_members`` table,
 joined with the member's rows of the other three tables on MEMBER_ID (a member missing from a
@@ -33,7 +33,6 @@ import msgpack  # type: ignore[import-untyped]
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from grstats.agent.gtid import GtidError, GtidSet
 from grstats.collector import segment_reader
 from grstats.collector.columns import LATER_RECORD_COLUMNS, TAKEN, tuple_getter
 from grstats.collector.errors import RecordError, SegmentCorrupt
@@ -47,6 +46,7 @@ from grstats.collector.records import (
     record_log,
 )
 from grstats.collector.segment_reader import ColumnsUnusable, StoredColumns
+from grstats.core.gtid import GtidError, GtidSet
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Mapping, Sequence

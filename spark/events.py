@@ -13,7 +13,7 @@ event), and a load is committed whole or not at all. GR's group name is not part
 agent answers "" until it knows the group, so the same event may be spooled with and
 without; the name kept is the one known.
 
-The schema is derived from the agents' table (:data:`grstats.agent.rows.REPLICATION_GROUP_EVENTS`):
+The schema is derived from the agents' table (:data:`grstats.core.rows.REPLICATION_GROUP_EVENTS`):
 its columns in lower case, EVENT_TIME a UTC timestamp, after the group's ``group_label`` and
 ``group_name`` as the records name it. Events are few (at most 500 per member in an agent,
 about 50 a failover), so the driver reads the committed ones whole with pyarrow. No pyspark
@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from grstats.agent.rows import REPLICATION_GROUP_EVENTS, Kind
+from grstats.core.rows import REPLICATION_GROUP_EVENTS, Kind
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence

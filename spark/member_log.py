@@ -11,7 +11,7 @@ the writing member's clock), and GR's group name is not part of it (an agent ans
 it knows the group): the name kept is the one known.
 
 The schema is derived from the agents' table
-(:data:`grstats.agent.rows.member_log.REPLICATION_GROUP_MEMBER_LOG`): its columns in lower
+(:data:`grstats.core.rows.member_log.REPLICATION_GROUP_MEMBER_LOG`): its columns in lower
 case, LOGGED a UTC timestamp, THREAD_ID a 64-bit integer (BIGINT UNSIGNED in MySQL; Delta has
 no unsigned type, and thread ids stay far below 2**63), after the group's ``group_label`` and
 ``group_name``. Lines are few (at most 200 per member in an agent), so the driver reads the
@@ -29,8 +29,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from grstats.agent.rows import Kind
-from grstats.agent.rows.member_log import REPLICATION_GROUP_MEMBER_LOG
+from grstats.core.rows import Kind
+from grstats.core.rows.member_log import REPLICATION_GROUP_MEMBER_LOG
 from grstats.spark.events import rows_table
 
 if TYPE_CHECKING:
@@ -54,7 +54,7 @@ ARROW_LOG = pa.schema(
 #: What makes a line itself: every column but ``group_name``.
 IDENTITY = tuple(name for name in ARROW_LOG.names if name != "group_name")
 #: The order lines are kept and shown in: per group, by time, then member, then text (the
-#: agents' own order, ``grstats.agent.rows.member_log.log_order``).
+#: agents' own order, ``grstats.core.rows.member_log.log_order``).
 ORDER = ("group_label", "logged", "member_id", "data")
 #: The window :func:`lines_around` takes around an event, seconds before and after it.
 WINDOW_S = (60.0, 60.0)

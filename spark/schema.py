@@ -27,7 +27,7 @@ unwieldy (``last_applied_original_commit`` for LAST_APPLIED_TRANSACTION_ORIGINAL
   label as the agent answered it, its InnoDB Cluster name or the agents' ``group_label``; ""
   when none, and for records written before the key). Several groups share one table;
 * appended after them, the lag by stage of replication_group_member_lag, in seconds (see
-  ``grstats.agent.rows.applier.stage_seconds``): ``transport_seconds`` (the last queued
+  ``grstats.core.rows.applier.stage_seconds``): ``transport_seconds`` (the last queued
   transaction's original commit to the end of its queueing), ``waiting_seconds`` (the last
   applied one's wait from there to the start of its apply) and ``apply_seconds`` (its apply).
   Null where a time is unknown: always on MySQL 5.7 (no WL#7374 timestamps), from an agent

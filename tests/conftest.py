@@ -53,7 +53,7 @@ class _BareFolderImports(importlib.abc.MetaPathFinder):
     import as top-level packages beside grstats.X, as no installed grstats allows.
     """
 
-    FOLDERS = frozenset({"agent", "collector", "spark", "proto"})
+    FOLDERS = frozenset({"agent", "cli", "collector", "core", "spark", "proto"})
 
     def find_spec(self, fullname: str, path: object = None, target: object = None) -> None:
         """Raise ImportError for a folder of the checkout imported by its bare name."""
@@ -97,15 +97,15 @@ _PROCESS_OR_SERVER = (
     "spark/report/test_cli.py",
     "agent/sources/",
     "agent/doctor/",
-    "agent/cli/test_agent_processes.py",
-    "agent/cli/test_agent_signals.py",
-    "agent/cli/test_client_settings.py",
-    "agent/cli/test_doctor.py",
-    "agent/cli/test_main.py",
-    "agent/cli/test_query.py",
-    "agent/cli/test_simulate.py",
-    "agent/cli/test_state_dir.py",
-    "agent/cli/test_status_watch.py",
+    "cli/test_agent_processes.py",
+    "cli/test_agent_signals.py",
+    "cli/test_client_settings.py",
+    "cli/test_doctor.py",
+    "cli/test_main.py",
+    "cli/test_query.py",
+    "cli/test_simulate.py",
+    "cli/test_state_dir.py",
+    "cli/test_status_watch.py",
     "agent/registry/test_sqlite.py",
     "agent/sql/test_real_clients.py",
     "agent/sql/test_heavy_statements.py",

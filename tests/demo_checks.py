@@ -17,7 +17,7 @@ import re
 import sys
 from pathlib import Path
 
-from grstats.agent.cli.demo.workdir import MARKER
+from grstats.cli.demo.workdir import MARKER
 
 PID = re.compile(r"\(pid (\d+)\)")
 

@@ -11,7 +11,7 @@ CHANGELOG = ROOT / "CHANGELOG.md"
 
 #: Each row of a release's table of versions, and the constant that defines it.
 VERSIONS = {
-    "protocol revision": ("agent/messages.py", "PROTOCOL_REVISION"),
+    "protocol revision": ("core/build.py", "PROTOCOL_REVISION"),
     "member registry: tables": ("agent/registry/sqlite.py", "SCHEMA_VERSION"),
     "member registry: records": ("agent/registry/sqlite.py", "RECORD_VERSION"),
     "collector spool records": ("collector/records.py", "SCHEMA_VERSION"),

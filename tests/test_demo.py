@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from grstats.agent.cli.demo.headlines import headlines
+from grstats.cli.demo.headlines import headlines
 from tests.demo_checks import PID, boxed_tables, gone, problems, vertical_tables
 
 PYTHON = [sys.executable, "-m", "grstats"]

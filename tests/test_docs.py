@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from grstats.agent.cli.agent import OVERRIDES
 from grstats.agent.config import SOURCES, AgentConfig, load_config
-from grstats.agent.errors import ConfigError
 from grstats.agent.limits import LimitsConfig
 from grstats.agent.member_probe import HealthConfig
 from grstats.agent.metrics_scope import MetricsConfig
 from grstats.agent.sources import MySQLSourceConfig, SimulatedSourceConfig
-from grstats.agent.tls import TlsConfig
 from grstats.cli import build_parser
+from grstats.cli.agent import OVERRIDES
+from grstats.core.errors import ConfigError
+from grstats.core.tls import TlsConfig
 from grstats.spark.session import DEFAULT_MASTER
 
 DOCS = Path(__file__).parent.parent / "docs"

@@ -8,8 +8,8 @@ import inspect
 import pytest
 
 PUBLIC_MODULES = [
-    "grstats.agent.gtid",
-    "grstats.agent.rows",
+    "grstats.core.gtid",
+    "grstats.core.rows",
     "grstats.agent.sources",
     "grstats.agent.registry",
     "grstats.agent.gossip",

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 from grstats import __version__
-from grstats.agent.cli.demo import free_ports
 from grstats.cli import COMMAND_MODULES, COMMANDS, build_parser
+from grstats.cli.demo import free_ports
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     "module",
     [
         "grstats.agent.gossip",
-        "grstats.agent.cli.agent",
+        "grstats.cli.agent",
         "grstats.collector.records",
         "grstats.spark.stage",
     ],
@@ -48,7 +48,7 @@ def test_no_mysql_driver_is_loaded(module: str) -> None:
 def test_the_agent_command_loads_no_sql_engine() -> None:
     """Importing the agent command leaves mysql-mimic and sqlglot unloaded (they load with sql_listen)."""
     check = (
-        "import sys, grstats.agent.cli.agent; "
+        "import sys, grstats.cli.agent; "
         "assert not {'mysql_mimic', 'sqlglot'} & set(sys.modules), sorted(sys.modules); "
         "import grstats.agent.sql; assert {'mysql_mimic', 'sqlglot'} <= set(sys.modules)"
     )
@@ -68,10 +68,10 @@ NOT_IN_A_SIMULATED_AGENT = (
     "pygments",
     "grstats.agent.sql",
     "grstats.agent.doctor",
-    "grstats.agent.cli.demo",
-    "grstats.agent.cli.doctor",
-    "grstats.agent.cli.query",
-    "grstats.agent.cli.simulate",
+    "grstats.cli.demo",
+    "grstats.cli.doctor",
+    "grstats.cli.query",
+    "grstats.cli.simulate",
     "grstats.collector",
     "grstats.spark",
 )
@@ -199,7 +199,7 @@ def test_json_logs_load_no_rich_and_the_console_still_renders_its_tracebacks() -
     """Rich loads with a console's logs, whose exceptions it renders as before (a boxed traceback)."""
     check = """
 import io, sys
-from grstats.agent.log import configure_logging, get_logger
+from grstats.core.log import configure_logging, get_logger
 configure_logging("json", stream=io.StringIO())
 assert "rich" not in sys.modules, "json"
 out = io.StringIO()

@@ -23,46 +23,25 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
 
 ROOT = Path(__file__).resolve().parent.parent
-FOLDERS = ("agent", "collector", "spark", "proto")
+FOLDERS = ("cli", "agent", "collector", "spark", "core", "proto")
 
 #: The layers, bottom first. A module belongs to the first layer with a prefix that names it
-#: or one of its packages; it may import its own layer and the layers below.
+#: or one of its packages; it may import its own layer and the layers below. The floors of
+#: docs/architecture.md: the commands (cli/) on top, the wings (spark/ above collector/, and
+#: agent/) below them, the shared vocabulary (core/) and the wire contract (proto/) at the bottom.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("package", ("grstats",)),  # the root __init__: the version, nothing else
     ("wire contract", ("grstats.proto",)),
-    (
-        "values",
-        (
-            "grstats.agent.errors",
-            "grstats.agent.checks",
-            "grstats.agent.address",
-            "grstats.agent.clock",
-            "grstats.agent.gtid",
-            "grstats.agent.rows",
-            "grstats.agent.model",
-            "grstats.agent.verdict",
-            "grstats.agent.errant",
-            "grstats.agent.election",  # GR's election order: the simulator's and the forecast's
-            "grstats.agent.stable_set",
-            "grstats.agent.events",
-            "grstats.agent.sources.fault",  # why a source fails: a value errors and model name
-            "grstats.agent.mysql_errors",  # MySQL's error numbers: the SQL endpoint's, the source's
-        ),
-    ),
+    ("shared vocabulary", ("grstats.core",)),
     (
         "member reading and gossip core",
         (
             "grstats.agent.limits",
-            "grstats.agent.log",
-            "grstats.agent.grpc_verbosity",  # gRPC C-core verbosity: the command sets it first
             "grstats.agent.gossip",
             "grstats.agent.sim",
             "grstats.agent.sources",
             "grstats.agent.registry",
             "grstats.agent.identity",
-            "grstats.agent.auth",
-            "grstats.agent.tls",
-            "grstats.agent.security",
             "grstats.agent.metrics_scope",  # the [metrics] section and the scope's rule
             "grstats.agent.member_probe",  # the [health] section and the probes' rule
             "grstats.agent.config",
@@ -87,11 +66,18 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ),
     # runtime, rounds, local, registry_sync, tables, event_log, doctor, advertise
     ("agent runtime", ("grstats.agent",)),
-    ("agent commands", ("grstats.agent.cli",)),
     ("collector", ("grstats.collector",)),
     ("spark", ("grstats.spark",)),
-    ("command root", ("grstats.cli", "grstats.__main__")),
+    ("commands", ("grstats.cli", "grstats.__main__")),
 )
+
+#: The wings beside one another: none imports another's modules but as LAYERS allows
+#: (spark/ reads the collector's spool), and the collector and Spark share nothing of the
+#: agent's but through core/ and proto/.
+SIBLINGS: dict[str, tuple[str, ...]] = {
+    "grstats.collector": ("grstats.agent",),
+    "grstats.spark": ("grstats.agent",),
+}
 
 
 @dataclass(frozen=True)
@@ -109,7 +95,6 @@ def module_files() -> dict[str, Path]:
     found = {
         "grstats": ROOT / "__init__.py",
         "grstats.__main__": ROOT / "__main__.py",
-        "grstats.cli": ROOT / "cli.py",
     }
     for folder in FOLDERS:
         for path in (ROOT / folder).rglob("*.py"):
@@ -193,8 +178,8 @@ def test_every_module_is_in_a_layer() -> None:
 def test_the_string_imports_are_seen() -> None:
     """The scanner reads imports by string: the command root loads its subcommands that way."""
     strings = {(i.importer, i.imported) for i in all_imports() if i.by_string}
-    assert ("grstats.cli", "grstats.spark.cli") in strings
-    assert ("grstats.cli", "grstats.collector.cli") in strings
+    assert ("grstats.cli", "grstats.cli.spark") in strings
+    assert ("grstats.cli", "grstats.cli.collector") in strings
 
 
 @pytest.mark.parametrize("module", sorted(MODULES))
@@ -210,16 +195,52 @@ def test_no_import_goes_up_a_layer(module: str) -> None:
     assert not upward, f"{module} ({LAYERS[own][0]}) imports from above:\n" + "\n".join(upward)
 
 
-#: The modules that may import the generated protobuf code: the agent's wire modules, and the
-#: clients of the Query service (grstats query, the demo, grstats doctor, the collector). The
-#: gossip core, the transport seam and the runtime work with domain values.
+def sideways(imports: tuple[Import, ...]) -> list[str]:
+    """The imports of ``imports`` that run from a wing to one beside it (SIBLINGS)."""
+    return [
+        f"{MODULES[i.importer].relative_to(ROOT)}:{i.line} imports {i.imported}"
+        for i in imports
+        for wing, beside in SIBLINGS.items()
+        if (i.importer == wing or i.importer.startswith(wing + "."))
+        and any(i.imported == other or i.imported.startswith(other + ".") for other in beside)
+    ]
+
+
+def test_no_wing_imports_a_wing_beside_it() -> None:
+    """The collector and the Spark jobs import nothing of the agent's: what they share is in core/."""
+    assert sideways(all_imports()) == []
+
+
+def test_the_sideways_check_finds_an_import() -> None:
+    """The check above can fail: a collector module importing the agent's runtime is caught."""
+    found = Import("grstats.collector.poller", "grstats.agent.runtime", 1, by_string=False)
+    assert sideways((found,)) == ["collector/poller.py:1 imports grstats.agent.runtime"]
+
+
+def test_only_the_commands_import_the_commands() -> None:
+    """No module outside cli/ imports one of cli/ (each wing's commands are there, none in a wing)."""
+    outside = [
+        f"{MODULES[i.importer].relative_to(ROOT)}:{i.line} imports {i.imported}"
+        for i in all_imports()
+        if i.imported.startswith("grstats.cli")
+        and not i.importer.startswith("grstats.cli")
+        and i.importer != "grstats.__main__"
+    ]
+    assert outside == []
+
+
+#: The modules that may import the generated protobuf code: the Query service's table form,
+#: the agent's wire modules, and the clients of the Query service (grstats query, the demo,
+#: grstats doctor, the collector). The gossip core, the transport seam and the runtime work
+#: with domain values.
 WIRE_MODULES = frozenset(
     {
+        "grstats.core.query_wire",
         "grstats.agent.convert",
         "grstats.agent.server",
         "grstats.agent.transports.rpc",
-        "grstats.agent.cli.query",
-        "grstats.agent.cli.demo.tables",
+        "grstats.cli.query",
+        "grstats.cli.demo.tables",
         "grstats.agent.doctor.wire",
         "grstats.collector.poller",
         "grstats.collector.records",

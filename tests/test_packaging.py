@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from grstats import __version__
-from grstats.agent.cli.demo import free_ports
+from grstats.cli.demo import free_ports
 
 #: One worker builds the release once: two builds at once in this checkout race on its
 #: egg-info (setuptools writes it in the source tree).
@@ -29,7 +29,7 @@ pytestmark = pytest.mark.xdist_group("packaging")
 
 ROOT = Path(__file__).resolve().parent.parent
 #: The folders of the repository that are subpackages of grstats (./X is grstats.X).
-PACKAGE_FOLDERS = ("agent", "collector", "spark", "proto")
+PACKAGE_FOLDERS = ("agent", "cli", "collector", "core", "spark", "proto")
 #: The agent-only virtual environment's target size (the packaging issue).
 AGENT_VENV_LIMIT_BYTES = 150 * 1000 * 1000
 SPARK_HINT = "pip install 'grstats[spark]'"
@@ -299,7 +299,7 @@ def _an_agent_answers(grstats: Path, python: Path, tmp_path: Path) -> None:
         loaded = run(
             python,
             "-c",
-            "import sys, grstats.agent.runtime, grstats.collector.cli; print(sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'pyarrow')))",
+            "import sys, grstats.agent.runtime, grstats.cli.collector; print(sorted(m for m in sys.modules if m.split('.')[0] in ('pyspark', 'pyarrow')))",
         )
         assert loaded.stdout.strip() == "[]"
     finally:

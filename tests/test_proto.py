@@ -9,7 +9,7 @@ from pathlib import Path
 
 from google.protobuf import descriptor_pb2
 
-from grstats.agent.messages import PROTOCOL_REVISION
+from grstats.core.build import PROTOCOL_REVISION
 from grstats.proto import grstats_pb2
 
 ROOT = Path(__file__).parent.parent
@@ -243,7 +243,7 @@ def test_every_contract_change_comes_with_a_protocol_revision() -> None:
     """The contract is the one pinned at PROTOCOL_REVISION: a change needs the next revision (docs/upgrades.md)."""
     assert max(CONTRACT_AT) == PROTOCOL_REVISION
     assert contract_fingerprint(PROTOCOL_REVISION) == CONTRACT_AT[PROTOCOL_REVISION], (
-        "proto/grstats.proto changed: bump PROTOCOL_REVISION in agent/messages.py, list the "
+        "proto/grstats.proto changed: bump PROTOCOL_REVISION in core/build.py, list the "
         "appended fields in ADDED_AT, pin the new fingerprint in CONTRACT_AT and say so in "
         "docs/upgrades.md"
     )

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from grstats import __version__, _version
-from grstats.agent.cli.version import versions
+from grstats.cli.version import versions
 
 if TYPE_CHECKING:
     from types import ModuleType

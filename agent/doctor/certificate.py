@@ -11,9 +11,9 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from grstats.agent.address import split_address
 from grstats.agent.doctor.checklist import Check
 from grstats.agent.doctor.handshake import CLIENT_REFUSED, HOSTNAME, TlsProblem, check_own
+from grstats.core.address import split_address
 
 if TYPE_CHECKING:
     from grstats.agent.config import AgentConfig

@@ -12,7 +12,7 @@ import json
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING
 
-from grstats.agent.checks import check_choice
+from grstats.core.checks import check_choice
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence

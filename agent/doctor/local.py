@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from grstats.agent.advertise import advertise_problem
 from grstats.agent.config import load_config
 from grstats.agent.doctor.checklist import Check
-from grstats.agent.errors import ConfigError
+from grstats.core.errors import ConfigError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

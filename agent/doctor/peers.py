@@ -20,10 +20,10 @@ import asyncio
 import time
 from typing import TYPE_CHECKING
 
-from grstats.agent.address import split_address
 from grstats.agent.doctor import handshake
 from grstats.agent.doctor.checklist import Check
 from grstats.agent.doctor.wire import TIMEOUT, UNAUTHENTICATED, UNREACHABLE, CallFailed, ask_agent
+from grstats.core.address import split_address
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from grstats.agent.config import AgentConfig
     from grstats.agent.doctor.handshake import CertificateFacts
     from grstats.agent.doctor.wire import AgentAnswer
-    from grstats.agent.security import Security
+    from grstats.core.security import Security
 
 #: The default tolerance of a peer's clock offset, seconds: a tenth of a second is far more
 #: than NTP keeps hosts of one network apart (a few ms), and less than the lag of a member

@@ -20,18 +20,18 @@ import urllib.error
 import urllib.request
 from typing import TYPE_CHECKING, TypeAlias
 
-from grstats.agent.address import join_address, split_address
 from grstats.agent.config import is_unspecified
 from grstats.agent.doctor.checklist import Check
 from grstats.agent.doctor.local import current_user
 from grstats.agent.doctor.start import start_listeners
 from grstats.agent.doctor.wire import UNAUTHENTICATED, CallFailed, ask_agent
+from grstats.core.address import join_address, split_address
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from grstats.agent.config import AgentConfig
-    from grstats.agent.security import Security
+    from grstats.core.security import Security
 
 #: The metric every grstats agent's ``/metrics`` serves.
 BUILD_INFO = "grstats_build_info"

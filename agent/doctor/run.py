@@ -14,7 +14,6 @@ import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from grstats.agent.checks import check_seconds
 from grstats.agent.doctor.certificate import check_certificate
 from grstats.agent.doctor.checklist import Check
 from grstats.agent.doctor.local import (
@@ -26,7 +25,8 @@ from grstats.agent.doctor.local import (
 from grstats.agent.doctor.peers import DEFAULT_MAX_OFFSET_S, check_peers
 from grstats.agent.doctor.ports import check_ports
 from grstats.agent.doctor.source import check_source
-from grstats.agent.security import Security
+from grstats.core.checks import check_seconds
+from grstats.core.security import Security
 
 if TYPE_CHECKING:
     from grstats.agent.config import AgentConfig

@@ -1,7 +1,7 @@
 """The doctor's checks of the member's MySQL server: one read through the agent's own source.
 
 :class:`~grstats.agent.sources.mysql.MySQLSource` diagnoses every fault of a read
-(:mod:`grstats.agent.sources.fault`); the doctor reads once, as the agent would, and places
+(:mod:`grstats.core.fault`); the doctor reads once, as the agent would, and places
 the fault on the line of the step it stops: the login, the privilege, performance_schema,
 Group Replication, the member. Steps before it passed; steps after it are skipped. A read
 that works gives every line, the last one naming the member's server_uuid.
@@ -13,16 +13,16 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from grstats.agent.address import join_address
 from grstats.agent.doctor.checklist import Check
-from grstats.agent.errors import SourceError
-from grstats.agent.sources.fault import fault_of
+from grstats.core.address import join_address
+from grstats.core.errors import SourceError
+from grstats.core.fault import fault_of
 
 if TYPE_CHECKING:
     from grstats.agent.config import AgentConfig
-    from grstats.agent.model import MemberSnapshot
-    from grstats.agent.sources.fault import SourceFault
     from grstats.agent.sources.mysql_config import MySQLSourceConfig
+    from grstats.core.fault import SourceFault
+    from grstats.core.model import MemberSnapshot
 
 #: The steps of a read, in order: each line's name and what it checks.
 STEPS = {

@@ -18,18 +18,18 @@ from typing import TYPE_CHECKING
 
 import grpc
 
-from grstats.agent.errors import ConfigError
-from grstats.agent.log import get_logger
 from grstats.agent.metrics import AgentMetrics
 from grstats.agent.metrics_http import start_metrics_server
+from grstats.core.errors import ConfigError
+from grstats.core.log import get_logger
 
 if TYPE_CHECKING:
     from collections.abc import Collection, Mapping
 
     from grstats.agent.config import AgentConfig
-    from grstats.agent.security import Security
     from grstats.agent.served import Table
     from grstats.agent.sql.session import SqlIdentity
+    from grstats.core.security import Security
 
 #: The listeners in the order the agent starts them.
 ORDER = ("listen", "metrics_listen", "sql_listen")

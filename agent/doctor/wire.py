@@ -14,13 +14,9 @@ from typing import TYPE_CHECKING
 
 import grpc
 
-from grstats.agent.convert import (
-    WireError,
-    query_request,
-    source_report_from_wire,
-    uuid_from_bytes,
-)
-from grstats.agent.rows import REPLICATION_GROUP_MEMBERS
+from grstats.agent.convert import WireError, source_report_from_wire, uuid_from_bytes
+from grstats.core.query_wire import query_request
+from grstats.core.rows import REPLICATION_GROUP_MEMBERS
 from grstats.proto import grstats_pb2 as pb
 from grstats.proto import grstats_pb2_grpc as pb_grpc
 
@@ -28,7 +24,7 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from grstats.agent.messages import SourceReport
-    from grstats.agent.security import Security
+    from grstats.core.security import Security
 
 #: How :class:`CallFailed` says a call failed.
 UNREACHABLE = "unreachable"  # nothing answered gRPC there (refused, reset, TLS)

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, TypeAlias
 from grstats.agent.gossip.relays import Direct, RelayRule
 from grstats.agent.gossip.updates import Counts, Key, Stamp, Update
 from grstats.agent.limits import DEFAULT_LIMITS
-from grstats.agent.model import GroupView
+from grstats.core.model import GroupView
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping

@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias
 
 if TYPE_CHECKING:
-    from grstats.agent.gtid import GtidSet
-    from grstats.agent.model import GroupView, ServerSettings, SourceHealth
-    from grstats.agent.rows import ApplierStatusRow, EventRow, MemberStatsRow
-    from grstats.agent.rows.member_log import MemberLogRow
+    from grstats.core.gtid import GtidSet
+    from grstats.core.model import GroupView, ServerSettings, SourceHealth
+    from grstats.core.rows import ApplierStatusRow, EventRow, MemberStatsRow
+    from grstats.core.rows.member_log import MemberLogRow
 
 
 class Key(enum.StrEnum):
@@ -81,7 +81,7 @@ class Counts:
     ``Pipeline_member_stats::update_member_stats``), the two GTID columns ride only on some
     messages; a receiver keeps the previous GTID columns when ``gtids_present`` is false.
     ``transactions_behind`` rides with them every period (None when the origin does not know
-    it): see :class:`~grstats.agent.model.MemberSnapshot`.
+    it): see :class:`~grstats.core.model.MemberSnapshot`.
 
     ``offsets`` are the clock offsets the origin's agent estimated of the members it exchanges
     with directly, so that every agent knows the clock of a member it hears only through
@@ -101,7 +101,7 @@ class Counts:
 class Events:
     """The EVENTS value: the origin's events as its agent keeps them, oldest first.
 
-    Each is an :class:`~grstats.agent.rows.EventRow` whose REPORTED_BY is the origin. The
+    Each is an :class:`~grstats.core.rows.EventRow` whose REPORTED_BY is the origin. The
     whole list travels each time one is added: a receiver holds the newest list, so an agent
     that was down, or restarted, has every member's kept events from one message each.
     """
@@ -113,7 +113,7 @@ class Events:
 class LogLines:
     """The LOG value: the origin's Group Replication log lines as its agent keeps them.
 
-    Each is a :class:`~grstats.agent.rows.member_log.MemberLogRow` whose MEMBER_ID is the
+    Each is a :class:`~grstats.core.rows.member_log.MemberLogRow` whose MEMBER_ID is the
     origin, oldest first. Like :class:`Events`, the whole kept list travels each time lines
     are added, so the lines of a member whose host died stay at every agent.
     """

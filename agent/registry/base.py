@@ -10,16 +10,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
-from grstats.agent.errors import AgentError
-from grstats.agent.gtid import GtidSet
-from grstats.agent.rows import (
+from grstats.core.errors import AgentError
+from grstats.core.gtid import GtidSet
+from grstats.core.rows import (
     ApplierStatusRow,
     EventRow,
     MemberState,
     MemberStatsRow,
     RowValueError,
 )
-from grstats.agent.rows.domains import canonical_gtid_text, is_uuid
+from grstats.core.rows.domains import canonical_gtid_text, is_uuid
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -56,9 +56,9 @@ class MemberRecord:
     ``''`` if no agent of it was heard. ``last_state`` is the MEMBER_STATE last seen;
     ``stats`` and ``applier`` are its last rows (None if none was heard), and
     ``gtid_executed`` its last GTID set (``''`` if unknown), kept in MySQL's canonical text;
-    ``events`` the member's events as its agent keeps them (:mod:`grstats.agent.events`),
+    ``events`` the member's events as its agent keeps them (:mod:`grstats.core.events`),
     each reported by this member. Construction raises
-    :class:`~grstats.agent.rows.RowValueError` naming the field.
+    :class:`~grstats.core.rows.RowValueError` naming the field.
     """
 
     member_id: str

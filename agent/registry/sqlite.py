@@ -58,13 +58,13 @@ from grstats.agent.registry.base import (
     RegistryDamaged,
     RegistryError,
 )
-from grstats.agent.rows import ApplierStatusRow, EventRow, MemberStatsRow
+from grstats.core.rows import ApplierStatusRow, EventRow, MemberStatsRow
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
     from types import TracebackType
 
-    from grstats.agent.rows import Row
+    from grstats.core.rows import Row
 
 #: The version of the tables, kept in ``meta``; a file of another version is refused.
 SCHEMA_VERSION = 1

@@ -1,6 +1,6 @@
 """Single-primary election order, as Group Replication picks a new primary: the simulator's.
 
-One definition, :mod:`grstats.agent.election` (``pick_primary_member`` of
+One definition, :mod:`grstats.core.election` (``pick_primary_member`` of
 primary_election_invocation_handler.cc: the lowest version, then the highest member weight,
 then the lowest server_uuid, among the ONLINE members), which the next-primary forecast of
 ``grstats query status`` follows too; this module names it for the simulator.
@@ -8,7 +8,7 @@ then the lowest server_uuid, among the ONLINE members), which the next-primary f
 
 from __future__ import annotations
 
-from grstats.agent.election import (
+from grstats.core.election import (
     MEMBER_WEIGHT_SINCE,
     PATCH_CONSIDERATION,
     Candidate,

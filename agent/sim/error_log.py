@@ -40,13 +40,13 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from grstats.agent.rows import MemberState, Role
-from grstats.agent.rows.member_log import GR_PREFIX, REPL, MemberLogRow
 from grstats.agent.sim.views import errant_set, executed_set, member_rows
+from grstats.core.rows import MemberState, Role
+from grstats.core.rows.member_log import GR_PREFIX, REPL, MemberLogRow
 
 if TYPE_CHECKING:
-    from grstats.agent.gtid import GtidSet
     from grstats.agent.sim.group import SimulatedGroup
+    from grstats.core.gtid import GtidSet
 
 #: Lines the simulated error_log keeps (MySQL's ring buffer holds performance_schema_error_size,
 #: 1 MiB by default: some thousands of lines).

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from grstats.agent.model import FlowControlSettings
+    from grstats.core.model import FlowControlSettings
 
 #: INT_MAX32, the quota ceiling of the release phase.
 MAXTPS = 2_147_483_647

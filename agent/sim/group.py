@@ -71,15 +71,15 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import TYPE_CHECKING
 
-from grstats.agent.errors import ConfigError
-from grstats.agent.model import LABEL_RULE, is_group_label
-from grstats.agent.rows import MemberState, encode_version
 from grstats.agent.sim.certification import certification
 from grstats.agent.sim.election import Candidate, pick_primary
 from grstats.agent.sim.flow_control import Quota, StatsMessage, StatsTable, next_quota
 from grstats.agent.sim.gno import GnoAssigner
 from grstats.agent.sim.member import AppliedTransaction, SimMember
 from grstats.agent.sim.txlog import NEGATIVE, ORIGIN, TxLog
+from grstats.core.errors import ConfigError
+from grstats.core.model import LABEL_RULE, is_group_label
+from grstats.core.rows import MemberState, encode_version
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -115,7 +115,7 @@ def stable_uuid(*parts: object) -> str:
 def check_group_name(field: str, name: object) -> str:
     """Return ``name`` if it may name a simulated group; else ConfigError names ``field``.
 
-    The rule is a group label's (:data:`~grstats.agent.model.LABEL_RULE`): the name is also
+    The rule is a group label's (:data:`~grstats.core.model.LABEL_RULE`): the name is also
     the group's label, as an InnoDB Cluster's name is.
     """
     if not (isinstance(name, str) and is_group_label(name)):

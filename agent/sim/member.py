@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from grstats.agent.rows import MemberState
+from grstats.core.rows import MemberState
 
 
 @dataclass(slots=True)

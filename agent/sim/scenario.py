@@ -109,10 +109,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from grstats.agent.errors import ConfigError
 from grstats.agent.limits import GROUP_MAX_MEMBERS
-from grstats.agent.model import DEFAULT_MEMBER_WEIGHT, FlowControlSettings
-from grstats.agent.rows import encode_version
+from grstats.core.errors import ConfigError
+from grstats.core.model import DEFAULT_MEMBER_WEIGHT, FlowControlSettings
+from grstats.core.rows import encode_version
 
 #: Where the built-in scenarios are.
 BUILTIN_DIR = Path(__file__).parent / "scenarios"

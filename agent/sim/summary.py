@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from grstats.agent.rows import Column, Kind, MemberState, Table
 from grstats.agent.sim.group import TICKS_PER_SECOND
+from grstats.core.rows import Column, Kind, MemberState, Table
 
 if TYPE_CHECKING:
-    from grstats.agent.rows import Value
     from grstats.agent.sim.group import SimulatedGroup
+    from grstats.core.rows import Value
 
 _STATES = (
     MemberState.ONLINE,

@@ -44,15 +44,19 @@ from __future__ import annotations
 from bisect import bisect_left
 from typing import TYPE_CHECKING
 
-from grstats.agent.errors import SourceUnavailable
-from grstats.agent.gtid import GtidSet
-from grstats.agent.model import (
+from grstats.agent.sim.election import MEMBER_WEIGHT_SINCE
+from grstats.agent.sim.group import DELIVERY_US, QUEUE_US, TICKS_PER_SECOND
+from grstats.agent.sim.txlog import NEGATIVE
+from grstats.core.errors import SourceUnavailable
+from grstats.core.fault import server_down
+from grstats.core.gtid import GtidSet
+from grstats.core.model import (
     CommunicationInfo,
     GroupView,
     MemberSnapshot,
     ServerSettings,
 )
-from grstats.agent.rows import (
+from grstats.core.rows import (
     ApplierStatusRow,
     MemberRow,
     MemberState,
@@ -62,10 +66,6 @@ from grstats.agent.rows import (
     member_role,
     member_version,
 )
-from grstats.agent.sim.election import MEMBER_WEIGHT_SINCE
-from grstats.agent.sim.group import DELIVERY_US, QUEUE_US, TICKS_PER_SECOND
-from grstats.agent.sim.txlog import NEGATIVE
-from grstats.agent.sources.fault import server_down
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -13,17 +13,17 @@ from __future__ import annotations
 
 import typing
 
-from grstats.agent.model import (
+from grstats.agent.sources.base import StatsSource
+from grstats.agent.sources.memory import MemorySource
+from grstats.agent.sources.mysql_config import MySQLSourceConfig
+from grstats.agent.sources.simulated_config import SimulatedSourceConfig
+from grstats.core.model import (
     FLOW_CONTROL_MODES,
     FlowControlSettings,
     GroupView,
     MemberSnapshot,
     SourceHealth,
 )
-from grstats.agent.sources.base import StatsSource
-from grstats.agent.sources.memory import MemorySource
-from grstats.agent.sources.mysql_config import MySQLSourceConfig
-from grstats.agent.sources.simulated_config import SimulatedSourceConfig
 
 __all__ = [
     "FLOW_CONTROL_MODES",

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 if TYPE_CHECKING:
-    from grstats.agent.model import MemberSnapshot
-    from grstats.agent.rows.member_log import MemberLogRow
+    from grstats.core.model import MemberSnapshot
+    from grstats.core.rows.member_log import MemberLogRow
 
 #: The most of its member's Group Replication log lines a source reads at once (one read): a
 #: server's older lines come at the next reads, so a long history never makes a read long.
@@ -23,7 +23,7 @@ class StatsSource(Protocol):
     * Never concurrently: the next :meth:`read` starts only after the previous one returned.
     * It may block on I/O (it is awaited) and must finish within the source's own timeout.
     * Expected failures (server down, refused, too slow, a value outside its column's domain)
-      raise :class:`grstats.agent.errors.SourceError`, with a message saying what failed;
+      raise :class:`grstats.core.errors.SourceError`, with a message saying what failed;
       nothing else is raised for them. The same source recovers on a later call once the
       cause is gone.
     * :meth:`aclose` releases connections; it is called once, and no read follows it.

@@ -4,20 +4,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from grstats.agent.errors import SourceError, SourceUnavailable
+from grstats.core.errors import SourceError, SourceUnavailable
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from grstats.agent.model import MemberSnapshot
-    from grstats.agent.sources.fault import SourceFault
+    from grstats.core.fault import SourceFault
+    from grstats.core.model import MemberSnapshot
 
 
 class MemorySource:
     """A :class:`~grstats.agent.sources.base.StatsSource` backed by a function or a fixed snapshot.
 
     ``MemorySource(snapshot)`` always returns ``snapshot``; ``MemorySource(fn)`` returns
-    ``fn()``, which may raise :class:`~grstats.agent.errors.SourceError` to play a failing server.
+    ``fn()``, which may raise :class:`~grstats.core.errors.SourceError` to play a failing server.
     :meth:`fail` makes the next reads raise SourceUnavailable (with a fault, if given) until
     :meth:`recover`.
     """

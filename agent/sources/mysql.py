@@ -18,7 +18,7 @@ columns), and on 8.0+ the WL#7374 queue fields.
 The driver is aiomysql. Its exceptions are translated in one place, :func:`_translated`:
 anything about reaching the server becomes SourceUnavailable; values outside their domain
 become SourceDataError in :mod:`grstats.agent.sources.mysql_records`. Every error carries a
-:class:`~grstats.agent.sources.fault.SourceFault` saying why in a DBA's words:
+:class:`~grstats.core.fault.SourceFault` saying why in a DBA's words:
 :func:`classify` reads the MySQL error code (and, for a missing privilege or table, what the
 server says of itself: :class:`ServerFacts`), and :func:`state_fault` what a read found (a
 server that is not MySQL 5.7+, Group Replication not installed, its group name empty, or the
@@ -37,26 +37,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Self
 
-from grstats.agent.errors import SourceDataError, SourceError, SourceUnavailable
-from grstats.agent.model import CommunicationInfo, GroupView, MemberSnapshot, SourceHealth
-from grstats.agent.mysql_errors import (
-    CR_CONN_HOST_ERROR,
-    CR_SERVER_GONE_ERROR,
-    CR_SERVER_LOST,
-    CR_SERVER_LOST_EXTENDED,
-    ER_ACCESS_DENIED_ERROR,
-    ER_COLUMNACCESS_DENIED_ERROR,
-    ER_CON_COUNT_ERROR,
-    ER_DBACCESS_DENIED_ERROR,
-    ER_HOST_NOT_PRIVILEGED,
-    ER_NO_SUCH_TABLE,
-    ER_SPECIFIC_ACCESS_DENIED_ERROR,
-    ER_TABLEACCESS_DENIED_ERROR,
-    ER_UNKNOWN_SYSTEM_VARIABLE,
-)
-from grstats.agent.rows import GROUP_REPLICATION_APPLIER, ApplierStatusRow
-from grstats.agent.rows.member_log import GR_PREFIX, KEPT_LINES, REPL
-from grstats.agent.sources import fault as faults
 from grstats.agent.sources.base import LOG_LINES_PER_READ
 from grstats.agent.sources.mysql_config import MySQLSourceConfig, read_password, tls_context
 from grstats.agent.sources.mysql_driver import CLIENT, FIELD_TYPE, MySQLError, aiomysql, decoders
@@ -84,14 +64,34 @@ from grstats.agent.sources.mysql_records import (
     variable_map,
 )
 from grstats.agent.sources.mysql_records import parse_version as _parse_version
+from grstats.core import fault as faults
+from grstats.core.errors import SourceDataError, SourceError, SourceUnavailable
+from grstats.core.model import CommunicationInfo, GroupView, MemberSnapshot, SourceHealth
+from grstats.core.mysql_errors import (
+    CR_CONN_HOST_ERROR,
+    CR_SERVER_GONE_ERROR,
+    CR_SERVER_LOST,
+    CR_SERVER_LOST_EXTENDED,
+    ER_ACCESS_DENIED_ERROR,
+    ER_COLUMNACCESS_DENIED_ERROR,
+    ER_CON_COUNT_ERROR,
+    ER_DBACCESS_DENIED_ERROR,
+    ER_HOST_NOT_PRIVILEGED,
+    ER_NO_SUCH_TABLE,
+    ER_SPECIFIC_ACCESS_DENIED_ERROR,
+    ER_TABLEACCESS_DENIED_ERROR,
+    ER_UNKNOWN_SYSTEM_VARIABLE,
+)
+from grstats.core.rows import GROUP_REPLICATION_APPLIER, ApplierStatusRow
+from grstats.core.rows.member_log import GR_PREFIX, KEPT_LINES, REPL
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Mapping, Sequence
     from types import TracebackType
 
-    from grstats.agent.rows import MemberRow
-    from grstats.agent.rows.member_log import MemberLogRow
-    from grstats.agent.sources.fault import SourceFault
+    from grstats.core.fault import SourceFault
+    from grstats.core.rows import MemberRow
+    from grstats.core.rows.member_log import MemberLogRow
 
 __all__ = ["MySQLSource", "MySQLSourceConfig"]
 
@@ -150,7 +150,7 @@ _GR_DATA_LIKE = GR_PREFIX.replace("_", "\\_") + "%"
 COMMUNICATION_STATES = frozenset({"ONLINE", "RECOVERING"})
 
 #: The codes of a missing privilege, and of a connection the server dropped
-#: (:mod:`grstats.agent.mysql_errors`, include/mysqld_error.h and include/errmsg.h).
+#: (:mod:`grstats.core.mysql_errors`, include/mysqld_error.h and include/errmsg.h).
 PRIVILEGE_ERRORS = frozenset(
     {
         ER_DBACCESS_DENIED_ERROR,

@@ -13,9 +13,9 @@ import ssl
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from grstats.agent.address import MAX_PORT, join_address
-from grstats.agent.checks import check_bool, check_int, check_path, check_seconds
-from grstats.agent.errors import ConfigError, SourceUnavailable
+from grstats.core.address import MAX_PORT, join_address
+from grstats.core.checks import check_bool, check_int, check_path, check_seconds
+from grstats.core.errors import ConfigError, SourceUnavailable
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

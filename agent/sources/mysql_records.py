@@ -3,11 +3,11 @@
 A *record* is one result row keyed by its column names in upper case, holding exactly the
 columns the server returned, so a missing column (5.7's 9 stats columns, 8.0 before 8.0.27
 without MEMBER_COMMUNICATION_STACK) shows up as a missing key, not as a guess from the version.
-Every value outside its column's domain raises :class:`~grstats.agent.errors.SourceDataError` whose
+Every value outside its column's domain raises :class:`~grstats.core.errors.SourceDataError` whose
 message starts ``table.COLUMN:`` and shows the value; a variable's starts
 ``global_variables.<variable_name>:``.
 
-Besides the rows, a read yields the member's :class:`~grstats.agent.model.ServerSettings`
+Besides the rows, a read yields the member's :class:`~grstats.core.model.ServerSettings`
 (:func:`server_settings`: ``read_only``, ``super_read_only`` and the
 ``group_replication_flow_control_*`` variables, MySQL's default for each one the server lacks)
 and ProxySQL's ``transactions_behind`` (:func:`transactions_behind`: the applier channel's
@@ -23,16 +23,16 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from grstats.agent.errors import ConfigError, SourceDataError
-from grstats.agent.gtid import GtidError, GtidSet
-from grstats.agent.model import (
+from grstats.core.errors import ConfigError, SourceDataError
+from grstats.core.gtid import GtidError, GtidSet
+from grstats.core.model import (
     FLOW_CONTROL_MODES,
     CommunicationInfo,
     FlowControlSettings,
     ServerSettings,
     is_group_label,
 )
-from grstats.agent.rows import (
+from grstats.core.rows import (
     REPLICATION_GROUP_MEMBER_LAG,
     REPLICATION_GROUP_MEMBER_STATS,
     REPLICATION_GROUP_MEMBERS,
@@ -44,7 +44,7 @@ from grstats.agent.rows import (
     RowValueError,
     member_role,
 )
-from grstats.agent.rows.member_log import MAX_DATA, MemberLogRow
+from grstats.core.rows.member_log import MAX_DATA, MemberLogRow
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Mapping, Sequence
@@ -498,14 +498,14 @@ def cluster_name(records: Sequence[Record], group_name: str) -> str:
 
 
 #: performance_schema.error_log (MySQL 8.0.22+): its Group Replication lines are the member's
-#: log (:mod:`grstats.agent.rows.member_log`).
+#: log (:mod:`grstats.core.rows.member_log`).
 ERROR_LOG = "error_log"
 
 
 def log_row(record: Record, member_id: str) -> MemberLogRow:
     """One error_log row as the member's log line; SourceDataError names a bad column.
 
-    DATA longer than :data:`~grstats.agent.rows.member_log.MAX_DATA` is cut there.
+    DATA longer than :data:`~grstats.core.rows.member_log.MAX_DATA` is cut there.
     """
     thread = record.get("THREAD_ID")
     try:

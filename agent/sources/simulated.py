@@ -9,19 +9,19 @@ import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from grstats.agent.errors import ConfigError, SourceError
 from grstats.agent.sim.error_log import ServerErrorLog
 from grstats.agent.sim.group import TICK_US, SimulatedGroup
 from grstats.agent.sim.views import not_started, snapshot
 from grstats.agent.sources.base import LOG_LINES_PER_READ
-from grstats.agent.sources.fault import SourceFault, gr_not_started
+from grstats.core.errors import ConfigError, SourceError
+from grstats.core.fault import SourceFault, gr_not_started
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from grstats.agent.model import MemberSnapshot
-    from grstats.agent.rows.member_log import MemberLogRow
     from grstats.agent.sim.scenario import Scenario
+    from grstats.core.model import MemberSnapshot
+    from grstats.core.rows.member_log import MemberLogRow
 
 
 #: Ticks stepped per worker-thread call while catching up (60 simulated seconds).

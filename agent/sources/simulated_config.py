@@ -12,10 +12,10 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from grstats.agent.checks import check_int, check_number
-from grstats.agent.errors import ConfigError
 from grstats.agent.limits import GROUP_MAX_MEMBERS
-from grstats.agent.model import LABEL_RULE, is_group_label
+from grstats.core.checks import check_int, check_number
+from grstats.core.errors import ConfigError
+from grstats.core.model import LABEL_RULE, is_group_label
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -44,7 +44,7 @@ class SimulatedSourceConfig:
             group must agree on it, and a start long ago makes the first read replay the group
             from then on.
         group_name: the group's name (``orders``), a group label
-            (:data:`~grstats.agent.model.LABEL_RULE`); None (the default): none. The group's
+            (:data:`~grstats.core.model.LABEL_RULE`); None (the default): none. The group's
             UUID and its members' follow from the scenario's name, the seed and this name, so
             two groups of one fleet that differ in any of them never share a UUID; the name is
             also the group's label, as an InnoDB Cluster's name is (it wins over

@@ -25,7 +25,7 @@ from typing import cast
 
 from mysql_mimic.errors import SQLSTATES, ErrorCode
 
-from grstats.agent import mysql_errors
+from grstats.core import mysql_errors
 
 # mysql-mimic sends an error's SQLSTATE from its table (HY000 for a code it does not know); it
 # knows only its own codes, so MySQL's are added once, here, before any module of the endpoint

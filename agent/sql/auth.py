@@ -48,8 +48,8 @@ from mysql_mimic.auth import (
 )
 
 from grstats.agent.config import read_sql_users
-from grstats.agent.errors import ConfigError
-from grstats.agent.log import ThrottledWarning
+from grstats.core.errors import ConfigError
+from grstats.core.log import ThrottledWarning
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable, Sequence

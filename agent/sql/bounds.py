@@ -44,14 +44,14 @@ from sqlglot import exp
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import TokenError
 
-from grstats.agent.mysql_errors import (
+from grstats.agent.sql.errors import sql_error
+from grstats.core.mysql_errors import (
     ER_NOT_SUPPORTED_YET,
     ER_PARSE_ERROR,
     ER_STACK_OVERRUN_NEED_MORE,
     ER_TOO_BIG_SELECT,
     ER_TOO_HIGH_LEVEL_OF_NESTING_FOR_SELECT,
 )
-from grstats.agent.sql.errors import sql_error
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence

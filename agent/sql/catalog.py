@@ -1,8 +1,8 @@
 """The schemas the SQL endpoint serves, and each column's MySQL type on the wire.
 
-Three schemas, built from :mod:`grstats.agent.rows`: ``performance_schema`` holds MySQL's
+Three schemas, built from :mod:`grstats.core.rows`: ``performance_schema`` holds MySQL's
 two Group Replication tables exactly as MySQL defines them (the agent's plain tables, see
-:mod:`grstats.agent.rows.schema` for MySQL's sources), ``grstats`` holds every served
+:mod:`grstats.core.rows.schema` for MySQL's sources), ``grstats`` holds every served
 table (the members' tables with the extended columns: CONNECTED, IN_VIEW, LAST_SEEN, AGE_MS,
 SOURCE), every member's Group Replication log lines among them
 (``replication_group_member_log``), and ``sys``
@@ -14,7 +14,7 @@ visible in the column's flags), TEXT and LONGTEXT ``MYSQL_TYPE_BLOB`` (the lengt
 apart), BIGINT ``MYSQL_TYPE_LONGLONG``, INTEGER ``MYSQL_TYPE_LONG``, TIMESTAMP(6)
 ``MYSQL_TYPE_TIMESTAMP`` and DECIMAL(20,6) ``MYSQL_TYPE_NEWDECIMAL``. Text columns are
 utf8mb4, the others binary, as MySQL sends them. Values travel as the ``mysql`` client prints
-them (:func:`grstats.agent.rows.render.cell_text`), TIMESTAMP(6) in the session's
+them (:func:`grstats.core.rows.render.cell_text`), TIMESTAMP(6) in the session's
 ``time_zone`` (MySQL converts a TIMESTAMP from UTC to it when it sends it,
 ``Field_timestampf::get_date_internal``), UTC unless the session sets another.
 """
@@ -33,7 +33,8 @@ from mysql_mimic.schema import Column as InfoColumn
 from mysql_mimic.schema import InfoSchema
 from mysql_mimic.types import ColumnType, str_len
 
-from grstats.agent.rows import (
+from grstats.agent.sql.sys_schema import SYS_SCHEMA, VIEWS
+from grstats.core.rows import (
     EXTENDED_COLUMNS,
     REPLICATION_GROUP_MEMBER_STATS,
     REPLICATION_GROUP_MEMBERS,
@@ -45,15 +46,14 @@ from grstats.agent.rows import (
     Value,
     timestamp_text,
 )
-from grstats.agent.rows.member_log import REPLICATION_GROUP_MEMBER_LOG
-from grstats.agent.rows.render import cell_text
-from grstats.agent.rows.zone import UTC_ZONE
-from grstats.agent.sql.sys_schema import SYS_SCHEMA, VIEWS
+from grstats.core.rows.member_log import REPLICATION_GROUP_MEMBER_LOG
+from grstats.core.rows.render import cell_text
+from grstats.core.rows.zone import UTC_ZONE
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from grstats.agent.rows.zone import TimeZone
+    from grstats.core.rows.zone import TimeZone
 
 PERFORMANCE_SCHEMA = "performance_schema"
 GRSTATS_SCHEMA = "grstats"
@@ -114,7 +114,7 @@ SESSION_TABLES = {
 PRIMARY_KEYS = dict.fromkeys((GLOBAL_VARIABLES.name, GLOBAL_STATUS.name), ("VARIABLE_NAME",))
 
 #: The tables of the ``grstats`` schema by name: the served ones, every member's GR log lines
-#: among them (:mod:`grstats.agent.rows.member_log`).
+#: among them (:mod:`grstats.core.rows.member_log`).
 GRSTATS_TABLES: dict[str, Table] = {
     **TABLES,
     REPLICATION_GROUP_MEMBER_LOG.name: REPLICATION_GROUP_MEMBER_LOG,

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, cast
 from mysql_mimic.errors import ErrorCode, MysqlError
 from sqlglot import exp
 
-from grstats.agent.mysql_errors import (
+from grstats.core.mysql_errors import (
     ER_DBACCESS_DENIED_ERROR,
     ER_OPTION_PREVENTS_STATEMENT,
     ER_TABLEACCESS_DENIED_ERROR,

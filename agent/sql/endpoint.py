@@ -52,14 +52,6 @@ from mysql_mimic.server import MysqlServer
 from mysql_mimic.stream import ConnectionClosed, MysqlStream
 from mysql_mimic.types import Capabilities
 
-from grstats.agent.address import join_address, split_address
-from grstats.agent.errors import ConfigError
-from grstats.agent.log import ThrottledWarning
-from grstats.agent.mysql_errors import (
-    ER_CLIENT_INTERACTION_TIMEOUT,
-    ER_NET_PACKET_TOO_LARGE,
-    ER_NET_READ_INTERRUPTED,
-)
 from grstats.agent.sql import tls_stream
 from grstats.agent.sql.auth import (
     ClientIdentity,
@@ -67,7 +59,15 @@ from grstats.agent.sql.auth import (
     OpenIdentity,
     PasswordFileIdentity,
 )
-from grstats.agent.tls import FileWatch
+from grstats.core.address import join_address, split_address
+from grstats.core.errors import ConfigError
+from grstats.core.log import ThrottledWarning
+from grstats.core.mysql_errors import (
+    ER_CLIENT_INTERACTION_TIMEOUT,
+    ER_NET_PACKET_TOO_LARGE,
+    ER_NET_READ_INTERRUPTED,
+)
+from grstats.core.tls import FileWatch
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -77,7 +77,7 @@ if TYPE_CHECKING:
 
     from grstats.agent.config import AgentConfig
     from grstats.agent.sql.session import GrstatsSession, SqlSource
-    from grstats.agent.tls import TlsConfig
+    from grstats.core.tls import TlsConfig
 
 __all__ = ["PerHostControl", "SqlEndpoint"]
 

@@ -3,7 +3,7 @@
 :mod:`.session`, :mod:`.execution`, :mod:`.bounds` and :mod:`.value_bounds` build their
 errors with :func:`sql_error`; nothing a client is told holds Python's words (1105 ``grstats
 cannot run this statement`` where no rule applies, :func:`engine_error`). The numbers are
-:mod:`grstats.agent.mysql_errors`'.
+:mod:`grstats.core.mysql_errors`'.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import structlog
 from mysql_mimic.errors import ErrorCode, MysqlError
 from sqlglot.errors import OptimizeError, ParseError, SqlglotError
 
-from grstats.agent.mysql_errors import ER_BAD_FIELD_ERROR, ER_PARSE_ERROR, ER_QUERY_TIMEOUT
 from grstats.agent.sql import functions
+from grstats.core.mysql_errors import ER_BAD_FIELD_ERROR, ER_PARSE_ERROR, ER_QUERY_TIMEOUT
 
 if TYPE_CHECKING:
     from sqlglot import exp

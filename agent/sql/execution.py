@@ -26,7 +26,6 @@ from sqlglot.optimizer.optimizer import RULES
 from sqlglot.planner import Plan
 from sqlglot.schema import ensure_schema
 
-from grstats.agent.rows import Kind
 from grstats.agent.sql import catalog, errors, functions
 from grstats.agent.sql.bounds import (
     check_join_size,
@@ -36,6 +35,7 @@ from grstats.agent.sql.bounds import (
     longest_text,
 )
 from grstats.agent.sql.value_bounds import engine_env, for_engine
+from grstats.core.rows import Kind
 
 if TYPE_CHECKING:
     import concurrent.futures
@@ -44,9 +44,9 @@ if TYPE_CHECKING:
     from mysql_mimic.results import AllowedResult
     from mysql_mimic.schema import InfoSchema
 
-    from grstats.agent.rows import Column, Value
-    from grstats.agent.rows.zone import TimeZone
     from grstats.agent.sql.bounds import SqlLimits
+    from grstats.core.rows import Column, Value
+    from grstats.core.rows.zone import TimeZone
 
 T = TypeVar("T")
 

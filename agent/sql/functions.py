@@ -16,7 +16,7 @@
   ``Gtid_set::to_string``'s text), NULL for a NULL argument, and MySQL's 1772 ``Malformed GTID
   set specification '...'.`` for a text that is no GTID set (``Item_func_gtid_subset::val_int``
   and ``Item_func_gtid_subtract::val_str_ascii``, sql/item_strfunc.cc and item_func.cc; the
-  set read by ``Gtid_set::add_gtid_text``, as :mod:`grstats.agent.gtid` reads it);
+  set read by ``Gtid_set::add_gtid_text``, as :mod:`grstats.core.gtid` reads it);
 * any other function neither MySQL's parser nor sqlglot's executor knows is looked up as
   MySQL looks up a name that is no native function and no UDF: as a stored function of the
   database it names, else of the session's (``PTI_function_call_generic_ident_sys::itemize``,
@@ -37,8 +37,8 @@ from mysql_mimic.errors import ErrorCode, MysqlError
 from sqlglot import exp
 from sqlglot.executor.env import ENV
 
-from grstats.agent.gtid import GtidError, GtidSet
-from grstats.agent.mysql_errors import (
+from grstats.core.gtid import GtidError, GtidSet
+from grstats.core.mysql_errors import (
     ER_CANT_INITIALIZE_UDF,
     ER_MALFORMED_GTID_SET_SPECIFICATION,
     ER_NO_DB_ERROR,
@@ -49,7 +49,7 @@ from grstats.agent.mysql_errors import (
 if TYPE_CHECKING:
     from collections.abc import Callable, Container, Iterable
 
-    from grstats.agent.model import CommunicationInfo
+    from grstats.core.model import CommunicationInfo
 
 
 TIMESTAMPDIFF = "TIMESTAMPDIFF"

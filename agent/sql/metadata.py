@@ -1,6 +1,6 @@
 """What MySQL's metadata says of the served tables: information_schema, SHOW CREATE TABLE.
 
-All of it is derived from the served columns (:mod:`grstats.agent.rows.schema`, through
+All of it is derived from the served columns (:mod:`grstats.core.rows.schema`, through
 :mod:`.catalog`), as MySQL 8.4 derives it from a performance_schema table's DDL, so that a
 client that asks about the tables gets MySQL's answer:
 
@@ -33,13 +33,13 @@ from typing import TYPE_CHECKING
 
 from mysql_mimic.constants import INFO_SCHEMA
 
-from grstats.agent.rows import Column, Kind, Table
 from grstats.agent.sql import catalog
+from grstats.core.rows import Column, Kind, Table
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
 
-    from grstats.agent.rows import Value
+    from grstats.core.rows import Value
 
 #: performance_schema's character set and collation: ``create_pfs_schema``
 #: (sql/dd/performance_schema/init.cc) creates it ``CHARACTER SET utf8mb4``, whose default

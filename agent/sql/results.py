@@ -21,9 +21,9 @@ from grstats.agent.sql.bounds import check_result, check_rows
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
-    from grstats.agent.rows import Column, Value
-    from grstats.agent.rows.zone import TimeZone
     from grstats.agent.sql.bounds import SqlLimits
+    from grstats.core.rows import Column, Value
+    from grstats.core.rows.zone import TimeZone
 
 
 def like_rows(

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING
 
 from mysql_mimic.variables import SYSTEM_VARIABLES
 
-from grstats.agent.mysql_errors import ER_UNKNOWN_TIME_ZONE
-from grstats.agent.rows.zone import TimeZoneError, parse_time_zone
 from grstats.agent.sql import variables as member_variables
 from grstats.agent.sql.errors import sql_error
+from grstats.core.mysql_errors import ER_UNKNOWN_TIME_ZONE
+from grstats.core.rows.zone import TimeZoneError, parse_time_zone
 
 if TYPE_CHECKING:
     from mysql_mimic.variables import VariableSchema

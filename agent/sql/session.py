@@ -37,7 +37,7 @@ information_schema and ``SELECT @@var`` itself) with grstats's rules:
   ``*`` gives the table's names, a column or alias the name as written;
 * TIMESTAMP(6) values are sent, and compared with literals, in the session's ``time_zone``:
   ``+00:00`` (UTC) until ``SET time_zone = 'SYSTEM'``, ``'+02:00'`` or ``'Europe/Paris'``
-  (:mod:`grstats.agent.rows.zone`); any other value is MySQL's 1298 (:mod:`.server_variables`);
+  (:mod:`grstats.core.rows.zone`); any other value is MySQL's 1298 (:mod:`.server_variables`);
 * ``@@connect_timeout``, ``@@wait_timeout`` and ``@@interactive_timeout`` are the endpoint's
   ``limits.sql_*_timeout_s`` (:func:`.variables.timeout_schema`); ``SET SESSION wait_timeout``
   sets the session's own, which the endpoint applies (:attr:`GrstatsSession.wait_timeout_s`).
@@ -65,14 +65,6 @@ from mysql_mimic.variables import GlobalVariables, SessionVariables
 from sqlglot import exp
 from sqlglot.errors import ParseError, SqlglotError, TokenError
 
-from grstats.agent.mysql_errors import (
-    ER_BAD_DB_ERROR,
-    ER_DBACCESS_DENIED_ERROR,
-    ER_NO_DB_ERROR,
-    ER_NO_SUCH_TABLE,
-    ER_NOT_SUPPORTED_YET,
-)
-from grstats.agent.rows.zone import TimeZone, parse_time_zone
 from grstats.agent.sql import (
     catalog,
     denied,
@@ -89,6 +81,14 @@ from grstats.agent.sql.bounds import check_shape, check_text, parser_exhausted
 from grstats.agent.sql.errors import engine_error, sql_error, syntax_error
 from grstats.agent.sql.server_variables import DEFAULT_VERSION, VARIABLES
 from grstats.agent.sql.value_bounds import engine_env
+from grstats.core.mysql_errors import (
+    ER_BAD_DB_ERROR,
+    ER_DBACCESS_DENIED_ERROR,
+    ER_NO_DB_ERROR,
+    ER_NO_SUCH_TABLE,
+    ER_NOT_SUPPORTED_YET,
+)
+from grstats.core.rows.zone import TimeZone, parse_time_zone
 
 if TYPE_CHECKING:
     import concurrent.futures
@@ -97,10 +97,10 @@ if TYPE_CHECKING:
 
     from mysql_mimic.results import AllowedResult
 
-    from grstats.agent.model import CommunicationInfo, MemberSnapshot
-    from grstats.agent.rows import Column, Value
     from grstats.agent.served import Table
     from grstats.agent.sql.bounds import SqlLimits
+    from grstats.core.model import CommunicationInfo, MemberSnapshot
+    from grstats.core.rows import Column, Value
 
 T = TypeVar("T")
 

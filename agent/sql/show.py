@@ -23,7 +23,7 @@ from grstats.agent.sql.catalog import INFORMATION_SCHEMA
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Sequence
 
-    from grstats.agent.rows import Column, Value
+    from grstats.core.rows import Column, Value
 
 #: SHOW COLUMNS: (information_schema.COLUMNS column, output name, only with FULL), in order.
 _COLUMNS = (

@@ -26,12 +26,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from grstats.agent.rows import Column, Kind, Table
+from grstats.core.rows import Column, Kind, Table
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
-    from grstats.agent.rows import Value
+    from grstats.core.rows import Value
 
 SYS_SCHEMA = "sys"
 ROUTING_CANDIDATE_STATUS = Table(

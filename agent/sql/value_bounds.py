@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 from sqlglot import exp
 from sqlglot.executor.env import ENV
 
-from grstats.agent.mysql_errors import ER_DATA_OUT_OF_RANGE, ER_NOT_SUPPORTED_YET
 from grstats.agent.sql.errors import sql_error
+from grstats.core.mysql_errors import ER_DATA_OUT_OF_RANGE, ER_NOT_SUPPORTED_YET
 
 if TYPE_CHECKING:
     from collections.abc import Callable

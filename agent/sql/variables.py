@@ -39,8 +39,8 @@ from typing import TYPE_CHECKING, cast
 
 from mysql_mimic.errors import ErrorCode, MysqlError
 
-from grstats.agent.model import FlowControlSettings
-from grstats.agent.mysql_errors import (
+from grstats.core.model import FlowControlSettings
+from grstats.core.mysql_errors import (
     ER_GLOBAL_VARIABLE,
     ER_WRONG_TYPE_FOR_VAR,
 )
@@ -50,9 +50,9 @@ if TYPE_CHECKING:
 
     from mysql_mimic.variables import VariableSchema
 
-    from grstats.agent.model import MemberSnapshot
-    from grstats.agent.rows import Value
     from grstats.agent.sql.bounds import SqlLimits
+    from grstats.core.model import MemberSnapshot
+    from grstats.core.rows import Value
 
 PREFIX = "group_replication_"
 #: The flow-control variables, by FlowControlSettings field.

@@ -24,9 +24,9 @@ class Transport(Protocol):
       never two of a kind with the same peer; :meth:`streaming` never blocks.
     * Each call returns or raises within ``timeout_s``.
     * A peer that cannot be reached, or does not answer in time, raises
-      :class:`grstats.agent.errors.PeerUnreachable` or :class:`grstats.agent.errors.PeerTimeout`
-      (both :class:`~grstats.agent.errors.TransportError`) naming the peer; an answer that
-      breaks the wire contract raises another :class:`~grstats.agent.errors.AgentError`
+      :class:`grstats.core.errors.PeerUnreachable` or :class:`grstats.core.errors.PeerTimeout`
+      (both :class:`~grstats.core.errors.TransportError`) naming the peer; an answer that
+      breaks the wire contract raises another :class:`~grstats.core.errors.AgentError`
       naming the bad field. Nothing else is raised for expected failures: the rounds log them
       and go on. A broken push stream is dropped, and the next :meth:`push` opens a new one.
     * :meth:`aclose` closes every connection; it is called once, at shutdown.

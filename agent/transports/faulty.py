@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from grstats.agent.errors import PeerUnreachable
+from grstats.core.errors import PeerUnreachable
 
 if TYPE_CHECKING:
     from grstats.agent.messages import Answer, Gossip

@@ -12,7 +12,7 @@ transport so that tests of several agents need no ports, servers or encoding::
 Messages are handed over as values, at once, in the sender's task: a push is merged before
 ``push`` returns, an exchange answered before ``exchange`` does. A peer with no agent
 registered at its address, or behind a cut link, raises
-:class:`~grstats.agent.errors.PeerUnreachable`; links are cut with
+:class:`~grstats.core.errors.PeerUnreachable`; links are cut with
 :class:`~grstats.agent.transports.faulty.FaultyTransport`, one per end.
 """
 
@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from grstats.agent.errors import PeerUnreachable
 from grstats.agent.transports.faulty import FaultyTransport
+from grstats.core.errors import PeerUnreachable
 
 if TYPE_CHECKING:
     from grstats.agent.messages import Answer, Gossip

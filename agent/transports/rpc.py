@@ -1,7 +1,7 @@
 """``GrpcTransport``: pushes and exchanges over gRPC, one channel per peer.
 
 Messages are encoded here (:mod:`grstats.agent.convert`), and gRPC's errors are translated
-here, once, into :mod:`grstats.agent.errors`; a :class:`DialWatch` hears of each call that
+here, once, into :mod:`grstats.core.errors`; a :class:`DialWatch` hears of each call that
 failed UNAVAILABLE and of each Exchange that succeeded (the agent's
 :class:`~grstats.agent.tls_watch.TlsWatch` names TLS mistakes from them). An answer larger than
 :data:`~grstats.agent.limits.DECODE_ON_LOOP_BYTES` is decoded on a worker thread, so that a
@@ -17,9 +17,9 @@ import grpc
 from google.protobuf.message import DecodeError
 
 from grstats.agent.convert import WireError, answer_from_wire, gossip_to_wire
-from grstats.agent.errors import PeerTimeout, PeerUnreachable, TransportError
 from grstats.agent.limits import DECODE_ON_LOOP_BYTES, DEFAULT_LIMITS, LimitsConfig
-from grstats.agent.security import Security
+from grstats.core.errors import PeerTimeout, PeerUnreachable, TransportError
+from grstats.core.security import Security
 from grstats.proto import grstats_pb2 as pb
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ import datetime as dt
 import math
 from typing import TYPE_CHECKING
 
-from grstats.agent.model import LABEL_RULE, is_group_label
+from grstats.core.model import LABEL_RULE, is_group_label
 from grstats.spark.rollup_settings import (
     ROLLUP_FLOW_CONTROL_THRESHOLD,
     ROLLUP_MAX_GAP_S,

@@ -6,7 +6,7 @@ reported the event (REPORTED_BY), not corrected for its offset, so the times of 
 members' events differ by their clocks' skew too (``grstats query status`` shows it).
 
 A **switchover** is a secondary elected primary: an event MEMBER_ROLE from SECONDARY to
-PRIMARY (:mod:`grstats.agent.events`: each member reports its own role). Not a member that
+PRIMARY (:mod:`grstats.core.events`: each member reports its own role). Not a member that
 joins as PRIMARY (OLD_VALUE ''): the member that bootstraps a group, and in multi-primary
 mode every member that joins, where no primary was replaced. For each:
 
@@ -45,8 +45,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from grstats.agent.events import OFF
-from grstats.agent.rows import EventType, MemberState, Role
+from grstats.core.events import OFF
+from grstats.core.rows import EventType, MemberState, Role
 from grstats.spark.events import in_range, ordered
 from grstats.spark.member_log import lines_around
 from grstats.spark.report.tables import EVENT_LOG, EVENTS, SWITCHOVERS

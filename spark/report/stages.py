@@ -1,7 +1,7 @@
 """The lag by stage: each member's transport, waiting and apply times, from its partials.
 
 The member rows hold, per snapshot, the stage times of the last transaction through the
-member's ``group_replication_applier`` channel (``grstats.agent.rows.applier.stage_seconds``):
+member's ``group_replication_applier`` channel (``grstats.core.rows.applier.stage_seconds``):
 transport (its original commit to the end of its queueing), waiting (from there to the start
 of its apply) and apply (start to end). The member partials keep them over sampled snapshots
 (:data:`grstats.spark.rollup.STAGES`: max, count and a sketch), so each member's percentiles

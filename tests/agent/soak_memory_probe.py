@@ -47,10 +47,10 @@ import pymysql  # type: ignore[import-untyped]
 
 from grstats.agent import server
 from grstats.agent.runtime import Agent
-from grstats.agent.security import Security
 from grstats.agent.sim.scenario import load_scenario
 from grstats.agent.sources.simulated import SimulatedSource
 from grstats.agent.transports import GrpcTransport
+from grstats.core.security import Security
 from grstats.proto import grstats_pb2 as pb
 from grstats.proto import grstats_pb2_grpc as pb_grpc
 from tests.agent.test_runtime import START_S, Clock, settings

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from grstats.agent.address import join_address, split_address
-from grstats.agent.errors import ConfigError
+from grstats.core.address import join_address, split_address
+from grstats.core.errors import ConfigError
 
 
 class TestSplitAddress:

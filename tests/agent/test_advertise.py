@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from grstats.agent.advertise import AdvertiseProblem, advertise_problem, check_advertise
-from grstats.agent.cli.demo import free_ports
 from grstats.agent.config import AgentConfig
 from grstats.agent.sources import SimulatedSourceConfig
+from grstats.cli.demo import free_ports
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from grstats.agent.cli.demo import free_ports
+from grstats.cli.demo import free_ports
 from tests import waiting
-from tests.agent.cli.test_agent_processes import start_agent
 from tests.agent.sources.schemas import USER
+from tests.cli.test_agent_processes import start_agent
 
 if TYPE_CHECKING:
     from tests.agent.sources.schemas import Accounts

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from grstats.agent.checks import (
+from grstats.core.checks import (
     check_bool,
     check_choice,
     check_int,
@@ -21,7 +21,7 @@ from grstats.agent.checks import (
     is_int,
     is_number,
 )
-from grstats.agent.errors import ConfigError
+from grstats.core.errors import ConfigError
 
 
 def refused(message: str) -> pytest.RaisesExc[ConfigError]:
@@ -196,9 +196,9 @@ class TestCheckPath:
 def test_imports_nothing_of_grstats_but_errors() -> None:
     """The checks sit low: loading them loads no other grstats module than the errors (and the version)."""
     check = (
-        "import sys, grstats.agent.checks; "
+        "import sys, grstats.core.checks; "
         "loaded = {m for m in sys.modules if m.startswith('grstats.')}; "
-        "assert loaded == {'grstats._version', 'grstats.agent', 'grstats.agent.checks', "
-        "'grstats.agent.errors'}, loaded"
+        "assert loaded == {'grstats._version', 'grstats.agent', 'grstats.core.checks', "
+        "'grstats.core.errors'}, loaded"
     )
     subprocess.run([sys.executable, "-c", check], check=True, timeout=60, capture_output=True)

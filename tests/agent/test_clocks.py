@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING, Any
 
 from structlog.testing import capture_logs
 
-from grstats.agent.cli.status_view import GroupStatus, render_status
 from grstats.agent.metrics_series import member_families
 from grstats.agent.runtime import Agent
 from grstats.agent.sim.scenario import load_scenario
 from grstats.agent.sources.simulated import SimulatedSource
 from grstats.agent.transports import MemoryNetwork
+from grstats.cli.status_view import GroupStatus, render_status
 from tests.agent.test_runtime import START_S, Clock, Group, settings, stop_all
 
 if TYPE_CHECKING:

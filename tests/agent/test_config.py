@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from grstats.agent.config import AgentConfig, default_state_dir, load_config
-from grstats.agent.errors import ConfigError
 from grstats.agent.sources import MySQLSourceConfig, SimulatedSourceConfig
+from grstats.core.errors import ConfigError
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -13,18 +13,18 @@ from grstats.agent.convert import (
     digest_to_wire,
     gossip_from_wire,
     gossip_to_wire,
-    table_from_wire,
-    table_to_wire,
     update_from_wire,
     update_to_wire,
     updates_from_wire,
 )
 from grstats.agent.gossip import ClockOffset, Counts, Events, Key, LogLines, Stamp, Update
-from grstats.agent.gtid import GtidSet
 from grstats.agent.limits import DEFAULT_LIMITS
 from grstats.agent.messages import Answer, Gossip
-from grstats.agent.model import FlowControlSettings, ServerSettings
-from grstats.agent.rows import (
+from grstats.agent.sources import GroupView, SourceHealth
+from grstats.core.gtid import GtidSet
+from grstats.core.model import FlowControlSettings, ServerSettings
+from grstats.core.query_wire import table_from_wire, table_to_wire
+from grstats.core.rows import (
     REPLICATION_GROUP_MEMBERS,
     ApplierStatusRow,
     EventRow,
@@ -32,8 +32,7 @@ from grstats.agent.rows import (
     MemberRow,
     MemberStatsRow,
 )
-from grstats.agent.rows.member_log import MemberLogRow
-from grstats.agent.sources import GroupView, SourceHealth
+from grstats.core.rows.member_log import MemberLogRow
 from grstats.proto import grstats_pb2 as pb
 from tests.agent.pipeline_stats import PipelineStats, encoded_size
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grstats.agent.errant import SAME_INSTANT_US, ExecutedSample, errant_transactions
-from grstats.agent.gtid import GtidSet
+from grstats.core.errant import SAME_INSTANT_US, ExecutedSample, errant_transactions
+from grstats.core.gtid import GtidSet
 
 GROUP = "8a94f357-aab4-11df-86ab-c80aa9429562"
 VIEWS = "9b05a468-bbc5-22e0-97bc-d91bb0530673"

@@ -9,12 +9,12 @@ so the errant set is known from 40 s, 10 s before the join MySQL refuses.
 
 from __future__ import annotations
 
-from grstats.agent.cli.status_view import GroupStatus, document, render_status
-from grstats.agent.gtid import GtidSet
-from tests.agent.cli.test_query_status import wire
+from grstats.cli.status_view import GroupStatus, document, render_status
+from grstats.core.gtid import GtidSet
 from tests.agent.test_group_status import ids, member_status, run_to, states, status
 from tests.agent.test_metrics_series import export_everything, rendered, value
 from tests.agent.test_runtime import start_group, stop_all
+from tests.cli.test_query_status import wire
 
 
 async def test_errant_write_is_named_before_the_rejoin_is_refused() -> None:

@@ -11,7 +11,13 @@ import pytest
 
 from grstats.agent.convert import MAX_WIRE_EVENTS, WireError, update_from_wire, update_to_wire
 from grstats.agent.event_log import EventCounts, EventLog
-from grstats.agent.events import (
+from grstats.agent.gossip import Counts, Events, GossipState, Key, Stamp, Update
+from grstats.agent.messages import for_build
+from grstats.agent.registry import SqliteRegistry
+from grstats.agent.registry_sync import remembered_values
+from grstats.agent.served import group_events
+from grstats.core.build import AgentBuild
+from grstats.core.events import (
     MAX_AGE_S,
     MAX_EVENTS,
     changes,
@@ -20,13 +26,9 @@ from grstats.agent.events import (
     source_event,
     throttle_event,
 )
-from grstats.agent.gossip import Counts, Events, GossipState, Key, Stamp, Update
-from grstats.agent.gtid import GtidSet
-from grstats.agent.messages import AgentBuild, for_build
-from grstats.agent.model import GroupView, MemberSnapshot, ServerSettings, SourceHealth
-from grstats.agent.registry import SqliteRegistry
-from grstats.agent.registry_sync import remembered_values
-from grstats.agent.rows import (
+from grstats.core.gtid import GtidSet
+from grstats.core.model import GroupView, MemberSnapshot, ServerSettings, SourceHealth
+from grstats.core.rows import (
     ApplierStatusRow,
     EventRow,
     EventType,
@@ -34,7 +36,6 @@ from grstats.agent.rows import (
     MemberStatsRow,
     RowValueError,
 )
-from grstats.agent.served import group_events
 from grstats.proto import grstats_pb2 as pb
 from tests.agent.registry.records import full
 

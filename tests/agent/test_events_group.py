@@ -15,12 +15,11 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from grstats.agent.registry import MemoryRegistry
-from grstats.agent.rows import REPLICATION_GROUP_EVENTS
 from grstats.agent.runtime import Agent
 from grstats.agent.sim.scenario import load_scenario
 from grstats.agent.sources.simulated import SimulatedSource
 from grstats.agent.transports import MemoryNetwork
-from tests.agent.cli.test_query import _grstats  # noqa: F401  (the grstats fixture)
+from grstats.core.rows import REPLICATION_GROUP_EVENTS
 from tests.agent.test_group_status import (
     ids,
     reads_finish_within_their_period,  # noqa: F401  (autouse here too)
@@ -39,6 +38,7 @@ from tests.agent.test_runtime import (
     start_group,
     stop_all,
 )
+from tests.cli.test_query import _grstats  # noqa: F401  (the grstats fixture)
 
 if TYPE_CHECKING:
     from tests.inprocess import Grstats

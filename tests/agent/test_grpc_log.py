@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from grstats.agent.cli.demo import free_ports
-from grstats.agent.log import GRPC_VERBOSITY, quiet_grpc_core
 from grstats.agent.sim.group import member_uuid
+from grstats.cli.demo import free_ports
+from grstats.core.log import GRPC_VERBOSITY, quiet_grpc_core
 from tests.certs import make_certs
 
 if TYPE_CHECKING:

@@ -12,7 +12,6 @@ from structlog.testing import capture_logs
 
 from grstats.agent.config import load_config
 from grstats.agent.convert import update_to_wire, uuid_to_bytes
-from grstats.agent.errors import ConfigError
 from grstats.agent.gossip import Counts, GossipState, Key, Stamp, Update
 from grstats.agent.limits import (
     DEFAULT_LIMITS,
@@ -23,8 +22,9 @@ from grstats.agent.limits import (
     RateLimiter,
     client_host,
 )
-from grstats.agent.rows import MemberRow, MemberStatsRow
 from grstats.agent.sources import GroupView
+from grstats.core.errors import ConfigError
+from grstats.core.rows import MemberRow, MemberStatsRow
 from grstats.proto import grstats_pb2 as pb
 from tests.agent.test_runtime import start_group
 

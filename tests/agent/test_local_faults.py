@@ -17,15 +17,15 @@ from structlog.testing import capture_logs
 
 from grstats.agent.config import AgentConfig
 from grstats.agent.gossip import Key
-from grstats.agent.gtid import GtidSet
 from grstats.agent.local import FAULT_REPEAT_S, LocalMember
 from grstats.agent.metrics import AgentMetrics
-from grstats.agent.model import GroupView, MemberSnapshot, SourceHealth
-from grstats.agent.rows import ApplierStatusRow, MemberRow, MemberStatsRow
 from grstats.agent.sources import MemorySource, SimulatedSourceConfig
-from grstats.agent.sources.fault import SourceFault
 from grstats.agent.sources.mysql import MySQLSource
 from grstats.agent.sources.mysql_config import MySQLSourceConfig
+from grstats.core.fault import SourceFault
+from grstats.core.gtid import GtidSet
+from grstats.core.model import GroupView, MemberSnapshot, SourceHealth
+from grstats.core.rows import ApplierStatusRow, MemberRow, MemberStatsRow
 from tests.mariadb import free_port
 
 if TYPE_CHECKING:

@@ -15,10 +15,10 @@ import pytest
 import structlog
 from structlog.testing import capture_logs
 
-from grstats.agent.cli.demo import free_ports
-from grstats.agent.errors import ConfigError
-from grstats.agent.log import ThrottledWarning, configure_logging, get_logger, is_journal
 from grstats.cli import main
+from grstats.cli.demo import free_ports
+from grstats.core.errors import ConfigError
+from grstats.core.log import ThrottledWarning, configure_logging, get_logger, is_journal
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

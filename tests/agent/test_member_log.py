@@ -13,10 +13,11 @@ import pytest
 from grstats.agent.convert import WireError, update_from_wire, update_to_wire
 from grstats.agent.gossip import LOCAL, GossipState, Key, LogLines, Stamp, Update
 from grstats.agent.member_log import FIRST_RECORD_WAIT, MemberLog
-from grstats.agent.messages import AgentBuild, for_build
-from grstats.agent.model import SourceHealth
-from grstats.agent.rows import RowValueError
-from grstats.agent.rows.member_log import (
+from grstats.agent.messages import for_build
+from grstats.core.build import AgentBuild
+from grstats.core.model import SourceHealth
+from grstats.core.rows import RowValueError
+from grstats.core.rows.member_log import (
     KEPT_CHARS,
     KEPT_LINES,
     MAX_DATA,

@@ -11,13 +11,12 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-from grstats.agent.rows.member_log import REPLICATION_GROUP_MEMBER_LOG
 from grstats.agent.runtime import Agent
 from grstats.agent.sim.error_log import ServerErrorLog
 from grstats.agent.sim.group import TICKS_PER_SECOND, SimulatedGroup
 from grstats.agent.sim.scenario import load_scenario
 from grstats.agent.sources.simulated import SimulatedSource
-from tests.agent.cli.test_query import _grstats  # noqa: F401  (the grstats fixture)
+from grstats.core.rows.member_log import REPLICATION_GROUP_MEMBER_LOG
 from tests.agent.test_group_status import (
     ids,
     reads_finish_within_their_period,  # noqa: F401  (autouse here too)
@@ -26,6 +25,7 @@ from tests.agent.test_group_status import (
     table,
 )
 from tests.agent.test_runtime import START_S, _start_without_loop, start_group
+from tests.cli.test_query import _grstats  # noqa: F401  (the grstats fixture)
 
 if TYPE_CHECKING:
     from tests.inprocess import Grstats

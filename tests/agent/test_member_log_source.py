@@ -17,18 +17,18 @@ from typing import TYPE_CHECKING, Any
 from structlog.testing import capture_logs
 
 from grstats.agent.member_log import FIRST_RECORD_WAIT
-from grstats.agent.rows.member_log import REPLICATION_GROUP_MEMBER_LOG
 from grstats.agent.runtime import Agent
 from grstats.agent.sources.base import LOG_LINES_PER_READ, LogSource
 from grstats.agent.sources.mysql import MySQLSource
 from grstats.agent.transports import MemoryNetwork
+from grstats.core.rows.member_log import REPLICATION_GROUP_MEMBER_LOG
 from tests.agent.test_runtime import Clock, _start_without_loop, settings
 
 if TYPE_CHECKING:
     from collections.abc import Callable, MutableMapping
 
-    from grstats.agent.rows.member_log import MemberLogRow
     from grstats.agent.sources.mysql_config import MySQLSourceConfig
+    from grstats.core.rows.member_log import MemberLogRow
     from tests.mariadb import MariaDB
 
     MakeConfig = Callable[..., MySQLSourceConfig]

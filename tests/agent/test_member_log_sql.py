@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from grstats.agent.member_log import FIRST_RECORD_WAIT
-from grstats.agent.rows.member_log import REPLICATION_GROUP_MEMBER_LOG
+from grstats.core.rows.member_log import REPLICATION_GROUP_MEMBER_LOG
 from tests.agent.sql.test_session import (
     _client,  # noqa: F401  (the client fixture)
     _endpoint,  # noqa: F401  (the endpoint fixture)

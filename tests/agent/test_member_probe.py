@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING
 import pytest
 
 from grstats.agent.config import load_config
-from grstats.agent.errors import ConfigError
 from grstats.agent.member_probe import (
     HEALTH_PATH,
     READY_PATH,
@@ -25,6 +24,7 @@ from grstats.agent.member_probe import (
     health,
     ready,
 )
+from grstats.core.errors import ConfigError
 from tests.agent.test_metrics_http import metrics_agent
 from tests.agent.test_runtime import start_group, stop_all
 from tests.waiting import wait_until_async
@@ -32,7 +32,7 @@ from tests.waiting import wait_until_async
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from grstats.agent.rows import Value
+    from grstats.core.rows import Value
 
 ME = "cccccccc-0000-0000-0000-000000000000"
 

@@ -15,14 +15,13 @@ import asyncio
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from grstats.agent.cli.status_view import GroupStatus, document, render_status
 from grstats.agent.gossip import Counts, GossipState, Key
-from grstats.agent.rows import MemberStatsRow
 from grstats.agent.runtime import Agent
 from grstats.agent.sources.simulated import SimulatedSource
 from grstats.agent.transports import MemoryNetwork
 from grstats.agent.views import Disagreement, disagreements, member_views
-from tests.agent.cli.test_query_status import wire
+from grstats.cli.status_view import GroupStatus, document, render_status
+from grstats.core.rows import MemberStatsRow
 from tests.agent.sql.test_endpoint import query, serve
 from tests.agent.test_group_status import (
     custom,
@@ -48,12 +47,13 @@ from tests.agent.test_served import (
     member,
     snapshot,
 )
+from tests.cli.test_query_status import wire
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from grstats.agent.model import GroupView, MemberSnapshot
     from grstats.agent.sim.scenario import Scenario
+    from grstats.core.model import GroupView, MemberSnapshot
 
 VIEWS = "replication_group_member_views"
 #: Members 3 and 4 of five each cut off at 12 s: UNREACHABLE at 17 s, expelled at 22 s; on

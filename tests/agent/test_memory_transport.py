@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from grstats.agent.errors import PeerUnreachable
 from grstats.agent.gossip import Key, Stamp, Update
 from grstats.agent.messages import Answer, Gossip
-from grstats.agent.model import SourceHealth
 from grstats.agent.runtime import Agent
 from grstats.agent.sim.scenario import load_scenario
 from grstats.agent.sources.simulated import SimulatedSource
 from grstats.agent.transports import MemoryNetwork, ServingTransport
+from grstats.core.errors import PeerUnreachable
+from grstats.core.model import SourceHealth
 from tests.agent.test_runtime import START_S, Clock, settings
 
 A = "d8a706aa-16ee-11eb-8b4c-0800270d5e61"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from grstats.agent.errors import ConfigError
 from grstats.agent.limits import ByteBudget, LimitsConfig
+from grstats.core.errors import ConfigError
 from tests.agent.message_memory_probe import MARGIN_MB
 
 ROOT = Path(__file__).resolve().parents[2]

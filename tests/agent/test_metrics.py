@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from grstats.agent.errors import ConfigError
 from grstats.agent.metrics import MEMBER_STATES
 from grstats.agent.metrics_scope import ALL, MetricsConfig
 from grstats.agent.metrics_series import STATS_COUNTERS, STATS_GAUGES
-from grstats.agent.rows import STATUSES
+from grstats.core.errors import ConfigError
+from grstats.core.rows import STATUSES
 from tests.agent.test_config import agent as agent_config
 from tests.agent.test_runtime import _start_without_loop, start_group, stats
 
@@ -24,8 +24,8 @@ if TYPE_CHECKING:
 
     from prometheus_client import Metric
 
-    from grstats.agent.model import MemberSnapshot
     from grstats.agent.runtime import Agent
+    from grstats.core.model import MemberSnapshot
     from tests.agent.test_runtime import Group
 
 

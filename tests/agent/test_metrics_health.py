@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator
 
     from grstats.agent.metrics_series import SeriesInput
-    from grstats.agent.model import MemberSnapshot
+    from grstats.core.model import MemberSnapshot
 
 #: How long each read of the slow source takes.
 READ_S = 0.02

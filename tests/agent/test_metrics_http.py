@@ -12,7 +12,6 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-from grstats.agent.errors import ConfigError
 from grstats.agent.metrics import TablesCollector
 from grstats.agent.metrics_http import (
     Exposition,
@@ -24,6 +23,7 @@ from grstats.agent.runtime import Agent
 from grstats.agent.sim.scenario import load_scenario
 from grstats.agent.sources.simulated import SimulatedSource
 from grstats.agent.transports import MemoryNetwork
+from grstats.core.errors import ConfigError
 from tests.agent.test_metrics_health import lone_agent
 from tests.agent.test_runtime import settings
 

@@ -17,8 +17,6 @@ import pytest
 
 from grstats import __version__
 from grstats.agent.config import load_config
-from grstats.agent.errors import ConfigError
-from grstats.agent.messages import PROTOCOL_REVISION
 from grstats.agent.metrics_scope import (
     ALL,
     EVERYTHING,
@@ -27,6 +25,8 @@ from grstats.agent.metrics_scope import (
     Scope,
     exported,
 )
+from grstats.core.build import PROTOCOL_REVISION
+from grstats.core.errors import ConfigError
 from tests.agent.test_metrics_series import rendered
 from tests.agent.test_runtime import start_group
 

@@ -17,19 +17,19 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from grstats.agent.metrics_scope import ALL, MetricsConfig
-from grstats.agent.model import GroupView
 from grstats.agent.runtime import Agent
 from grstats.agent.sim.scenario import load_scenario
 from grstats.agent.sources.memory import MemorySource
 from grstats.agent.sources.simulated import SimulatedSource
 from grstats.agent.transports import MemoryNetwork
+from grstats.core.model import GroupView
 from tests.agent.test_metrics import MEMBER_SERIES
 from tests.agent.test_runtime import START_S, Clock, _start_without_loop, settings, start_group
 
 if TYPE_CHECKING:
     from prometheus_client import Metric
 
-    from grstats.agent.model import MemberSnapshot
+    from grstats.core.model import MemberSnapshot
     from tests.agent.test_runtime import Group
 
 #: The families served only while the group's name is known.

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from grstats.agent.errors import ConfigError
-from grstats.agent.model import FlowControlSettings
+from grstats.core.errors import ConfigError
+from grstats.core.model import FlowControlSettings
 
 
 class TestFlowControlSettings:

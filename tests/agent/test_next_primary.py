@@ -1,6 +1,6 @@
 """Issue 47, point 3: the next primary forecast, checked against the simulator's own election.
 
-The forecast (:func:`grstats.agent.election.next_primary`) follows ``pick_primary_member``
+The forecast (:func:`grstats.core.election.next_primary`) follows ``pick_primary_member``
 (primary_election_invocation_handler.cc) over the members of the view but the primary: the
 lowest version first, then the highest ``group_replication_member_weight``, then the lowest
 server_uuid, among the ONLINE ones. Each agent learns the other members' weights from their
@@ -18,23 +18,23 @@ import pytest
 import structlog
 from structlog.testing import LogCapture
 
-from grstats.agent.cli.status_view import GroupStatus, document, render_status
 from grstats.agent.convert import WireError, update_from_wire, update_to_wire
-from grstats.agent.election import BACKLOG_WARNING, next_primary
 from grstats.agent.gossip import Key
-from grstats.agent.model import ServerSettings
 from grstats.agent.next_primary_watch import NextPrimaryWatch
 from grstats.agent.status import member_weights
+from grstats.cli.status_view import GroupStatus, document, render_status
+from grstats.core.election import BACKLOG_WARNING, next_primary
+from grstats.core.model import ServerSettings
 from grstats.proto import grstats_pb2 as pb
-from tests.agent.cli.test_query_status import wire
 from tests.agent.test_convert import update
 from tests.agent.test_group_status import crash, custom, member_status, run_to, running, start
 from tests.agent.test_runtime import start_group, stop_all
+from tests.cli.test_query_status import wire
 
 if TYPE_CHECKING:
-    from grstats.agent.election import NextPrimary
-    from grstats.agent.rows import Value
     from grstats.agent.runtime import Agent
+    from grstats.core.election import NextPrimary
+    from grstats.core.rows import Value
     from tests.agent.test_runtime import Group
 
 A = "00000000-0000-0000-0000-00000000000a"

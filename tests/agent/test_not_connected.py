@@ -13,8 +13,8 @@ from structlog.testing import capture_logs
 from grstats.agent.gossip import Counts, GossipState, Key, Stamp, Update
 from grstats.agent.liveness import silence_reason
 from grstats.agent.metrics_series import group_name, member_families
-from grstats.agent.model import SourceHealth
-from grstats.agent.rows import EventType, MemberStatsRow
+from grstats.core.model import SourceHealth
+from grstats.core.rows import EventType, MemberStatsRow
 from tests.agent.test_own_member_down import rows
 from tests.agent.test_runtime import start_group, stop_all
 

@@ -16,12 +16,12 @@ import pytest
 from structlog.testing import capture_logs
 
 from grstats.agent.registry import SqliteRegistry
-from grstats.agent.rows import ROW_TABLES
 from grstats.agent.runtime import Agent
 from grstats.agent.sim.scenario import load_scenario
 from grstats.agent.sources.memory import MemorySource
 from grstats.agent.sources.simulated import SimulatedSource
 from grstats.agent.transports import FaultyTransport, GrpcTransport
+from grstats.core.rows import ROW_TABLES
 from tests.agent.test_metrics_series import rendered, value
 from tests.agent.test_runtime import START_S, Group, start_group, stop_all
 from tests.waiting import wait_until_async
@@ -29,7 +29,7 @@ from tests.waiting import wait_until_async
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from grstats.agent.model import MemberSnapshot
+    from grstats.core.model import MemberSnapshot
 
 
 #: A member's COUNT_TRANSACTIONS_CHECKED in /metrics.

@@ -18,15 +18,9 @@ from grstats.agent.convert import (
     query_build_from_wire,
     uuid_to_bytes,
 )
-from grstats.agent.messages import (
-    OWN_BUILD,
-    PROTOCOL_REVISION,
-    UNSAID_BUILD,
-    AgentBuild,
-    Answer,
-    Gossip,
-)
+from grstats.agent.messages import Answer, Gossip
 from grstats.agent.metrics import AgentMetrics
+from grstats.core.build import OWN_BUILD, PROTOCOL_REVISION, UNSAID_BUILD, AgentBuild
 from grstats.proto import grstats_pb2 as pb
 from tests.agent.test_runtime import exchange, query, start_group, stats, stop_all
 

@@ -11,10 +11,7 @@ from typing import TYPE_CHECKING
 import pytest
 from rich.console import Console
 
-from grstats.agent.cli.status_view import GroupStatus, catching_up, render_status
-from grstats.agent.cli.watch import WatchScreen
 from grstats.agent.gossip import Counts, GossipState, Key
-from grstats.agent.gtid import GtidSet
 from grstats.agent.metrics_series import member_families
 from grstats.agent.recovery import (
     COUNTS_SPAN_US,
@@ -30,9 +27,12 @@ from grstats.agent.recovery import (
     recovering_left,
     within_stated_error,
 )
-from grstats.agent.rows import REPLICATION_GROUP_MEMBER_STATUS, MemberStatsRow
 from grstats.agent.served import Served, served_tables
 from grstats.agent.status import Progress, group_status
+from grstats.cli.status_view import GroupStatus, catching_up, render_status
+from grstats.cli.watch import WatchScreen
+from grstats.core.gtid import GtidSet
+from grstats.core.rows import REPLICATION_GROUP_MEMBER_STATUS, MemberStatsRow
 from tests.agent.test_served import (
     GROUP,
     NOW,
@@ -49,8 +49,8 @@ from tests.agent.test_served import (
 )
 
 if TYPE_CHECKING:
-    from grstats.agent.rows import Value
     from grstats.agent.sources import GroupView, MemberSnapshot
+    from grstats.core.rows import Value
 
 
 def samples(*points: tuple[float, int, int]) -> list[Sample]:

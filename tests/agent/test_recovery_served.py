@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import asyncio
 
-from grstats.agent.cli.status_view import GroupStatus, document
 from grstats.agent.metrics_http import serve_metrics
+from grstats.cli.status_view import GroupStatus, document
 from tests.agent.test_metrics import by_member, scrape
 from tests.agent.test_recovery_sim import RECOVERING
 from tests.agent.test_runtime import start_group, stop_all

@@ -10,10 +10,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from grstats.agent.recovery import within_stated_error
-from grstats.agent.rows import MemberState
 from grstats.agent.sim.group import TICKS_PER_SECOND, SimulatedGroup
 from grstats.agent.sim.scenario import load_scenario
 from grstats.agent.status import Progress, group_status
+from grstats.core.rows import MemberState
 from tests.agent.test_group_status import crash, custom, running, seconds, start
 from tests.agent.test_runtime import START_S, start_group, stop_all
 

@@ -24,9 +24,10 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from grstats import __version__
-from grstats.agent.cli.demo import free_ports
-from grstats.agent.convert import query_build_from_wire, table_from_wire, uuid_from_bytes
-from grstats.agent.messages import OWN_BUILD, PROTOCOL_REVISION, UNSAID_BUILD
+from grstats.agent.convert import query_build_from_wire, uuid_from_bytes
+from grstats.cli.demo import free_ports
+from grstats.core.build import OWN_BUILD, PROTOCOL_REVISION, UNSAID_BUILD
+from grstats.core.query_wire import table_from_wire
 from grstats.proto import grstats_pb2 as pb
 from grstats.proto import grstats_pb2_grpc as pb_grpc
 from tests import waiting

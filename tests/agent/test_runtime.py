@@ -18,7 +18,7 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from grstats.agent.config import AgentConfig
-from grstats.agent.convert import table_from_wire, uuid_to_bytes
+from grstats.agent.convert import uuid_to_bytes
 from grstats.agent.gossip import Key
 from grstats.agent.limits import DEFAULT_LIMITS, LimitsConfig
 from grstats.agent.registry import MemberRecord, SqliteRegistry
@@ -27,6 +27,7 @@ from grstats.agent.sim.scenario import load_scenario
 from grstats.agent.sources import SimulatedSourceConfig
 from grstats.agent.sources.simulated import SimulatedSource
 from grstats.agent.transports import FaultyTransport, GrpcTransport, MemoryNetwork
+from grstats.core.query_wire import table_from_wire
 from grstats.proto import grstats_pb2 as pb
 from grstats.proto import grstats_pb2_grpc as pb_grpc
 

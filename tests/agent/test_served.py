@@ -6,11 +6,11 @@ import dataclasses
 from typing import Any
 
 from grstats.agent.gossip import Counts, GossipState, Key
-from grstats.agent.gtid import GtidSet
 from grstats.agent.known import freshest_view
-from grstats.agent.rows import EXTENDED_COLUMNS, ApplierStatusRow, MemberRow, MemberStatsRow
 from grstats.agent.served import Served, served_tables
 from grstats.agent.sources import GroupView, MemberSnapshot
+from grstats.core.gtid import GtidSet
+from grstats.core.rows import EXTENDED_COLUMNS, ApplierStatusRow, MemberRow, MemberStatsRow
 
 A, B, C = (f"{c * 8}-{c * 4}-{c * 4}-{c * 4}-{c * 12}" for c in "abc")
 GROUP = "8a84f397-aaa4-18df-89ab-c70aa9823561"

@@ -24,34 +24,34 @@ import pytest
 from grpc_health.v1 import health
 from rich.console import Console
 
-from grstats.agent.cli.status_view import GroupStatus, clock_text, source_document, source_line
-from grstats.agent.cli.watch import WatchScreen
 from grstats.agent.convert import (
     MAX_TEXT,
     WireError,
     source_report_from_wire,
     source_report_to_wire,
 )
-from grstats.agent.errors import SourceUnavailable
 from grstats.agent.messages import SourceReport
-from grstats.agent.rows.zone import parse_time_zone
 from grstats.agent.runtime import Agent
 from grstats.agent.server import build_server
 from grstats.agent.sim.scenario import load_scenario
-from grstats.agent.sources.fault import SourceFault
 from grstats.agent.sources.simulated import SimulatedSource
 from grstats.agent.transports import GrpcTransport
-from grstats.agent.verdict import source_unknown
+from grstats.cli.status_view import GroupStatus, clock_text, source_document, source_line
+from grstats.cli.watch import WatchScreen
+from grstats.core.errors import SourceUnavailable
+from grstats.core.fault import SourceFault
+from grstats.core.rows.zone import parse_time_zone
+from grstats.core.verdict import source_unknown
 from grstats.proto import grstats_pb2 as pb
 from grstats.proto import grstats_pb2_grpc as pb_grpc
-from tests.agent.cli.test_status_watch import interrupt
 from tests.agent.test_runtime import START_S, Clock, settings
+from tests.cli.test_status_watch import interrupt
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Mapping
 
-    from grstats.agent.model import MemberSnapshot
     from grstats.agent.served import Table
+    from grstats.core.model import MemberSnapshot
 
 PYTHON = (sys.executable, "-m", "grstats")
 FAULT = SourceFault(

@@ -18,13 +18,12 @@ from typing import TYPE_CHECKING
 import structlog
 from structlog.testing import LogCapture
 
-from grstats.agent.cli.status_view import GroupStatus, document, render_status
 from grstats.agent.known import split_state
 from grstats.agent.metrics_series import MEMBER_STATES
-from grstats.agent.model import GroupView
-from grstats.agent.rows import MemberRow
-from grstats.agent.verdict import verdict
-from tests.agent.cli.test_query_status import wire
+from grstats.cli.status_view import GroupStatus, document, render_status
+from grstats.core.model import GroupView
+from grstats.core.rows import MemberRow
+from grstats.core.verdict import verdict
 from tests.agent.sql.test_endpoint import query, serve
 from tests.agent.test_group_status import (
     custom,
@@ -38,6 +37,7 @@ from tests.agent.test_group_status import (
     table,
 )
 from tests.agent.test_metrics_series import export_everything, rendered, value
+from tests.cli.test_query_status import wire
 
 if TYPE_CHECKING:
     from grstats.agent.runtime import Agent

@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from grstats.agent.cli.status_view import (
+from grstats.cli.status_view import (
     STATUS_TABLES,
     GroupStatus,
     stable_set_stalled,
     stall_document,
 )
-from grstats.agent.rows import MemberStatsRow
-from grstats.agent.stable_set import STALLED_AFTER_US, StableSetWatch
+from grstats.core.rows import MemberStatsRow
+from grstats.core.stable_set import STALLED_AFTER_US, StableSetWatch
 from tests.agent.test_group_status import (
     custom,
     ids,

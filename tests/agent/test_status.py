@@ -6,13 +6,13 @@ from dataclasses import replace
 from typing import Any
 
 from grstats.agent.gossip import Counts, GossipState, Key
-from grstats.agent.gtid import GtidSet
-from grstats.agent.model import FlowControlSettings, ServerSettings
-from grstats.agent.rows import MemberStatsRow
 from grstats.agent.served import served_tables
 from grstats.agent.sources import GroupView, MemberSnapshot
-from grstats.agent.stable_set import Stall
 from grstats.agent.status import group_status
+from grstats.core.gtid import GtidSet
+from grstats.core.model import FlowControlSettings, ServerSettings
+from grstats.core.rows import MemberStatsRow
+from grstats.core.stable_set import Stall
 from tests.agent.test_served import (
     GROUP,
     NOW,

@@ -19,7 +19,7 @@ import pytest
 from grstats.agent.convert import answer_to_wire
 from grstats.agent.gossip import Counts, Key, Stamp
 from grstats.agent.messages import Answer
-from grstats.agent.security import Security
+from grstats.core.security import Security
 from grstats.proto import grstats_pb2 as pb
 from tests.agent.test_tls import (
     CHECKED,

@@ -20,26 +20,26 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from structlog.testing import capture_logs
 
-from grstats.agent.cli.agent import config_from
-from grstats.agent.cli.demo import free_ports
 from grstats.agent.config import load_config
 from grstats.agent.convert import update_to_wire, uuid_to_bytes
-from grstats.agent.errors import ConfigError
 from grstats.agent.gossip import Counts, Key, Stamp
 from grstats.agent.identity import certified_members, member_uri, refusal
 from grstats.agent.runtime import Agent
-from grstats.agent.security import Security
 from grstats.agent.sim.group import member_uuid
 from grstats.agent.sim.scenario import load_scenario
 from grstats.agent.sources.simulated import SimulatedSource
-from grstats.agent.tls import CertificateFiles, TlsConfig
 from grstats.agent.transports import FaultyTransport, GrpcTransport
 from grstats.cli import build_parser, main
+from grstats.cli.agent import config_from
+from grstats.cli.demo import free_ports
+from grstats.core.errors import ConfigError
+from grstats.core.security import Security
+from grstats.core.tls import CertificateFiles, TlsConfig
 from grstats.proto import grstats_pb2 as pb
 from grstats.proto import grstats_pb2_grpc as pb_grpc
-from tests.agent.cli.test_agent_processes import PYTHON, grstats
 from tests.agent.test_runtime import START_S, Clock, Group, settings, stats
 from tests.certs import make_certs
+from tests.cli.test_agent_processes import PYTHON, grstats
 from tests.waiting import wait_until, wait_until_async
 
 if TYPE_CHECKING:

@@ -20,11 +20,9 @@ from cryptography import x509
 from structlog.testing import capture_logs
 
 from grstats.agent.runtime import Agent
-from grstats.agent.security import Security
 from grstats.agent.sim.group import member_uuid
 from grstats.agent.sim.scenario import load_scenario
 from grstats.agent.sources.simulated import SimulatedSource
-from grstats.agent.tls import TlsConfig
 from grstats.agent.tls_handshake import (
     CLIENT_REFUSED,
     HANDSHAKE,
@@ -36,6 +34,8 @@ from grstats.agent.tls_handshake import (
     mismatch_reason,
 )
 from grstats.agent.tls_watch import TlsWatch
+from grstats.core.security import Security
+from grstats.core.tls import TlsConfig
 from tests.agent.test_runtime import START_S, Clock, settings
 from tests.certs import EXPIRED_AT, expired_copy, make_certs
 from tests.waiting import wait_until_async

@@ -13,13 +13,13 @@ from typing import TYPE_CHECKING
 import pytest
 from grpc_health.v1 import health
 
-from grstats.agent.cli.demo import free_ports
-from grstats.agent.errors import PeerUnreachable
 from grstats.agent.gossip import Key, Stamp, Update
 from grstats.agent.messages import Answer, Gossip
-from grstats.agent.model import SourceHealth
 from grstats.agent.server import build_server
 from grstats.agent.transports import GrpcTransport, MemoryNetwork
+from grstats.cli.demo import free_ports
+from grstats.core.errors import PeerUnreachable
+from grstats.core.model import SourceHealth
 from tests.waiting import wait_until_async
 
 if TYPE_CHECKING:

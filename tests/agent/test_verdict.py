@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from grstats.agent.rows import STATUSES
-from grstats.agent.verdict import Verdict, has_quorum, tolerance, verdict
+from grstats.core.rows import STATUSES
+from grstats.core.verdict import Verdict, has_quorum, tolerance, verdict
 
 ON, REC, UNR = "ONLINE", "RECOVERING", "UNREACHABLE"
 

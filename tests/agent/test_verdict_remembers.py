@@ -14,19 +14,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from grstats.agent.errors import SourceUnavailable
 from grstats.agent.metrics_series import SeriesInput, table_series
 from grstats.agent.registry import SqliteRegistry
 from grstats.agent.runtime import Agent
 from grstats.agent.sim.scenario import from_mapping
 from grstats.agent.sources.simulated import SimulatedSource
 from grstats.agent.transports import MemoryNetwork
+from grstats.core.errors import SourceUnavailable
 from tests.agent.test_runtime import START_S, Clock, _start_without_loop, settings
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from grstats.agent.model import MemberSnapshot
+    from grstats.core.model import MemberSnapshot
 
 TOLERATES_ONE = "Group is ONLINE and can tolerate up to ONE failure."
 #: Shell's sentence for 5 known members of which 3 are ONLINE ("Cluster" for "Group"), then

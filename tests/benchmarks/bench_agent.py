@@ -53,16 +53,17 @@ from typing import TYPE_CHECKING, Any
 
 import grpc
 
-from grstats.agent.cli import agent as command
-from grstats.agent.cli.demo import free_ports
-from grstats.agent.convert import table_from_wire, update_to_wire, uuid_from_bytes
+from grstats.agent.convert import update_to_wire, uuid_from_bytes
 from grstats.agent.gossip import Counts, Key, Stamp, Update
-from grstats.agent.rows import MemberStatsRow
 from grstats.agent.runtime import Agent
 from grstats.agent.sim.group import TICK_US
 from grstats.agent.sim.views import snapshot
 from grstats.agent.sources import MemorySource
+from grstats.cli import agent as command
 from grstats.cli import main as grstats
+from grstats.cli.demo import free_ports
+from grstats.core.query_wire import table_from_wire
+from grstats.core.rows import MemberStatsRow
 from grstats.proto import grstats_pb2 as pb
 from grstats.proto import grstats_pb2_grpc as pb_grpc
 from tests.agent.pipeline_stats import PipelineStats, encode

@@ -37,7 +37,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from grstats.agent.cli.demo import free_ports
+from grstats.cli.demo import free_ports
 from tests.mariadb import MariaDB, require_server_binaries
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -42,10 +42,9 @@ from typing import TYPE_CHECKING, Any
 import grpc
 import structlog
 
-from grstats.agent.cli.demo import free_ports
 from grstats.agent.config import load_config
-from grstats.agent.log import configure_logging
 from grstats.agent.runtime import Agent
+from grstats.cli.demo import free_ports
 from grstats.collector.collect import Limits, collect
 from grstats.collector.poller import Poller, PollerSettings
 from grstats.collector.records import TABLE_NAMES
@@ -56,6 +55,7 @@ from grstats.collector.spool import (
     read_segment,
     sealed_segments,
 )
+from grstats.core.log import configure_logging
 from grstats.proto import grstats_pb2 as pb
 from grstats.proto import grstats_pb2_grpc as pb_grpc
 

@@ -31,15 +31,16 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from grstats.agent.convert import table_to_wire, update_to_wire
-from grstats.agent.events import MAX_EVENTS
+from grstats.agent.convert import update_to_wire
 from grstats.agent.gossip import Counts, Events, Key, Stamp, Update
 from grstats.agent.registry import SqliteRegistry
-from grstats.agent.rows import REPLICATION_GROUP_EVENTS, EventRow, MemberStatsRow
 from grstats.agent.runtime import Agent
 from grstats.agent.sim.scenario import load_scenario
 from grstats.agent.sources.simulated import SimulatedSource
 from grstats.agent.transports import MemoryNetwork
+from grstats.core.events import MAX_EVENTS
+from grstats.core.query_wire import table_to_wire
+from grstats.core.rows import REPLICATION_GROUP_EVENTS, EventRow, MemberStatsRow
 from tests.agent.registry.records import full
 from tests.agent.test_runtime import START_S, Clock, Group, _start_without_loop, settings, stop_all
 

@@ -37,7 +37,7 @@ from importlib.metadata import version
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from grstats.agent.gtid import GtidSet
+from grstats.core.gtid import GtidSet
 
 if TYPE_CHECKING:
     from collections.abc import Callable

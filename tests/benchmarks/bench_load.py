@@ -36,10 +36,10 @@ from typing import Any
 
 import grpc
 
-from grstats.agent.cli import agent as command
-from grstats.agent.cli.demo import free_ports
 from grstats.agent.runtime import Agent
+from grstats.cli import agent as command
 from grstats.cli import main as grstats
+from grstats.cli.demo import free_ports
 from grstats.proto import grstats_pb2 as pb
 from grstats.proto import grstats_pb2_grpc as pb_grpc
 from tests.benchmarks.bench_agent import AgentProcess, percentile, stop_group

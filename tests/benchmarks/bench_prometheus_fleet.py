@@ -42,11 +42,11 @@ from typing import Any
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from grstats.agent.cli.demo import free_ports
 from grstats.agent.config import load_config
-from grstats.agent.log import configure_logging
 from grstats.agent.metrics_scope import ALL, OWN, agents_heard
 from grstats.agent.runtime import Agent
+from grstats.cli.demo import free_ports
+from grstats.core.log import configure_logging
 
 ROOT = Path(__file__).resolve().parents[2]
 RULES = ROOT / "deploy" / "prometheus" / "grstats.rules.yml"

@@ -41,8 +41,8 @@ from typing import Any
 
 import grpc
 
-from grstats.agent.cli.demo import free_ports
-from grstats.agent.convert import table_from_wire
+from grstats.cli.demo import free_ports
+from grstats.core.query_wire import table_from_wire
 from grstats.proto import grstats_pb2 as pb
 from grstats.proto import grstats_pb2_grpc as pb_grpc
 

@@ -59,8 +59,8 @@ from typing import Any
 
 import grpc
 
-from grstats.agent.cli.demo import free_ports
-from grstats.agent.rows.schema import TABLES
+from grstats.cli.demo import free_ports
+from grstats.core.rows.schema import TABLES
 from grstats.proto import grstats_pb2 as pb
 from grstats.proto import grstats_pb2_grpc as pb_grpc
 from tests.benchmarks.bench_agent import (

@@ -33,8 +33,8 @@ from typing import Any
 
 import pymysql  # type: ignore[import-untyped]
 
-from grstats.agent.cli.demo import free_ports
-from grstats.agent.security import Security
+from grstats.cli.demo import free_ports
+from grstats.core.security import Security
 from grstats.proto import grstats_pb2 as pb
 from grstats.proto import grstats_pb2_grpc as pb_grpc
 

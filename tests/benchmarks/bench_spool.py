@@ -28,9 +28,9 @@ from typing import Any
 
 import structlog
 
-from grstats.agent.cli.demo import free_ports
 from grstats.agent.config import load_config
 from grstats.agent.runtime import Agent
+from grstats.cli.demo import free_ports
 from grstats.collector.poller import Poller, PollerSettings
 from grstats.collector.records import encode
 from grstats.collector.spool import (

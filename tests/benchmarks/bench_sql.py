@@ -51,9 +51,9 @@ from typing import Any
 import grpc
 import pymysql  # type: ignore[import-untyped]
 
-from grstats.agent.cli.demo import free_ports
 from grstats.agent.convert import uuid_from_bytes
-from grstats.agent.rows import REPLICATION_GROUP_MEMBER_STATS
+from grstats.cli.demo import free_ports
+from grstats.core.rows import REPLICATION_GROUP_MEMBER_STATS
 from grstats.proto import grstats_pb2 as pb
 from grstats.proto import grstats_pb2_grpc as pb_grpc
 from tests.benchmarks.bench_agent import (

@@ -66,7 +66,7 @@ from typing import TYPE_CHECKING, Any
 
 import grpc
 
-from grstats.agent.cli.demo import free_ports
+from grstats.cli.demo import free_ports
 from grstats.proto import grstats_pb2 as pb
 from grstats.proto import grstats_pb2_grpc as pb_grpc
 from tests.benchmarks.bench_agent import (

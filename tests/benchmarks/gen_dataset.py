@@ -65,12 +65,12 @@ from typing import Any
 
 import msgpack  # type: ignore[import-untyped]
 
-from grstats.agent.gtid import GtidSet
-from grstats.agent.log import configure_logging
-from grstats.agent.rows import EXTENDED_COLUMNS, TABLES
 from grstats.collector.compression import Compression
 from grstats.collector.records import SCHEMA_VERSION, TABLE_NAMES
 from grstats.collector.spool import SpoolSettings, SpoolWriter, SyncPolicy, usage
+from grstats.core.gtid import GtidSet
+from grstats.core.log import configure_logging
+from grstats.core.rows import EXTENDED_COLUMNS, TABLES
 
 MEMBERS = 9
 #: How the collector stores sealed segments unless told otherwise.

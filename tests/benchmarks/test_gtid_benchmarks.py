@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from grstats.agent.gtid import GtidSet
+from grstats.core.gtid import GtidSet
 from tests.benchmarks.bench_gtid import MEMBERS, base_set, halves, stable_members
 
 if TYPE_CHECKING:

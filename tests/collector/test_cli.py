@@ -17,12 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from grstats.agent.cli.demo import free_ports
+from grstats.cli.demo import free_ports
 from grstats.collector.columns import columns_path
 from grstats.collector.errors import SegmentCorrupt
 from grstats.collector.records import table_rows
 from grstats.collector.spool import read_segment, sealed_segments
-from tests.agent.cli.test_agent_processes import members, start_agent
+from tests.cli.test_agent_processes import members, start_agent
 from tests.inprocess import run_main
 from tests.waiting import wait_until
 

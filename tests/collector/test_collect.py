@@ -12,14 +12,14 @@ import pytest
 import structlog
 from structlog.testing import capture_logs
 
-from grstats.agent.cli.demo import free_ports
-from grstats.agent.errors import ConfigError
 from grstats.agent.runtime import Agent
 from grstats.agent.sim.scenario import load_scenario
 from grstats.agent.sources.simulated import SimulatedSource
+from grstats.cli.demo import free_ports
 from grstats.collector.collect import Limits, collect
 from grstats.collector.poller import Poller, PollerSettings
 from grstats.collector.spool import SpoolWriter, read_segment, sealed_segments
+from grstats.core.errors import ConfigError
 from tests.agent.test_runtime import Group, Settings, start_group
 
 if TYPE_CHECKING:

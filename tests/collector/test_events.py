@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from grstats.agent.rows import REPLICATION_GROUP_EVENTS
 from grstats.collector.columns import SegmentColumns
 from grstats.collector.errors import RecordError
 from grstats.collector.events import NewEvents
@@ -18,6 +17,7 @@ from grstats.collector.records import (
     log_from_response,
     record_events,
 )
+from grstats.core.rows import REPLICATION_GROUP_EVENTS
 from grstats.proto import grstats_pb2 as pb
 from tests.agent.test_runtime import START_S, start_group, stop_all
 

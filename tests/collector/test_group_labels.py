@@ -8,16 +8,16 @@ from typing import TYPE_CHECKING
 import pytest
 import structlog
 
-from grstats.agent.convert import table_to_wire
-from grstats.agent.errors import ConfigError
-from grstats.agent.rows import TABLES
 from grstats.cli import build_parser
-from grstats.collector.cli import settings_from
+from grstats.cli.collector import settings_from
 from grstats.collector.collect import Limits, collect
 from grstats.collector.metrics import CollectorMetrics
 from grstats.collector.poller import DEFAULT_GROUP_LABEL, Fleet, Poller, PollerSettings
 from grstats.collector.records import TABLE_NAMES, decode, encode, record_from_response
 from grstats.collector.spool import SpoolWriter, read_segment, sealed_segments
+from grstats.core.errors import ConfigError
+from grstats.core.query_wire import table_to_wire
+from grstats.core.rows import TABLES
 from grstats.proto import grstats_pb2 as pb
 from tests.agent.test_runtime import Group, start_group
 

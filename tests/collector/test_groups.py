@@ -6,8 +6,6 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from grstats.agent.errors import ConfigError
-from grstats.agent.model import is_group_label
 from grstats.collector.groups import (
     GroupSpec,
     check_label,
@@ -15,6 +13,8 @@ from grstats.collector.groups import (
     groups_from_file,
     parse_group,
 )
+from grstats.core.errors import ConfigError
+from grstats.core.model import is_group_label
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -25,8 +25,7 @@ import structlog
 from prometheus_client.parser import text_string_to_metric_families
 
 from grstats import __version__
-from grstats.agent.cli.demo import free_ports
-from grstats.agent.errors import ConfigError
+from grstats.cli.demo import free_ports
 from grstats.collector.collect import Limits, collect
 from grstats.collector.metrics import CollectorMetrics, MetricsServer
 from grstats.collector.poller import DEFAULT_GROUP_LABEL, Poller, PollerSettings
@@ -38,6 +37,7 @@ from grstats.collector.spool import (
     sealed_segments,
     usage,
 )
+from grstats.core.errors import ConfigError
 from tests.agent.test_runtime import Group, start_group
 from tests.inprocess import run_main
 from tests.programs import require

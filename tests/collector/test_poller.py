@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from structlog.testing import capture_logs
 
-from grstats.agent.cli.demo import free_ports
-from grstats.agent.errors import ConfigError
-from grstats.agent.rows import EXTENDED_COLUMNS
+from grstats.cli.demo import free_ports
 from grstats.collector.errors import NoAgentAnswered
 from grstats.collector.poller import Poller, PollerSettings, Schedule
 from grstats.collector.records import TABLE_NAMES, table_rows
+from grstats.core.errors import ConfigError
+from grstats.core.rows import EXTENDED_COLUMNS
 from tests.agent.test_runtime import Group, start_group
 
 if TYPE_CHECKING:

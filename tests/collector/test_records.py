@@ -8,8 +8,6 @@ from typing import TYPE_CHECKING
 import grpc
 import pytest
 
-from grstats.agent.convert import table_to_wire
-from grstats.agent.rows import EXTENDED_COLUMNS, TABLES, Column, Kind
 from grstats.agent.sim.group import group_uuid
 from grstats.collector.errors import RecordError, UnknownSchema
 from grstats.collector.records import (
@@ -22,6 +20,8 @@ from grstats.collector.records import (
     record_from_response,
     table_rows,
 )
+from grstats.core.query_wire import table_to_wire
+from grstats.core.rows import EXTENDED_COLUMNS, TABLES, Column, Kind
 from grstats.proto import grstats_pb2 as pb
 from grstats.proto import grstats_pb2_grpc as pb_grpc
 from tests.agent.test_runtime import Group, start_group

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 import pytest
 from structlog.testing import capture_logs
 
-from grstats.agent.errors import ConfigError
 from grstats.collector import spool
 from grstats.collector.compression import Compression
 from grstats.collector.errors import SegmentCorrupt, SpoolError, SpoolLocked
@@ -37,6 +36,7 @@ from grstats.collector.spool import (
     sealed_segments,
     segment_name,
 )
+from grstats.core.errors import ConfigError
 
 if TYPE_CHECKING:
     from collections.abc import Callable

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 import yaml
 
-from grstats.agent.cli.demo import free_ports
+from grstats.cli.demo import free_ports
 from tests.deploy.test_prometheus_live import RULES, Stack, start, stop
 from tests.programs import require
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import yaml
 
-from grstats.agent.cli.demo.ports import free_ports
+from grstats.cli.demo.ports import free_ports
 from tests.deploy.files import DEPLOY
 from tests.programs import require
 from tests.waiting import wait_until

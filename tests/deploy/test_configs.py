@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from grstats.agent.config import load_config
-from grstats.agent.errors import ConfigError
+from grstats.core.errors import ConfigError
 from tests.deploy.files import DEPLOY, configmap_toml, under
 
 #: Each TOML file of deploy/, with the overrides it needs from the command line.

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import yaml
 
-from grstats.agent.cli.demo import free_ports
+from grstats.cli.demo import free_ports
 from tests.deploy.grafana import (
     GRAFANA,
     Option,

@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 
 from grstats._version import RELEASE
-from grstats.agent.address import split_address
-from grstats.agent.cli.agent import config_from, run_agent
-from grstats.agent.cli.security import client_security
-from grstats.collector.cli import metrics_address, settings_from
-from grstats.collector.cli import run as run_collect
+from grstats.cli.agent import config_from, run_agent
+from grstats.cli.collector import metrics_address, settings_from
+from grstats.cli.collector import run as run_collect
+from grstats.cli.security import client_security
+from grstats.core.address import split_address
 from tests.deploy.files import (
     DEPLOY,
     INSTALLED_GRSTATS,

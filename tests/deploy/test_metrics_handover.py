@@ -45,7 +45,7 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from grstats.agent.cli.demo import free_ports
+from grstats.cli.demo import free_ports
 from tests.deploy.test_prometheus_live import RULES, Stack, ready, start, stop
 from tests.programs import require
 from tests.waiting import wait_until

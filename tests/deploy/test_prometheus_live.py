@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import yaml
 
-from grstats.agent.cli.demo import free_ports
+from grstats.cli.demo import free_ports
 from tests.deploy.files import DEPLOY
 from tests.deploy.grafana import variable_options
 from tests.programs import require

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from grstats.spark.ingest_cli import run as run_ingest
-from grstats.spark.report_cli import run as run_report
+from grstats.cli.ingest import run as run_ingest
+from grstats.cli.report import run as run_report
 from tests.deploy.files import DEPLOY, parse_grstats
 
 if TYPE_CHECKING:

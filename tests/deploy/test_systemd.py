@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from grstats.agent.cli.agent import config_from, run_agent
-from grstats.agent.cli.security import client_security
-from grstats.collector.cli import metrics_address, settings_from
-from grstats.collector.cli import run as run_collect
+from grstats.cli.agent import config_from, run_agent
+from grstats.cli.collector import metrics_address, settings_from
+from grstats.cli.collector import run as run_collect
+from grstats.cli.security import client_security
+from grstats.cli.spool import run_prune
 from grstats.collector.spool import SpoolWriter
-from grstats.collector.spool_cli import run_prune
 from tests.collector.table_log import commit
 from tests.deploy.files import (
     DEPLOY,

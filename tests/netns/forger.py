@@ -29,12 +29,12 @@ from typing import TYPE_CHECKING, Any
 import grpc
 
 from grstats.agent.convert import answer_to_wire
-from grstats.agent.errors import AgentError
 from grstats.agent.gossip import Counts, Key, Stamp
 from grstats.agent.messages import Answer, Gossip
-from grstats.agent.security import Security
-from grstats.agent.tls import TlsConfig
 from grstats.agent.transports import GrpcTransport
+from grstats.core.errors import AgentError
+from grstats.core.security import Security
+from grstats.core.tls import TlsConfig
 from grstats.proto import grstats_pb2 as pb
 
 if TYPE_CHECKING:

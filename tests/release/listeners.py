@@ -28,8 +28,8 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from grstats.agent.cli.demo import free_ports
 from grstats.agent.sim.group import member_uuid
+from grstats.cli.demo import free_ports
 from tests.certs import make_certs
 from tests.mariadb import missing
 from tests.programs import require

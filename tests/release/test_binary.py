@@ -33,8 +33,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from grstats import __version__
-from grstats.agent.cli.demo import free_ports
-from grstats.agent.cli.demo.children import grstats_command
+from grstats.cli.demo import free_ports
+from grstats.cli.demo.children import grstats_command
 from tests.programs import require
 from tests.release.listeners import Frozen, furnish, need_root, serve_everything
 from tests.waiting import wait_until

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from grstats.agent.cli.demo import free_ports
+from grstats.cli.demo import free_ports
 from tests.waiting import wait_until
 
 if TYPE_CHECKING:

@@ -11,8 +11,6 @@ from __future__ import annotations
 import datetime as dt
 from typing import TYPE_CHECKING, Any
 
-from grstats.agent.gtid import GtidSet
-from grstats.agent.rows import EXTENDED_COLUMNS, TABLES
 from grstats.collector.compression import Compression
 from grstats.collector.records import TABLE_NAMES, table_rows
 from grstats.collector.spool import (
@@ -22,6 +20,8 @@ from grstats.collector.spool import (
     read_records,
     sealed_segments,
 )
+from grstats.core.gtid import GtidSet
+from grstats.core.rows import EXTENDED_COLUMNS, TABLES
 
 if TYPE_CHECKING:
     from collections.abc import Iterable

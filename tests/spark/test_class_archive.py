@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from grstats.agent.cli.demo.pipeline import SPARK_ENV
+from grstats.cli.demo.pipeline import SPARK_ENV
 from grstats.spark.class_archive import DUMP_TIMEOUT_S, ENV, LOG_OPTIONS, plan
 from grstats.spark.session import session_conf
 from tests.waiting import wait_until

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from grstats.agent.cli.agent import config_from
-from grstats.agent.cli.demo import free_ports
 from grstats.cli import build_parser
-from tests.agent.cli.test_agent_processes import PYTHON, members
+from grstats.cli.agent import config_from
+from grstats.cli.demo import free_ports
+from tests.cli.test_agent_processes import PYTHON, members
 from tests.inprocess import run_main
 from tests.test_readme import README
 from tests.waiting import wait_until

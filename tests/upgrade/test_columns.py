@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from grstats.agent.convert import (
+from grstats.core.build import PROTOCOL_REVISION
+from grstats.core.query_wire import (
     QUERY_COLUMNS,
     SAID_QUERY_REVISION,
     UNSAID_COLUMNS,
@@ -12,8 +13,7 @@ from grstats.agent.convert import (
     known_columns,
     query_request,
 )
-from grstats.agent.messages import PROTOCOL_REVISION
-from grstats.agent.rows import EXTENDED_COLUMNS, TABLES, Column, Kind, Value
+from grstats.core.rows import EXTENDED_COLUMNS, TABLES, Column, Kind, Value
 
 ROOT = Path(__file__).resolve().parents[2]
 MEMBERS = "replication_group_members"
@@ -72,9 +72,9 @@ def query_requests_built_by_hand() -> list[str]:
     """The lines of grstats's modules that build a QueryRequest themselves instead of query_request()."""
     return [
         f"{path.relative_to(ROOT)}:{number}"
-        for folder in ("agent", "collector", "spark")
+        for folder in ("agent", "cli", "collector", "core", "spark")
         for path in sorted((ROOT / folder).rglob("*.py"))
-        if path.name != "convert.py"
+        if path.name != "query_wire.py"
         for number, line in enumerate(path.read_text().splitlines(), 1)
         if "QueryRequest(" in line and not line.lstrip().startswith("#")
     ]

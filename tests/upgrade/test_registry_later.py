@@ -16,7 +16,7 @@ import msgpack  # type: ignore[import-untyped]
 
 from grstats.agent.registry import SqliteRegistry
 from grstats.agent.registry import sqlite as sqlite_registry
-from grstats.agent.rows import ApplierStatusRow
+from grstats.core.rows import ApplierStatusRow
 from tests.agent.registry.records import A, full
 
 if TYPE_CHECKING:

@@ -21,8 +21,11 @@ from typing import TYPE_CHECKING, Any
 import grpc
 import pytest
 
-from grstats.agent.cli.demo import free_ports
-from grstats.agent.convert import (
+from grstats.agent.registry import sqlite as sqlite_registry
+from grstats.cli.demo import free_ports
+from grstats.collector.records import TABLE_NAMES
+from grstats.collector.spool import read_segment, sealed_segments
+from grstats.core.query_wire import (
     UNSAID_COLUMNS,
     for_client,
     known_columns,
@@ -30,10 +33,7 @@ from grstats.agent.convert import (
     table_from_wire,
     table_to_wire,
 )
-from grstats.agent.registry import sqlite as sqlite_registry
-from grstats.agent.rows import EXTENDED_COLUMNS, TABLES, Column, Kind
-from grstats.collector.records import TABLE_NAMES
-from grstats.collector.spool import read_segment, sealed_segments
+from grstats.core.rows import EXTENDED_COLUMNS, TABLES, Column, Kind
 from grstats.proto import grstats_pb2 as pb
 from grstats.proto import grstats_pb2_grpc as pb_grpc
 from tests import waiting
@@ -225,7 +225,7 @@ def earlier_schema(tree: Path) -> dict[str, Any]:
     many values its registry reads at most of each stored row (``newest`` in its reader).
     """
     code = (
-        "import json; from grstats.agent.rows import TABLES, EXTENDED_COLUMNS, "
+        "import json; from grstats.core.rows import TABLES, EXTENDED_COLUMNS, "
         "ApplierStatusRow, MemberStatsRow; print(json.dumps({"
         "'tables': {n: [c.name for c in t.columns] for n, t in TABLES.items()}, "
         "'extended': [c.name for c in EXTENDED_COLUMNS], "

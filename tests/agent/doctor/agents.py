@@ -12,14 +12,14 @@ import time
 from contextlib import asynccontextmanager, contextmanager
 from typing import TYPE_CHECKING
 
-from grstats.agent.clock import now_us
 from grstats.agent.config import AgentConfig
 from grstats.agent.runtime import Agent
 from grstats.agent.sim.group import member_uuid
 from grstats.agent.sim.scenario import load_scenario
 from grstats.agent.sources import SimulatedSourceConfig
 from grstats.agent.sources.simulated import SimulatedSource
-from grstats.agent.tls import TlsConfig
+from grstats.core.clock import now_us
+from grstats.core.tls import TlsConfig
 from tests.agent.test_runtime import settings
 from tests.certs import make_certs
 
@@ -27,8 +27,8 @@ if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Iterator, Sequence
     from pathlib import Path
 
-    from grstats.agent.clock import Clock
-    from grstats.agent.security import Security
+    from grstats.core.clock import Clock
+    from grstats.core.security import Security
 
 SEED = 1
 #: The simulated members' server_uuids (steady, seed 1), which the certificates name.

@@ -10,7 +10,7 @@ import pytest
 
 from grstats.agent.doctor.certificate import check_certificate
 from grstats.agent.doctor.checklist import FAILED, OK, SKIPPED, WARNING
-from grstats.agent.tls import TlsConfig
+from grstats.core.tls import TlsConfig
 from tests.agent.doctor.agents import UUIDS, certificates, doctor_config, tls
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from grstats.agent.doctor.checklist import Check, passed, render_json, render_table, summary
-from grstats.agent.errors import ConfigError
+from grstats.core.errors import ConfigError
 
 CHECKS = [
     Check.ok("state_dir", "state directory '/var/lib/grstats' is writable by user grstats"),

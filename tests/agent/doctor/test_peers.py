@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from grstats.agent.clock import now_us
 from grstats.agent.doctor.checklist import FAILED, OK, SKIPPED, WARNING
 from grstats.agent.doctor.peers import check_peers
 from grstats.agent.doctor.run import DoctorOptions, examine
-from grstats.agent.security import Security
+from grstats.core.clock import now_us
+from grstats.core.security import Security
 from tests.agent.doctor.agents import (
     TOKEN,
     UUIDS,

@@ -9,13 +9,13 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from grstats.agent.cli.demo import free_ports
 from grstats.agent.doctor.checklist import FAILED, OK, SKIPPED
 from grstats.agent.doctor.ports import check_ports
 from grstats.agent.runtime import Agent
-from grstats.agent.security import Security
 from grstats.agent.sim.scenario import load_scenario
 from grstats.agent.sources.simulated import SimulatedSource
+from grstats.cli.demo import free_ports
+from grstats.core.security import Security
 from tests.agent.test_runtime import settings
 
 if TYPE_CHECKING:

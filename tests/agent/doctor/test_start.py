@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from grstats.agent.cli.demo import free_ports
 from grstats.agent.doctor.checklist import FAILED, OK
 from grstats.agent.doctor.ports import check_ports
 from grstats.agent.doctor.start import start_listeners
-from grstats.agent.security import Security
+from grstats.cli.demo import free_ports
+from grstats.core.security import Security
 from tests.agent.test_runtime import settings
 
 if TYPE_CHECKING:

@@ -18,11 +18,11 @@ from grstats.agent.gossip import (
     Stamp,
     Update,
 )
-from grstats.agent.gtid import GtidSet
-from grstats.agent.model import ServerSettings
-from grstats.agent.rows import ApplierStatusRow, EventRow, EventType, MemberRow, MemberStatsRow
-from grstats.agent.rows.member_log import MemberLogRow
 from grstats.agent.sources import GroupView, SourceHealth
+from grstats.core.gtid import GtidSet
+from grstats.core.model import ServerSettings
+from grstats.core.rows import ApplierStatusRow, EventRow, EventType, MemberRow, MemberStatsRow
+from grstats.core.rows.member_log import MemberLogRow
 
 A, B, C, D = (f"{c * 8}-{c * 4}-{c * 4}-{c * 4}-{c * 12}" for c in "abcd")
 GROUP = "8a84f397-aaa4-18df-89ab-c70aa9823561"

@@ -6,7 +6,7 @@ from itertools import groupby
 
 from hypothesis import strategies as st
 
-from grstats.agent.gtid import GNO_MAX
+from grstats.core.gtid import GNO_MAX
 
 UUIDS = (
     "3E11FA47-71CA-11E1-9E33-C80AA9429562",

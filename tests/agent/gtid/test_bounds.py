@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grstats.agent.gtid import _bounds
-from grstats.agent.gtid._bounds import GNO_END, GNO_MAX
+from grstats.core.gtid import _bounds
+from grstats.core.gtid._bounds import GNO_END, GNO_MAX
 
 small_gno_sets = st.frozensets(st.integers(min_value=1, max_value=40), max_size=30)
 

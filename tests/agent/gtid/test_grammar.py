@@ -20,8 +20,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grstats.agent.gtid import Gtid, GtidParseError, GtidSet, _scan
-from grstats.agent.gtid import _text as text_module
+from grstats.core.gtid import Gtid, GtidParseError, GtidSet, _scan
+from grstats.core.gtid import _text as text_module
 from tests.agent.gtid.model import Model, gtid_texts
 
 if TYPE_CHECKING:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from grstats.agent.gtid import Gtid, GtidSet
-from grstats.agent.gtid import _text as text_module
+from grstats.core.gtid import Gtid, GtidSet
+from grstats.core.gtid import _text as text_module
 from tests.agent.gtid.model import UUIDS, Model, canonical_text, gtid_texts
 
 sets = gtid_texts()

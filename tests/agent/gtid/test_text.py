@@ -6,7 +6,7 @@ import pickle
 
 import pytest
 
-from grstats.agent.gtid import Gtid, GtidError, GtidParseError, GtidSet
+from grstats.core.gtid import Gtid, GtidError, GtidParseError, GtidSet
 
 A = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
 B = "bbbbbbbb-bbbb-bbbb-bbbb-bbbbbbbbbbbb"

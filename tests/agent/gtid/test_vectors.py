@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from grstats.agent.gtid import GtidParseError, GtidSet
+from grstats.core.gtid import GtidParseError, GtidSet
 
 U = "3E11FA47-71CA-11E1-9E33-C80AA9429562"
 u = U.lower()

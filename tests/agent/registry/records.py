@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from grstats.agent.registry import MemberRecord
-from grstats.agent.rows import ApplierStatusRow, MemberStatsRow
+from grstats.core.rows import ApplierStatusRow, MemberStatsRow
 
 A, B, C = (f"{c * 8}-{c * 4}-{c * 4}-{c * 4}-{c * 12}" for c in "abc")
 NOW_US = 1_700_000_000_000_000

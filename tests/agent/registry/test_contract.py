@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterator
     from pathlib import Path
 
-    from grstats.agent.rows import Row
+    from grstats.core.rows import Row
 
 
 @pytest.fixture(name="registry", params=["sqlite", "memory"])

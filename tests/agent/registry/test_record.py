@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from grstats.agent.rows import MemberStatsRow, RowValueError
+from grstats.core.rows import MemberStatsRow, RowValueError
 from tests.agent.registry.records import A, B, bare, full
 
 if TYPE_CHECKING:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from grstats.agent.rows import (
+from grstats.core.rows import (
     ZERO_TIMESTAMP,
     MemberState,
     Role,

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from grstats.agent.rows import (
+from grstats.core.rows import (
     REPLICATION_GROUP_MEMBER_LAG,
     REPLICATION_GROUP_MEMBER_STATS,
     REPLICATION_GROUP_MEMBERS,
@@ -19,7 +19,7 @@ from grstats.agent.rows import (
     render_table,
     render_vertical,
 )
-from grstats.agent.rows.zone import parse_time_zone
+from grstats.core.rows.zone import parse_time_zone
 
 ID1 = "d8a706aa-0000-1111-2222-333344445555"
 ID2 = "e14043d7-0000-1111-2222-333344445555"

@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from grstats.agent.rows import (
+from grstats.core.rows import (
     GROUP_REPLICATION_APPLIER,
     ApplierStatusRow,
     MemberRow,
@@ -251,7 +251,7 @@ class TestLag:
 
 
 class TestStages:
-    """The lag by stage from WL#7374's times (agent/rows/applier.py, stage_seconds)."""
+    """The lag by stage from WL#7374's times (core/rows/applier.py, stage_seconds)."""
 
     def test_a_transaction_both_last_queued_and_last_applied_gives_each_stage(self) -> None:
         """Committed at 1 s, queued by 1.25 s, applied from 3 s to 3.5 s: 0.25, 1.75, 0.5 s."""

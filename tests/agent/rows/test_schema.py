@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from grstats.agent.rows import (
+from grstats.core.rows import (
     MYSQL57_STATS_COLUMNS,
     REPLICATION_GROUP_EVENTS,
     REPLICATION_GROUP_MEMBER_GTID_EXECUTED,

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from grstats.agent.rows.domains import timestamp_iso, timestamp_text
-from grstats.agent.rows.zone import UTC_ZONE, TimeZoneError, parse_time_zone
+from grstats.core.rows.domains import timestamp_iso, timestamp_text
+from grstats.core.rows.zone import UTC_ZONE, TimeZoneError, parse_time_zone
 from tests.inprocess import machine_zone
 
 #: 2026-01-15 12:00:00.250000 UTC (winter in Paris: CET, +01:00).

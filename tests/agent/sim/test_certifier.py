@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from grstats.agent.rows import MemberState
 from grstats.agent.sim.group import TICKS_PER_SECOND, SimulatedGroup
 from grstats.agent.sim.scenario import from_mapping
 from grstats.agent.sim.views import snapshot
+from grstats.core.rows import MemberState
 
 if TYPE_CHECKING:
-    from grstats.agent.gtid import GtidSet
+    from grstats.core.gtid import GtidSet
 
 START_US = 1_700_000_000_000_000
 

@@ -6,11 +6,11 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from grstats.agent.errors import ConfigError
-from grstats.agent.rows import encode_version
 from grstats.agent.sim.election import Candidate, pick_primary
 from grstats.agent.sim.scenario import from_mapping
 from grstats.agent.sim.views import snapshot
+from grstats.core.errors import ConfigError
+from grstats.core.rows import encode_version
 from tests.agent.sim.test_group import group_of, run_seconds, scenario
 
 if TYPE_CHECKING:

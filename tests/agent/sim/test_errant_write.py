@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from grstats.agent.errors import ConfigError
-from grstats.agent.gtid import GtidSet
 from grstats.agent.sim.group import TICKS_PER_SECOND, SimulatedGroup
 from grstats.agent.sim.scenario import from_mapping, load_scenario
 from grstats.agent.sim.views import snapshot
+from grstats.core.errors import ConfigError
+from grstats.core.gtid import GtidSet
 
 START_US = 1_700_000_000_000_000
 

@@ -9,17 +9,17 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from grstats.agent.cli.simulate import ground_truth
-from grstats.agent.errors import SourceUnavailable
-from grstats.agent.gtid import GtidSet
-from grstats.agent.rows import MemberState
-from grstats.agent.rows.render import json_objects
 from grstats.agent.sim.group import TICKS_PER_SECOND, SimulatedGroup
 from grstats.agent.sim.scenario import Scenario, from_mapping, list_scenarios, load_scenario
 from grstats.agent.sim.views import group_rows, snapshot
+from grstats.cli.simulate import ground_truth
+from grstats.core.errors import SourceUnavailable
+from grstats.core.gtid import GtidSet
+from grstats.core.rows import MemberState
+from grstats.core.rows.render import json_objects
 
 if TYPE_CHECKING:
-    from grstats.agent.model import MemberSnapshot
+    from grstats.core.model import MemberSnapshot
 
 #: One worker runs the module (``pytest -n 2 --dist loadgroup``), so each trace is made once.
 pytestmark = pytest.mark.xdist_group("sim-traces")

@@ -6,8 +6,6 @@ import json
 
 import pytest
 
-from grstats.agent.errors import ConfigError
-from grstats.agent.model import MAX_LABEL_LENGTH
 from grstats.agent.sim.group import (
     TICKS_PER_SECOND,
     SimulatedGroup,
@@ -18,6 +16,8 @@ from grstats.agent.sim.group import (
 from grstats.agent.sim.scenario import from_mapping, load_scenario
 from grstats.agent.sim.views import executed_set, not_started, snapshot
 from grstats.cli import main
+from grstats.core.errors import ConfigError
+from grstats.core.model import MAX_LABEL_LENGTH
 
 START_US = 1_700_000_000_000_000
 

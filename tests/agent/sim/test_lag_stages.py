@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from grstats.agent.rows.applier import stage_seconds
 from grstats.agent.sim.group import DELIVERY_US, QUEUE_US, TICK_US, TICKS_PER_SECOND
 from grstats.agent.sim.views import snapshot
+from grstats.core.rows.applier import stage_seconds
 from tests.agent.sim.test_do_wait import throttled_group
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from grstats.agent.rows import MemberState
 from grstats.agent.sim.group import TICKS_PER_SECOND, SimulatedGroup
 from grstats.agent.sim.views import snapshot
+from grstats.core.rows import MemberState
 from tests.agent.sim.test_group import group_of, run_seconds, scenario
 
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from grstats.agent.rows import MemberState
 from grstats.agent.sim.group import TICKS_PER_SECOND, SimulatedGroup
 from grstats.agent.sim.scenario import from_mapping
 from grstats.agent.sim.views import received_set, snapshot
+from grstats.core.rows import MemberState
 
 
 def test_a_short_partition_leaves_no_negative_queue() -> None:

@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from grstats.agent.errors import ConfigError
 from grstats.agent.sim.scenario import from_mapping, list_scenarios, load_scenario
+from grstats.core.errors import ConfigError
 
 if TYPE_CHECKING:
     from pathlib import Path

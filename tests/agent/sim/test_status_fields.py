@@ -6,11 +6,11 @@ from typing import Any
 
 import pytest
 
-from grstats.agent.model import FlowControlSettings, MemberSnapshot
-from grstats.agent.rows import MemberState
 from grstats.agent.sim.group import TICKS_PER_SECOND, SimulatedGroup, member_uuid
 from grstats.agent.sim.scenario import Scenario, from_mapping, load_scenario
 from grstats.agent.sim.views import not_started, received_set, snapshot
+from grstats.core.model import FlowControlSettings, MemberSnapshot
+from grstats.core.rows import MemberState
 
 START_US = 1_700_000_000_000_000
 SEED = 1

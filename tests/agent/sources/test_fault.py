@@ -16,9 +16,7 @@ from typing import Any
 import pytest
 from pymysql.err import InternalError, OperationalError, ProgrammingError  # type: ignore[import-untyped]
 
-from grstats.agent.errors import SourceDataError, SourceError, SourceUnavailable
 from grstats.agent.sim.scenario import load_scenario
-from grstats.agent.sources.fault import FAULT_KINDS, SourceFault, fault_of, grant_statement
 from grstats.agent.sources.mysql import (
     MySQLSource,
     ServerFacts,
@@ -29,6 +27,8 @@ from grstats.agent.sources.mysql import (
 )
 from grstats.agent.sources.mysql_config import MySQLSourceConfig
 from grstats.agent.sources.simulated import SimulatedSource
+from grstats.core.errors import SourceDataError, SourceError, SourceUnavailable
+from grstats.core.fault import FAULT_KINDS, SourceFault, fault_of, grant_statement
 from tests.mariadb import free_port
 
 UUID = "e14043d7-16ee-11eb-9a3b-0800275c3a8f"

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from grstats.agent.errors import ConfigError, SourceUnavailable
 from grstats.agent.sources.mysql_config import MySQLSourceConfig, Secret, read_password, tls_context
+from grstats.core.errors import ConfigError, SourceUnavailable
 
 
 class TestValidation:

@@ -20,11 +20,11 @@ import structlog
 from structlog.testing import capture_logs
 
 from grstats.agent.config import AgentConfig
-from grstats.agent.errors import SourceUnavailable
 from grstats.agent.local import LocalMember
 from grstats.agent.metrics import AgentMetrics
 from grstats.agent.sources import SimulatedSourceConfig
 from grstats.agent.sources.mysql import MySQLSource
+from grstats.core.errors import SourceUnavailable
 from tests.agent.sources.schemas import USER
 from tests.mariadb import free_port
 
@@ -32,8 +32,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from pathlib import Path
 
-    from grstats.agent.sources.fault import SourceFault
     from grstats.agent.sources.mysql_config import MySQLSourceConfig
+    from grstats.core.fault import SourceFault
     from tests.agent.sources.schemas import Accounts
     from tests.mariadb import MariaDB
 

@@ -7,10 +7,6 @@ from typing import Any
 
 import pytest
 
-from grstats.agent.errors import SourceDataError
-from grstats.agent.gtid import GtidSet
-from grstats.agent.model import FlowControlSettings, ServerSettings
-from grstats.agent.rows import ApplierStatusRow
 from grstats.agent.sources.mysql_records import (
     APPLY_COLUMNS,
     FLOW_CONTROL_VARIABLES,
@@ -28,6 +24,10 @@ from grstats.agent.sources.mysql_records import (
     transactions_behind,
     variable_map,
 )
+from grstats.core.errors import SourceDataError
+from grstats.core.gtid import GtidSet
+from grstats.core.model import FlowControlSettings, ServerSettings
+from grstats.core.rows import ApplierStatusRow
 
 A = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa"
 B = "bbbbbbbb-bbbb-bbbb-bbbb-bbbbbbbbbbbb"

@@ -24,25 +24,25 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from grstats.agent.errors import SourceDataError, SourceError, SourceUnavailable
-from grstats.agent.gtid import GtidSet
-from grstats.agent.model import (
+from grstats.agent.sources.mysql import NO_TIMESTAMPS_57, MySQLSource
+from grstats.agent.sources.mysql_records import Record, cluster_name
+from grstats.core.errors import SourceDataError, SourceError, SourceUnavailable
+from grstats.core.gtid import GtidSet
+from grstats.core.model import (
     CommunicationInfo,
     FlowControlSettings,
     ServerSettings,
     SourceHealth,
 )
-from grstats.agent.rows import GROUP_REPLICATION_APPLIER, MemberRow, MemberStatsRow
-from grstats.agent.sources.mysql import NO_TIMESTAMPS_57, MySQLSource
-from grstats.agent.sources.mysql_records import Record, cluster_name
+from grstats.core.rows import GROUP_REPLICATION_APPLIER, MemberRow, MemberStatsRow
 from tests.agent.sources.schemas import X509_USER
 from tests.mariadb import free_port, missing, run_script
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from grstats.agent.model import MemberSnapshot
     from grstats.agent.sources.mysql_config import MySQLSourceConfig
+    from grstats.core.model import MemberSnapshot
     from tests.agent.sources.schemas import Accounts
     from tests.mariadb import MariaDB, Tls
 

@@ -8,13 +8,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from grstats.agent.cli.agent import config_from
-from grstats.agent.cli.errors import CliError
 from grstats.agent.config import load_config
-from grstats.agent.errors import ConfigError
 from grstats.agent.sources import SimulatedSourceConfig
 from grstats.agent.sources.simulated import SimulatedSource
 from grstats.cli import build_parser
+from grstats.cli.agent import config_from
+from grstats.cli.errors import CliError
+from grstats.core.errors import ConfigError
 
 if TYPE_CHECKING:
     from pathlib import Path

@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from grstats.agent.errors import ConfigError, SourceError, SourceUnavailable
 from grstats.agent.sim.scenario import load_scenario
 from grstats.agent.sources import simulated
 from grstats.agent.sources.simulated import SimulatedSource
+from grstats.core.errors import ConfigError, SourceError, SourceUnavailable
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

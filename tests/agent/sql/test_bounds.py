@@ -27,14 +27,14 @@ from sqlglot.executor import env
 from sqlglot.executor.python import PythonExecutor
 
 from grstats.agent.limits import LimitsConfig
-from grstats.agent.mysql_errors import ER_TOO_BIG_SELECT
-from grstats.agent.rows import Kind
-from grstats.agent.rows.zone import parse_time_zone
 from grstats.agent.sql import bounds, catalog, execution, value_bounds
+from grstats.core.mysql_errors import ER_TOO_BIG_SELECT
+from grstats.core.rows import Kind
+from grstats.core.rows.zone import parse_time_zone
 from tests.agent.sql.test_session import Limits, serving
 
 if TYPE_CHECKING:
-    from grstats.agent.rows import Value
+    from grstats.core.rows import Value
 
 T = "grstats.replication_group_members"
 DEFAULTS = LimitsConfig()

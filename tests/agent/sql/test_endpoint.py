@@ -21,16 +21,16 @@ import pytest
 import structlog
 from structlog.testing import capture_logs
 
-from grstats.agent.cli.agent import config_from, register
 from grstats.agent.config import load_config, read_sql_users
-from grstats.agent.errors import ConfigError
 from grstats.agent.limits import LimitsConfig
 from grstats.agent.runtime import Agent
 from grstats.agent.sim.scenario import load_scenario
 from grstats.agent.sources.simulated import SimulatedSource
 from grstats.agent.sql import SqlEndpoint
-from grstats.agent.tls import TlsConfig
 from grstats.agent.transports import MemoryNetwork
+from grstats.cli.agent import config_from, register
+from grstats.core.errors import ConfigError
+from grstats.core.tls import TlsConfig
 from grstats.proto import grstats_pb2 as pb
 from grstats.proto import grstats_pb2_grpc as pb_grpc
 from tests.agent.test_runtime import settings

@@ -490,7 +490,7 @@ def test_default_limits() -> None:
 )
 def test_bad_limits(key: str, value: int, message: str) -> None:
     """A value out of bounds is refused naming the key, the value and the bounds."""
-    from grstats.agent.errors import ConfigError  # noqa: PLC0415
+    from grstats.core.errors import ConfigError  # noqa: PLC0415
 
     with pytest.raises(ConfigError, match=f"^{message}$"):
         LimitsConfig(**{key: value})

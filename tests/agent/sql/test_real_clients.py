@@ -27,7 +27,7 @@ import pymysql  # type: ignore[import-untyped]
 import pytest
 import sqlalchemy
 
-from grstats.agent.cli.demo import free_ports
+from grstats.cli.demo import free_ports
 from tests.programs import require
 from tests.waiting import wait_until
 

@@ -31,7 +31,9 @@ from pymysql.constants import FIELD_TYPE  # type: ignore[import-untyped]
 from sqlglot import exp
 
 from grstats.agent.limits import LimitsConfig
-from grstats.agent.rows import (
+from grstats.agent.sql import catalog, execution, sys_schema, value_bounds
+from grstats.agent.sql.session import GrstatsSession, SqlIdentity
+from grstats.core.rows import (
     EXTENDED_COLUMNS,
     REPLICATION_GROUP_EVENTS,
     ROW_TABLES,
@@ -41,11 +43,9 @@ from grstats.agent.rows import (
     Value,
     timestamp_text,
 )
-from grstats.agent.rows.member_log import REPLICATION_GROUP_MEMBER_LOG
-from grstats.agent.rows.render import cell_text
-from grstats.agent.rows.zone import parse_time_zone
-from grstats.agent.sql import catalog, execution, sys_schema, value_bounds
-from grstats.agent.sql.session import GrstatsSession, SqlIdentity
+from grstats.core.rows.member_log import REPLICATION_GROUP_MEMBER_LOG
+from grstats.core.rows.render import cell_text
+from grstats.core.rows.zone import parse_time_zone
 from tests.agent.test_runtime import start_group, stop_all
 
 if TYPE_CHECKING:

@@ -19,13 +19,13 @@ from typing import TYPE_CHECKING, Any
 import pymysql  # type: ignore[import-untyped]
 import pytest
 
-from grstats.agent.errors import ConfigError
 from grstats.agent.limits import LimitsConfig
 from grstats.agent.runtime import Agent
 from grstats.agent.sim.scenario import load_scenario
 from grstats.agent.sources.simulated import SimulatedSource
 from grstats.agent.sql.variables import timeout_schema
 from grstats.agent.transports import MemoryNetwork
+from grstats.core.errors import ConfigError
 from tests.agent.sql.test_endpoint import connect, serve, write_users
 from tests.agent.sql.test_heavy_statements import MAX_LAG_S, LoopLag
 from tests.agent.test_runtime import settings

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from grstats.agent.sql import tls_stream
-from grstats.agent.tls import TlsConfig
+from grstats.core.tls import TlsConfig
 from tests.agent.sql.test_endpoint import packet, read_packet, serve
 from tests.certs import make_certs
 

@@ -4,15 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 
-from grstats.agent.gtid import GtidSet
-from grstats.agent.model import (
-    CommunicationInfo,
-    FlowControlSettings,
-    GroupView,
-    MemberSnapshot,
-    ServerSettings,
-)
-from grstats.agent.rows import ApplierStatusRow, MemberRow, MemberStatsRow
 from grstats.agent.sql.variables import (
     SCHEMA,
     communication_rows,
@@ -20,6 +11,15 @@ from grstats.agent.sql.variables import (
     member_variables,
     shown,
 )
+from grstats.core.gtid import GtidSet
+from grstats.core.model import (
+    CommunicationInfo,
+    FlowControlSettings,
+    GroupView,
+    MemberSnapshot,
+    ServerSettings,
+)
+from grstats.core.rows import ApplierStatusRow, MemberRow, MemberStatsRow
 
 A, B = "aaaaaaaa-aaaa-aaaa-aaaa-aaaaaaaaaaaa", "bbbbbbbb-bbbb-bbbb-bbbb-bbbbbbbbbbbb"
 

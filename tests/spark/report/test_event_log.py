@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from grstats.agent import runtime
-from grstats.agent.rows import REPLICATION_GROUP_EVENTS, REPLICATION_GROUP_MEMBERS
-from grstats.agent.rows.member_log import REPLICATION_GROUP_MEMBER_LOG
 from grstats.agent.sim.scenario import load_scenario
+from grstats.core.rows import REPLICATION_GROUP_EVENTS, REPLICATION_GROUP_MEMBERS
+from grstats.core.rows.member_log import REPLICATION_GROUP_MEMBER_LOG
 from grstats.spark.events import events_table
 from grstats.spark.member_log import log_table
 from grstats.spark.report.config import ReportConfig

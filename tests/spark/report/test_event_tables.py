@@ -23,10 +23,10 @@ import pyarrow.compute as pc
 import pytest
 
 from grstats.agent import runtime
-from grstats.agent.rows import REPLICATION_GROUP_EVENTS
 from grstats.agent.sim.group import TICKS_PER_SECOND, SimulatedGroup, member_uuid
 from grstats.agent.sim.scenario import load_scenario
 from grstats.agent.sim.views import snapshot
+from grstats.core.rows import REPLICATION_GROUP_EVENTS
 from grstats.spark.events import ARROW_EVENTS, events_table, new_events
 from grstats.spark.report.config import ReportConfig
 from grstats.spark.report.event_tables import events, switchovers
