@@ -153,7 +153,7 @@ def test_the_wheels_only_top_level_name_is_grstats(wheel: Path) -> None:
     for needed in (
         "grstats/__init__.py",
         "grstats/__main__.py",
-        "grstats/cli.py",
+        "grstats/cli/__init__.py",
         "grstats/py.typed",
         "grstats/agent/runtime.py",
         "grstats/agent/sim/scenarios/demo.toml",
