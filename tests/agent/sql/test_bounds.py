@@ -23,6 +23,8 @@ from mysql_mimic.errors import MysqlError
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from sqlglot import exp
+from sqlglot.dialects.dialect import Dialect
+from sqlglot.errors import TokenError
 from sqlglot.executor import env
 from sqlglot.executor.python import PythonExecutor
 
@@ -392,3 +394,26 @@ def test_the_longest_text_accepted_parses_well_under_a_second() -> None:
     started = time.thread_time()
     sqlglot.parse(text(terms), read="mysql")
     assert time.thread_time() - started < WORST_CPU_S
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT " + "+".join(["1"] * 2_000),
+        "SELECT " + " OR ".join(["1 BETWEEN 1 AND 1"] * 200),
+        "SELECT 'it''s', \"a\\\"b\" FROM `t``x` WHERE a <=> b AND c->>'$.x' OR d != 1.5e3 LIMIT 3",
+        "select * from performance_schema.replication_group_members where MEMBER_STATE = 'ONLINE'",
+        "SELECT @@global.version, @x := 1, -a, NOT b, c IS NULL, d IN (1, 2, 3)",
+        "SELECT 'unterminated",
+        "SELECT a /* a comment */ FROM t -- another\n WHERE b = 1 # and one more",
+    ],
+)
+def test_the_token_count_is_near_sqlglots(sql: str) -> None:
+    """check_text's token count is within a token per comment and two in ten of sqlglot's tokenizer's."""
+    try:
+        theirs = len(Dialect.get_or_raise("mysql").tokenize(sql))
+    except TokenError:
+        assert bounds.token_count(sql) <= len(sql.split())  # the rest is one token
+        return
+    comments = sql.count("/*") + sql.count("--") + sql.count("#")
+    assert 0.8 * theirs <= bounds.token_count(sql) <= 1.2 * theirs + comments
