@@ -224,9 +224,10 @@ def earlier_schema(tree: Path) -> dict[str, Any]:
     ``tables``: each table's own columns; ``extended``: the extended columns; ``rows``: how
     many values its registry reads at most of each stored row (``newest`` in its reader).
     """
+    # The earlier release's own path: its rows lived in grstats.agent.rows before issue 49's move.
     code = (
-        "import json; from grstats.core.rows import TABLES, EXTENDED_COLUMNS, "
-        "ApplierStatusRow, MemberStatsRow; print(json.dumps({"
+        "import json, grstats; from grstats.agent.rows import TABLES, EXTENDED_COLUMNS, "
+        "ApplierStatusRow, MemberStatsRow; print(json.dumps({'file': grstats.__file__, "
         "'tables': {n: [c.name for c in t.columns] for n, t in TABLES.items()}, "
         "'extended': [c.name for c in EXTENDED_COLUMNS], "
         "'rows': {r.__name__: len(r.TABLE.columns) for r in (MemberStatsRow, ApplierStatusRow)}"
@@ -242,6 +243,7 @@ def earlier_schema(tree: Path) -> dict[str, Any]:
         timeout=30,
     )
     schema: dict[str, Any] = json.loads(done.stdout)
+    assert schema.pop("file").startswith(f"{tree}/"), "the earlier release imported this checkout"
     return schema
 
 
