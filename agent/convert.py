@@ -12,11 +12,10 @@ from typing import TYPE_CHECKING, Any
 
 from grstats.agent.gossip import ClockOffset, Counts, Events, Key, LogLines, Stamp, Update
 from grstats.agent.limits import DEFAULT_LIMITS
-from grstats.agent.messages import Answer, Gossip, SourceReport
+from grstats.agent.messages import Answer, Gossip
 from grstats.core.build import OWN_BUILD, UNSAID_REVISION, AgentBuild
-from grstats.core.errors import AgentError, ConfigError
+from grstats.core.errors import ConfigError
 from grstats.core.events import MAX_EVENTS
-from grstats.core.fault import SourceFault
 from grstats.core.gtid import GtidError, GtidSet
 from grstats.core.model import (
     LABEL_RULE,
@@ -25,6 +24,15 @@ from grstats.core.model import (
     ServerSettings,
     SourceHealth,
     is_group_label,
+)
+from grstats.core.query_wire import (
+    MAX_FAULT_KIND,
+    MAX_TEXT,
+    SourceReport,
+    WireError,
+    bounded,
+    source_report_from_wire,
+    source_report_to_wire,
 )
 from grstats.core.rows import (
     TRANSACTION_FIELDS,
@@ -37,6 +45,36 @@ from grstats.core.rows import (
 from grstats.core.rows.member_log import KEPT_LINES, MAX_DATA, MemberLogRow
 from grstats.proto import grstats_pb2 as pb
 
+# The source report's wire form and the bounds it shares are core/query_wire.py's (``grstats
+# query`` reads them without the agent's modules); named here for the agent's callers.
+__all__ = [
+    "AGENT_VERSION_RULE",
+    "MAX_AGENT_VERSION",
+    "MAX_FAULT_KIND",
+    "MAX_MEMBERS",
+    "MAX_SENDER_CHARS",
+    "MAX_TEXT",
+    "MAX_WIRE_EVENTS",
+    "MAX_WIRE_LOG_LINES",
+    "SourceReport",
+    "WireError",
+    "answer_from_wire",
+    "answer_to_wire",
+    "build_from_wire",
+    "digest_from_wire",
+    "digest_to_wire",
+    "gossip_from_wire",
+    "gossip_to_wire",
+    "query_build_from_wire",
+    "source_report_from_wire",
+    "source_report_to_wire",
+    "update_from_wire",
+    "update_to_wire",
+    "updates_from_wire",
+    "uuid_from_bytes",
+    "uuid_to_bytes",
+]
+
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
@@ -46,8 +84,6 @@ if TYPE_CHECKING:
 
 #: Most members a view may list: Group Replication groups have at most 9.
 MAX_MEMBERS = 9
-#: Longest other text (hosts, versions, messages).
-MAX_TEXT = 1024
 #: Longest ``sender`` address accepted (a host name is at most 253 characters, plus the port).
 MAX_SENDER_CHARS = 255
 #: Most events one EVENTS value may hold: the count an agent keeps of its member's
@@ -57,8 +93,6 @@ MAX_WIRE_EVENTS = MAX_EVENTS
 #: (:data:`grstats.core.rows.member_log.KEPT_LINES`); each line's DATA at most
 #: :data:`~grstats.core.rows.member_log.MAX_DATA` characters.
 MAX_WIRE_LOG_LINES = KEPT_LINES
-#: Longest ``SourceFault.kind`` accepted (the kinds are short snake_case words).
-MAX_FAULT_KIND = 64
 #: Longest ``agent_version`` accepted (a PEP 440 version, local part included, is far shorter).
 MAX_AGENT_VERSION = 64
 #: What an ``agent_version`` may be, in words (errors name it).
@@ -114,10 +148,6 @@ _FLOW_CONTROL_FIELDS = (
     "hold_percent",
     "release_percent",
 )
-
-
-class WireError(AgentError, ValueError):
-    """A message that breaks the contract; the message names the field path and the value."""
 
 
 # -- identities ---------------------------------------------------------------------------
@@ -229,8 +259,8 @@ def _log(message: pb.LogLines, origin: str, where: str) -> LogLines:
     lines = []
     for i, line in enumerate(message.lines):
         at = f"{where}[{i}]"
-        _bounded(line.data, MAX_DATA, f"{at}.data")
-        _bounded(line.prio, 16, f"{at}.prio")
+        bounded(line.data, MAX_DATA, f"{at}.data")
+        bounded(line.prio, 16, f"{at}.prio")
         try:
             lines.append(
                 MemberLogRow(
@@ -255,7 +285,7 @@ def _events(message: pb.Events, origin: str, where: str) -> Events:
     events = []
     for i, event in enumerate(message.events):
         at = f"{where}[{i}]"
-        _bounded(event.detail, MAX_TEXT, f"{at}.detail")
+        bounded(event.detail, MAX_TEXT, f"{at}.detail")
         try:
             events.append(
                 EventRow(
@@ -286,7 +316,7 @@ def _server_to_wire(server: ServerSettings) -> pb.Server:
 
 
 def _server(message: pb.Server, where: str) -> ServerSettings:
-    _bounded(message.flow_control_mode, 16, f"{where}.flow_control_mode")
+    bounded(message.flow_control_mode, 16, f"{where}.flow_control_mode")
     fields = {name: getattr(message, f"flow_control_{name}") for name in _FLOW_CONTROL_FIELDS}
     try:
         flow = FlowControlSettings(**fields)
@@ -393,27 +423,22 @@ def _value_from_wire(
 
 
 def _gtid_set(text: str, limit: int, where: str) -> GtidSet:
-    _bounded(text, limit, where)
+    bounded(text, limit, where)
     return GtidSet.parse(text)
 
 
 def _health(message: pb.Health, where: str) -> SourceHealth:
-    _bounded(message.message, MAX_TEXT, f"{where}.message")
+    bounded(message.message, MAX_TEXT, f"{where}.message")
     return SourceHealth(ok=message.ok, message=message.message)
 
 
-def _bounded(text: str, limit: int, where: str) -> None:
-    if len(text) > limit:
-        raise WireError(f"{where}: {len(text)} characters is more than {limit}")
-
-
 def _counts(message: pb.Counts, origin: str, where: str, max_gtid_text: int) -> Counts:
-    _bounded(
+    bounded(
         message.transactions_committed_all_members,
         max_gtid_text,
         f"{where}.counts.transactions_committed_all_members",
     )
-    _bounded(
+    bounded(
         message.last_conflict_free_transaction,
         MAX_TEXT,
         f"{where}.counts.last_conflict_free_transaction",
@@ -462,7 +487,7 @@ def _view(message: pb.View, where: str) -> GroupView:
     for i, member in enumerate(message.members):
         at = f"{where}.members[{i}]"
         for name in ("host", "state", "role", "version", "communication_stack"):
-            _bounded(getattr(member, name), MAX_TEXT, f"{at}.{name}")
+            bounded(getattr(member, name), MAX_TEXT, f"{at}.{name}")
         try:
             rows.append(
                 MemberRow(
@@ -477,8 +502,8 @@ def _view(message: pb.View, where: str) -> GroupView:
             )
         except RowValueError as exc:
             raise WireError(f"{at}: {exc}") from exc
-    _bounded(message.view_id, 60, f"{where}.view_id")
-    _bounded(message.group_name, 36, f"{where}.group_name")
+    bounded(message.view_id, 60, f"{where}.view_id")
+    bounded(message.group_name, 36, f"{where}.group_name")
     label = message.group_label
     if label and not is_group_label(label):
         raise WireError(f"{where}.group_label: {label[:80]!r} is not a group label ({LABEL_RULE})")
@@ -635,43 +660,3 @@ def answer_from_wire(
         request_bytes=request_bytes,
         build=build,
     )
-
-
-# -- what a Query answer says of the answering agent's source -----------------------------
-
-
-def source_report_to_wire(report: SourceReport) -> pb.SourceFault | None:
-    """Return ``QueryResponse.source_fault`` of ``report``: None while the agent can read.
-
-    Texts longer than the decoder accepts are cut short (ending in ``…``), so that a long
-    driver message never makes the whole answer unreadable.
-    """
-    fault = report.fault
-    if fault is None:
-        return None
-    return pb.SourceFault(
-        kind=_cut(fault.kind, MAX_FAULT_KIND),
-        message=_cut(fault.message, MAX_TEXT),
-        fix=_cut(fault.fix, MAX_TEXT),
-        since_us=max(0, report.since_us or 0),
-    )
-
-
-def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def source_report_from_wire(response: pb.QueryResponse) -> SourceReport:
-    """Return what ``response`` says of the answering agent's source; raise WireError if bad.
-
-    An answer without ``source_fault`` (an agent that can read, or one older than the field)
-    reads as "can read"; ``since_us`` 0 reads as unknown.
-    """
-    if not response.HasField("source_fault"):
-        return SourceReport()
-    message = response.source_fault
-    _bounded(message.kind, MAX_FAULT_KIND, "source_fault.kind")
-    _bounded(message.message, MAX_TEXT, "source_fault.message")
-    _bounded(message.fix, MAX_TEXT, "source_fault.fix")
-    fault = SourceFault(kind=message.kind, message=message.message, fix=message.fix)
-    return SourceReport(fault, message.since_us or None)

@@ -65,7 +65,7 @@ if TYPE_CHECKING:
     from grstats.agent.config import AgentConfig
     from grstats.agent.gossip import ClockOffset
     from grstats.agent.gossip.updates import Value
-    from grstats.agent.metrics import AgentMetrics
+    from grstats.agent.metrics_off import Figures
     from grstats.agent.sources.base import StatsSource
     from grstats.core.clock import Clock
     from grstats.core.fault import SourceFault
@@ -100,7 +100,7 @@ class LocalMember:
         *,
         clock: Clock,
         log: structlog.typing.FilteringBoundLogger,
-        metrics: AgentMetrics,
+        metrics: Figures,
     ) -> None:
         self.config = config
         self.incarnation = clock()

@@ -1,8 +1,9 @@
 """What agents send, as values: gossip, the answer to an exchange, the report a Query carries.
 
 :class:`Gossip` and :class:`Answer` are what the transport seam
-(:mod:`grstats.agent.transports.base`) carries; :class:`SourceReport` is what a Query answer
-says of the answering agent's source. Only the wire modules turn them into protobuf
+(:mod:`grstats.agent.transports.base`) carries; :class:`SourceReport`
+(:mod:`grstats.core.query_wire`'s, named here for its callers) is what a Query answer says of
+the answering agent's source. Only the wire modules turn them into protobuf
 (``ExchangeRequest``, ``ExchangeResponse`` and ``QueryResponse.source_fault``, see
 :mod:`grstats.agent.convert`). The in-memory transport hands gossip over as it is.
 
@@ -18,10 +19,12 @@ from typing import TYPE_CHECKING
 
 from grstats.agent.gossip.updates import Key
 from grstats.core.build import OWN_BUILD, AgentBuild
+from grstats.core.query_wire import SourceReport
+
+__all__ = ["Answer", "Gossip", "SourceReport", "for_build"]
 
 if TYPE_CHECKING:
     from grstats.agent.gossip import Digest, Update
-    from grstats.core.fault import SourceFault
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,23 +81,3 @@ class Answer:
     sent_at_us: int = 0
     request_bytes: int = 0
     build: AgentBuild = OWN_BUILD
-
-
-@dataclass(frozen=True, slots=True)
-class SourceReport:
-    """Whether an agent can read its own member, and since when it cannot (Query answers say).
-
-    Attributes:
-        fault: why the agent cannot read its member; None while it can. An answer of an agent
-            older than the report has none, and reads as "can read".
-        since_us: the agent's clock when the fault began, µs since the epoch; None while it
-            can read, or when the agent did not say.
-    """
-
-    fault: SourceFault | None = None
-    since_us: int | None = None
-
-    @property
-    def ok(self) -> bool:
-        """Whether the agent can read its member."""
-        return self.fault is None

@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from grstats.agent.config import AgentConfig
     from grstats.agent.gossip import Digest, Update
     from grstats.agent.local import LocalMember
-    from grstats.agent.metrics import AgentMetrics
+    from grstats.agent.metrics_off import Figures
     from grstats.agent.transports.base import Transport
     from grstats.core.clock import Clock
 
@@ -82,7 +82,7 @@ class PeerRounds:
         transport: Transport,
         *,
         clock: Clock,
-        metrics: AgentMetrics,
+        metrics: Figures,
     ) -> None:
         self.config = config
         self.address = config.advertised

@@ -40,8 +40,6 @@ from grstats.agent.local import LocalMember
 from grstats.agent.member_log import MemberLog
 from grstats.agent.member_probe import ProbeAnswer, probe
 from grstats.agent.messages import SourceReport
-from grstats.agent.metrics import AgentMetrics, SeriesInput
-from grstats.agent.metrics_http import start_metrics_server
 from grstats.agent.metrics_scope import agents_heard
 from grstats.agent.next_primary_watch import NextPrimaryWatch
 from grstats.agent.recovery import RecoveryWatch
@@ -69,6 +67,9 @@ if TYPE_CHECKING:
 
     from grstats.agent.config import AgentConfig
     from grstats.agent.gossip import GossipState
+    from grstats.agent.metrics import AgentMetrics
+    from grstats.agent.metrics_off import Figures
+    from grstats.agent.metrics_series import SeriesInput
     from grstats.agent.registry import MemberRegistry
     from grstats.agent.served import Served
     from grstats.agent.sources.base import StatsSource
@@ -87,6 +88,13 @@ PREPARED_PERIODS = 1.5
 READ_WAIT_PERIODS = 0.5
 
 
+def _agent_metrics() -> Figures:
+    """The default figures: an ``AgentMetrics`` (imported here, with prometheus-client)."""
+    from grstats.agent.metrics import AgentMetrics  # noqa: PLC0415
+
+    return AgentMetrics()
+
+
 class Agent:
     """One agent: see the module docstring. Use ``await start()``, then ``await stop()``.
 
@@ -99,7 +107,8 @@ class Agent:
         rounds: the gossip with the peers, both halves.
         registry_sync: the member registry, loaded at start and saved every flush.
         liveness: logs each member turning CONNECTED NO (warning) and back (info).
-        metrics: the agent's own figures and the registry ``/metrics`` serves.
+        figures: what the agent's parts count (``figures``).
+        metrics: the same, as the ``AgentMetrics`` whose registry ``/metrics`` serves.
         metrics_address: where ``/metrics`` is served once started, else None.
         sql_address: where the MySQL-protocol endpoint (``sql_listen``) is served once
             started, else None.
@@ -118,10 +127,11 @@ class Agent:
         clock: Clock = now_us,
         logger: structlog.typing.FilteringBoundLogger | None = None,
         security: Security | None = None,
+        figures: Figures | None = None,
     ) -> None:
         log = logger or structlog.get_logger()
         self.security = security or Security()
-        self.metrics = AgentMetrics()
+        self.figures = figures if figures is not None else _agent_metrics()
         self.metrics_address: str | None = None
         self.limiter = RateLimiter.from_limits(config.limits, log)
         self.periods = 0
@@ -130,11 +140,11 @@ class Agent:
         # Names a TLS mistake with a peer (tls_mismatch) from the transport's failed dials.
         self.tls_watch = TlsWatch(self.security.tls, lambda: self.member.log)
         self._transport = transport or GrpcTransport(config.limits, self.security, self.tls_watch)
-        self.member = LocalMember(config, source, clock=clock, log=log, metrics=self.metrics)
+        self.member = LocalMember(config, source, clock=clock, log=log, metrics=self.figures)
         if self.security.binds_members:  # only a member's own agent speaks for it
             self.member.state.relays = RelayRule.for_period(config.period_us)
         self.rounds = PeerRounds(
-            config, self.member, self._transport, clock=clock, metrics=self.metrics
+            config, self.member, self._transport, clock=clock, metrics=self.figures
         )
         self.registry_sync = RegistrySync(registry, self.member, config, clock=clock)
         self.liveness = Liveness(self.member)  # logs members turning CONNECTED NO, and back
@@ -172,6 +182,16 @@ class Agent:
         #: @@hostname and @@port: the member's MEMBER_HOST and MEMBER_PORT once read (0 before)
         self._sql_host_port: tuple[str, int] = (self._hostname, 0)
 
+    @property
+    def metrics(self) -> AgentMetrics:
+        """The figures as an ``AgentMetrics`` (a TypeError for an agent given ``NoMetrics``)."""
+        from grstats.agent.metrics import AgentMetrics  # noqa: PLC0415
+
+        if not isinstance(self.figures, AgentMetrics):
+            msg = f"figures: the agent counts with a {type(self.figures).__name__}, not metrics"
+            raise TypeError(msg)
+        return self.figures
+
     # -- lifecycle ---------------------------------------------------------------------
 
     async def start(self) -> None:
@@ -189,12 +209,10 @@ class Agent:
             self.member.claim(own)
         self.rounds.remembered = self.registry_sync.agents(self.address)
         self._serving = True
-        self.metrics.watch(self._series_input, self._version, asyncio.get_running_loop())
+        self.figures.watch(self._series_input, self._version, asyncio.get_running_loop())
         if self._config.metrics_listen:
             try:
-                self._metrics_server, self.metrics_address = start_metrics_server(
-                    self.metrics, self._config.metrics_listen, self.probe
-                )
+                self._metrics_server, self.metrics_address = self._start_metrics_server()
             except ConfigError:  # stop what started, so the process ends cleanly
                 await self.stop(grace_s=0)
                 raise
@@ -235,6 +253,19 @@ class Agent:
             self._metrics_server.server_close()
             self._metrics_server = None
         self.member.log.info("agent_stopped", address=self.address, periods=self.periods)
+
+    def _start_metrics_server(self) -> tuple[WSGIServer, str]:
+        """Serve ``/metrics`` at ``metrics_listen`` (the figures must be an ``AgentMetrics``)."""
+        # Imported here: prometheus-client loads only for an agent that serves /metrics.
+        from grstats.agent.metrics import AgentMetrics  # noqa: PLC0415
+        from grstats.agent.metrics_http import start_metrics_server  # noqa: PLC0415
+
+        listen = self._config.metrics_listen or ""
+        if not isinstance(self.figures, AgentMetrics):
+            kind = type(self.figures).__name__
+            msg = f"metrics_listen: {listen!r} needs the agent's AgentMetrics, not a {kind}"
+            raise ConfigError(msg)
+        return start_metrics_server(self.figures, listen, self.probe)
 
     async def _start_sql(self) -> None:
         """Serve the MySQL protocol at ``sql_listen``; on a bind error stop what started."""
@@ -279,7 +310,7 @@ class Agent:
             took = time.monotonic() - began
             if took > period:  # overran: the periods missed are skipped, not bunched up
                 self.member.log.warning("period_overrun", late_s=round(took - period, 3))
-                self.metrics.overran()
+                self.figures.overran()
             # Later periods start at multiples of the period on the wall clock: the agents of
             # a group (on hosts whose clocks NTP keeps within a few ms) read their members at
             # the same instants, so every row an agent serves samples the group at about one
@@ -290,7 +321,7 @@ class Agent:
                 # Mid-period, the peers' pushes of this period are in: render /metrics ahead
                 # (while scraped), so that a scrape never waits for the loop.
                 await asyncio.sleep(wait - period / 2)
-                self.metrics.prepare(valid_s=PREPARED_PERIODS * period)
+                self.figures.prepare(valid_s=PREPARED_PERIODS * period)
                 wait = period - time.time() % period
             await asyncio.sleep(wait)
 
@@ -342,7 +373,7 @@ class Agent:
         primaries, states = self._event_counts.update()
         group_name = self._last_read.view.group_name if self._last_read else ""
         if (primaries or states) and group_name:  # no group series before its name is known
-            self.metrics.events(group_name, primaries, states)
+            self.figures.events(group_name, primaries, states)
         if self.registry_sync.due():
             await self.flush()
 
@@ -407,6 +438,8 @@ class Agent:
 
     def _series_input(self) -> SeriesInput:
         """What /metrics builds its members' and group's series from (on the loop)."""
+        from grstats.agent.metrics_series import SeriesInput  # noqa: PLC0415  (with /metrics only)
+
         applier, certifier = flow_control_thresholds(self.member.state, self.member.snapshot)
         heard = agents_heard(
             self.member.state, self._clock(), self._config.silence_us, self.rounds.offsets

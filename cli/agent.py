@@ -15,6 +15,7 @@ from typing import IO, TYPE_CHECKING
 
 from grstats.agent.advertise import check_advertise
 from grstats.agent.config import AgentConfig, load_config
+from grstats.agent.metrics_off import NoMetrics
 from grstats.agent.registry import RegistryError, SqliteRegistry
 from grstats.agent.runtime import Agent
 from grstats.cli.errors import CliError
@@ -350,6 +351,8 @@ async def _serve(config: AgentConfig, state_dir: Path, args: argparse.Namespace)
         registry=SqliteRegistry.in_directory(state_dir),
         logger=get_logger(),
         security=Security.from_files(config.tls, config.token_file),
+        # Without /metrics nothing is counted, and prometheus-client is never imported.
+        figures=None if config.metrics_listen else NoMetrics(),
     )
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

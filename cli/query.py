@@ -43,9 +43,9 @@ from grstats.core.rows.zone import UTC_ZONE
 # gRPC, protobuf, asyncio and the status view (structlog, through the gossip's modules) load
 # in the functions that ask an agent, not for --help or a mistyped flag (issue 50).
 if TYPE_CHECKING:
-    from grstats.agent.messages import SourceReport
     from grstats.cli.status_view import GroupStatus
     from grstats.cli.types import Subparsers
+    from grstats.core.query_wire import SourceReport
     from grstats.core.rows import Value
     from grstats.core.rows.zone import TimeZone
     from grstats.core.security import Security
@@ -326,9 +326,8 @@ def events(args: argparse.Namespace) -> int:
     """Print the members' events once, or follow them with ``--follow``."""
     import asyncio  # noqa: PLC0415
 
-    from grstats.agent.messages import SourceReport  # noqa: PLC0415
     from grstats.cli.status_view import table_document  # noqa: PLC0415
-    from grstats.core.query_wire import table_from_wire  # noqa: PLC0415
+    from grstats.core.query_wire import SourceReport, table_from_wire  # noqa: PLC0415
 
     if args.extended:
         raise CliError("--extended: events have no freshness columns", code=2)
@@ -397,7 +396,7 @@ def log(args: argparse.Namespace) -> int:
 
 def _source(node: str, response: pb.QueryResponse) -> SourceReport:
     """What the answer says of the agent's source; a malformed report is a CliError."""
-    from grstats.agent.convert import WireError, source_report_from_wire  # noqa: PLC0415
+    from grstats.core.query_wire import WireError, source_report_from_wire  # noqa: PLC0415
 
     try:
         return source_report_from_wire(response)

@@ -63,10 +63,8 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from grstats.agent.gossip.clocks import SKEW_WARN_US
-from grstats.agent.messages import SourceReport
-from grstats.agent.views import Disagreement, disagreements
 from grstats.core.election import BACKLOG_WARNING, NextPrimary, next_primary
+from grstats.core.query_wire import SourceReport
 from grstats.core.rows import (
     REPLICATION_GROUP_MEMBER_STATUS,
     REPLICATION_GROUP_MEMBER_VIEWS,
@@ -85,6 +83,7 @@ from grstats.core.rows.zone import UTC_ZONE
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
+    from grstats.agent.views import Disagreement
     from grstats.core.rows import Table, Value
     from grstats.core.rows.zone import TimeZone
 
@@ -226,6 +225,10 @@ class GroupStatus:
     @property
     def disagreements(self) -> list[Disagreement] | None:
         """Where the members' own views disagree; None when the agent sent no views table."""
+        # Imported here: a table's query (``grstats query members``) loads none of the
+        # agent's modules (issue 50); the status's views need its rules.
+        from grstats.agent.views import disagreements  # noqa: PLC0415
+
         return None if self.views is None else disagreements(self.views)
 
     @property
@@ -548,6 +551,8 @@ def clock_skewed(status: GroupStatus) -> str:
     ``db3:3306 +5.000 s``: the limit is the one the agent warns at
     (:data:`~grstats.agent.gossip.clocks.SKEW_WARN_US`).
     """
+    from grstats.agent.gossip.clocks import SKEW_WARN_US  # noqa: PLC0415  (the status only)
+
     return ", ".join(
         f"{address(member) or member.get('MEMBER_ID')} {skew / 1000:+.3f} s"
         for member in status.members

@@ -3,14 +3,19 @@
 The agent's server answers with :func:`table_to_wire` (keeping of each table only the columns
 an older client knows: :func:`known_columns`, :func:`for_client`); every Query client (the
 collector, ``grstats query``, the demo, ``grstats doctor``) asks with :func:`query_request`
-and reads the answer with :func:`table_from_wire`.
+and reads the answer with :func:`table_from_wire`, and what it says of the agent's source
+with :func:`source_report_from_wire` (:class:`SourceReport`; here rather than in the agent's
+modules so that ``grstats query`` loads none of them, issue 50).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from grstats.core.build import OWN_BUILD
+from grstats.core.errors import AgentError
+from grstats.core.fault import SourceFault
 from grstats.core.rows import EXTENDED_COLUMNS, TABLES, Kind
 from grstats.proto import grstats_pb2 as pb
 
@@ -18,6 +23,22 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from grstats.core.rows import Column, Value
+
+#: Longest text of the wire (hosts, versions, messages) accepted.
+MAX_TEXT = 1024
+#: Longest ``SourceFault.kind`` accepted (the kinds are short snake_case words).
+MAX_FAULT_KIND = 64
+
+
+class WireError(AgentError, ValueError):
+    """A message that breaks the contract; the message names the field path and the value."""
+
+
+def bounded(text: str, limit: int, where: str) -> None:
+    """Raise WireError, naming ``where``, when ``text`` is longer than ``limit`` characters."""
+    if len(text) > limit:
+        raise WireError(f"{where}: {len(text)} characters is more than {limit}")
+
 
 # -- query tables -------------------------------------------------------------------------
 
@@ -127,3 +148,63 @@ def table_from_wire(table: pb.Table) -> tuple[list[str], list[tuple[Value, ...]]
             cells.append(None if kind in (None, "null") else getattr(cell, kind))
         rows.append(tuple(cells))
     return list(table.columns), rows
+
+
+# -- what a Query answer says of the answering agent's source -----------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SourceReport:
+    """Whether an agent can read its own member, and since when it cannot (Query answers say).
+
+    Attributes:
+        fault: why the agent cannot read its member; None while it can. An answer of an agent
+            older than the report has none, and reads as "can read".
+        since_us: the agent's clock when the fault began, µs since the epoch; None while it
+            can read, or when the agent did not say.
+    """
+
+    fault: SourceFault | None = None
+    since_us: int | None = None
+
+    @property
+    def ok(self) -> bool:
+        """Whether the agent can read its member."""
+        return self.fault is None
+
+
+def source_report_to_wire(report: SourceReport) -> pb.SourceFault | None:
+    """Return ``QueryResponse.source_fault`` of ``report``: None while the agent can read.
+
+    Texts longer than the decoder accepts are cut short (ending in ``…``), so that a long
+    driver message never makes the whole answer unreadable.
+    """
+    fault = report.fault
+    if fault is None:
+        return None
+    return pb.SourceFault(
+        kind=_cut(fault.kind, MAX_FAULT_KIND),
+        message=_cut(fault.message, MAX_TEXT),
+        fix=_cut(fault.fix, MAX_TEXT),
+        since_us=max(0, report.since_us or 0),
+    )
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def source_report_from_wire(response: pb.QueryResponse) -> SourceReport:
+    """Return what ``response`` says of the answering agent's source; raise WireError if bad.
+
+    An answer without ``source_fault`` (an agent that can read, or one older than the field)
+    reads as "can read"; ``since_us`` 0 reads as unknown.
+    """
+    if not response.HasField("source_fault"):
+        return SourceReport()
+    message = response.source_fault
+    bounded(message.kind, MAX_FAULT_KIND, "source_fault.kind")
+    bounded(message.message, MAX_TEXT, "source_fault.message")
+    bounded(message.fix, MAX_TEXT, "source_fault.fix")
+    fault = SourceFault(kind=message.kind, message=message.message, fix=message.fix)
+    return SourceReport(fault, message.since_us or None)

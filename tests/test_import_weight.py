@@ -4,7 +4,8 @@ A running agent loads only what its source, its logs and its endpoints need (iss
 agent at most 60 MB, tests/agent/test_agent_memory.py): each command loads only its module,
 Rich only with console logs, cryptography only to RSA-encrypt a MySQL password. ``grstats
 --version`` answers before any parser or command loads, and ``grstats query --help`` without
-gRPC (issue 50: a command line that answers in tens of milliseconds).
+gRPC, and ``grstats query members`` none of the agent's modules (issue 50: a command line
+that answers in tens of milliseconds; an agent without ``/metrics`` loads no prometheus-client).
 """
 
 from __future__ import annotations
@@ -14,13 +15,14 @@ import json
 import subprocess
 import sys
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from grstats import __version__
 from grstats.cli import COMMAND_MODULES, COMMANDS, build_parser
 from grstats.cli.demo import free_ports
+from tests import waiting
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -55,11 +57,16 @@ def test_the_agent_command_loads_no_sql_engine() -> None:
     subprocess.run([sys.executable, "-c", check], check=True, timeout=60, capture_output=True)
 
 
-#: What ``grstats agent`` leaves unloaded with a simulated source and JSON logs: the SQL
-#: endpoint's engine, the MySQL driver and cryptography, Rich (the console's tracebacks and
-#: the screens), and the other commands' code.
+#: What ``grstats agent`` leaves unloaded with a simulated source, JSON logs and neither the
+#: SQL endpoint nor ``/metrics``: the SQL endpoint's engine, prometheus-client (issue 50: the
+#: agent counts nothing without ``/metrics``), the MySQL driver and cryptography, Rich (the
+#: console's tracebacks and the screens), and the other commands' code.
 NOT_IN_A_SIMULATED_AGENT = (
     "sqlglot",
+    "prometheus_client",
+    "grstats.agent.metrics",
+    "grstats.agent.metrics_http",
+    "grstats.agent.metrics_series",
     "mysql_mimic",
     "aiomysql",
     "pymysql",
@@ -177,6 +184,75 @@ def test_version_and_query_help_load_no_grpc_structlog_or_any_commands_code() ->
         assert not unwanted, (words, unwanted)
     assert not {"argparse", *COMMAND_MODULES} & set(version["modules"])
     assert not (set(COMMAND_MODULES) - {COMMANDS["query"]}) & set(query_help["modules"])
+
+
+#: What ``grstats query members`` leaves unloaded (issue 50): the agent's own modules (the
+#: table's wire form and the source report are core/query_wire.py's), prometheus-client, the
+#: SQL engine, Rich and the MySQL drivers.
+NOT_FOR_A_TABLE_QUERY = (
+    "grstats.agent",
+    "prometheus_client",
+    "mysql_mimic",
+    "sqlglot",
+    "rich",
+    "pymysql",
+    "aiomysql",
+)
+
+#: Runs ``grstats query members --format json --node ADDRESS`` in this process, as the
+#: ``grstats`` script does, and prints its exit status, what it printed and the modules loaded.
+QUERY_MEMBERS = """
+import contextlib, io, json, sys
+from grstats.cli import main
+
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    code = main(["query", "members", "--format", "json", "--node", sys.argv[1]])
+print(json.dumps({"code": code, "out": out.getvalue(), "modules": sorted(sys.modules)}))
+"""
+
+
+def test_query_members_loads_none_of_the_agents_modules(tmp_path: Path) -> None:
+    """`grstats query members` against a running agent loads no grstats.agent, Rich nor driver."""
+    port = free_ports(1)[0]
+    address = f"127.0.0.1:{port}"
+    agent = subprocess.Popen(
+        [
+            *(sys.executable, "-m", "grstats", "agent", "--source", "simulated"),
+            *("--member-index", "0", "--group-start", str(int(time.time()) - 5)),
+            *("--listen", address, "--peers", address),
+            *("--state-dir", str(tmp_path), "--log-format", "json"),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+    def answered() -> dict[str, Any] | None:
+        done = subprocess.run(
+            [sys.executable, "-c", QUERY_MEMBERS, address],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        seen: dict[str, Any] = json.loads(done.stdout) if done.returncode == 0 else {}
+        if seen.get("code") != 0:
+            return None  # the agent does not listen yet
+        return seen if len(json.loads(seen["out"])["rows"]) == 3 else None
+
+    try:
+        seen = waiting.wait_until(answered, 30, "the agent answers with its 3 members")
+    finally:
+        agent.terminate()
+        agent.wait(15)
+    assert seen is not None
+    assert "grpc" in seen["modules"]  # it did ask the agent
+    unwanted = [
+        name
+        for name in seen["modules"]
+        if any(name == top or name.startswith(f"{top}.") for top in NOT_FOR_A_TABLE_QUERY)
+    ]
+    assert not unwanted, unwanted
 
 
 def test_each_command_loads_only_its_own_module() -> None:
