@@ -114,6 +114,7 @@ bench: $(VENV)/.installed-bench ## run the benchmarks (not part of make test); f
 	$(BIN)/python -m tests.benchmarks.bench_mysql_read
 	$(BIN)/python -m tests.benchmarks.bench_soak --json bench-results/soak.json
 	$(BIN)/python -m tests.benchmarks.bench_soak --rate 0 --json bench-results/soak-no-reads.json
+	$(BIN)/python -m tests.benchmarks.bench_footprint --json bench-results/footprint.json
 	$(BIN)/python tests/benchmarks/bench_spool.py
 	$(BIN)/python -m tests.benchmarks.bench_collector_fleet --json bench-results/collector_fleet.json
 	$(BIN)/python tests/benchmarks/bench_spark.py --json bench-results/spark.json
