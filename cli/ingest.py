@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
     from grstats.cli.types import Subparsers
     from grstats.spark.ingest import IngestResult
+    from grstats.spark.shared_ingest import SharedIngestResult
 
 EPILOG = """\
 --table DIR holds:
@@ -65,6 +66,13 @@ On a cluster (--master spark://HOST:7077), the executors read the spool and writ
 themselves: both must be on storage every machine mounts at the same path, and the
 executors need grstats with its spark extra, grstats[spark] (see deploy/spark/submit.sh).
 
+With --shared, each collector's spool is ingested by a run of its own, all at once into one
+table (on storage every host mounts): each run commits to data/'s Delta log directly, retrying
+when another run committed first, and skips the member rows (group, member, the member's own
+LAST_SEEN) that the table holds already, so two collectors of one group load each row once.
+Such a table has member rows only: reports read them all (no rollups). How far each spool is
+loaded is Delta's own mark in data/_delta_log/, which grstats spool prune reads.
+
 exit status: 0 when the run loaded (or had nothing to load), 1 when it failed, 2 for invalid
 arguments (also rollup settings other than the table's).
 examples:
@@ -72,9 +80,29 @@ examples:
   grstats spark ingest --spool spool --table table --format json
   grstats spark ingest --spool spool --table table --flow-control-threshold 10000
   grstats spark ingest --spool spool --table table --every 30     # fresh within 2 minutes
+  grstats spark ingest --shared --spool /var/lib/grstats/spool --table /mnt/shared/table
   grstats spark ingest --spool /mnt/shared/spool --table /mnt/shared/table \\
       --master spark://spark-master:7077
 """
+
+
+#: The namespace attribute :class:`_Given` notes the options given on the command line in.
+GIVEN = "given_options"
+
+
+class _Given(argparse.Action):
+    """Store the value, and note that the option was given (its default is a real value)."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,  # noqa: ARG002  (argparse's signature)
+        namespace: argparse.Namespace,
+        values: object,
+        option_string: str | None = None,  # noqa: ARG002
+    ) -> None:
+        """Called by argparse once per occurrence of the option."""
+        setattr(namespace, self.dest, values)
+        setattr(namespace, GIVEN, {*getattr(namespace, GIVEN, ()), self.dest})
 
 
 def register(subparsers: Subparsers) -> None:
@@ -105,6 +133,7 @@ def register(subparsers: Subparsers) -> None:
         "--flow-control-threshold",
         type=int,
         default=ROLLUP_FLOW_CONTROL_THRESHOLD,
+        action=_Given,
         metavar="N",
         help="the rollups count writers as throttled while a member's queue is above this, as "
         "group_replication_flow_control_certifier_threshold and _applier_threshold; a report "
@@ -115,6 +144,7 @@ def register(subparsers: Subparsers) -> None:
         "--max-gap",
         type=float,
         default=ROLLUP_MAX_GAP_S,
+        action=_Given,
         metavar="SECONDS",
         help="in the rollups a snapshot's state counts until the member's next snapshot, at "
         "most this long; a report reads the rollups only when its own --max-gap is the same "
@@ -131,6 +161,7 @@ def register(subparsers: Subparsers) -> None:
         "--compact-over",
         type=int,
         default=COMPACT_OVER,
+        action=_Given,
         metavar="N",
         help="after its commit, compact each dataset's dates it added to that hold more than N "
         f"files, 0 never (default {COMPACT_OVER}; grstats spark compact does it on demand)",
@@ -142,6 +173,16 @@ def register(subparsers: Subparsers) -> None:
         "(s3://bucket/prefix; credentials, region and AWS_ENDPOINT_URL as the AWS SDKs read "
         "them), where other engines read the datasets (docs/architecture.md); --table stays "
         "the working copy (default: none)",
+    )
+    parser.add_argument(
+        "--shared",
+        action="store_true",
+        help="load alongside other collectors' ingests into one table at once: no table lock, "
+        "Delta's optimistic commits retried on conflict, each member row (group, member, its "
+        "LAST_SEEN) loaded once whichever spools hold it; member rows only (no rollups, "
+        "events or GR log lines), read without Spark; not with --publish, --master, "
+        "--flow-control-threshold, --max-gap nor --compact-over, nor into a table the "
+        "single-writer ingest loads (default: the single-writer ingest)",
     )
     parser.add_argument(
         "--every",
@@ -185,15 +226,52 @@ def _check_schedule(args: argparse.Namespace) -> None:
         )
 
 
-def run(args: argparse.Namespace) -> int:
-    """Run the ingest ``args`` describe (once, or every ``--every``) and print each summary."""
-    _check_schedule(args)
-    require_spark()
-    rollups = settings_from_args(args)
+#: Of :data:`SHARED_REFUSES`, the options whose default is None (given when set).
+NO_DEFAULT = frozenset({"publish", "master"})
+
+#: The options a shared ingest (``--shared``) refuses: what it does not do.
+SHARED_REFUSES = (
+    ("publish", "--publish"),
+    ("master", "--master"),
+    ("flow_control_threshold", "--flow-control-threshold"),
+    ("max_gap", "--max-gap"),
+    ("compact_over", "--compact-over"),
+)
+
+
+def _check_dirs(args: argparse.Namespace) -> None:
+    """Refuse a --spool that is no directory, and a --table that is something else (exit 2)."""
     if not args.spool.is_dir():
         raise CliError(f"--spool: {str(args.spool)!r} is not a directory", code=2)
     if args.table.exists() and not args.table.is_dir():
         raise CliError(f"--table: {str(args.table)!r} is not a directory", code=2)
+
+
+def _check_shared(args: argparse.Namespace) -> None:
+    """Refuse, with --shared, the options a shared ingest does not take (exit 2, naming them)."""
+    given = [
+        flag
+        for name, flag in SHARED_REFUSES
+        if name in getattr(args, GIVEN, ()) or (name in NO_DEFAULT and getattr(args, name))
+    ]
+    if given:
+        raise CliError(
+            f"--shared: {', '.join(given)} cannot go with it (a shared ingest loads member "
+            "rows only, without Spark, and publishes or compacts nothing)",
+            code=2,
+        )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the ingest ``args`` describe (once, or every ``--every``) and print each summary."""
+    _check_schedule(args)
+    if args.shared:
+        _check_shared(args)
+    require_spark()
+    if args.shared:
+        return _run_shared(args)
+    rollups = settings_from_args(args)
+    _check_dirs(args)
     if args.publish is not None:
         from grstats.spark.publish import PublishError, remote_filesystem  # noqa: PLC0415
 
@@ -261,6 +339,47 @@ def _runs(
         if stopping.wait(args.every):
             progress("stopped")
             return
+
+
+def _run_shared(args: argparse.Namespace) -> int:
+    """The shared ingest of ``--spool`` (once, or every ``--every``), no Spark session."""
+    from grstats.collector.errors import SpoolError  # noqa: PLC0415
+    from grstats.spark.delta import DeltaTableError  # noqa: PLC0415
+    from grstats.spark.shared_ingest import SharedIngestError, run_shared_ingest  # noqa: PLC0415
+
+    _check_dirs(args)
+
+    def progress(message: str) -> None:
+        print(f"ingest: {message}", file=sys.stderr, flush=True)
+
+    stopping = _stop_on_signals() if args.every is not None else threading.Event()
+    runs = 0
+    while True:
+        runs += 1
+        try:
+            result = run_shared_ingest(
+                args.spool, args.table, progress=progress, use_columns=not args.ignore_columns
+            )
+        except (SharedIngestError, DeltaTableError, SpoolError) as exc:
+            if args.every is None:
+                raise CliError(str(exc)) from exc
+            progress(f"run {runs} failed: {exc}; the next run in {args.every:g} s")
+        else:
+            _print_shared(args, result)
+        if args.every is None or (args.runs is not None and runs >= args.runs):
+            return 0
+        if stopping.wait(args.every):
+            progress("stopped")
+            return 0
+
+
+def _print_shared(args: argparse.Namespace, result: SharedIngestResult) -> None:
+    """A shared run's summary, as ``--format`` asks (one line a run with ``--every``)."""
+    if args.format == "json":
+        indent = None if args.every is not None else 2
+        print(json.dumps(result.to_json(), indent=indent, sort_keys=True), flush=True)
+    else:
+        print(result.text(), flush=True)
 
 
 def _stop_on_signals() -> threading.Event:

@@ -25,11 +25,17 @@ What :func:`prune` removes, and what never:
 * a columns file whose segment is already gone is removed when the log names that segment
   as loaded (a prune stopped between the two removals); otherwise it stays.
 
+A shared ingest (``grstats spark ingest --shared``) keeps no entry: it marks how far it
+loaded a spool in ``data/``'s Delta log (:func:`grstats.collector.table_log.shared_marks`),
+and a sealed segment of this spool up to that mark counts as loaded, committed when the Delta
+commit that carried the mark was (the mark records no size, so none is compared).
+
 While an ingest runs it holds the table's lock (``TABLE/_grstats/.lock``); prune takes the
 same lock, shared, for its removals, and removes nothing while an ingest holds it (the next
 run prunes). Where the lock cannot be opened (a read-only table without one), it goes by the
 commit point alone, which is enough: a segment an ingest is loading is in no committed
-entry.
+entry. Shared ingests take no table lock: the same holds of their mark, which a segment
+passes only once the Delta commit of its rows is made.
 """
 
 from __future__ import annotations
@@ -47,10 +53,16 @@ from grstats.collector.columns import SUFFIX as COLUMNS_SUFFIX
 from grstats.collector.columns import columns_path
 from grstats.collector.errors import CollectorError
 from grstats.collector.spool import parse_segment_name
-from grstats.collector.table_log import LOCK_NAME, TableLogError, read_commits
+from grstats.collector.table_log import (
+    LOCK_NAME,
+    TableLogError,
+    read_commits,
+    shared_marks,
+    spool_app_id,
+)
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Iterable, Iterator
 
 
 class RetentionError(CollectorError):
@@ -63,14 +75,16 @@ class LoggedSegment:
 
     Attributes:
         name: its file name in the spool.
-        bytes: its size when ingest read it.
-        commit: the commit that named it (the last one, if several did).
+        bytes: its size when ingest read it; None for a shared ingest's (its mark records
+            no size).
+        commit: the commit that named it (the last one, if several did); for a shared
+            ingest's, the Delta version of ``data/`` that carried its mark.
         committed_at: when that commit was made.
         quarantined: whether the commit set it aside as corrupt instead of loading it.
     """
 
     name: str
-    bytes: int
+    bytes: int | None
     commit: int
     committed_at: dt.datetime
     quarantined: bool
@@ -91,11 +105,15 @@ class TableSegments:
     commits: int
 
 
-def logged_segments(table_dir: Path | str, spool: str) -> TableSegments:
+def logged_segments(
+    table_dir: Path | str, spool: str, names: Iterable[str] | None = None
+) -> TableSegments:
     """Return the segments the committed entries of ``table_dir`` name for spool ``spool``.
 
     ``spool`` is the spool's path as the entries record it (its absolute path when ingest
-    ran). A table without a log names nothing.
+    ran). A table without a log names nothing. The segments shared ingests loaded (their
+    mark in ``data/``'s Delta log, :func:`_shared_segments`) are those of the spool's
+    file names ``names`` (None: those of the directory ``spool``).
 
     Raises:
         RetentionError: an entry is missing from the sequence, unreadable, of another format,
@@ -105,7 +123,7 @@ def logged_segments(table_dir: Path | str, spool: str) -> TableSegments:
         commits = read_commits(table_dir)
     except TableLogError as exc:
         raise RetentionError(f"--table: {exc}") from exc
-    segments: dict[str, LoggedSegment] = {}
+    segments = _shared_segments(table_dir, spool, names)
     for entry in commits:
         if entry.spool != spool:
             continue
@@ -116,6 +134,39 @@ def logged_segments(table_dir: Path | str, spool: str) -> TableSegments:
                     name, segment["bytes"], entry.number, entry.committed_time, quarantined
                 )
     return TableSegments(segments, frozenset(entry.spool for entry in commits), len(commits))
+
+
+def _shared_segments(
+    table_dir: Path | str, spool: str, listed: Iterable[str] | None
+) -> dict[str, LoggedSegment]:
+    """The sealed segments of ``spool`` that shared ingests loaded, by the Delta log's mark.
+
+    A shared ingest (``grstats spark ingest --shared``) marks how far it loaded a spool in
+    ``data/``'s Delta log (:func:`grstats.collector.table_log.shared_marks`): every sealed
+    segment whose sequence number is at most the mark. Only the segments of ``listed`` (None:
+    of the directory ``spool``) are returned: the mark names none.
+
+    Raises:
+        RetentionError: the Delta log cannot be read.
+    """
+    try:
+        mark = shared_marks(table_dir).get(spool_app_id(spool))
+    except TableLogError as exc:
+        raise RetentionError(f"--table: {exc}") from exc
+    if mark is None:
+        return {}
+    if listed is None:
+        try:
+            listed = [entry.name for entry in os.scandir(spool)]
+        except OSError:
+            return {}
+    found: dict[str, LoggedSegment] = {}
+    for name in listed:
+        parsed = parse_segment_name(name)
+        load = None if parsed is None or not parsed[1] else mark.load_of(parsed[0])
+        if load is not None:
+            found[name] = LoggedSegment(name, None, load[1], load[0], quarantined=False)
+    return found
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,8 +267,8 @@ def prune(  # noqa: PLR0913  (the options are keyword-only, each with its defaul
             return result
         # Listed under the lock, after the log was read: what an ingest commits later is
         # simply not removed this time.
-        logged = logged_segments(table, name)
         files = _listing(spool)
+        logged = logged_segments(table, name, files)
         if not logged.segments:
             result.other_spools = sorted(logged.spools - {name})
         cutoff = (now or dt.datetime.now(dt.UTC)) - dt.timedelta(days=keep_days)
@@ -256,7 +307,7 @@ def _judge(
         size = path.stat().st_size
     except FileNotFoundError:
         return  # removed meanwhile (by ingest, a quarantined one, or another prune)
-    if size != entry.bytes:
+    if entry.bytes is not None and size != entry.bytes:
         result.mismatched.append(path.name)
         return
     if entry.committed_at > cutoff:

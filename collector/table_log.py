@@ -18,11 +18,18 @@ digits, numbered 1, 2, ... without a gap::
 
 An entry is written to ``<commit>.json.tmp``, fsynced and renamed into place: the rename is the
 commit (the idea of WL#2775), so a ``.tmp`` entry counts for nothing.
+
+Shared ingests (``grstats spark ingest --shared``, :mod:`grstats.spark.shared_ingest`) write no
+entry: each Delta commit of theirs to ``data/`` carries the spool's mark, Delta's application
+transaction ``{"txn": {"appId": "grstats-spool-<digest>", "version": <last segment loaded>}}``
+(:func:`spool_app_id`), which :func:`shared_marks` reads here for prune, likewise without
+pyarrow.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import os
 import re
@@ -247,3 +254,86 @@ def _field(data: dict[str, Any], key: str, kind: type[_T], path: Path, within: s
         where = f"{within}: {key}" if within else key
         raise TableLogError(f"{path}: {where}: {value!r} is not a {kind.__name__}")
     return value
+
+
+# -- shared ingests (``grstats spark ingest --shared``) -------------------------------------
+
+#: The dataset shared ingests append to; its Delta log holds their marks.
+SHARED_DATASET = "data"
+#: Each spool's lock file of shared ingests: ``<table>/_grstats/spools/<app id>.lock``.
+SPOOLS_DIR = f"{META_DIR}/spools"
+#: The prefix of a spool's Delta application id (:func:`spool_app_id`).
+SPOOL_APP_PREFIX = "grstats-spool-"
+_DELTA_ENTRY = re.compile(r"(\d{20})\.json")
+
+
+def spool_app_id(spool_dir: Path | str) -> str:
+    """The Delta application id of a spool's shared ingests: its resolved path's digest."""
+    digest = hashlib.sha256(str(Path(spool_dir).resolve()).encode("utf-8")).hexdigest()
+    return f"{SPOOL_APP_PREFIX}{digest[:16]}"
+
+
+@dataclass(frozen=True, slots=True)
+class SharedMark:
+    """How far a spool's shared ingests have loaded it, from the Delta log.
+
+    Attributes:
+        loads: each Delta commit that carried the spool's mark, in order: the last segment
+            sequence number it covers (every sealed segment up to it is loaded), its commit
+            time (``commitInfo.timestamp``) and its Delta version.
+    """
+
+    loads: tuple[tuple[int, dt.datetime, int], ...]
+
+    @property
+    def sequence(self) -> int:
+        """The last segment sequence number loaded (every one up to it is)."""
+        return self.loads[-1][0]
+
+    def load_of(self, sequence: int) -> tuple[dt.datetime, int] | None:
+        """When and in which Delta version segment ``sequence`` was loaded (None: not yet)."""
+        return next(((at, version) for upto, at, version in self.loads if sequence <= upto), None)
+
+
+def shared_marks(table_dir: Path | str) -> dict[str, SharedMark]:
+    """The marks of the spools that shared ingests loaded into the table, by application id.
+
+    Read from ``data/_delta_log/*.json``, the ``txn`` actions (Delta's application
+    transactions, PROTOCOL.md "Transaction Identifiers") whose ``appId`` is a spool's
+    (:func:`spool_app_id`), without pyarrow. Log files that Delta's log cleanup removed after
+    a checkpoint (Parquet) are not read: their older marks are missing, so the spool's older
+    segments count as not loaded (kept), never the other way round.
+
+    Raises:
+        TableLogError: a Delta log file cannot be read or is not JSON lines.
+    """
+    log_dir = Path(table_dir) / SHARED_DATASET / "_delta_log"
+    try:
+        names = sorted(entry.name for entry in os.scandir(log_dir))
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise TableLogError(f"cannot list {log_dir}: {exc}") from exc
+    loads: dict[str, list[tuple[int, dt.datetime, int]]] = {}
+    for name in names:
+        match = _DELTA_ENTRY.fullmatch(name)
+        if match is None:
+            continue
+        path = log_dir / name
+        committed_at = dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC)
+        marks: list[tuple[str, int]] = []
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+            for line in lines:
+                action = json.loads(line) if line.strip() else {}
+                if "commitInfo" in action and "timestamp" in action["commitInfo"]:
+                    stamp = int(action["commitInfo"]["timestamp"])
+                    committed_at = dt.datetime.fromtimestamp(stamp / 1000, dt.UTC)
+                txn = action.get("txn")
+                if txn and str(txn.get("appId", "")).startswith(SPOOL_APP_PREFIX):
+                    marks.append((str(txn["appId"]), int(txn["version"])))
+        except (OSError, ValueError, TypeError, AttributeError) as exc:
+            raise TableLogError(f"{path}: not a Delta log file: {exc}") from exc
+        for app_id, version in marks:
+            loads.setdefault(app_id, []).append((version, committed_at, int(match.group(1))))
+    return {app_id: SharedMark(tuple(found)) for app_id, found in loads.items()}

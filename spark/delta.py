@@ -27,14 +27,23 @@ have none.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 import pyarrow as pa
-from deltalake import CommitProperties, DeltaTable, Transaction, WriterProperties
+import pyarrow.compute as pc
+from deltalake import (
+    CommitProperties,
+    DeltaTable,
+    Transaction,
+    WriterProperties,
+    write_deltalake,
+)
 from deltalake import Schema as DeltaSchema
-from deltalake.exceptions import DeltaError
+from deltalake.exceptions import CommitFailedError, DeltaError
 from deltalake.transaction import AddAction, RemoveAction, create_table_with_add_actions
 
 from grstats.spark.decode import ARROW_MEMBER_ROWS
@@ -44,7 +53,6 @@ from grstats.spark.rollup import ARROW_GROUP_ROLLUPS, ARROW_MEMBER_ROLLUPS, ROLL
 from grstats.spark.schema import PARTITION_COLUMN
 
 if TYPE_CHECKING:
-    import datetime as dt
     from collections.abc import Iterable, Sequence
 
 
@@ -342,3 +350,144 @@ def vacuum(table_dir: Path | str, dataset: str, retention_hours: int) -> int:
     except DeltaError as exc:
         raise DeltaTableError(f"{table.table_uri}: vacuum failed: {exc}") from exc
     return len(removed)
+
+
+# -- shared ingests: appends by several writers at once (grstats.spark.shared_ingest) -------
+
+#: A member row's identity: GR's group, the member, and the member's own row stamp (its
+#: LAST_SEEN, the time of its last report that the agent read). Two collectors of one group
+#: spool the same observation with the same identity, so a shared table holds it once.
+ROW_IDENTITY = ("group_name", "member_id", "last_seen")
+#: Commit attempts of one append before it gives up (each conflict re-reads the table).
+MAX_TRIES = 50
+#: The Parquet settings of the appended files: the staged files' (zstd level 1).
+_APPEND_PROPERTIES = WriterProperties(compression="ZSTD", compression_level=1)
+_NO_STAMP = -(2**63)  # a null LAST_SEEN, as a key: nulls are equal to each other here
+
+
+@dataclass(frozen=True, slots=True)
+class Appended:
+    """What :func:`append_new` did: the Delta version, rows added, attempts it took."""
+
+    version: int | None
+    rows: int
+    tries: int
+    already: bool = False
+
+
+def _identity_keys(rows: pa.Table) -> pa.Table:
+    """``rows``' identity columns as plain keys (nulls filled, so that they match)."""
+    stamp = rows.column("last_seen").cast(pa.int64())
+    return pa.table(
+        {
+            "k_group": pc.fill_null(rows.column("group_name"), ""),
+            "k_member": pc.fill_null(rows.column("member_id"), ""),
+            "k_seen": pc.fill_null(stamp, _NO_STAMP),
+        }
+    )
+
+
+def new_member_rows(rows: pa.Table, present: pa.Table) -> pa.Table:
+    """The rows of ``rows`` whose identity (:data:`ROW_IDENTITY`) ``present`` lacks, each once.
+
+    ``present`` holds at least the identity columns; of rows of one identity the first is
+    kept, in ``rows``' order.
+    """
+    if not rows.num_rows:
+        return rows
+    keys = _identity_keys(rows).append_column("k_index", pa.array(range(rows.num_rows), pa.int64()))
+    firsts = keys.group_by(["k_group", "k_member", "k_seen"], use_threads=False).aggregate(
+        [("k_index", "min")]
+    )
+    if present.num_rows:
+        firsts = firsts.join(
+            _identity_keys(present).group_by(["k_group", "k_member", "k_seen"]).aggregate([]),
+            keys=["k_group", "k_member", "k_seen"],
+            join_type="left anti",
+            use_threads=False,
+        )
+    kept = pc.sort_indices(firsts.column("k_index_min"))
+    return rows.take(pc.take(firsts.column("k_index_min"), kept))
+
+
+def app_mark(table_dir: Path | str, app_id: str) -> int:
+    """The version of application ``app_id``'s last transaction in ``data/`` (0: none)."""
+    table = _open(table_dir, "data")
+    return 0 if table is None else table.transaction_version(app_id) or 0
+
+
+def _present(table: DeltaTable, rows: pa.Table) -> pa.Table:
+    """The identities the table's version holds on the UTC dates of ``rows``, and the next to them.
+
+    The neighbours too: ``collected_date`` is the collector's date, so two collectors that read
+    one observation on either side of midnight put it on two dates.
+    """
+    one = dt.timedelta(days=1)
+    days = sorted(
+        {
+            near
+            for day in pc.unique(rows.column(PARTITION_COLUMN)).to_pylist()
+            if day is not None
+            for near in (day - one, day, day + one)
+        }
+    )
+    dataset = table.to_pyarrow_dataset()
+    return dataset.to_table(
+        columns=list(ROW_IDENTITY), filter=pc.field(PARTITION_COLUMN).isin(days)
+    )
+
+
+def append_new(table_dir: Path | str, rows: pa.Table, app_id: str, mark: int) -> Appended:
+    """Append to ``data/`` the rows of ``rows`` it lacks, marking ``app_id``'s transaction ``mark``.
+
+    Each attempt reads the table's newest version, drops the rows whose identity it holds
+    (:func:`new_member_rows`) and commits the rest at the next version with no retry of
+    delta-rs's own (``max_commit_retries=0``: its retry would commit a blind append over a
+    concurrent one, doubling the rows both loaded). A concurrent writer's commit fails the
+    attempt (``CommitFailedError``) and the next one starts over, up to :data:`MAX_TRIES`. A
+    version already carrying ``mark`` for ``app_id`` (Delta's application transaction) adds
+    nothing. The commit is made even when no row is new, for the mark. Called by
+    :func:`grstats.spark.shared_ingest.run_shared_ingest`, once per batch of segments.
+
+    Raises:
+        DeltaTableError: the table cannot be read or written, or every attempt conflicted.
+    """
+    uri = dataset_uri(table_dir, "data")
+    rows = rows.select(ARROW_MEMBER_ROWS.names).cast(ARROW_MEMBER_ROWS)
+    last: Exception | None = None
+    for attempt in range(1, MAX_TRIES + 1):
+        table = _open(table_dir, "data")
+        if table is not None and (table.transaction_version(app_id) or 0) >= mark:
+            return Appended(table.version(), 0, attempt, already=True)
+        new = rows if table is None else new_member_rows(rows, _present(table, rows))
+        if table is None:
+            new = new_member_rows(rows, rows.slice(0, 0))
+        properties = CommitProperties(
+            max_commit_retries=0,
+            app_transactions=[Transaction(app_id, mark)],
+            custom_metadata={"grstats.spool": app_id},
+        )
+        try:
+            write_deltalake(
+                uri if table is None else table,
+                new,
+                mode="append",
+                partition_by=[PARTITION_COLUMN],
+                name="data" if table is None else None,
+                writer_properties=_APPEND_PROPERTIES,
+                commit_properties=properties,
+            )
+        except CommitFailedError as exc:  # a concurrent writer's commit came first
+            last = exc
+            continue
+        except DeltaError as exc:
+            if table is None:  # two writers made the table at once: the other one won
+                last = exc
+                continue
+            raise DeltaTableError(f"{uri}: the Delta commit failed: {exc}") from exc
+        done = _open(table_dir, "data")
+        return Appended(None if done is None else done.version(), new.num_rows, attempt)
+    raise DeltaTableError(
+        f"{uri}: {MAX_TRIES} commit attempts of {app_id} (mark {mark}) each met a concurrent "
+        f"commit; the last: {last}"
+    )
