@@ -358,11 +358,21 @@ def vacuum(table_dir: Path | str, dataset: str, retention_hours: int) -> int:
 #: LAST_SEEN, the time of its last report that the agent read). Two collectors of one group
 #: spool the same observation with the same identity, so a shared table holds it once.
 ROW_IDENTITY = ("group_name", "member_id", "last_seen")
+#: Two rows of one member whose LAST_SEEN are at most this far apart (µs) are one observation.
+#: LAST_SEEN is on the serving agent's clock: a peer member's is its own stamp moved by that
+#: agent's estimate of the peer's clock offset (agent/known.py, ``reported``), so two
+#: collectors that read one observation through two agents see stamps a few ms apart. An
+#: agent reads its member once a period, at multiples of it on the wall clock, and a period is
+#: at least 1 s (agent/config.py), so two observations of one member are about a period apart:
+#: a quarter of the shortest period tells the two cases apart.
+SAME_OBSERVATION_US = 250_000
 #: Commit attempts of one append before it gives up (each conflict re-reads the table).
 MAX_TRIES = 50
 #: The Parquet settings of the appended files: the staged files' (zstd level 1).
 _APPEND_PROPERTIES = WriterProperties(compression="ZSTD", compression_level=1)
-_NO_STAMP = -(2**63)  # a null LAST_SEEN, as a key: nulls are equal to each other here
+#: A null LAST_SEEN, as a key: nulls are one value here, far from every stamp (and no
+#: difference of two keys overflows).
+_NO_STAMP = -(2**62)
 
 
 @dataclass(frozen=True, slots=True)
@@ -387,27 +397,70 @@ def _identity_keys(rows: pa.Table) -> pa.Table:
     )
 
 
-def new_member_rows(rows: pa.Table, present: pa.Table) -> pa.Table:
-    """The rows of ``rows`` whose identity (:data:`ROW_IDENTITY`) ``present`` lacks, each once.
+def _firsts(keys: pa.Table, tolerance_us: int) -> pa.Array:
+    """The ``k_index`` of each row of ``keys`` that no row before it repeats, in their order.
 
-    ``present`` holds at least the identity columns; of rows of one identity the first is
-    kept, in ``rows``' order.
+    In (group, member, stamp, index) order a row repeats the one before it when both are of
+    one member and their stamps at most ``tolerance_us`` apart.
+    """
+    order = keys.sort_by(
+        [(name, "ascending") for name in ("k_group", "k_member", "k_seen", "k_index")]
+    )
+    count = order.num_rows
+    if count < 2:  # one row repeats nothing
+        return order.column("k_index")
+    head, tail = order.slice(0, count - 1), order.slice(1)
+    repeats = pc.and_(
+        pc.and_(
+            pc.equal(tail.column("k_group"), head.column("k_group")),
+            pc.equal(tail.column("k_member"), head.column("k_member")),
+        ),
+        pc.less_equal(pc.subtract(tail.column("k_seen"), head.column("k_seen")), tolerance_us),
+    )
+    kept = pa.concat_arrays([pa.array([True]), pc.invert(repeats).combine_chunks()])
+    firsts = order.column("k_index").filter(kept)
+    return pc.take(firsts, pc.sort_indices(firsts))
+
+
+def _bucket(stamps: pa.ChunkedArray | pa.Array, tolerance_us: int) -> pa.Array:
+    """Each stamp's bucket of ``tolerance_us``: stamps that far apart are in adjacent ones."""
+    return pc.divide(stamps, tolerance_us)  # integer division (the null key's too)
+
+
+def new_member_rows(
+    rows: pa.Table, present: pa.Table, tolerance_us: int = SAME_OBSERVATION_US
+) -> pa.Table:
+    """The rows of ``rows`` that repeat no row of ``present`` nor one before them, in order.
+
+    A row repeats another of the same group and member whose LAST_SEEN is at most
+    ``tolerance_us`` from its own (:data:`SAME_OBSERVATION_US`); null stamps repeat each
+    other. ``present`` holds at least the identity columns (:data:`ROW_IDENTITY`).
     """
     if not rows.num_rows:
         return rows
     keys = _identity_keys(rows).append_column("k_index", pa.array(range(rows.num_rows), pa.int64()))
-    firsts = keys.group_by(["k_group", "k_member", "k_seen"], use_threads=False).aggregate(
-        [("k_index", "min")]
-    )
+    kept = keys.take(_firsts(keys, tolerance_us))
     if present.num_rows:
-        firsts = firsts.join(
-            _identity_keys(present).group_by(["k_group", "k_member", "k_seen"]).aggregate([]),
-            keys=["k_group", "k_member", "k_seen"],
-            join_type="left anti",
-            use_threads=False,
+        known = _identity_keys(present)
+        known = pa.table(
+            {
+                "k_group": known.column("k_group"),
+                "k_member": known.column("k_member"),
+                "k_bucket": _bucket(known.column("k_seen"), tolerance_us),
+                "p_seen": known.column("k_seen"),
+            }
         )
-    kept = pc.sort_indices(firsts.column("k_index_min"))
-    return rows.take(pc.take(firsts.column("k_index_min"), kept))
+        bucket = _bucket(kept.column("k_seen"), tolerance_us)
+        near = pa.concat_tables(
+            kept.append_column("k_bucket", pc.add(bucket, step)) for step in (-1, 0, 1)
+        )
+        pairs = near.join(
+            known, keys=["k_group", "k_member", "k_bucket"], join_type="inner", use_threads=False
+        )
+        apart = pc.abs(pc.subtract(pairs.column("k_seen"), pairs.column("p_seen")))
+        repeated = pc.unique(pairs.column("k_index").filter(pc.less_equal(apart, tolerance_us)))
+        kept = kept.filter(pc.invert(pc.is_in(kept.column("k_index"), value_set=repeated)))
+    return rows.take(kept.column("k_index"))
 
 
 def app_mark(table_dir: Path | str, app_id: str) -> int:
@@ -417,10 +470,14 @@ def app_mark(table_dir: Path | str, app_id: str) -> int:
 
 
 def _present(table: DeltaTable, rows: pa.Table) -> pa.Table:
-    """The identities the table's version holds on the UTC dates of ``rows``, and the next to them.
+    """The identities of the table's version that rows of ``rows`` may repeat.
 
-    The neighbours too: ``collected_date`` is the collector's date, so two collectors that read
-    one observation on either side of midnight put it on two dates.
+    Those of ``rows``' groups whose LAST_SEEN is within :data:`SAME_OBSERVATION_US` of the
+    batch's stamps (or null, when the batch has a null one), on the UTC dates of ``rows`` and
+    the next to them: ``collected_date`` is the collector's date, so two collectors that read
+    one observation on either side of midnight put it on two dates. The stamp's range lets
+    the Parquet reader skip the files and row groups of other times by their statistics, so a
+    commit reads about its own minutes of the table, not its days.
     """
     one = dt.timedelta(days=1)
     days = sorted(
@@ -431,10 +488,20 @@ def _present(table: DeltaTable, rows: pa.Table) -> pa.Table:
             for near in (day - one, day, day + one)
         }
     )
-    dataset = table.to_pyarrow_dataset()
-    return dataset.to_table(
-        columns=list(ROW_IDENTITY), filter=pc.field(PARTITION_COLUMN).isin(days)
+    wanted = pc.field(PARTITION_COLUMN).isin(days) & pc.field("group_name").isin(
+        pc.unique(rows.column("group_name")).drop_null()
     )
+    seen = rows.column("last_seen")
+    span = pc.min_max(seen)
+    if span["min"].is_valid:
+        margin = dt.timedelta(microseconds=SAME_OBSERVATION_US)
+        within = (pc.field("last_seen") >= pc.scalar(span["min"].as_py() - margin)) & (
+            pc.field("last_seen") <= pc.scalar(span["max"].as_py() + margin)
+        )
+        wanted &= within | pc.field("last_seen").is_null() if seen.null_count else within
+    else:  # every stamp is null
+        wanted &= pc.field("last_seen").is_null()
+    return table.to_pyarrow_dataset().to_table(columns=list(ROW_IDENTITY), filter=wanted)
 
 
 def append_new(table_dir: Path | str, rows: pa.Table, app_id: str, mark: int) -> Appended:

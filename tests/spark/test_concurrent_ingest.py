@@ -10,6 +10,7 @@ ran, B's where only B ran, and DuckDB, ``deltalake`` and the report read it.
 from __future__ import annotations
 
 import datetime as dt
+import itertools
 import json
 import threading
 from typing import TYPE_CHECKING, Any
@@ -228,6 +229,80 @@ def expected_like(*members: tuple[str, int | None]) -> list[dict[str, Any]]:
         }
         for member, second in members
     ]
+
+
+def stamped(*rows: tuple[str, int | None]) -> pa.Table:
+    """Member rows of ``(member_id, LAST_SEEN µs after T0)`` pairs, ``segment`` their index."""
+    base = make_record(0)["collected_at_us"]
+    return pa.Table.from_pylist(
+        [
+            {
+                "collected_date": None,
+                "member_id": member,
+                "group_name": GROUP,
+                "last_seen": None if offset is None else base + offset,
+                "segment": f"s{index}",
+            }
+            for index, (member, offset) in enumerate(rows)
+        ],
+        schema=ARROW_MEMBER_ROWS,
+    )
+
+
+def test_stamps_a_few_ms_apart_are_one_observation_and_a_period_apart_two() -> None:
+    """Within SAME_OBSERVATION_US of a row (the table's or an earlier one) a row repeats it."""
+    present = stamped(("m1", 0))
+    rows = stamped(
+        ("m1", 3_000),  # the table's, through another agent: a repeat
+        ("m1", 300_000),  # further than the tolerance: another observation
+        ("m1", 1_000_000),  # the next period's
+        ("m2", 5_000),
+        ("m2", 3_000),  # 2 ms before the row before it: one observation, the earlier kept
+        ("m2", -996_000),  # the period before
+        ("m3", -2_000),  # another member: not the table's m1
+    )
+    kept = new_member_rows(rows, present)
+    assert kept.column("segment").to_pylist() == ["s1", "s2", "s4", "s5", "s6"]
+    assert delta.SAME_OBSERVATION_US == 250_000
+
+
+def through_another_agent(record: dict[str, Any], shifts_us: tuple[int, ...]) -> dict[str, Any]:
+    """``record`` as read through another agent: member i's LAST_SEEN moved by ``shifts_us[i]``.
+
+    Each agent moves a peer member's stamp by its own estimate of that member's clock offset
+    (agent/known.py, ``reported``), so one observation read through two agents differs by ms.
+    """
+    for table in record["tables"].values():
+        if "LAST_SEEN" not in table["columns"]:
+            continue
+        at = table["columns"].index("LAST_SEEN")
+        for index, row in enumerate(table["rows"]):
+            row[at] += shifts_us[index]
+    return record
+
+
+def test_collectors_reading_through_two_agents_load_each_row_once(tmp_path: Path) -> None:
+    """B reads the group through another agent (stamps ms apart from A's): each row once."""
+    root = tmp_path
+    write_collector(root / "a", SECONDS["a"])
+    shifts = (2_100, -3_400, 450)
+    spans = [SECONDS["b"][i : i + PER_SEGMENT] for i in range(0, len(SECONDS["b"]), PER_SEGMENT)]
+    write_spool(
+        root / "b",
+        [
+            [through_another_agent(make_record(s, group=GROUP_KEYS), shifts) for s in span]
+            for span in spans
+        ],
+    )
+    ingest_both(root, segments_per_commit=2)
+    rows = table_rows(root / "table")
+    assert len(rows) == 90 * 3
+    by_member: dict[str, list[int]] = {}
+    for row in rows:
+        by_member.setdefault(row["member_id"], []).append(int(row["last_seen"].timestamp() * 1e6))
+    for stamps in by_member.values():
+        ordered = sorted(stamps)
+        assert min(b - a for a, b in itertools.pairwise(ordered)) > 900_000
 
 
 def test_a_commit_that_meets_a_concurrent_one_reads_the_table_again(
