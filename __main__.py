@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
+from grstats.cli import script
 
-from grstats.cli import main
-
-sys.exit(main())
+script()

@@ -63,7 +63,6 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from grstats.core.election import BACKLOG_WARNING, NextPrimary, next_primary
 from grstats.core.query_wire import SourceReport
 from grstats.core.rows import (
     REPLICATION_GROUP_MEMBER_STATUS,
@@ -84,6 +83,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
 
     from grstats.agent.views import Disagreement
+    from grstats.core.election import NextPrimary
     from grstats.core.rows import Table, Value
     from grstats.core.rows.zone import TimeZone
 
@@ -238,6 +238,9 @@ class GroupStatus:
         :func:`~grstats.core.election.next_primary` over the member rows: each member's weight
         is its row's MEMBER_WEIGHT where the agent sends one.
         """
+        # Imported here: a table's query (``grstats query members``) needs no election rules.
+        from grstats.core.election import next_primary  # noqa: PLC0415
+
         return next_primary(self.members, single_primary=self.text("MODE") == "single-primary")
 
     def address_of(self, member_id: str) -> str:
@@ -579,6 +582,8 @@ def catching_up_members(status: GroupStatus) -> list[dict[str, Value]]:
 
     A backlog is large past :data:`~grstats.core.election.BACKLOG_WARNING` transactions left.
     """
+    from grstats.core.election import BACKLOG_WARNING  # noqa: PLC0415  (the status only)
+
     return [
         member
         for member in status.members

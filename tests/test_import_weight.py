@@ -187,10 +187,12 @@ def test_version_and_query_help_load_no_grpc_structlog_or_any_commands_code() ->
 
 
 #: What ``grstats query members`` leaves unloaded (issue 50): the agent's own modules (the
-#: table's wire form and the source report are core/query_wire.py's), prometheus-client, the
+#: table's wire form and the source report are core/query_wire.py's), the election's rules
+#: (``query status``'s next primary), prometheus-client, the
 #: SQL engine, Rich and the MySQL drivers.
 NOT_FOR_A_TABLE_QUERY = (
     "grstats.agent",
+    "grstats.core.election",
     "prometheus_client",
     "mysql_mimic",
     "sqlglot",

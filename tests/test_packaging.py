@@ -171,7 +171,7 @@ def test_the_wheels_only_top_level_name_is_grstats(wheel: Path) -> None:
     assert len(spark) == 2
     assert all('extra == "spark"' in line for line in spark)
     entry_points = zipfile.ZipFile(wheel).read(f"{dist_info}/entry_points.txt").decode()
-    assert "grstats = grstats.cli:main" in entry_points
+    assert "grstats = grstats.cli:script" in entry_points
 
 
 @pytest.mark.slow
