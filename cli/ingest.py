@@ -311,10 +311,7 @@ def _runs(
     from grstats.spark.ingest import IngestError, SettingsRefused, run_ingest  # noqa: PLC0415
     from grstats.spark.table import TableError  # noqa: PLC0415
 
-    stopping = _stop_on_signals() if args.every is not None else threading.Event()
-    runs = 0
-    while True:
-        runs += 1
+    def once(runs: int) -> None:
         try:
             result = run_ingest(
                 spark,
@@ -328,12 +325,32 @@ def _runs(
             )
         except SettingsRefused as exc:  # the arguments do not fit this table
             raise CliError(str(exc), code=2) from exc
-        except (IngestError, TableError, SpoolError) as exc:
+        _print_summary(args, result, startup_seconds if runs == 1 else None)
+
+    _on_schedule(args, once, (IngestError, TableError, SpoolError), progress)
+
+
+def _on_schedule(
+    args: argparse.Namespace,
+    once: Callable[[int], None],
+    failures: tuple[type[Exception], ...],
+    progress: Callable[[str], None],
+) -> None:
+    """Call ``once(run number)`` once, or every ``--every`` seconds until a signal or ``--runs``.
+
+    A run that raises one of ``failures`` is a CliError without ``--every``; with it, it is
+    reported and the next run tried.
+    """
+    stopping = _stop_on_signals() if args.every is not None else threading.Event()
+    runs = 0
+    while True:
+        runs += 1
+        try:
+            once(runs)
+        except failures as exc:
             if args.every is None:
                 raise CliError(str(exc)) from exc
             progress(f"run {runs} failed: {exc}; the next run in {args.every:g} s")
-        else:
-            _print_summary(args, result, startup_seconds if runs == 1 else None)
         if args.every is None or (args.runs is not None and runs >= args.runs):
             return
         if stopping.wait(args.every):
@@ -352,25 +369,14 @@ def _run_shared(args: argparse.Namespace) -> int:
     def progress(message: str) -> None:
         print(f"ingest: {message}", file=sys.stderr, flush=True)
 
-    stopping = _stop_on_signals() if args.every is not None else threading.Event()
-    runs = 0
-    while True:
-        runs += 1
-        try:
-            result = run_shared_ingest(
-                args.spool, args.table, progress=progress, use_columns=not args.ignore_columns
-            )
-        except (SharedIngestError, DeltaTableError, SpoolError) as exc:
-            if args.every is None:
-                raise CliError(str(exc)) from exc
-            progress(f"run {runs} failed: {exc}; the next run in {args.every:g} s")
-        else:
-            _print_shared(args, result)
-        if args.every is None or (args.runs is not None and runs >= args.runs):
-            return 0
-        if stopping.wait(args.every):
-            progress("stopped")
-            return 0
+    def once(_runs: int) -> None:
+        result = run_shared_ingest(
+            args.spool, args.table, progress=progress, use_columns=not args.ignore_columns
+        )
+        _print_shared(args, result)
+
+    _on_schedule(args, once, (SharedIngestError, DeltaTableError, SpoolError), progress)
+    return 0
 
 
 def _print_shared(args: argparse.Namespace, result: SharedIngestResult) -> None:
