@@ -119,6 +119,7 @@ bench: $(VENV)/.installed-bench ## run the benchmarks (not part of make test); f
 	$(BIN)/python -m tests.benchmarks.bench_collector_fleet --json bench-results/collector_fleet.json
 	$(BIN)/python tests/benchmarks/bench_spark.py --json bench-results/spark.json
 	$(BIN)/python tests/benchmarks/bench_fleet_spark.py --json bench-results/fleet_spark.json
+	$(BIN)/python -m tests.benchmarks.bench_fleet_delta --json bench-results/fleet_delta.json
 	$(MAKE) dist
 	$(BIN)/python -m tests.benchmarks.bench_release --json bench-results/release.json
 	$(BIN)/python -m tests.benchmarks.bench_cli --json bench-results/cli.json
