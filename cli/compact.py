@@ -60,7 +60,9 @@ def register(subparsers: Subparsers) -> None:
         type=int,
         default=None,
         metavar="HOURS",
-        help="then delete replaced files no version of the last HOURS reads, 0 to 87600 "
+        help="then delete replaced files no version of the last HOURS reads, and files of no "
+        "version older than HOURS (a shared ingest's lost attempts), 0 to 87600, at least 1 "
+        "on a table shared ingests load "
         f"(default: no vacuum; Delta's own default retention is {VACUUM_HOURS})",
     )
     parser.add_argument(
@@ -86,7 +88,11 @@ def run(args: argparse.Namespace) -> int:
     if args.vacuum_hours is not None and not 0 <= args.vacuum_hours <= 87_600:
         raise CliError(f"--vacuum-hours: {args.vacuum_hours} is not from 0 to 87600", code=2)
     require_spark()
-    from grstats.spark.compact import NotATable, compact_table  # noqa: PLC0415 (pyspark)
+    from grstats.spark.compact import (  # noqa: PLC0415 (pyspark)
+        NotATable,
+        RetentionRefused,
+        compact_table,
+    )
     from grstats.spark.table import TableError  # noqa: PLC0415
 
     try:
@@ -96,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
             vacuum_hours=args.vacuum_hours,
             publish_to=args.publish,
         )
-    except NotATable as exc:
+    except (NotATable, RetentionRefused) as exc:
         raise CliError(str(exc), code=2) from exc
     except TableError as exc:
         raise CliError(str(exc)) from exc

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from grstats.collector.table_log import META_DIR
+from grstats.collector.table_log import META_DIR, SPOOLS_DIR
 from grstats.spark.compact_settings import TARGET_MIB
 from grstats.spark.delta import DeltaTableError, compact, vacuum
 from grstats.spark.publish import PublishError, publish
@@ -57,6 +57,16 @@ class CompactResult:
 
 class NotATable(TableError):
     """``--table`` names a directory without grstats' metadata (an invalid argument)."""
+
+
+#: The shortest vacuum retention, in hours, of a table that shared ingests load: their
+#: attempts' files are in no Delta version until the attempt commits (seconds to minutes
+#: later), and a vacuum of a shorter retention would delete them under it.
+SHARED_VACUUM_HOURS = 1
+
+
+class RetentionRefused(TableError):
+    """A vacuum retention the table cannot take: the message names ``--vacuum-hours``."""
 
 
 @contextlib.contextmanager
@@ -100,11 +110,20 @@ def compact_table(
 
     Raises:
         NotATable: the directory is no grstats table.
+        RetentionRefused: ``vacuum_hours`` is under :data:`SHARED_VACUUM_HOURS` on a table
+            that shared ingests load.
         TableError: the table cannot be used (a broken log, an ingest running), or the
             copy at ``publish_to`` cannot be written.
     """
     table = Path(table_dir)
     result = CompactResult()
+    shared = (table / SPOOLS_DIR).is_dir()
+    if shared and vacuum_hours is not None and vacuum_hours < SHARED_VACUUM_HOURS:
+        raise RetentionRefused(
+            f"--vacuum-hours: {vacuum_hours} is less than {SHARED_VACUUM_HOURS} for {table}, "
+            "which shared ingests load: a running one's files are in no Delta version until "
+            "it commits, and a vacuum would delete them"
+        )
     with _settled(table) as log:
         log.catch_up()
         try:

@@ -333,9 +333,13 @@ def compact(
 def vacuum(table_dir: Path | str, dataset: str, retention_hours: int) -> int:
     """Delete ``dataset``'s files that no Delta version of the last ``retention_hours`` reads.
 
-    The files compaction replaced, once older than the retention. Returns how many went.
-    Only a holder of the table's lock calls it, after every commit's files are in the Delta
-    log (a file the log does not list yet is one vacuum would take as garbage).
+    The files compaction replaced, once older than the retention, and (Delta's full vacuum)
+    the files of no version at all older than it: those of a shared ingest's attempt that met
+    a concurrent commit, or was killed before its own. Returns how many went. Only a holder
+    of the table's lock calls it, after every commit's files are in the Delta log (a file the
+    log does not list yet is one vacuum would take as garbage), and on a table that shared
+    ingests load only with a retention longer than any attempt takes
+    (:data:`grstats.spark.compact.SHARED_VACUUM_HOURS`): their files are listed only at commit.
 
     Raises:
         DeltaTableError: the Delta log cannot be read or written.
@@ -345,7 +349,10 @@ def vacuum(table_dir: Path | str, dataset: str, retention_hours: int) -> int:
         return 0
     try:
         removed = table.vacuum(
-            retention_hours=retention_hours, dry_run=False, enforce_retention_duration=False
+            retention_hours=retention_hours,
+            dry_run=False,
+            enforce_retention_duration=False,
+            full=True,
         )
     except DeltaError as exc:
         raise DeltaTableError(f"{table.table_uri}: vacuum failed: {exc}") from exc

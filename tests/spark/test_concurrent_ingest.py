@@ -12,7 +12,10 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import json
+import os
 import threading
+import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -32,8 +35,6 @@ from tests.spark.spool import GROUP, expected_rows, make_record, write_spool
 from tests.spark.test_table_readers import delta_duckdb
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from pyspark.sql import SparkSession
 
 pytestmark = pytest.mark.spark
@@ -412,3 +413,40 @@ def test_prune_dates_each_segment_by_the_commit_that_marked_it(tmp_path: Path) -
     assert [(r.name, r.commit) for r in result.removed] == [(segments[0].name, 0)]
     assert result.kept_recent == [segments[1].name]
     assert result.kept_unloaded == [segments[2].name]
+
+
+def test_compact_vacuums_a_lost_attempts_files_once_older_than_its_hours(tmp_path: Path) -> None:
+    """Files of no Delta version go once older than --vacuum-hours, never younger; rows stay."""
+    spool, table = tmp_path / "spool", tmp_path / "table"
+    write_collector(spool, range(20))
+    run_shared_ingest(spool, table)
+    data = table / "data"
+    live = {Path(uri).name for uri in DeltaTable(str(data)).file_uris()}
+    day = next(data.glob("collected_date=*"))
+    old, young = day / "part-00000-lost-old.parquet", day / "part-00000-lost-young.parquet"
+    for lost in (old, young):  # an attempt that met a concurrent commit left its file
+        lost.write_bytes(next(day.glob("*.parquet")).read_bytes())
+    two_hours_ago = time.time() - 2 * 3600
+    os.utime(old, (two_hours_ago, two_hours_ago))
+    args = ["spark", "compact", "--table", str(table), "--target-mib", "1"]
+    assert main([*args, "--vacuum-hours", "1"]) == 0
+    assert not old.exists()
+    assert young.exists()
+    assert len(table_rows(table)) == 20 * 3
+    assert {Path(uri).name for uri in DeltaTable(str(data)).file_uris()} <= live | {
+        path.name for path in day.glob("*.parquet")
+    }
+
+
+def test_compact_refuses_a_vacuum_under_an_hour_on_a_shared_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--vacuum-hours 0 on a table shared ingests load exits 2, naming the option; nothing goes."""
+    spool, table = tmp_path / "spool", tmp_path / "table"
+    write_collector(spool, range(10))
+    run_shared_ingest(spool, table)
+    before = sorted(path.name for path in (table / "data").rglob("*.parquet"))
+    args = ["spark", "compact", "--table", str(table), "--vacuum-hours", "0"]
+    assert main(args) == 2
+    assert "--vacuum-hours: 0 is less than 1 for" in capsys.readouterr().err
+    assert sorted(path.name for path in (table / "data").rglob("*.parquet")) == before
