@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -40,7 +41,6 @@ from deltalake import (
     DeltaTable,
     Transaction,
     WriterProperties,
-    write_deltalake,
 )
 from deltalake import Schema as DeltaSchema
 from deltalake.exceptions import CommitFailedError, DeltaError
@@ -51,6 +51,7 @@ from grstats.spark.events import ARROW_EVENTS
 from grstats.spark.member_log import ARROW_LOG
 from grstats.spark.rollup import ARROW_GROUP_ROLLUPS, ARROW_MEMBER_ROLLUPS, ROLLUPS_DIR
 from grstats.spark.schema import PARTITION_COLUMN
+from grstats.spark.stage import PARQUET_OPTIONS, write_by_date
 
 if TYPE_CHECKING:
     from collections.abc import Iterable, Sequence
@@ -375,8 +376,6 @@ ROW_IDENTITY = ("group_name", "member_id", "last_seen")
 SAME_OBSERVATION_US = 250_000
 #: Commit attempts of one append before it gives up (each conflict re-reads the table).
 MAX_TRIES = 50
-#: The Parquet settings of the appended files: the staged files' (zstd level 1).
-_APPEND_PROPERTIES = WriterProperties(compression="ZSTD", compression_level=1)
 #: A null LAST_SEEN, as a key: nulls are one value here, far from every stamp (and no
 #: difference of two keys overflows).
 _NO_STAMP = -(2**62)
@@ -514,43 +513,45 @@ def _present(table: DeltaTable, rows: pa.Table) -> pa.Table:
 def append_new(table_dir: Path | str, rows: pa.Table, app_id: str, mark: int) -> Appended:
     """Append to ``data/`` the rows of ``rows`` it lacks, marking ``app_id``'s transaction ``mark``.
 
-    Each attempt reads the table's newest version, drops the rows whose identity it holds
-    (:func:`new_member_rows`) and commits the rest at the next version with no retry of
-    delta-rs's own (``max_commit_retries=0``: its retry would commit a blind append over a
-    concurrent one, doubling the rows both loaded). A concurrent writer's commit fails the
-    attempt (``CommitFailedError``) and the next one starts over, up to :data:`MAX_TRIES`. A
-    version already carrying ``mark`` for ``app_id`` (Delta's application transaction) adds
-    nothing. The commit is made even when no row is new, for the mark. Called by
+    Reads the table's newest version, drops the rows that repeat one it holds
+    (:func:`new_member_rows`), writes the rest's files (:func:`_write_rows`) and commits them
+    at the next version with no retry of delta-rs' own (``max_commit_retries=0``: its retry
+    would commit a blind append over a concurrent one, doubling the rows both loaded). A
+    concurrent writer's commit fails the attempt (``CommitFailedError``); the next one reads
+    the table again and, when the written rows repeat none of what it now holds (collectors
+    sharded by group never do), commits the same files; otherwise it deletes them and writes
+    the rows that are still new. Up to :data:`MAX_TRIES` attempts. A version already carrying
+    ``mark`` for ``app_id`` (Delta's application transaction) adds nothing. The commit is made
+    even when no row is new, for the mark. Called by
     :func:`grstats.spark.shared_ingest.run_shared_ingest`, once per batch of segments.
 
     Raises:
         DeltaTableError: the table cannot be read or written, or every attempt conflicted.
     """
+    table_dir = Path(table_dir)
     uri = dataset_uri(table_dir, "data")
-    rows = rows.select(ARROW_MEMBER_ROWS.names).cast(ARROW_MEMBER_ROWS)
+    new = rows.select(ARROW_MEMBER_ROWS.names).cast(ARROW_MEMBER_ROWS)
+    written: list[AddAction] | None = None  # the files of ``new``, once written
     last: Exception | None = None
     for attempt in range(1, MAX_TRIES + 1):
         table = _open(table_dir, "data")
         if table is not None and (table.transaction_version(app_id) or 0) >= mark:
+            _delete(table_dir, written)
             return Appended(table.version(), 0, attempt, already=True)
-        new = rows if table is None else new_member_rows(rows, _present(table, rows))
-        if table is None:
-            new = new_member_rows(rows, rows.slice(0, 0))
+        still = new_member_rows(new, new.slice(0, 0) if table is None else _present(table, new))
+        if written is not None and still.num_rows != new.num_rows:  # a commit repeated some
+            _delete(table_dir, written)
+            written = None
+        if written is None:
+            new = still
+            written = _write_rows(table_dir, new)
         properties = CommitProperties(
             max_commit_retries=0,
             app_transactions=[Transaction(app_id, mark)],
             custom_metadata={"grstats.spool": app_id},
         )
         try:
-            write_deltalake(
-                uri if table is None else table,
-                new,
-                mode="append",
-                partition_by=[PARTITION_COLUMN],
-                name="data" if table is None else None,
-                writer_properties=_APPEND_PROPERTIES,
-                commit_properties=properties,
-            )
+            version = _commit_shared(uri, table, written, properties)
         except CommitFailedError as exc:  # a concurrent writer's commit came first
             last = exc
             continue
@@ -559,9 +560,83 @@ def append_new(table_dir: Path | str, rows: pa.Table, app_id: str, mark: int) ->
                 last = exc
                 continue
             raise DeltaTableError(f"{uri}: the Delta commit failed: {exc}") from exc
-        done = _open(table_dir, "data")
-        return Appended(None if done is None else done.version(), new.num_rows, attempt)
+        return Appended(version, new.num_rows, attempt)
+    _delete(table_dir, written)
     raise DeltaTableError(
         f"{uri}: {MAX_TRIES} commit attempts of {app_id} (mark {mark}) each met a concurrent "
         f"commit; the last: {last}"
     )
+
+
+def _write_rows(table_dir: Path, rows: pa.Table) -> list[AddAction]:
+    """Write ``rows`` into ``data/``, a file per date, as a shared ingest's; their ``add``s.
+
+    The files are in no Delta version until a commit lists them; the stats carry LAST_SEEN's
+    range, so that readers (and :func:`_present`) can skip the files of other times.
+    """
+    dates = rows.column(PARTITION_COLUMN)
+    adds = []
+    for path, count in write_by_date(
+        rows.drop_columns([PARTITION_COLUMN]),
+        dates,
+        table_dir / "data",
+        f"part-{uuid.uuid4()}.shared",
+        PARQUET_OPTIONS,
+    ):
+        day = path.parent.name.split("=", 1)[1]
+        on_day = pc.equal(dates, pa.scalar(dt.date.fromisoformat(day), pa.date32()))
+        seen = pc.min_max(rows.filter(on_day).column("last_seen"))
+        stats: dict[str, Any] = {"numRecords": count}
+        if seen["min"].is_valid:
+            stats["minValues"] = {"last_seen": _stat_time(seen["min"].as_py())}
+            stats["maxValues"] = {"last_seen": _stat_time(seen["max"].as_py())}
+        stat = path.stat()
+        adds.append(
+            AddAction(
+                path=path.relative_to(table_dir / "data").as_posix(),
+                size=stat.st_size,
+                partition_values={PARTITION_COLUMN: day},
+                modification_time=stat.st_mtime_ns // 1_000_000,
+                data_change=True,
+                stats=json.dumps(stats),
+            )
+        )
+    return adds
+
+
+def _stat_time(value: dt.datetime) -> str:
+    """A timestamp as Delta's file statistics write it (ISO 8601, UTC, ms)."""
+    return value.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def _delete(table_dir: Path, written: list[AddAction] | None) -> None:
+    """Delete the files of an attempt that is not committed (a killed run's are vacuum's)."""
+    for add in written or ():
+        (table_dir / "data" / add.path).unlink(missing_ok=True)
+
+
+def _commit_shared(
+    uri: str, table: DeltaTable | None, adds: list[AddAction], properties: CommitProperties
+) -> int:
+    """Commit ``adds`` to ``data/`` after ``table``'s version (None: make it); the new version."""
+    schema = DeltaSchema.from_arrow(ARROW_MEMBER_ROWS)
+    if table is None:
+        create_table_with_add_actions(
+            uri,
+            schema,
+            adds,
+            mode="error",
+            partition_by=[PARTITION_COLUMN],
+            name="data",
+            commit_properties=properties,
+        )
+        return 0
+    version = table.version()
+    table.create_write_transaction(
+        list(adds),
+        mode="append",
+        schema=schema,
+        partition_by=[PARTITION_COLUMN],
+        commit_properties=properties,
+    )
+    return version + 1

@@ -170,7 +170,7 @@ def stage_segment(
     rows = decoded.rows
     files = [
         (str(target.relative_to(staging)), count)
-        for target, count in _write_by_date(
+        for target, count in write_by_date(
             rows.drop_columns([PARTITION_COLUMN]),
             rows.column(PARTITION_COLUMN),
             staging,
@@ -184,7 +184,7 @@ def stage_segment(
             rolled = make(rows, settings)
             rollups += [
                 (str(target.relative_to(staging)), count)
-                for target, count in _write_by_date(
+                for target, count in write_by_date(
                     rolled,
                     _utc_dates(rolled.column("minute")),
                     staging / ROLLUPS_DIR / kind,
@@ -212,14 +212,18 @@ def _utc_dates(times: pa.ChunkedArray) -> pa.Array:
     return pc.divide(micros, _US_PER_DAY).cast(pa.int32()).cast(pa.date32())
 
 
-def _write_by_date(
+def write_by_date(
     rows: pa.Table,
     dates: pa.Array | pa.ChunkedArray,
     directory: Path,
     stem: str,
     options: dict[str, Any],
 ) -> Iterator[tuple[Path, int]]:
-    """Write ``rows`` as one file per date of ``dates`` (one per row) under ``directory``."""
+    """Write ``rows`` as one file per date of ``dates`` (one per row) under ``directory``.
+
+    Each file is written under a hidden temporary name (no reader lists it), fsynced and
+    renamed to ``<directory>/collected_date=D/<stem>.parquet``; yields each file and its rows.
+    """
     if not rows.num_rows:
         return
     days = sorted(pc.unique(dates).to_pylist())

@@ -12,9 +12,8 @@ spool of several segments takes several commits. The points, in the order a load
 ``read:N``
     after the N-th batch's rows were read, before its commit
 ``writing:N``
-    in the N-th commit attempt, as soon as delta-rs has written a new file into ``data/``
-    (before its commit, or just after; when it writes none, after its commit: each must
-    come out right)
+    after the N-th attempt's files were written into ``data/``, before its commit (when it
+    has no new row, it writes none)
 ``committed:N``
     after the N-th batch's Delta commit
 
@@ -25,9 +24,6 @@ from __future__ import annotations
 
 import functools
 import sys
-import threading
-import time
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from grstats.cli import main as grstats_main
@@ -42,6 +38,7 @@ SEGMENTS_PER_COMMIT = 2
 #: Point -> (object, attribute) of the function whose N-th call it follows.
 AFTER: dict[str, tuple[object, str]] = {
     "read": (shared_ingest, "_read_batch"),
+    "writing": (delta, "_write_rows"),
     "committed": (shared_ingest, "append_new"),
 }
 
@@ -62,52 +59,13 @@ def after_call(point: str, count: int, original: Callable[..., Any]) -> Callable
     return wrapped
 
 
-def files_of(directory: Path) -> set[Path]:
-    """The Parquet files under ``directory``."""
-    return set(directory.rglob("*.parquet"))
-
-
-def kill_on_new_file(point: str, directory: Path, before: set[Path]) -> None:
-    """Poll ``directory`` and kill the process as soon as a Parquet file not in ``before`` is there."""
-    while not files_of(directory) - before:
-        time.sleep(0.0005)
-    crash(point)
-
-
-def while_writing(point: str, count: int, original: Callable[..., Any]) -> Callable[..., Any]:
-    """delta-rs' ``write_deltalake``, killed during its ``count``-th call once a file is written."""
-    calls = 0
-
-    @functools.wraps(original)
-    def wrapped(table_or_uri: Any, *args: Any, **kwargs: Any) -> Any:
-        nonlocal calls
-        calls += 1
-        if calls == count:
-            uri = table_or_uri if isinstance(table_or_uri, str) else table_or_uri.table_uri
-            directory = Path(str(uri).removeprefix("file://"))
-            watcher = threading.Thread(
-                target=kill_on_new_file,
-                args=(point, directory, files_of(directory)),
-                daemon=True,
-            )
-            watcher.start()
-            original(table_or_uri, *args, **kwargs)
-            crash(point)  # it wrote no file (no new row), or the watcher was slower than it
-        return original(table_or_uri, *args, **kwargs)
-
-    return wrapped
-
-
 def arm(point: str) -> None:
     """Wrap the shared ingest's steps so that the process kills itself at ``point``."""
     name, _, count = point.partition(":")
-    if not count.isdigit() or int(count) < 1 or name not in (*AFTER, "writing"):
+    if not count.isdigit() or int(count) < 1 or name not in AFTER:
         raise SystemExit(f"crashing_shared_ingest: unknown point {point!r}")
-    if name == "writing":
-        replace(delta, "write_deltalake", functools.partial(while_writing, point, int(count)))
-    else:
-        owner, attribute = AFTER[name]
-        replace(owner, attribute, functools.partial(after_call, point, int(count)))
+    owner, attribute = AFTER[name]
+    replace(owner, attribute, functools.partial(after_call, point, int(count)))
     replace(
         shared_ingest,
         "run_shared_ingest",

@@ -450,3 +450,39 @@ def test_compact_refuses_a_vacuum_under_an_hour_on_a_shared_table(
     assert main(args) == 2
     assert "--vacuum-hours: 0 is less than 1 for" in capsys.readouterr().err
     assert sorted(path.name for path in (table / "data").rglob("*.parquet")) == before
+
+
+def test_an_attempt_that_met_a_commit_of_other_rows_commits_the_files_it_wrote(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A commit of other groups' rows between B's read and its commit: B's retry commits its files."""
+    spool_a, spool_b, table = tmp_path / "a", tmp_path / "b", tmp_path / "table"
+    write_collector(spool_a, range(10))
+    other = ("payments", "0c0ffee0-0000-4000-8000-00000000b0b0")
+    write_spool(spool_b, [[make_record(s, group=other) for s in range(10)]])
+    run_shared_ingest(spool_a, table)
+    present, write_rows = delta._present, delta._write_rows
+    writes: list[int] = []
+
+    def present_then_commit(*args: Any) -> pa.Table:
+        found = present(*args)
+        if len(writes) == 0:  # B's first attempt read the table: now A's run commits again
+            writes.append(0)
+            rows = expected_rows(sorted_segments(spool_a))[:3]
+            later = [row | {"last_seen": row["last_seen"].replace(year=2027)} for row in rows]
+            delta.append_new(table, pa.Table.from_pylist(later, schema=ARROW_MEMBER_ROWS), "x", 1)
+        return found
+
+    def counted(*args: Any) -> list[Any]:
+        writes.append(1)
+        return write_rows(*args)
+
+    monkeypatch.setattr(delta, "_present", present_then_commit)
+    monkeypatch.setattr(delta, "_write_rows", counted)
+    result = run_shared_ingest(spool_b, table)
+    assert (result.tries, result.rows_added) == (2, 30)
+    assert writes.count(1) == 2  # A's sneaked commit wrote once, B once: its retry rewrote nothing
+    data = table / "data"
+    live = {Path(uri).resolve() for uri in DeltaTable(str(data)).file_uris()}
+    assert {path.resolve() for path in data.rglob("*.parquet")} == live
+    assert len(table_rows(table)) == 30 + 3 + 30
