@@ -532,7 +532,9 @@ def append_new(table_dir: Path | str, rows: pa.Table, app_id: str, mark: int) ->
     uri = dataset_uri(table_dir, "data")
     new = rows.select(ARROW_MEMBER_ROWS.names).cast(ARROW_MEMBER_ROWS)
     written: list[AddAction] | None = None  # the files of ``new``, once written
-    last: Exception | None = None
+    # The last conflict's message, not the exception: its traceback holds this frame, whose
+    # rows a reference cycle would keep until the collector's next full pass (GBs a batch).
+    last = ""
     for attempt in range(1, MAX_TRIES + 1):
         table = _open(table_dir, "data")
         if table is not None and (table.transaction_version(app_id) or 0) >= mark:
@@ -553,11 +555,11 @@ def append_new(table_dir: Path | str, rows: pa.Table, app_id: str, mark: int) ->
         try:
             version = _commit_shared(uri, table, written, properties)
         except CommitFailedError as exc:  # a concurrent writer's commit came first
-            last = exc
+            last = str(exc)
             continue
         except DeltaError as exc:
             if table is None:  # two writers made the table at once: the other one won
-                last = exc
+                last = str(exc)
                 continue
             raise DeltaTableError(f"{uri}: the Delta commit failed: {exc}") from exc
         return Appended(version, new.num_rows, attempt)

@@ -10,6 +10,7 @@ ran, B's where only B ran, and DuckDB, ``deltalake`` and the report read it.
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import itertools
 import json
 import os
@@ -486,3 +487,59 @@ def test_an_attempt_that_met_a_commit_of_other_rows_commits_the_files_it_wrote(
     live = {Path(uri).resolve() for uri in DeltaTable(str(data)).file_uris()}
     assert {path.resolve() for path in data.rglob("*.parquet")} == live
     assert len(table_rows(table)) == 30 + 3 + 30
+
+
+def rows_of(seconds: range) -> pa.Table:
+    """Three members' rows of the test's group, one a second of ``seconds`` (other cells null)."""
+    base = make_record(0)["collected_at_us"]
+    day = dt.datetime.fromtimestamp(base / 1e6, dt.UTC).date()
+    return pa.Table.from_pylist(
+        [
+            {
+                "collected_date": day,
+                "member_id": member,
+                "group_name": GROUP,
+                "last_seen": dt.datetime.fromtimestamp((base + second * 1_000_000) / 1e6, dt.UTC),
+            }
+            for second in seconds
+            for member in ("m1", "m2", "m3")
+        ],
+        schema=ARROW_MEMBER_ROWS,
+    )
+
+
+def conflicting_append(table: Path, seconds: range, monkeypatch: pytest.MonkeyPatch) -> int:
+    """Append ``seconds`` of rows while a commit sneaks in after the first read; the attempts."""
+    present = delta._present
+    sneaked: list[int] = []
+
+    def present_then_commit(*args: Any) -> pa.Table:
+        found = present(*args)
+        if not sneaked:
+            sneaked.append(1)
+            delta.append_new(table, rows_of(range(-1, 0)), "grstats-spool-other", 1)
+        return found
+
+    monkeypatch.setattr(delta, "_present", present_then_commit)
+    return delta.append_new(table, rows_of(seconds), "grstats-spool-test", 1).tries
+
+
+def test_an_attempt_that_met_a_commit_keeps_no_rows_alive(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After append_new returns, none of its batch's Arrow memory is held, without a collection.
+
+    Keeping the conflict's exception made a cycle (its traceback, the frame, the rows) that
+    only the collector's full pass freed: two concurrent ingests of a fleet's spools grew to
+    12 GB and were killed by the kernel.
+    """
+    delta.append_new(tmp_path, rows_of(range(-2, -1)), "grstats-spool-first", 1)
+    gc.collect()
+    gc.disable()
+    try:
+        before = pa.total_allocated_bytes()
+        assert conflicting_append(tmp_path, range(20_000), monkeypatch) == 2
+        held = pa.total_allocated_bytes() - before
+    finally:
+        gc.enable()
+    assert held < 100_000, held
