@@ -145,7 +145,8 @@ def files_of(table: Path, member_days: float) -> dict[str, Any]:
     """The Parquet files and bytes of each dataset of ``table``, and per member-day in all."""
     found: dict[str, Any] = {}
     for name in DATASETS:
-        parts = list((table / name).rglob("*.parquet")) if (table / name).is_dir() else []
+        found_files = (table / name).rglob("*.parquet") if (table / name).is_dir() else ()
+        parts = [path for path in found_files if "_delta_log" not in path.parts]  # no checkpoints
         found[name] = {"files": len(parts), "bytes": sum(p.stat().st_size for p in parts)}
     files = sum(d["files"] for d in found.values())
     data_bytes = sum(d["bytes"] for d in found.values())
