@@ -213,30 +213,46 @@ def _commit(
 ) -> None:
     """One Delta commit of ``actions`` to ``dataset``'s table, made with its first one."""
     uri = dataset_uri(table, dataset)
-    arrow, partitions = SCHEMAS[dataset]
-    schema = DeltaSchema.from_arrow(arrow)
     try:
-        existing = _open(table, dataset)
-        if existing is None:
-            create_table_with_add_actions(
-                uri,
-                schema,
-                [action for action in actions if isinstance(action, AddAction)],
-                mode="error",
-                partition_by=list(partitions) or None,
-                name=dataset.replace("/", "_"),
-                commit_properties=properties,
-            )
-        else:
-            existing.create_write_transaction(
-                actions,
-                mode="append",
-                schema=schema,
-                partition_by=list(partitions) or None,
-                commit_properties=properties,
-            )
+        _transact(uri, dataset, _open(table, dataset), actions, properties)
     except DeltaError as exc:
         raise DeltaTableError(f"{uri}: the Delta commit failed: {exc}") from exc
+
+
+def _transact(
+    uri: str,
+    dataset: str,
+    existing: DeltaTable | None,
+    actions: Sequence[AddAction | RemoveAction],
+    properties: CommitProperties,
+) -> int:
+    """Commit ``actions`` after ``existing``'s version (None: make the table); the new version.
+
+    delta-rs' errors go through as they are (a ``CommitFailedError`` when a concurrent
+    commit came first and ``properties`` allow no retry).
+    """
+    arrow, partitions = SCHEMAS[dataset]
+    schema = DeltaSchema.from_arrow(arrow)
+    if existing is None:
+        create_table_with_add_actions(
+            uri,
+            schema,
+            [action for action in actions if isinstance(action, AddAction)],
+            mode="error",
+            partition_by=list(partitions) or None,
+            name=dataset.replace("/", "_"),
+            commit_properties=properties,
+        )
+        return 0
+    version = existing.version()
+    existing.create_write_transaction(
+        list(actions),
+        mode="append",
+        schema=schema,
+        partition_by=list(partitions) or None,
+        commit_properties=properties,
+    )
+    return version + 1
 
 
 def dataset_files(
@@ -482,8 +498,8 @@ def _present(table: DeltaTable, rows: pa.Table) -> pa.Table:
     batch's stamps (or null, when the batch has a null one), on the UTC dates of ``rows`` and
     the next to them: ``collected_date`` is the collector's date, so two collectors that read
     one observation on either side of midnight put it on two dates. The stamp's range lets
-    the Parquet reader skip the files and row groups of other times by their statistics, so a
-    commit reads about its own minutes of the table, not its days.
+    pyarrow skip the row groups of other times by each Parquet file's own statistics (it
+    still opens every file of those dates: delta-rs' dataset does not prune by Delta stats).
     """
     one = dt.timedelta(days=1)
     days = sorted(
@@ -535,6 +551,11 @@ def append_new(table_dir: Path | str, rows: pa.Table, app_id: str, mark: int) ->
     # The last conflict's message, not the exception: its traceback holds this frame, whose
     # rows a reference cycle would keep until the collector's next full pass (GBs a batch).
     last = ""
+    properties = CommitProperties(
+        max_commit_retries=0,
+        app_transactions=[Transaction(app_id, mark)],
+        custom_metadata={"grstats.spool": app_id},
+    )
     for attempt in range(1, MAX_TRIES + 1):
         table = _open(table_dir, "data")
         if table is not None and (table.transaction_version(app_id) or 0) >= mark:
@@ -547,13 +568,8 @@ def append_new(table_dir: Path | str, rows: pa.Table, app_id: str, mark: int) ->
         if written is None:
             new = still
             written = _write_rows(table_dir, new)
-        properties = CommitProperties(
-            max_commit_retries=0,
-            app_transactions=[Transaction(app_id, mark)],
-            custom_metadata={"grstats.spool": app_id},
-        )
         try:
-            version = _commit_shared(uri, table, written, properties)
+            version = _transact(uri, "data", table, written, properties)
         except CommitFailedError as exc:  # a concurrent writer's commit came first
             last = str(exc)
             continue
@@ -574,7 +590,7 @@ def _write_rows(table_dir: Path, rows: pa.Table) -> list[AddAction]:
     """Write ``rows`` into ``data/``, a file per date, as a shared ingest's; their ``add``s.
 
     The files are in no Delta version until a commit lists them; the stats carry LAST_SEEN's
-    range, so that readers (and :func:`_present`) can skip the files of other times.
+    range, for the Delta readers that skip files by it.
     """
     dates = rows.column(PARTITION_COLUMN)
     adds = []
@@ -615,30 +631,3 @@ def _delete(table_dir: Path, written: list[AddAction] | None) -> None:
     """Delete the files of an attempt that is not committed (a killed run's are vacuum's)."""
     for add in written or ():
         (table_dir / "data" / add.path).unlink(missing_ok=True)
-
-
-def _commit_shared(
-    uri: str, table: DeltaTable | None, adds: list[AddAction], properties: CommitProperties
-) -> int:
-    """Commit ``adds`` to ``data/`` after ``table``'s version (None: make it); the new version."""
-    schema = DeltaSchema.from_arrow(ARROW_MEMBER_ROWS)
-    if table is None:
-        create_table_with_add_actions(
-            uri,
-            schema,
-            adds,
-            mode="error",
-            partition_by=[PARTITION_COLUMN],
-            name="data",
-            commit_properties=properties,
-        )
-        return 0
-    version = table.version()
-    table.create_write_transaction(
-        list(adds),
-        mode="append",
-        schema=schema,
-        partition_by=[PARTITION_COLUMN],
-        commit_properties=properties,
-    )
-    return version + 1

@@ -49,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 from grstats.collector.columns import columns_path
 from grstats.collector.spool import sealed_segments
-from grstats.collector.table_log import META_DIR, Commit, fsync_directory
+from grstats.collector.table_log import Commit, fsync_directory
 from grstats.spark.compact_settings import COMPACT_OVER
 from grstats.spark.compact_settings import TARGET_MIB as COMPACT_TARGET_MIB
 from grstats.spark.delta import DeltaTableError, compact, crowded_days
@@ -72,6 +72,7 @@ from grstats.spark.table import (
     TableError,
     TableLock,
     TableLog,
+    check_table_dir,
     commit_dir_name,
     data_file_name,
     events_file_name,
@@ -256,7 +257,7 @@ def run_ingest(  # noqa: PLR0913  (the options are keyword-only, each with its d
     say = progress or (lambda _message: None)
     spool, table = Path(spool_dir).resolve(), Path(table_dir).resolve()
     sealed_segments(spool)  # a spool that is not a directory fails before the table is locked
-    _check_table_dir(table)
+    check_table_dir(table)
     with TableLock(table):
         # Listed under the lock: ``grstats spool prune`` removes loaded segments only while it
         # holds the lock (shared), so none of these vanishes before this run has read it.
@@ -427,15 +428,6 @@ def _catch_up(log: TableLog, say: Callable[[str], None]) -> None:
         say(
             "wrote the Delta logs of commits loaded before: "
             + ", ".join(f"{dataset}/ {files} files" for dataset, files in converted.items())
-        )
-
-
-def _check_table_dir(table: Path) -> None:
-    if table.exists() and not table.is_dir():
-        raise TableError(f"--table: {table} is not a directory")
-    if table.is_dir() and any(table.iterdir()) and not (table / META_DIR).is_dir():
-        raise TableError(
-            f"--table: {table} is not a grstats table (it holds other files and no {META_DIR}/)"
         )
 
 

@@ -45,10 +45,10 @@ import pyarrow as pa
 
 from grstats.collector.errors import SegmentCorrupt, UnknownSchema
 from grstats.collector.spool import parse_segment_name, sealed_segments
-from grstats.collector.table_log import META_DIR, SPOOLS_DIR, read_commits, spool_app_id
+from grstats.collector.table_log import SPOOLS_DIR, read_commits, spool_app_id
 from grstats.spark.decode import ARROW_MEMBER_ROWS, ColumnsUnusable, decode_segment, read_columns
 from grstats.spark.delta import DeltaTableError, app_mark, append_new
-from grstats.spark.table import QUARANTINE_DIR
+from grstats.spark.table import QUARANTINE_DIR, TableError, check_table_dir
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -186,12 +186,10 @@ def run_shared_ingest(
 
 def _check_table(table: Path) -> None:
     """Refuse a table directory a shared ingest must not load (naming ``--table``)."""
-    if table.exists() and not table.is_dir():
-        raise SharedIngestError(f"--table: {table} is not a directory")
-    if table.is_dir() and any(table.iterdir()) and not (table / META_DIR).is_dir():
-        raise SharedIngestError(
-            f"--table: {table} is not a grstats table (it holds other files and no {META_DIR}/)"
-        )
+    try:
+        check_table_dir(table)
+    except TableError as exc:
+        raise SharedIngestError(str(exc)) from exc
     commits = read_commits(table)
     if commits:
         raise SharedIngestError(

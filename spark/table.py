@@ -127,6 +127,20 @@ class TableError(Exception):
     """The table directory cannot be used: not a grstats table, a broken log, or in use."""
 
 
+def check_table_dir(table: Path) -> None:
+    """Refuse a ``--table`` that is no directory, or a directory of other files than a table's.
+
+    Raises:
+        TableError: naming ``--table`` and the path.
+    """
+    if table.exists() and not table.is_dir():
+        raise TableError(f"--table: {table} is not a directory")
+    if table.is_dir() and any(table.iterdir()) and not (table / META_DIR).is_dir():
+        raise TableError(
+            f"--table: {table} is not a grstats table (it holds other files and no {META_DIR}/)"
+        )
+
+
 def data_file_name(number: int, segment: str) -> str:
     """Return the name under ``data/`` of the file commit ``number`` adds for ``segment``."""
     return f"c{number:020d}-{segment.rsplit('.', 1)[0]}.parquet"
