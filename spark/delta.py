@@ -607,7 +607,7 @@ def _write_rows(table_dir: Path, rows: pa.Table) -> list[AddAction]:
         stats: dict[str, Any] = {"numRecords": count}
         if seen["min"].is_valid:
             stats["minValues"] = {"last_seen": _stat_time(seen["min"].as_py())}
-            stats["maxValues"] = {"last_seen": _stat_time(seen["max"].as_py())}
+            stats["maxValues"] = {"last_seen": _stat_time(seen["max"].as_py(), up=True)}
         stat = path.stat()
         adds.append(
             AddAction(
@@ -622,8 +622,14 @@ def _write_rows(table_dir: Path, rows: pa.Table) -> list[AddAction]:
     return adds
 
 
-def _stat_time(value: dt.datetime) -> str:
-    """A timestamp as Delta's file statistics write it (ISO 8601, UTC, ms)."""
+def _stat_time(value: dt.datetime, *, up: bool = False) -> str:
+    """A timestamp as Delta's file statistics write it (ISO 8601, UTC, ms), ``up``: rounded up.
+
+    The statistics keep milliseconds: a maximum cut down would exclude the file's last
+    microseconds from a reader that skips files by it, so the maximum is rounded up.
+    """
+    if up and value.microsecond % 1000:
+        value += dt.timedelta(microseconds=1000 - value.microsecond % 1000)
     return value.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
 
 

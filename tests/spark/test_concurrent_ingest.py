@@ -543,3 +543,12 @@ def test_an_attempt_that_met_a_commit_keeps_no_rows_alive(
     finally:
         gc.enable()
     assert held < 100_000, held
+
+
+def test_a_files_last_seen_range_in_its_stats_holds_every_stamp() -> None:
+    """Delta stats keep milliseconds: the minimum is cut down and the maximum rounded up."""
+    stamp = dt.datetime(2026, 1, 5, 23, 59, 59, 999_500, tzinfo=dt.UTC)
+    assert delta._stat_time(stamp) == "2026-01-05T23:59:59.999Z"
+    assert delta._stat_time(stamp, up=True) == "2026-01-06T00:00:00.000Z"
+    exact = stamp.replace(microsecond=250_000)
+    assert delta._stat_time(exact, up=True) == "2026-01-05T23:59:59.250Z"
