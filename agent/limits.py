@@ -283,11 +283,26 @@ class LimitsConfig:
 
     @property
     def channel_options(self) -> list[tuple[str, int]]:
-        """The gRPC options bounding the messages a server or channel receives and sends."""
+        """The gRPC options of every server and channel: message bounds and a fixed window."""
         return [
             ("grpc.max_receive_message_length", self.max_message_bytes),
             ("grpc.max_send_message_length", self.max_message_bytes),
+            *FIXED_WINDOW_OPTIONS,
         ]
+
+
+#: HTTP/2 flow control with a fixed 1 MiB window per stream instead of gRPC's BDP probing.
+#: The probe sends a PING beside the data it measures and tunes the window from the answers:
+#: with one small message a second on each of 8 push streams, those pings and their
+#: acknowledgements were most of the work of gRPC's own threads (0.35 % of a core of an agent
+#: of 9 members, 0.13 % without; docs/benchmarks.md, "Agent footprint"). A fixed 1 MiB window
+#: (grpc-java's default flowControlWindow) still carries the largest message (max_message_bytes,
+#: 4 MiB by default) in four round trips, where the 64 KiB default would take 64.
+#: (grpc's chttp2_transport.cc, read_channel_args: lookahead_bytes sets the initial window.)
+FIXED_WINDOW_OPTIONS: tuple[tuple[str, int], ...] = (
+    ("grpc.http2.bdp_probe", 0),
+    ("grpc.http2.lookahead_bytes", 1024 * 1024),
+)
 
 
 def _check_count(name: str, value: object, low: int, high: int) -> None:

@@ -59,6 +59,7 @@ class TestLimitsConfig:
         assert limits.gossip_bytes_in_flight == 4 * limits.max_message_bytes
         assert limits.max_updates == 144
         assert ("grpc.max_receive_message_length", 4 * 1024 * 1024) in limits.channel_options
+        assert ("grpc.http2.bdp_probe", 0) in limits.channel_options
         assert (limits.sql_connections_per_host, limits.sql_max_rows) == (16, 100_000)
         assert limits.sql_query_timeout_s == 5.0
 
