@@ -15,8 +15,12 @@ the floor under any Python command; and each command's CPU time (user and system
 cost whatever else the machine is doing, which its wall time on a busy machine is not.
 
 Which ``grstats``: ``--grstats PATH``, else the one beside this interpreter (the virtual
-environment's). ``--binary PATH`` (else a single-file executable ``make dist`` wrote in dist/,
-if any) adds its ``--version`` and ``query members``.
+environment's). ``--bundle PATH`` (else the directory bundle ``make dist`` wrote in dist/, if
+any: the executable the Debian package installs as /usr/lib/grstats/grstats) adds the
+package's ``--version`` and ``query members``, held to the same targets. ``--binary PATH``
+(else the single-file executable of dist/, if any) adds the single file's, shown without a
+target: it unpacks its whole bundle into a temporary directory at every start (half a
+second), for hosts without dpkg, not for a shell loop.
 
 Run it from the repository's root as ``python -m tests.benchmarks.bench_cli``
 (``--json PATH`` also writes the figures). The script exits 0 even when a target is missed
@@ -99,7 +103,7 @@ def start_agent(
 
 
 def commands(
-    grstats: list[str], binary: Path | None, address: str, server: MariaDB
+    grstats: list[str], bundle: Path | None, binary: Path | None, address: str, server: MariaDB
 ) -> dict[str, list[str]]:
     """The commands to time, by the name the table shows."""
     members = ["query", "members", "--node", address]
@@ -114,6 +118,9 @@ def commands(
         "grstats query members": [*grstats, *members],
         "mariadb -e 'SELECT 1'": mariadb,
     }
+    if bundle is not None:
+        timed["package: grstats --version"] = [str(bundle), "--version"]
+        timed["package: grstats query members"] = [str(bundle), *members]
     if binary is not None:
         timed["single file: grstats --version"] = [str(binary), "--version"]
         timed["single file: grstats query members"] = [str(binary), *members]
@@ -169,7 +176,7 @@ def print_table(figures: dict[str, dict[str, float]], runs: int) -> None:
     print(f"| command ({runs} runs) | median | max | median / mariadb's | CPU, median | target |")
     print("|---|--:|--:|--:|--:|---|")
     for name, figure in figures.items():
-        target = TARGETS.get(name.removeprefix("single file: "))
+        target = TARGETS.get(name.removeprefix("package: "))
         verdict = ""
         if target is not None:
             held = figure["median_s"] <= target and figure["max_s"] <= target
@@ -180,11 +187,11 @@ def print_table(figures: dict[str, dict[str, float]], runs: int) -> None:
         )
 
 
-def find_binary(given: Path | None) -> Path | None:
-    """The single-file executable to time too, if any (see the module docstring)."""
+def find_built(given: Path | None, pattern: str) -> Path | None:
+    """``given``, else the newest file of dist/ matching ``pattern`` (see the module docstring)."""
     if given is not None:
         return given
-    built = sorted(DIST.glob(f"grstats-*-linux-{platform.machine()}"))
+    built = sorted(DIST.glob(pattern.format(arch=platform.machine())))
     return built[-1] if built else None
 
 
@@ -193,11 +200,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=RUNS, help=f"runs measured (default {RUNS})")
     parser.add_argument("--grstats", type=Path, help="the grstats to time (default: this venv's)")
+    parser.add_argument("--bundle", type=Path, help="the package's executable to time too")
     parser.add_argument("--binary", type=Path, help="a single-file executable to time too")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
     grstats = [str(args.grstats or Path(sys.executable).with_name("grstats"))]
-    binary = find_binary(args.binary)
+    bundle = find_built(args.bundle, "grstats-*-linux-{arch}.dir/grstats")
+    binary = find_built(args.binary, "grstats-*-linux-{arch}")
     load_before = os.getloadavg()[0]
     print("# The command line's start-up (grstats --version, grstats query members)")
     print(
@@ -213,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
         env = environment(workdir)
         agent, address = start_agent(grstats, workdir, env)
         try:
-            walls, cpus = measure(commands(grstats, binary, address, server), args.runs, env)
+            walls, cpus = measure(commands(grstats, bundle, binary, address, server), args.runs, env)
         finally:
             agent.terminate()
             agent.wait(15)
@@ -227,6 +236,7 @@ def main(argv: list[str] | None = None) -> int:
             "python": platform.python_version(),
             "cpus": os.cpu_count(),
             "load_average": {"start": load_before, "end": os.getloadavg()[0]},
+            "bundle": None if bundle is None else str(bundle),
             "binary": None if binary is None else str(binary),
             "targets_s": TARGETS,
             "commands": figures,
