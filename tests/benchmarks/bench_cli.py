@@ -222,7 +222,9 @@ def main(argv: list[str] | None = None) -> int:
         env = environment(workdir)
         agent, address = start_agent(grstats, workdir, env)
         try:
-            walls, cpus = measure(commands(grstats, bundle, binary, address, server), args.runs, env)
+            walls, cpus = measure(
+                commands(grstats, bundle, binary, address, server), args.runs, env
+            )
         finally:
             agent.terminate()
             agent.wait(15)
