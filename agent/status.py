@@ -154,6 +154,15 @@ def group_status(  # noqa: PLR0913  (every input of the verdict is explicit)
     held, by = _flow_control(in_view, counts, servers)
     errant = _errant(state, members, view.group_name, offsets)
     split = split_brain(state, local, view, now_us=now_us, silence_us=silence_us, offsets=offsets)
+    skew = skews(offsets, state.local_id, len(members))  # CLOCK_SKEW_MS (gossip.clocks)
+    if offset_errors_us is not None:  # NULL where the offset is not known within RELIABLE_US
+        skew = {
+            m: off
+            for m, off in skew.items()
+            if m == state.local_id or offset_errors_us.get(m, RELIABLE_US + 1) <= RELIABLE_US
+        }
+    # Each row is made (and checked) once, with every column: a row replaced for its clock skew
+    # and its progress was checked three times, its errant GTID set parsed three times.
     rows = [
         _member_row(
             shown[m],
@@ -171,18 +180,11 @@ def group_status(  # noqa: PLR0913  (every input of the verdict is explicit)
             errant=errant.get(m),
             split=m in split,
             weight=weights[m],
+            skew_ms=_ms(skew.get(m)),
+            progress=(progress or {}).get(m),
         )
         for m in members
     ]
-    skew = skews(offsets, state.local_id, len(members))  # CLOCK_SKEW_MS (gossip.clocks)
-    if offset_errors_us is not None:  # NULL where the offset is not known within RELIABLE_US
-        skew = {
-            m: off
-            for m, off in skew.items()
-            if m == state.local_id or offset_errors_us.get(m, RELIABLE_US + 1) <= RELIABLE_US
-        }
-    rows = [replace(row, clock_skew_ms=_ms(skew.get(row.member_id))) for row in rows]
-    rows = [_with_progress(row, (progress or {}).get(row.member_id)) for row in rows]
     # Shell's get_members leaves out the other members' ERROR rows (a GR bug lists them): they
     # count as outside the view, as Shell counts them missing from the group.
     counted = {m: row for m, row in in_view.items() if row.member_state != "ERROR" or m == origin}
@@ -418,6 +420,8 @@ def _member_row(  # noqa: PLR0913  (one row from several sources)
     errant: GtidSet | None = None,
     split: bool = False,
     weight: int | None = None,
+    skew_ms: int | None = None,
+    progress: Progress | None = None,
 ) -> MemberStatusRow:
     stats, age_us = counts if counts is not None else (None, None)
     return MemberStatusRow(
@@ -439,14 +443,12 @@ def _member_row(  # noqa: PLR0913  (one row from several sources)
         errant_transactions=None if errant is None else str(errant),
         split_brain="YES" if split else "NO",
         member_weight=weight,
+        clock_skew_ms=skew_ms,
+        # TRANSACTIONS_LEFT, APPLY_RATE and ETA_S: NULL without a progress estimate
+        transactions_left=progress.left if progress else None,
+        apply_rate=progress.rate if progress else None,
+        eta_s=progress.eta_s if progress else None,
     )
-
-
-def _with_progress(row: MemberStatusRow, found: Progress | None) -> MemberStatusRow:
-    """``row`` with TRANSACTIONS_LEFT, APPLY_RATE and ETA_S of ``found`` (NULL when None)."""
-    if found is None:
-        return row
-    return replace(row, transactions_left=found.left, apply_rate=found.rate, eta_s=found.eta_s)
 
 
 def _ms(us: int | None) -> int | None:

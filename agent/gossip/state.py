@@ -420,12 +420,7 @@ class _Taken(enum.Enum):
 def _keep_absent(counts: Counts, held: Counts) -> Counts:
     """``counts`` with the GTID columns and clock offsets it does not carry kept from ``held``."""
     if not counts.gtids_present:
-        row = dataclasses.replace(
-            counts.row,
-            transactions_committed_all_members=held.row.transactions_committed_all_members,
-            last_conflict_free_transaction=held.row.last_conflict_free_transaction,
-        )
-        counts = dataclasses.replace(counts, row=row)
+        counts = dataclasses.replace(counts, row=counts.row.with_gtid_columns_of(held.row))
     if not counts.offsets_present:
         counts = dataclasses.replace(counts, offsets=held.offsets)
     return counts

@@ -207,6 +207,22 @@ class TestMerge:
         assert newest is not None
         assert newest.transactions_committed_all_members == f"{GROUP}:1-9"
 
+    def test_the_kept_gtid_columns_make_the_row_a_checked_construction_makes(self) -> None:
+        """A row given the held GTID columns unchecked equals the row MemberStatsRow checks of the same values."""
+        held = dataclasses.replace(
+            counts(A, 1, f"{GROUP}:1-5:7").row, last_conflict_free_transaction=f"{GROUP}:7"
+        )
+        fresh = counts(A, 2, present=False).row
+        kept = fresh.with_gtid_columns_of(held)
+        checked_row = dataclasses.replace(
+            fresh,
+            transactions_committed_all_members=held.transactions_committed_all_members,
+            last_conflict_free_transaction=held.last_conflict_free_transaction,
+        )
+        assert kept == checked_row
+        assert kept.values() == checked_row.values()
+        assert (kept.count_transactions_checked, fresh.transactions_committed_all_members) == (2, "")
+
     def test_counts_without_offsets_keep_the_previous_offsets(self) -> None:
         """Clock offsets ride on some counts only: a receiver keeps the last ones it got."""
         a, b = agent(A, B), agent(B, A)
