@@ -188,10 +188,12 @@ def print_table(figures: dict[str, dict[str, float]], runs: int) -> None:
 
 
 def find_built(given: Path | None, pattern: str) -> Path | None:
-    """``given``, else the newest file of dist/ matching ``pattern`` (see the module docstring)."""
+    """``given``, else the file of dist/ matching ``pattern`` built last (see the module docstring)."""
     if given is not None:
         return given
-    built = sorted(DIST.glob(pattern.format(arch=platform.machine())))
+    built = sorted(
+        DIST.glob(pattern.format(arch=platform.machine())), key=lambda p: p.stat().st_mtime
+    )
     return built[-1] if built else None
 
 
