@@ -15,7 +15,8 @@ classification), and what it found is logged:
 
 In a group each agent dials the other, so both sides of a mistake say it, each in its own
 words. The peer is dialled again at most every :data:`DIAGNOSE_EVERY_S` while its dials fail,
-so a peer is never probed more than that.
+so a peer is never probed more than that. The diagnosis (and Python's ``ssl`` with it) is
+loaded at the first dial that needs it: an agent whose dials never fail so loads none of it.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ import asyncio
 import time
 from typing import TYPE_CHECKING
 
-from grstats.agent import tls_handshake as handshake
 from grstats.core.address import split_address
 from grstats.core.errors import ConfigError
 
@@ -58,7 +58,7 @@ class TlsWatch:
         log: Callable[[], structlog.typing.FilteringBoundLogger],
         *,
         clock: Callable[[], float] = time.monotonic,
-        diagnose: Diagnose = handshake.diagnose,
+        diagnose: Diagnose | None = None,
     ) -> None:
         self._tls = tls
         self._log = log
@@ -93,10 +93,18 @@ class TlsWatch:
         if reason is not None:
             self._log().info("tls_mismatch_resolved", peer=peer, reason=reason)
 
+    def _diagnose_with(self) -> Diagnose:
+        """The diagnosis given, else the doctor's (loaded now: the first dial to diagnose)."""
+        if self._diagnose is None:
+            from grstats.agent.tls_handshake import diagnose  # noqa: PLC0415 (ssl on demand)
+
+            self._diagnose = diagnose
+        return self._diagnose
+
     async def _diagnosed(self, peer: str, error: str) -> None:
         try:
             host, port = split_address(peer, "peers")
-            reason = await self._diagnose(self._tls, host, port, DIAGNOSE_TIMEOUT_S)
+            reason = await self._diagnose_with()(self._tls, host, port, DIAGNOSE_TIMEOUT_S)
         except ConfigError:  # not host:port: the dial's own error says so
             return
         finally:

@@ -60,7 +60,8 @@ def test_the_agent_command_loads_no_sql_engine() -> None:
 #: What ``grstats agent`` leaves unloaded with a simulated source, JSON logs and neither the
 #: SQL endpoint nor ``/metrics``: the SQL endpoint's engine, prometheus-client (issue 50: the
 #: agent counts nothing without ``/metrics``), the MySQL driver and cryptography, Rich (the
-#: console's tracebacks and the screens), and the other commands' code.
+#: console's tracebacks and the screens), the TLS diagnosis (until a dial fails in a
+#: handshake), the in-memory seams of the tests, and the other commands' code.
 NOT_IN_A_SIMULATED_AGENT = (
     "sqlglot",
     "prometheus_client",
@@ -75,6 +76,11 @@ NOT_IN_A_SIMULATED_AGENT = (
     "pygments",
     "grstats.agent.sql",
     "grstats.agent.doctor",
+    "grstats.agent.tls_handshake",
+    "grstats.agent.transports.faulty",
+    "grstats.agent.transports.memory",
+    "grstats.agent.registry.memory",
+    "grstats.agent.sources.memory",
     "grstats.cli.demo",
     "grstats.cli.doctor",
     "grstats.cli.query",

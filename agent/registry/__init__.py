@@ -1,10 +1,13 @@
 """The member registry: every member the agent has seen, kept across restarts (WL#2860).
 
 ``SqliteRegistry`` keeps it in the agent's state directory, each save one transaction
-(WL#2775); ``MemoryRegistry`` keeps the same contract in memory for tests of the agent.
+(WL#2775); ``MemoryRegistry`` keeps the same contract in memory for tests of the agent, and
+loads on first use.
 """
 
 from __future__ import annotations
+
+import typing
 
 from grstats.agent.registry.base import (
     DEFAULT_RETENTION_S,
@@ -13,7 +16,6 @@ from grstats.agent.registry.base import (
     RegistryDamaged,
     RegistryError,
 )
-from grstats.agent.registry.memory import MemoryRegistry
 from grstats.agent.registry.sqlite import REGISTRY_FILENAME, SqliteRegistry
 
 __all__ = [
@@ -26,3 +28,15 @@ __all__ = [
     "RegistryError",
     "SqliteRegistry",
 ]
+
+if typing.TYPE_CHECKING:
+    from grstats.agent.registry.memory import MemoryRegistry
+
+
+def __getattr__(name: str) -> object:
+    """Load ``MemoryRegistry`` the first time it is asked for."""
+    if name == "MemoryRegistry":
+        from grstats.agent.registry.memory import MemoryRegistry  # noqa: PLC0415
+
+        return MemoryRegistry
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
