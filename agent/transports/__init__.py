@@ -1,8 +1,8 @@
 """Transports: how an agent carries gossip to its peers, over gRPC or in memory.
 
 ``GrpcTransport`` is the agent's; the in-memory ones (``MemoryNetwork``, ``MemoryTransport``
-and the fault injector ``FaultyTransport``, for tests and the demo's seams) load on first use,
-so that a running agent does not hold their code.
+and the fault injector ``FaultyTransport``, for agents in one process, as the tests run them)
+load on first use, so that an agent over gRPC does not hold their code.
 """
 
 from __future__ import annotations
