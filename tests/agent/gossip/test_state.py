@@ -221,7 +221,10 @@ class TestMerge:
         )
         assert kept == checked_row
         assert kept.values() == checked_row.values()
-        assert (kept.count_transactions_checked, fresh.transactions_committed_all_members) == (2, "")
+        assert (kept.count_transactions_checked, fresh.transactions_committed_all_members) == (
+            2,
+            "",
+        )
 
     def test_counts_without_offsets_keep_the_previous_offsets(self) -> None:
         """Clock offsets ride on some counts only: a receiver keeps the last ones it got."""
