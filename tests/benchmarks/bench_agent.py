@@ -40,7 +40,6 @@ import asyncio
 import json
 import math
 import os
-import platform
 import signal
 import subprocess
 import sys
@@ -67,6 +66,7 @@ from grstats.core.rows import MemberStatsRow
 from grstats.proto import grstats_pb2 as pb
 from grstats.proto import grstats_pb2_grpc as pb_grpc
 from tests.agent.pipeline_stats import PipelineStats, encode
+from tests.benchmarks.heading import print_heading
 
 ROOT = Path(__file__).resolve().parents[2]  # the agents run this module with -m from here
 
@@ -798,13 +798,7 @@ def main(argv: list[str] | None = None) -> int:
     if not Path("/proc/self/stat").exists():
         parser.error("needs Linux /proc to read CPU time and RSS")
     signal.signal(signal.SIGTERM, interrupted)
-    load = os.getloadavg()
-    print("# Agent")
-    print(
-        f"Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs, "
-        f"load average {load[0]:.2f} at start\n",
-        flush=True,
-    )
+    print_heading("Agent")
     started = time.perf_counter()
     sizes = message_sizes()
     with tempfile.TemporaryDirectory(prefix="grstats-bench-") as workdir:

@@ -42,6 +42,7 @@ import time
 from pathlib import Path
 
 from grstats.cli.demo import free_ports
+from tests.benchmarks.heading import print_heading
 from tests.mariadb import MariaDB, require_server_binaries
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -209,12 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     grstats = [str(args.grstats or Path(sys.executable).with_name("grstats"))]
     bundle = find_built(args.bundle, "grstats-*-linux-{arch}.dir/grstats")
     binary = find_built(args.binary, "grstats-*-linux-{arch}")
-    load_before = os.getloadavg()[0]
-    print("# The command line's start-up (grstats --version, grstats query members)")
-    print(
-        f"Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs, "
-        f"load average {load_before:.2f} at start\n",
-        flush=True,
+    load_before = print_heading(
+        "The command line's start-up (grstats --version, grstats query members)"
     )
     with (
         tempfile.TemporaryDirectory(prefix="grstats-bench-cli-") as scratch,

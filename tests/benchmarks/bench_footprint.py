@@ -42,6 +42,7 @@ from pathlib import Path
 
 from grstats.cli.demo import free_ports
 from tests.agent.sources.schemas import USER, create_accounts, load_schema
+from tests.benchmarks.heading import print_heading
 from tests.mariadb import MariaDB, require_server_binaries
 
 SCRAPE_S = 15.0
@@ -223,6 +224,7 @@ def observe(agents: list[Measured], total_s: float) -> None:
         agent.figures = {
             "rss_mb": vm_rss_mb(pid),
             "cpu_share": (cpu_s(pid) - cpu) / (time.monotonic() - at),
+            "cpu_s": cpu_s(pid) - cpu,
         }
 
 
@@ -259,7 +261,9 @@ def print_table(agents: list[Measured], minutes: float) -> None:
     """
     (exporter,) = [a for a in agents if a.source == "exporter"]
     rss_floor = exporter.figures["rss_mb"]
-    cpu_floor = max(exporter.figures["cpu_share"], 1e-6)
+    # A ratio to fewer than 2 clock ticks of the exporter's (a short run) would mean nothing.
+    exporter_cpu = exporter.figures["cpu_share"]
+    exporter_counted = exporter.figures["cpu_s"] * TICKS_S >= 2
     print(
         f"| agent ({minutes:g} min) | on | RSS | / exporter's | CPU, of a core | / exporter's "
         "| scrapes (failed) | target |"
@@ -272,7 +276,7 @@ def print_table(agents: list[Measured], minutes: float) -> None:
             verdict = f"RSS <= {agent.target_mb:g} MB: {'ok' if rss <= agent.target_mb else 'FAIL'}"
         print(
             f"| {agent.name} | {agent.on} | {rss:.1f} MB | {rss / rss_floor:.1f} | {cpu:.2%} "
-            f"| {cpu / cpu_floor:.0f} | {agent.scrapes} ({agent.failed_scrapes}) | {verdict} |"
+            f"| {f'{cpu / exporter_cpu:.0f}' if exporter_counted else '-'} | {agent.scrapes} ({agent.failed_scrapes}) | {verdict} |"
         )
 
 
@@ -282,13 +286,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--minutes", type=float, default=5.0, help="how long (default 5)")
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
-    load_before = os.getloadavg()[0]
-    print("# An agent's footprint (RSS and CPU under a scrape every 15 s)")
-    print(
-        f"Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs, "
-        f"load average {load_before:.2f} at start\n",
-        flush=True,
-    )
+    load_before = print_heading("An agent's footprint (RSS and CPU under a scrape every 15 s)")
     agents = run(args.minutes)
     print_table(agents, args.minutes)
     load_after = os.getloadavg()[0]

@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import platform
 import secrets
 import sys
 import tempfile
@@ -25,6 +23,7 @@ from pathlib import Path
 from grstats.agent.sources.mysql import MySQLSource
 from grstats.agent.sources.mysql_config import MySQLSourceConfig
 from tests.agent.sources.schemas import USER, create_accounts, load_schema
+from tests.benchmarks.heading import print_heading
 from tests.mariadb import MariaDB, require_server_binaries
 
 
@@ -53,12 +52,7 @@ def main(argv: list[str] | None = None) -> int:
         "--period", type=float, default=0.25, help="seconds between reads (default 0.25)"
     )
     args = parser.parse_args(argv)
-    print("# Reading a real server (MySQLSource against MariaDB)")
-    print(
-        f"Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs, "
-        f"load average {os.getloadavg()[0]:.2f} at start\n",
-        flush=True,
-    )
+    print_heading("Reading a real server (MySQLSource against MariaDB)")
     with (
         tempfile.TemporaryDirectory(prefix="grstats-bench-mysql-") as workdir,
         MariaDB.running(require_server_binaries(), Path(workdir) / "db") as server,
